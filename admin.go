@@ -1,0 +1,262 @@
+package mcplimit
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+func init() {
+	caddy.RegisterModule(AdminAPI{})
+}
+
+// AdminAPI is the admin endpoint `/mcp_ratelimit/`: `GET /mcp_ratelimit/`
+// returns every zone's limits in force, tracked entries, refusals per
+// layer and quota store state; `GET /mcp_ratelimit/<zone>` one zone; and
+// `GET /mcp_ratelimit/<zone>/identities/<fingerprint>` one identity's
+// proven state, bucket levels and quota usage.
+type AdminAPI struct{}
+
+// CaddyModule returns the Caddy module information.
+func (AdminAPI) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "admin.api.mcp_ratelimit",
+		New: func() caddy.Module { return new(AdminAPI) },
+	}
+}
+
+// Routes returns the admin routes of the module.
+func (a *AdminAPI) Routes() []caddy.AdminRoute {
+	return []caddy.AdminRoute{{Pattern: "/mcp_ratelimit/", Handler: caddy.AdminHandlerFunc(a.serve)}}
+}
+
+func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
+	if r.Method != http.MethodGet {
+		return caddy.APIError{HTTPStatus: http.StatusMethodNotAllowed, Err: fmt.Errorf("method %s not allowed", r.Method)}
+	}
+	parts := strings.Split(strings.Trim(strings.TrimPrefix(r.URL.Path, "/mcp_ratelimit"), "/"), "/")
+	var body any
+	switch {
+	case len(parts) == 1 && parts[0] == "":
+		all := map[string]any{}
+		zones.Range(func(k, v any) bool {
+			all[k.(string)] = v.(*zone).status()
+			return true
+		})
+		body = map[string]any{"zones": all}
+	case len(parts) == 1:
+		z, err := lookupZone(parts[0])
+		if err != nil {
+			return err
+		}
+		body = z.status()
+	case len(parts) == 3 && parts[1] == "identities":
+		z, err := lookupZone(parts[0])
+		if err != nil {
+			return err
+		}
+		st, err := z.identityStatus(parts[2])
+		if err != nil {
+			return err
+		}
+		body = st
+	default:
+		return caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("no such resource: %s", r.URL.Path)}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	return json.NewEncoder(w).Encode(body)
+}
+
+func lookupZone(name string) (*zone, error) {
+	var found *zone
+	zones.Range(func(k, v any) bool {
+		if k.(string) == name {
+			found = v.(*zone)
+			return false
+		}
+		return true
+	})
+	if found == nil {
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown zone %q", name)}
+	}
+	return found, nil
+}
+
+// status is a zone's admin view.
+func (z *zone) status() map[string]any {
+	m := z.metrics
+	refusals, dry := map[string]uint64{}, map[string]uint64{}
+	for l := range numLayers {
+		refusals[layerNames[l]] = m.refusedN[l].Load()
+		dry[layerNames[l]] = m.dryN[l].Load()
+	}
+	return map[string]any{
+		"limits":             z.pol.Load().view(),
+		"tracked":            z.tracked(),
+		"refusals":           refusals,
+		"dry_run_refusals":   dry,
+		"admitted":           m.admittedN.Load(),
+		"inflight":           m.inflightN.Load(),
+		"upstream_throttled": m.upstreamN.Load(),
+		"quota_store":        storeView(z.quota.State()),
+	}
+}
+
+// tracked counts what the zone holds in memory, by kind.
+func (z *zone) tracked() map[string]int {
+	return map[string]int{
+		"preauth_buckets": z.preauth.Len(),
+		"tenant_buckets":  z.tenants.Len(),
+		"group_buckets":   z.groups.Len(),
+		"known":           z.known.Len(),
+		"quota_entries":   z.quota.State().Tracked,
+	}
+}
+
+func storeView(st quota.State) map[string]any {
+	v := map[string]any{
+		"degraded":   st.Degraded,
+		"last_error": st.LastError,
+		"pending":    st.Pending,
+		"flushes":    st.Flushes,
+		"failures":   st.Failures,
+		"last_flush": nil,
+	}
+	if !st.LastFlush.IsZero() {
+		v["last_flush"] = st.LastFlush.UTC().Format(time.RFC3339Nano)
+	}
+	if !st.LastErrorTime.IsZero() {
+		v["last_error_time"] = st.LastErrorTime.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// identityStatus is one identity's admin view; unknown fingerprints are
+// a 404.
+func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
+	fp, err := parseFingerprint(fpHex)
+	if err != nil {
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
+	}
+	now := time.Now()
+	pol := z.pol.Load()
+	proven := z.known.Contains(fp, now)
+	out := map[string]any{"fingerprint": fpHex, "proven": proven}
+	seen := proven
+	if tokens, ok := z.tenants.Tokens(fp, now); ok {
+		out["tenant_tokens"] = tokens
+		seen = true
+	}
+	usage := map[string]int64{}
+	for _, p := range []quota.Period{quota.Day, quota.Month} {
+		if used := z.quota.Used("i/"+fpHex, p, now); used != 0 {
+			usage[p.String()] = used
+			seen = true
+		}
+	}
+	out["quota_used"] = usage
+	out["inflight"] = z.perID.Count(fp)
+	if o := pol.overrides[fp]; o != nil {
+		out["override"] = true
+		seen = true
+	}
+	if !seen {
+		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown identity %s in zone %s", fpHex, z.name)}
+	}
+	return out, nil
+}
+
+// view is the policy as the admin API shows it.
+func (p *policy) view() map[string]any {
+	tools := map[string]any{}
+	for name, t := range p.tools {
+		args := map[string]float64{}
+		for _, a := range t.args {
+			args[a.name] = a.max
+		}
+		tools[name] = map[string]any{"quota": quotaView(t.quota), "args": args, "fail_closed": t.failClosed, "cost": p.base.costs[name]}
+	}
+	tiers := make([]any, 0, len(p.tiers))
+	for _, t := range p.tiers {
+		v := limitsView(t.limits)
+		v["name"], v["match"] = t.name, map[string]any{"placeholder": t.placeholder, "values": t.values}
+		tiers = append(tiers, v)
+	}
+	overrides := map[string]any{}
+	for fp, o := range p.overrides {
+		overrides[fingerprintHex(fp)] = limitsView(o.limits)
+	}
+	gateways := make([]any, 0, len(p.gateways))
+	for _, g := range p.gateways {
+		cidrs := make([]string, len(g.prefixes))
+		for i, pfx := range g.prefixes {
+			cidrs[i] = pfx.String()
+		}
+		sort.Strings(cidrs)
+		gateways = append(gateways, map[string]any{"cidrs": cidrs, "preauth": bucketView(g.limit, false)})
+	}
+	v := limitsView(p.base)
+	v["preauth"] = bucketView(p.preauth, p.preauthOff)
+	v["global"] = bucketView(p.global, p.globalOff)
+	v["anonymous"] = bucketView(p.anonymous, !p.anonymousOn)
+	v["gateways"] = gateways
+	v["meter"] = meterView(p)
+	v["max_body"], v["max_batch"] = p.maxBody, p.maxBatch
+	v["known_ttl"], v["max_known"] = p.knownTTL.String(), p.maxKnown
+	v["flush_interval"] = p.flush.String()
+	v["ipv4_prefix"], v["ipv6_prefix"] = p.v4, p.v6
+	v["error_code"], v["refuse_with"] = p.errorCode, [...]string{"status", "jsonrpc", "tool_result"}[p.refuseWith]
+	v["tools"], v["tiers"], v["overrides"] = tools, tiers, overrides
+	v["dry_run"], v["trust_identity"] = p.dryRun, p.trustIdentity
+	if p.groupKey != "" {
+		v["group"] = map[string]any{"key": p.groupKey, "rate": p.group.text, "burst": p.group.burst, "quota": quotaView(p.groupQuota)}
+	}
+	return v
+}
+
+func meterView(p *policy) []string {
+	if p.meter.All {
+		return []string{"*"}
+	}
+	return p.meter.Methods
+}
+
+func limitsView(l limits) map[string]any {
+	return map[string]any{
+		"tenant":      bucketView(l.tenant, l.tenantOff),
+		"quota":       quotaView(l.quota),
+		"concurrency": map[string]int{"max": l.concurrency.Max, "per_identity": l.concurrency.PerIdentity},
+		"costs":       l.costs,
+	}
+}
+
+func bucketView(b bucketLimit, off bool) any {
+	if off {
+		return "off"
+	}
+	return map[string]any{"rate": b.text, "burst": b.burst}
+}
+
+func quotaView(q quotaLimit) any {
+	if !q.any() {
+		return "off"
+	}
+	v := map[string]int64{}
+	if q.day > 0 {
+		v["day"] = q.day
+	}
+	if q.month > 0 {
+		v["month"] = q.month
+	}
+	return v
+}
+
+// Interface guard
+var _ caddy.AdminRouter = (*AdminAPI)(nil)

@@ -1,0 +1,225 @@
+package mcplimit_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+func TestTenantBurstThenRefusalWithEveryField(t *testing.T) {
+	e := start(t, "tenant 1/m burst 3\nquota off")
+	e.prove("valid-alice")
+	for i := range 3 {
+		if r := e.call(10+i, "Authorization", "Bearer valid-alice"); r.Status != http.StatusOK {
+			t.Fatalf("call %d within burst: %d %s", i, r.Status, r.Body)
+		}
+	}
+	before := e.backend.ToolCalls()
+	r := e.call(7, "Authorization", "Bearer valid-alice")
+	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if got.JSONRPC != "2.0" || got.ID != float64(7) {
+		t.Fatalf("refusal does not echo id 7: %s", r.Body)
+	}
+	if got.Error.Code != -31004 || got.Error.Data.Code != "TENANT_RATE_LIMITED" {
+		t.Fatalf("code %d / %s", got.Error.Code, got.Error.Data.Code)
+	}
+	ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+	if ra < 59 || ra > 60 || got.Error.Data.RetryAfterSeconds != ra {
+		t.Fatalf("Retry-After %d (data %d), want 60s for one token at 1/m", ra, got.Error.Data.RetryAfterSeconds)
+	}
+	if r.Header.Get("RateLimit-Policy") == "" || r.Header.Get("RateLimit") == "" {
+		t.Fatalf("RateLimit headers missing: %v", r.Header)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a refused call reached the backend")
+	}
+}
+
+func TestWaitingRetryAfterWorksAgain(t *testing.T) {
+	e := start(t, "tenant 1/s burst 1\nquota off")
+	e.prove("valid-bob")
+	if r := e.call(1, "Authorization", "Bearer valid-bob"); r.Status != http.StatusOK {
+		t.Fatalf("first call: %d", r.Status)
+	}
+	r := e.call(2, "Authorization", "Bearer valid-bob")
+	refusal(t, r, http.StatusTooManyRequests, "tenant")
+	ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+	time.Sleep(time.Duration(ra) * time.Second)
+	if r := e.call(3, "Authorization", "Bearer valid-bob"); r.Status != http.StatusOK {
+		t.Fatalf("after waiting Retry-After (%ds): %d %s", ra, r.Status, r.Body)
+	}
+}
+
+func TestRotatingGarbageCredentialsStayOnPreauthBudget(t *testing.T) {
+	e := start(t, "preauth 1/m burst 5")
+	passed := 0
+	for i := range 50 {
+		r := e.call(i, "Authorization", fmt.Sprintf("Bearer garbage-%d", rand.Int64()))
+		if r.Status != http.StatusTooManyRequests {
+			passed++
+		} else {
+			refusal(t, r, http.StatusTooManyRequests, "preauth")
+		}
+	}
+	if passed > 5 {
+		t.Fatalf("%d of 50 fresh bearers got past a pre-auth burst of 5", passed)
+	}
+	if n := e.backend.Requests(); n > 5 {
+		t.Fatalf("backend saw %d requests", n)
+	}
+}
+
+func TestRandomForwardedForWithoutTrustedProxiesMintsNothing(t *testing.T) {
+	e := start(t, "preauth 1/m burst 3")
+	passed := 0
+	for i := range 20 {
+		xff := fmt.Sprintf("203.0.%d.%d", rand.IntN(255), rand.IntN(255))
+		if r := e.call(i, "X-Forwarded-For", xff); r.Status != http.StatusTooManyRequests {
+			passed++
+		}
+	}
+	if passed != 3 {
+		t.Fatalf("%d passed, want exactly the burst of 3 for the one connection address", passed)
+	}
+}
+
+func TestTrustedProxyRightmostUntrustedAddressIsTheKey(t *testing.T) {
+	e := start(t, "preauth 1/m burst 2", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict\n}"})
+	// Same client behind the proxy: shares one budget whatever is
+	// prepended to the header.
+	for i := range 2 {
+		xff := fmt.Sprintf("10.9.9.%d, 198.51.100.7", i)
+		if r := e.call(i, "X-Forwarded-For", xff); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d", i, r.Status)
+		}
+	}
+	r := e.call(3, "X-Forwarded-For", "10.1.1.1, 198.51.100.7")
+	refusal(t, r, http.StatusTooManyRequests, "preauth")
+	// Another client address has its own budget.
+	if r := e.call(4, "X-Forwarded-For", "198.51.100.8"); r.Status != http.StatusOK {
+		t.Fatalf("other client: %d", r.Status)
+	}
+}
+
+func TestIPv6AddressesInOne64ShareABucket(t *testing.T) {
+	e := start(t, "preauth 1/m burst 2", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	for i, a := range []string{"2001:db8:1:1::1", "2001:db8:1:1:ffff::2"} {
+		if r := e.call(i, "X-Forwarded-For", a); r.Status != http.StatusOK {
+			t.Fatalf("%s: %d", a, r.Status)
+		}
+	}
+	refusal(t, e.call(3, "X-Forwarded-For", "2001:db8:1:1:abcd::3"), http.StatusTooManyRequests, "preauth")
+	if r := e.call(4, "X-Forwarded-For", "2001:db8:1:2::1"); r.Status != http.StatusOK {
+		t.Fatalf("a different /64 must have its own bucket: %d", r.Status)
+	}
+}
+
+func TestNewValidKeyProvesItselfThenGetsTenantBudget(t *testing.T) {
+	e := start(t, "preauth 1/m burst 2\ntenant 1/m burst 5\nquota off")
+	e.prove("valid-carol") // costs 1 pre-auth token, backend says 200
+	for i := range 5 {
+		if r := e.call(i, "Authorization", "Bearer valid-carol"); r.Status != http.StatusOK {
+			t.Fatalf("proven call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(9, "Authorization", "Bearer valid-carol"), http.StatusTooManyRequests, "tenant")
+}
+
+func TestRejectingStatusForgetsButServerErrorDoesNot(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1\ntenant 10/s burst 20\nquota off")
+	e.prove("valid-dave")
+	// A 503 from the backend keeps the identity proven.
+	if r := e.call(1, "Authorization", "Bearer valid-dave", "X-Demo-Status", "503"); r.Status != 503 {
+		t.Fatalf("hook: %d", r.Status)
+	}
+	if r := e.call(2, "Authorization", "Bearer valid-dave"); r.Status != http.StatusOK {
+		t.Fatalf("after a 503 the identity must stay proven: %d %s", r.Status, r.Body)
+	}
+	// A 401 forgets it: the next call is back on the (empty) pre-auth budget.
+	if r := e.call(3, "Authorization", "Bearer valid-dave", "X-Demo-Status", "401"); r.Status != 401 {
+		t.Fatalf("hook: %d", r.Status)
+	}
+	refusal(t, e.call(4, "Authorization", "Bearer valid-dave"), http.StatusTooManyRequests, "preauth")
+}
+
+func TestGatewayGetsMoreButIsStillBounded(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1\ngateway 127.0.0.1/32 1/m burst 4")
+	passed := 0
+	for i := range 10 {
+		if r := e.call(i); r.Status == http.StatusOK {
+			passed++
+		}
+	}
+	if passed != 4 {
+		t.Fatalf("gateway passed %d, want its burst of 4", passed)
+	}
+}
+
+func TestGlobalRefusalDoesNotChargeTheTenant(t *testing.T) {
+	e := start(t, "tenant 1/m burst 2\nglobal 1/m burst 1\nquota off")
+	e.prove("valid-erin")
+	if r := e.call(1, "Authorization", "Bearer valid-erin"); r.Status != http.StatusOK {
+		t.Fatalf("first: %d", r.Status)
+	}
+	for i := range 5 {
+		refusal(t, e.call(2+i, "Authorization", "Bearer valid-erin"), http.StatusTooManyRequests, "global")
+	}
+	// Raise the global limit live; the tenant must still have its second token.
+	e.reloadWith(t, "tenant 1/m burst 2\nglobal 100/s burst 100\nquota off")
+	time.Sleep(100 * time.Millisecond) // the drained global bucket refills at the new rate, no fresh burst
+	if r := e.call(9, "Authorization", "Bearer valid-erin"); r.Status != http.StatusOK {
+		t.Fatalf("global refusals charged the tenant: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(10, "Authorization", "Bearer valid-erin"), http.StatusTooManyRequests, "tenant")
+}
+
+func TestTwoRoutesInOneZoneShareAnAllowance(t *testing.T) {
+	site := `
+	route /v1/* {
+		mcp_ratelimit {
+			zone shared
+			meter *
+			tenant 1/m burst 3
+			quota off
+		}
+		respond "ok" 200
+	}
+	route /mcp* {
+		mcp_ratelimit {
+			zone shared
+			tenant 1/m burst 3
+			quota off
+		}
+		reverse_proxy $BACKEND
+	}`
+	e := startSite(t, site)
+	e.prove("valid-frank")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-frank"); r.Status != 200 {
+			t.Fatalf("mcp %d: %d", i, r.Status)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.caddy.URL+"/v1/things", nil)
+	req.Header.Set("Authorization", "Bearer valid-frank")
+	if r := harness.Do(t, req); r.Status != 200 {
+		t.Fatalf("rest call: %d %s", r.Status, r.Body)
+	}
+	req, _ = http.NewRequest(http.MethodGet, e.caddy.URL+"/v1/things", nil)
+	req.Header.Set("Authorization", "Bearer valid-frank")
+	if r := harness.Do(t, req); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("the REST route must share the tenant's allowance: %d", r.Status)
+	}
+}
+
+// reloadWith loads the same site with another mcp_ratelimit block, on the
+// same ports and storage.
+func (e *env) reloadWith(t *testing.T, block string) {
+	t.Helper()
+	site := fmt.Sprintf("mcp_ratelimit {\n%s\n}\nreverse_proxy $BACKEND", block)
+	e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+}

@@ -1,0 +1,385 @@
+package mcplimit
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// admit runs the request path of SPEC.md in order. It returns true when
+// the request was refused and the refusal written.
+func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
+	d.legacy = !acceptsEventStream(r)
+	// Pre-auth: an unproven caller pays one token of its address's budget
+	// before its body is even read.
+	if !d.proven {
+		if ref, ok := d.reservePreauth(1); !ok {
+			if h.refuse(d, w, ref) {
+				return true
+			}
+		}
+	}
+	if ref, refused := h.inspect(d, r); refused {
+		h.writeRefusal(w, d, ref)
+		return true
+	}
+	if !d.proven && d.cost > 1 {
+		if ref, ok := d.reservePreauth(int(d.cost - 1)); !ok {
+			if h.refuse(d, w, ref) {
+				return true
+			}
+		}
+	}
+	if d.cost > 0 {
+		for _, step := range admissionSteps {
+			if ref, ok := step(d); !ok {
+				if h.refuse(d, w, ref) {
+					return true
+				}
+			}
+		}
+	}
+	d.admitted = true
+	d.z.metrics.admit()
+	return false
+}
+
+// admissionSteps are the layers after inspection, in SPEC order: tenant
+// before global, so a tenant over its own limit cannot spend shared
+// capacity.
+var admissionSteps = []func(*decision) (refusal, bool){
+	(*decision).admitTenant,
+	(*decision).admitGroup,
+	(*decision).admitStore,
+	(*decision).admitQuota,
+	(*decision).admitGlobal,
+	(*decision).admitAnonymous,
+	(*decision).admitConcurrency,
+}
+
+// refuse handles a layer's refusal: in dry run it is recorded and the
+// request goes on; otherwise everything reserved so far is given back and
+// the refusal is written. It returns true when the request stops here.
+func (h *Handler) refuse(d *decision, w http.ResponseWriter, ref refusal) bool {
+	if d.pol.dryRun {
+		h.record(d, ref, true)
+		return false
+	}
+	d.rollback()
+	h.record(d, ref, false)
+	h.writeRefusal(w, d, ref)
+	return true
+}
+
+// inspect reads and classifies the body of a request that carries one.
+// Requests without a body (SSE GET streams, DELETE) cost nothing unless
+// the meter is `*`.
+func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
+	pol := d.pol
+	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	if !hasBody {
+		if pol.meter.All {
+			d.cost = 1
+		}
+		return refusal{}, false
+	}
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."), true
+	}
+	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, pol.maxBody)
+	if err != nil || tooLarge {
+		if buf != nil {
+			buf.Release()
+		}
+		if err != nil {
+			return bodyRefusal(http.StatusBadRequest, "The request body could not be read."), true
+		}
+		return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."), true
+	}
+	d.body, d.bodyOwn = buf, true
+	d.req = jsonrpc.GetRequest()
+	d.req.Parse(buf.Bytes())
+	if d.req.Batch() && d.req.Len() > pol.maxBatch {
+		return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request."), true
+	}
+	d.cost = d.req.Cost(pol.meter, d.toolCost)
+	if pol.meter.All && d.cost < 1 {
+		d.cost = 1
+	}
+	if ref, bad := d.checkArgs(); bad {
+		return ref, true
+	}
+	_ = r.Body.Close()
+	r.Body = &bodyReader{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
+	d.bodyOwn = false
+	r.ContentLength = int64(len(buf.Bytes()))
+	r.TransferEncoding = nil
+	r.Header.Set("Content-Length", itoa(r.ContentLength))
+	return refusal{}, false
+}
+
+// checkArgs applies `arg <name> max <n>` bounds to every tools/call entry,
+// before any token is spent. One bad call refuses the whole batch.
+func (d *decision) checkArgs() (refusal, bool) {
+	tools := d.pol.tools
+	if len(tools) == 0 || !d.req.Valid() {
+		return refusal{}, false
+	}
+	for i := 0; i < d.req.Len(); i++ {
+		e := d.req.Entry(i)
+		if !e.HasMethod("tools/call") {
+			continue
+		}
+		var ref refusal
+		bad := false
+		e.Tools(func(name string) {
+			tp := tools[name]
+			if bad || tp == nil {
+				return
+			}
+			for _, a := range tp.args {
+				max, numeric, present := e.Arg(a.name)
+				if present && (!numeric || max > a.max) {
+					ref, bad = argRefusal(name, a), true
+					return
+				}
+			}
+		})
+		if bad {
+			return ref, true
+		}
+	}
+	return refusal{}, false
+}
+
+// reservePreauth takes n tokens from the client address's pre-auth
+// bucket (a gateway's larger one when the address is listed).
+func (d *decision) reservePreauth(n int) (refusal, bool) {
+	pol := d.pol
+	if pol.preauthOff {
+		return refusal{}, true
+	}
+	lim := pol.preauth
+	for _, g := range pol.gateways {
+		if prefixesContain(g.prefixes, d.addr) {
+			lim = g.limit
+			break
+		}
+	}
+	return reserveIn(d, d.z.preauth, d.addr, lim, n, layerPreauth)
+}
+
+// reserveIn takes n tokens from key's bucket in set, recording the
+// reservation for rollback, or turns a refusal into one of layer l. A new
+// key arriving at a full set is refused too.
+func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucketLimit, n int, l layer) (refusal, bool) {
+	res, wait, ok, full := set.Reserve(key, toBuckets(lim), n, d.now)
+	if !ok {
+		if full {
+			// A new key at a full set: nothing tells when room appears.
+			wait = time.Second
+		}
+		return rateRefusal(l, lim, wait), false
+	}
+	d.res[d.nres] = res
+	d.nres++
+	return refusal{}, true
+}
+
+func (d *decision) admitTenant() (refusal, bool) {
+	if !d.proven || d.lim.tenantOff {
+		return refusal{}, true
+	}
+	return reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
+}
+
+func (d *decision) admitGroup() (refusal, bool) {
+	if !d.hasGroup || d.pol.groupKey == "" {
+		return refusal{}, true
+	}
+	return reserveIn(d, d.z.groups, d.groupFP, d.pol.group, int(d.cost), layerGroup)
+}
+
+// admitStore refuses calls of fail_closed tools while the quota store is
+// degraded; every other call keeps failing open.
+func (d *decision) admitStore() (refusal, bool) {
+	if !d.pol.failClosed || d.req == nil || !d.z.quota.State().Degraded {
+		return refusal{}, true
+	}
+	var tool string
+	d.eachTool(func(name string) {
+		if tp := d.pol.tools[name]; tp != nil && tp.failClosed && tool == "" {
+			tool = name
+		}
+	})
+	if tool == "" {
+		return refusal{}, true
+	}
+	return storeRefusal(tool, d.pol.flush), false
+}
+
+// admitQuota checks and charges every quota of the request at once: the
+// identity's, its group's and each called tool's.
+func (d *decision) admitQuota() (refusal, bool) {
+	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+	if d.proven {
+		d.addItems(layerQuota, "i/"+fingerprintHex(d.fp), d.lim.quota, d.cost)
+		if d.req != nil {
+			fpHex := ""
+			d.eachToolCall(func(name string) {
+				if tp := d.pol.tools[name]; tp != nil && tp.quota.any() {
+					if fpHex == "" {
+						fpHex = fingerprintHex(d.fp)
+					}
+					d.addItems(layerToolQuota, "t/"+name+"/"+fpHex, tp.quota, 1)
+				}
+			})
+		}
+	}
+	if d.hasGroup && d.pol.groupQuota.any() {
+		d.addItems(layerGroupQuota, "g/"+fingerprintHex(d.groupFP), d.pol.groupQuota, d.cost)
+	}
+	if len(d.items) == 0 {
+		return refusal{}, true
+	}
+	failed, ok := d.z.quota.TryAdd(d.items, d.now)
+	if ok {
+		d.quotaHeld = true
+		return refusal{}, true
+	}
+	it := d.items[failed]
+	return quotaRefusal(d.itemLayers[failed], it, toolOfKey(it.Key), d.now), false
+}
+
+func (d *decision) addItems(l layer, key string, q quotaLimit, n int64) {
+	if q.day > 0 {
+		d.items = append(d.items, quota.Item{Key: key, Period: quota.Day, Limit: q.day, N: n})
+		d.itemLayers = append(d.itemLayers, l)
+	}
+	if q.month > 0 {
+		d.items = append(d.items, quota.Item{Key: key, Period: quota.Month, Limit: q.month, N: n})
+		d.itemLayers = append(d.itemLayers, l)
+	}
+}
+
+func (d *decision) admitGlobal() (refusal, bool) {
+	if d.pol.globalOff {
+		return refusal{}, true
+	}
+	return reserveIn(d, d.z.shared, globalKey, d.pol.global, int(d.cost), layerGlobal)
+}
+
+func (d *decision) admitAnonymous() (refusal, bool) {
+	if d.hasID || !d.pol.anonymousOn {
+		return refusal{}, true
+	}
+	return reserveIn(d, d.z.shared, anonymousKey, d.pol.anonymous, int(d.cost), layerAnonymous)
+}
+
+// admitConcurrency takes the in-flight slots last, so no other layer can
+// refuse while a slot is held.
+func (d *decision) admitConcurrency() (refusal, bool) {
+	c := d.lim.concurrency
+	if c.Max > 0 {
+		if !d.z.all.Acquire(globalKey, c.Max) {
+			return concurrencyRefusal(c.Max, false), false
+		}
+		d.concAll = true
+		d.z.metrics.inflightAdd(1)
+	}
+	if c.PerIdentity > 0 && d.hasID {
+		if !d.z.perID.Acquire(d.fp, c.PerIdentity) {
+			return concurrencyRefusal(c.PerIdentity, true), false
+		}
+		d.concID = true
+	}
+	return refusal{}, true
+}
+
+// rollback gives back everything reserved so far: all-or-nothing
+// admission means a refused request consumes nothing.
+func (d *decision) rollback() {
+	for i := d.nres - 1; i >= 0; i-- {
+		d.res[i].Cancel(d.now)
+	}
+	d.nres = 0
+	if d.quotaHeld {
+		d.z.quota.Refund(d.items, d.now)
+		d.quotaHeld = false
+	}
+	if d.concAll {
+		d.z.all.Release(globalKey)
+		d.z.metrics.inflightAdd(-1)
+		d.concAll = false
+	}
+	if d.concID {
+		d.z.perID.Release(d.fp)
+		d.concID = false
+	}
+}
+
+// eachTool calls fn for every tool name any reading of any tools/call
+// entry names.
+func (d *decision) eachTool(fn func(string)) {
+	for i := 0; i < d.req.Len(); i++ {
+		e := d.req.Entry(i)
+		if e.HasMethod("tools/call") {
+			e.Tools(fn)
+		}
+	}
+}
+
+// eachToolCall is eachTool for counting: a call is charged once per
+// distinct tool name it may be read as.
+func (d *decision) eachToolCall(fn func(string)) { d.eachTool(fn) }
+
+func toBuckets(b bucketLimit) buckets.Limit { return buckets.Limit{Rate: b.rate, Burst: b.burst} }
+
+// toolOfKey extracts the tool name of a tool-quota key.
+func toolOfKey(key string) string {
+	rest, ok := strings.CutPrefix(key, "t/")
+	if !ok {
+		return ""
+	}
+	if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+		return rest[:i]
+	}
+	return rest
+}
+
+// acceptsEventStream tells a Streamable HTTP POST (which accepts
+// text/event-stream) from a legacy HTTP+SSE one (whose 2xx body is never
+// read).
+func acceptsEventStream(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(strings.ToLower(v), "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyReader hands the inspected body on; closing it returns the buffer to
+// the pool once the next handler is done with it.
+type bodyReader struct {
+	*bytes.Reader
+	buf *jsonrpc.Buffer
+}
+
+// Close implements io.Closer.
+func (b *bodyReader) Close() error {
+	if b.buf != nil {
+		b.Reader = bytes.NewReader(nil)
+		b.buf.Release()
+		b.buf = nil
+	}
+	return nil
+}
+
+var _ io.ReadCloser = (*bodyReader)(nil)

@@ -1,0 +1,57 @@
+package buckets
+
+import (
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// evictSample is how many buckets a new key at capacity examines for a full
+// one before it is refused.
+const evictSample = 8
+
+// evictOne drops one full bucket among up to evictSample buckets of the shard
+// (map iteration starts at a random place). If none is full it drops nothing
+// and returns how long until the first of those examined will be.
+func (sh *shard[K]) evictOne(at int64) (wait time.Duration, evicted bool) {
+	wait = rate.InfDuration
+	seen := 0
+	for key, idx := range sh.index {
+		d := sh.slab[idx].untilFull(at)
+		if d == 0 {
+			sh.remove(key, idx)
+			return 0, true
+		}
+		wait = min(wait, d)
+		if seen++; seen == evictSample {
+			break
+		}
+	}
+	return wait, false
+}
+
+// Sweep removes the buckets that are full at now and returns how many it
+// removed. A full bucket is indistinguishable from one that does not exist,
+// so this changes no decision; it only frees room. Call it periodically from
+// one goroutine; it locks one shard at a time.
+func (s *Set[K]) Sweep(now time.Time) int {
+	removed := 0
+	for i := range s.shards {
+		removed += s.shards[i].sweep(now)
+	}
+	return removed
+}
+
+func (sh *shard[K]) sweep(now time.Time) int {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	at := sh.clock.since(now)
+	removed := 0
+	for key, idx := range sh.index {
+		if sh.slab[idx].untilFull(at) == 0 {
+			sh.remove(key, idx)
+			removed++
+		}
+	}
+	return removed
+}

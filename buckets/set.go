@@ -1,0 +1,175 @@
+package buckets
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Set is a bounded collection of token buckets, one per key. Its zero value is
+// not usable; create one with [New].
+type Set[K comparable] struct {
+	hash     func(K) uint64
+	seed     uint64
+	shift    uint
+	capacity atomic.Int64
+	shards   []shard[K]
+}
+
+// shard owns the buckets of the keys that hash to it. Buckets live in a slab
+// indexed by the map, so that the hot path is one map lookup and an update in
+// place, and the map's values hold no pointers.
+type shard[K comparable] struct {
+	mu    sync.Mutex
+	index map[K]int32
+	slab  []bucket
+	free  []int32 // slab slots to reuse
+	seq   uint64  // last bucket.seq handed out
+	clock clock
+	_     pad
+}
+
+// New returns a Set holding at most capacity buckets (at least 1), spread by
+// hash over shards, which must not be nil.
+//
+// The number of shards is chosen from the initial capacity: a power of two up
+// to 64, with 8 buckets per shard or more. Each shard holds its share of the
+// capacity (capacity/shards, rounded down or up so that the shares add up to
+// capacity), so Len never exceeds the capacity, or the number of shards if
+// that is larger. A new key arriving at a shard that holds its share evicts a
+// full bucket among the first 8 it examines (in map order, which is random),
+// or is refused; so a new key may be refused while other shards, or
+// unexamined buckets, could have made room. Sweep keeps that rare.
+func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
+	if hash == nil {
+		panic("buckets: New with nil hash")
+	}
+	n := shardCount(capacity)
+	s := &Set[K]{hash: hash, seed: newSeed(), shift: shardShift(n), shards: make([]shard[K], n)}
+	s.SetCapacity(capacity)
+	for i := range s.shards {
+		s.shards[i].index = make(map[K]int32)
+	}
+	return s
+}
+
+// SetCapacity changes the maximum number of buckets (at least 1) while the
+// Set is in use. Shrinking drops nothing at once, since only full buckets may
+// go: new keys are refused in shards over their share until Sweep or
+// eviction has brought them back under it. Memory already taken is kept for
+// reuse. The number of shards stays what New chose.
+func (s *Set[K]) SetCapacity(capacity int) {
+	s.capacity.Store(int64(max(capacity, 1)))
+}
+
+// Reserve takes n tokens from key's bucket at now, creating the bucket, full
+// under lim, when the key has none. Before that, the bucket is switched to lim
+// if it was last used with another Limit, keeping its current level (see the
+// package documentation).
+//
+// When ok, the tokens are taken and res can give them back. When not ok,
+// nothing was taken and wait (always > 0) says how long until the request
+// could succeed:
+//   - when n tokens will be there after refilling, wait is the time that
+//     takes, to the nanosecond; the same request is admitted then if nothing
+//     else has used the bucket meanwhile;
+//   - when n exceeds the burst, the request can never succeed and wait is the
+//     time an empty bucket takes to refill completely, a finite hint for
+//     Retry-After; with a Rate of 0 it is [rate.InfDuration];
+//   - when full is true, the key is new, its shard is at capacity and none of
+//     the buckets examined was full; wait is then how long until the first of
+//     them will be, and evictable.
+//
+// n <= 0 is always ok and touches nothing; so is any n under a Rate of
+// rate.Inf, which also drops the key's bucket.
+func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservation, wait time.Duration, ok bool, full bool) {
+	if n <= 0 {
+		return Reservation{}, 0, true, false
+	}
+	i := s.shardIndex(key)
+	sh := &s.shards[i]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	at := sh.clock.since(now)
+	if lim.Rate == rate.Inf {
+		if idx, found := sh.index[key]; found {
+			sh.remove(key, idx)
+		}
+		return Reservation{}, 0, true, false
+	}
+	lim.Burst = max(lim.Burst, 0)
+	if idx, found := sh.index[key]; found {
+		b := &sh.slab[idx]
+		b.retune(lim, at)
+		if wait, ok := b.take(n, at); !ok {
+			return Reservation{}, wait, false, false
+		}
+		return sh.reservation(idx, n), 0, true, false
+	}
+	if n > lim.Burst {
+		return Reservation{}, refillWait(lim.Rate, lim.Burst), false, false
+	}
+	if len(sh.index) >= shareOf(s.capacity.Load(), len(s.shards), i) {
+		if wait, evicted := sh.evictOne(at); !evicted {
+			return Reservation{}, wait, false, true
+		}
+	}
+	idx := sh.insert(key, bucket{tokens: float64(lim.Burst - n), last: at, rate: lim.Rate, burst: lim.Burst})
+	return sh.reservation(idx, n), 0, true, false
+}
+
+// Tokens returns the number of tokens in key's bucket at now, for inspection
+// and RateLimit headers. ok is false when the key has no bucket, which means
+// its bucket would be full.
+func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
+	sh := &s.shards[s.shardIndex(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	idx, ok := sh.index[key]
+	if !ok {
+		return 0, false
+	}
+	return sh.slab[idx].level(sh.clock.since(now)), true
+}
+
+// Len returns the number of buckets.
+func (s *Set[K]) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.index)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+func (s *Set[K]) shardIndex(key K) int {
+	return int(mix(s.hash(key)^s.seed) >> s.shift)
+}
+
+// insert stores b for key in a free slot and returns the slot.
+func (sh *shard[K]) insert(key K, b bucket) int32 {
+	sh.seq++
+	b.seq = sh.seq
+	var idx int32
+	if n := len(sh.free); n > 0 {
+		idx = sh.free[n-1]
+		sh.free = sh.free[:n-1]
+		sh.slab[idx] = b
+	} else {
+		idx = int32(len(sh.slab))
+		sh.slab = append(sh.slab, b)
+	}
+	sh.index[key] = idx
+	return idx
+}
+
+// remove drops key, whose bucket is in slot idx.
+func (sh *shard[K]) remove(key K, idx int32) {
+	delete(sh.index, key)
+	sh.slab[idx] = bucket{}
+	sh.free = append(sh.free, idx)
+}

@@ -1,0 +1,330 @@
+package buckets
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+func TestReserve(t *testing.T) {
+	twoPerSecond := Limit{Rate: 2, Burst: 2}
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"a bucket refuses after its burst and allows again after 1/rate", []step{
+			{key: 1, lim: twoPerSecond, n: 1, ok: true},
+			{key: 1, lim: twoPerSecond, n: 1, ok: true},
+			{key: 1, lim: twoPerSecond, n: 1, wait: 500 * time.Millisecond},
+			{at: 499 * time.Millisecond, key: 1, lim: twoPerSecond, n: 1, wait: time.Millisecond},
+			{at: 500 * time.Millisecond, key: 1, lim: twoPerSecond, n: 1, ok: true},
+			{at: 500 * time.Millisecond, key: 1, lim: twoPerSecond, n: 1, wait: 500 * time.Millisecond},
+		}},
+		{"a refusal takes nothing", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 3}, n: 2, ok: true},
+			{key: 1, lim: Limit{Rate: 1, Burst: 3}, n: 2, wait: time.Second},
+			{key: 1, lim: Limit{Rate: 1, Burst: 3}, n: 1, ok: true},
+		}},
+		{"keys have separate buckets", []step{
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},
+			{key: 2, lim: twoPerSecond, n: 2, ok: true},
+			{key: 1, lim: twoPerSecond, n: 1, wait: 500 * time.Millisecond},
+		}},
+		{"raising the rate keeps a drained bucket drained", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 5}, n: 5, ok: true},
+			{key: 1, lim: Limit{Rate: 100, Burst: 5}, n: 1, wait: 10 * time.Millisecond},
+			{at: 10 * time.Millisecond, key: 1, lim: Limit{Rate: 100, Burst: 5}, n: 1, ok: true},
+		}},
+		{"raising the burst hands out no fresh tokens", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 2, ok: true},
+			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 1, wait: time.Second},
+		}},
+		{"a changed rate applies from the bucket's last update, keeping its level", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 10, ok: true},
+			{at: 10 * time.Millisecond, key: 1, lim: Limit{Rate: 100, Burst: 10}, n: 1, ok: true},
+			{at: 10 * time.Millisecond, key: 1, lim: Limit{Rate: 100, Burst: 10}, n: 1, wait: 10 * time.Millisecond},
+		}},
+		{"lowering the burst caps the level", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 1, ok: true},
+			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 2, ok: true},
+			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 1, wait: time.Second},
+		}},
+		{"n above the burst is refused with the time to refill the whole burst", []step{
+			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 5, wait: 2 * time.Second},
+			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 4, ok: true},
+			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 5, wait: 2 * time.Second},
+		}},
+		{"n above a zero burst waits one token's time", []step{
+			{key: 1, lim: Limit{Rate: 4, Burst: 0}, n: 1, wait: 250 * time.Millisecond},
+			{key: 1, lim: Limit{Rate: 4, Burst: -3}, n: 1, wait: 250 * time.Millisecond},
+		}},
+		{"n above the burst at rate 0 waits forever", []step{
+			{key: 1, lim: Limit{Rate: 0, Burst: 4}, n: 5, wait: rate.InfDuration},
+		}},
+		{"n <= 0 is always ok", []step{
+			{key: 1, lim: Limit{Rate: 0, Burst: 0}, n: 0, ok: true},
+			{key: 1, lim: Limit{Rate: 0, Burst: 0}, n: -3, ok: true},
+			{key: 1, lim: Limit{Rate: 1, Burst: 1}, n: 1, ok: true},
+			{key: 1, lim: Limit{Rate: 1, Burst: 1}, n: 0, ok: true},
+			{op: peek, key: 1, tokens: 0},
+		}},
+		{"rate 0 hands out the burst once", []step{
+			{key: 1, lim: Limit{Rate: 0, Burst: 2}, n: 2, ok: true},
+			{at: time.Hour, key: 1, lim: Limit{Rate: 0, Burst: 2}, n: 1, wait: rate.InfDuration},
+		}},
+		{"rate.Inf is unlimited and keeps no bucket", []step{
+			{key: 1, lim: Limit{Rate: rate.Inf, Burst: 0}, n: 1000, ok: true},
+			{key: 1, lim: Limit{Rate: rate.Inf, Burst: 0}, n: 1000, ok: true},
+			{op: peek, key: 1, absent: true},
+		}},
+		{"switching to rate.Inf and back starts from a full bucket, as rate.Limiter does", []step{
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},
+			{key: 1, lim: Limit{Rate: rate.Inf}, n: 5, ok: true},
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},
+		}},
+		{"Cancel returns tokens so the next request sees them", []step{
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},
+			{op: cancel, of: 0},
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},
+		}},
+		{"a later Cancel still returns the tokens", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 10, ok: true},
+			{at: 3 * time.Second, op: cancel, of: 0},
+			{at: 3 * time.Second, op: peek, key: 1, tokens: 10},
+		}},
+		{"Cancel never fills a bucket past its burst", []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 4, ok: true},
+			{at: 2 * time.Second, op: cancel, of: 0},
+			{at: 2 * time.Second, op: peek, key: 1, tokens: 10},
+		}},
+		{"Cancel of a reservation whose bucket was dropped credits no newer bucket", []step{
+			{key: 1, lim: twoPerSecond, n: 1, ok: true},
+			{key: 1, lim: Limit{Rate: rate.Inf}, n: 1, ok: true}, // drops the bucket
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},          // a new bucket, drained
+			{op: cancel, of: 0},
+			{op: peek, key: 1, tokens: 0},
+		}},
+		{"cancelling a zero Reservation does nothing", []step{
+			{key: 1, lim: twoPerSecond, n: 2, ok: true},
+			{key: 1, lim: twoPerSecond, n: 0, ok: true},
+			{op: cancel, of: 1},
+			{op: peek, key: 1, tokens: 0},
+		}},
+		{"time running backwards earns nothing", []step{
+			{at: time.Second, key: 1, lim: twoPerSecond, n: 2, ok: true},
+			{at: 0, key: 1, lim: twoPerSecond, n: 1, wait: anyWait},
+			{at: 1500 * time.Millisecond, key: 1, lim: twoPerSecond, n: 1, ok: true},
+			{at: 1500 * time.Millisecond, key: 1, lim: twoPerSecond, n: 1, wait: anyWait},
+		}},
+		{"Tokens reports the level and absence", []step{
+			{op: peek, key: 1, absent: true},
+			{key: 1, lim: Limit{Rate: 4, Burst: 8}, n: 8, ok: true},
+			{at: 500 * time.Millisecond, op: peek, key: 1, tokens: 2},
+			{at: time.Hour, op: peek, key: 1, tokens: 8},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			run(t, New(1000, HashFingerprint), tt.steps)
+		})
+	}
+}
+
+func TestCapacity(t *testing.T) {
+	oneASecond := Limit{Rate: 1, Burst: 1}
+	tests := []struct {
+		name     string
+		capacity int
+		steps    []step
+		wantLen  int
+	}{
+		{"a new key at capacity evicts a full bucket", 2, []step{
+			{key: 1, lim: oneASecond, n: 1, ok: true},
+			{key: 2, lim: oneASecond, n: 1, ok: true},
+			{at: time.Second, key: 3, lim: oneASecond, n: 1, ok: true},
+		}, 2},
+		{"a drained bucket survives cap pressure", 2, []step{
+			{key: 1, lim: oneASecond, n: 1, ok: true},
+			{key: 2, lim: oneASecond, n: 1, ok: true},
+			{key: 3, lim: oneASecond, n: 1, full: true, wait: time.Second},
+			{key: 1, lim: oneASecond, n: 1, wait: time.Second},
+			{key: 2, lim: oneASecond, n: 1, wait: time.Second},
+		}, 2},
+		{"a partly refilled bucket is not evicted", 1, []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 2, ok: true},
+			{at: time.Second, key: 2, lim: oneASecond, n: 1, full: true, wait: time.Second},
+			{at: time.Second, op: peek, key: 1, tokens: 1},
+			{at: 2 * time.Second, key: 2, lim: oneASecond, n: 1, ok: true},
+			{at: 2 * time.Second, op: peek, key: 1, absent: true},
+		}, 1},
+		{"a new key refused at capacity is not charged to another key", 1, []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 5}, n: 1, ok: true},
+			{key: 2, lim: Limit{Rate: 1, Burst: 5}, n: 1, full: true, wait: time.Second},
+			{op: peek, key: 1, tokens: 4},
+			{op: peek, key: 2, absent: true},
+		}, 1},
+		{"an existing key is served at capacity", 1, []step{
+			{key: 1, lim: Limit{Rate: 1, Burst: 5}, n: 1, ok: true},
+			{key: 2, lim: Limit{Rate: 1, Burst: 5}, n: 1, full: true, wait: anyWait},
+			{key: 1, lim: Limit{Rate: 1, Burst: 5}, n: 1, ok: true},
+		}, 1},
+		{"a request above the burst is refused without taking a slot", 1, []step{
+			{key: 1, lim: oneASecond, n: 2, wait: time.Second},
+			{key: 2, lim: oneASecond, n: 1, ok: true},
+		}, 1},
+		{"a bucket at rate 0 is never evicted", 1, []step{
+			{key: 1, lim: Limit{Rate: 0, Burst: 1}, n: 1, ok: true},
+			{at: 24 * time.Hour, key: 2, lim: oneASecond, n: 1, full: true, wait: rate.InfDuration},
+		}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(tt.capacity, HashFingerprint)
+			run(t, s, tt.steps)
+			if got := s.Len(); got != tt.wantLen {
+				t.Errorf("Len() = %d, want %d", got, tt.wantLen)
+			}
+		})
+	}
+}
+
+func TestSetCapacity(t *testing.T) {
+	lim := Limit{Rate: 1, Burst: 1}
+	tests := []struct {
+		name            string
+		from, to        int
+		fill            int
+		newKeyAfterFill bool
+	}{
+		{"growing the capacity makes room for new keys at once", 4, 5, 4, true},
+		{"shrinking the capacity refuses new keys until buckets refill", 4, 2, 4, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(tt.from, HashFingerprint)
+			for i := range tt.fill {
+				if _, _, ok, _ := s.Reserve(fp(i), lim, 1, t0); !ok {
+					t.Fatalf("fill key %d refused", i)
+				}
+			}
+			s.SetCapacity(tt.to)
+			if _, _, ok, _ := s.Reserve(fp(-1), lim, 1, t0); ok != tt.newKeyAfterFill {
+				t.Fatalf("new key after SetCapacity(%d): ok=%v, want %v", tt.to, ok, tt.newKeyAfterFill)
+			}
+			if got := s.Len(); got != tt.fill && got != tt.fill+1 {
+				t.Fatalf("Len() = %d, want no bucket dropped", got)
+			}
+			// Once everything has refilled, a sweep and new keys settle at the new capacity.
+			later := t0.Add(time.Hour)
+			s.Sweep(later)
+			for i := range 2 * tt.to {
+				s.Reserve(fp(1000+i), lim, 1, later)
+			}
+			if got := s.Len(); got != tt.to {
+				t.Fatalf("Len() after refill = %d, want %d", got, tt.to)
+			}
+		})
+	}
+}
+
+func TestSweep(t *testing.T) {
+	tests := []struct {
+		name        string
+		sweepAt     time.Duration
+		wantRemoved int
+		wantLeft    []int
+	}{
+		{"Sweep removes nothing while every bucket is drained", 0, 0, []int{1, 2, 3}},
+		{"Sweep removes only full buckets", 2 * time.Second, 1, []int{2, 3}},
+		{"a partly refilled bucket is not swept", 10 * time.Second, 2, []int{3}},
+		{"Sweep removes every bucket once all have refilled", time.Minute, 3, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(100, HashFingerprint)
+			// Key i refills completely i*i*2 seconds after t0: 2s, 8s, 18s.
+			for i := 1; i <= 3; i++ {
+				s.Reserve(fp(i), Limit{Rate: 1, Burst: 2 * i * i}, 2*i*i, t0)
+			}
+			if got := s.Sweep(t0.Add(tt.sweepAt)); got != tt.wantRemoved {
+				t.Errorf("Sweep() = %d, want %d", got, tt.wantRemoved)
+			}
+			if got := s.Len(); got != len(tt.wantLeft) {
+				t.Errorf("Len() = %d, want %d", got, len(tt.wantLeft))
+			}
+			for _, i := range tt.wantLeft {
+				if _, ok := s.Tokens(fp(i), t0.Add(tt.sweepAt)); !ok {
+					t.Errorf("key %d was swept while not full", i)
+				}
+			}
+		})
+	}
+}
+
+func TestFloodStaysWithinCapacity(t *testing.T) {
+	const capacity, flood = 10_000, 300_000
+	lim := Limit{Rate: 1, Burst: 10}
+	s := New(capacity, HashFingerprint)
+	admitted, atCapacity := 0, 0
+	for i := range flood {
+		_, _, ok, full := s.Reserve(fp(i), lim, 1, t0)
+		switch {
+		case ok:
+			admitted++
+		case full:
+			atCapacity++
+		default:
+			t.Fatalf("key %d refused for another reason than capacity", i)
+		}
+	}
+	if got := s.Len(); got > capacity || got != admitted {
+		t.Fatalf("Len() = %d after %d admitted, want <= %d", got, admitted, capacity)
+	}
+	if admitted < capacity*9/10 {
+		t.Errorf("only %d of %d slots used before refusing", admitted, capacity)
+	}
+	// Every admitted key kept its (drained) bucket through the flood.
+	for i := range flood {
+		if tokens, ok := s.Tokens(fp(i), t0); ok && tokens != 9 {
+			t.Fatalf("key %d has %v tokens, want 9", i, tokens)
+		}
+	}
+	// A second later everything has refilled: new keys get in by eviction.
+	if _, _, ok, _ := s.Reserve(fp(-1), lim, 1, t0.Add(time.Second)); !ok {
+		t.Fatalf("new key refused after the flood's buckets refilled")
+	}
+}
+
+func TestShareOfSplitsTheCapacityExactly(t *testing.T) {
+	for _, capacity := range []int{1, 7, 8, 9, 100, 511, 512, 1000, 1 << 20} {
+		n := shardCount(capacity)
+		sum := 0
+		for i := range n {
+			sum += shareOf(int64(capacity), n, i)
+		}
+		if want := max(capacity, n); sum != want {
+			t.Errorf("capacity %d over %d shards: shares sum to %d, want %d", capacity, n, sum, want)
+		}
+	}
+}
+
+func TestAdvanceBanksTheOldRateUpToALimitChange(t *testing.T) {
+	s := New[uint8](2, func(k uint8) uint64 { return uint64(k) })
+	t0 := time.Unix(1000, 0)
+	slow := Limit{Rate: 1, Burst: 10}
+	if _, _, ok, _ := s.Reserve(0, slow, 10, t0); !ok {
+		t.Fatal("draining reservation refused")
+	}
+	// Two seconds at 1/s earn 2 tokens; then the limit becomes 100/s.
+	s.Advance(t0.Add(2 * time.Second))
+	fast := Limit{Rate: 100, Burst: 10}
+	// 50ms at the new rate earn 5 more: 7 in all, never a fresh burst of 10.
+	at := t0.Add(2*time.Second + 50*time.Millisecond)
+	if _, _, ok, _ := s.Reserve(0, fast, 7, at); !ok {
+		t.Fatal("the refill banked before the change plus the new rate after it should admit 7")
+	}
+	if _, _, ok, _ := s.Reserve(0, fast, 1, at); ok {
+		t.Fatal("a limit change handed out a fresh burst")
+	}
+}

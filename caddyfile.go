@@ -1,0 +1,639 @@
+package mcplimit
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/caddy/v2/caddyconfig/httpcaddyfile"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/dustin/go-humanize"
+)
+
+func init() {
+	httpcaddyfile.RegisterHandlerDirective("mcp_ratelimit", parseCaddyfile)
+	httpcaddyfile.RegisterDirectiveOrder("mcp_ratelimit", httpcaddyfile.Before, "reverse_proxy")
+}
+
+func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
+	m := new(Handler)
+	err := m.UnmarshalCaddyfile(h.Dispenser)
+	return m, err
+}
+
+// UnmarshalCaddyfile sets up the handler from Caddyfile tokens. Syntax:
+//
+//	mcp_ratelimit [<matcher>] {
+//	    zone           <name>
+//	    identity       <placeholder>...
+//	    trust_identity
+//	    reject_status  <code>...
+//	    known_ttl      <duration>
+//	    max_known      <n>
+//	    meter          <method>... | *
+//	    cost           <tool> <n>
+//	    max_body       <size>
+//	    max_batch      <n>
+//	    preauth        <rate> [burst <n>] | off
+//	    gateway        <cidr>... <rate> [burst <n>]
+//	    tenant         <rate> [burst <n>] | off
+//	    quota          <n>/<day|month> | off
+//	    global         <rate> [burst <n>] | off
+//	    anonymous      <rate> [burst <n>] | off
+//	    concurrency    <n> [per_identity <m>]
+//	    ipv4_prefix    <bits>
+//	    ipv6_prefix    <bits>
+//	    flush_interval <duration>
+//	    error_code     <int>
+//	    refuse_with    status | jsonrpc | tool_result
+//	    group          <placeholder> <rate> [burst <n>]
+//	    group_quota    <n>/<day|month>
+//	    tool           <name> { cost <n>; quota <n>/<day|month>; arg <name> max <n>; fail_closed }
+//	    store          redis <url> [{ timeout <duration> }]
+//	    tier           <name> { match <placeholder> <value>...; tenant ...; quota ...; concurrency ...; cost <tool> <n> }
+//	    override       <fingerprint> { tenant ...; quota ...; concurrency ...; cost <tool> <n> }
+//	    dry_run
+//	}
+//
+// A rate is `<n>/<s|m|h>`. `quota` and `group_quota` may be given once
+// per period; `cost`, `gateway`, `tool`, `tier` and `override` once per
+// name; every other subdirective once.
+func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // directive name
+	if d.NextArg() {
+		return d.ArgErr()
+	}
+	seen := map[string]bool{}
+	for d.NextBlock(0) {
+		name := d.Val()
+		parse, ok := subdirectives[name]
+		if !ok {
+			return d.Errf("unknown subdirective %q", name)
+		}
+		if !repeatable[name] {
+			if seen[name] {
+				return d.Errf("subdirective %q given more than once", name)
+			}
+			seen[name] = true
+		}
+		if err := parse(d, h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repeatable lists the subdirectives that may appear more than once
+// (each checks its own duplicates).
+var repeatable = map[string]bool{
+	"cost": true, "gateway": true, "tool": true, "tier": true, "override": true,
+	"quota": true, "group_quota": true,
+}
+
+type parseFunc func(d *caddyfile.Dispenser, h *Handler) error
+
+// subdirectives maps each subdirective to its parser: adding one touches
+// one entry.
+var subdirectives map[string]parseFunc
+
+func init() {
+	subdirectives = map[string]parseFunc{
+		"zone": func(d *caddyfile.Dispenser, h *Handler) error { return oneArg(d, &h.Zone) },
+		"identity": func(d *caddyfile.Dispenser, h *Handler) error {
+			h.Identity = d.RemainingArgs()
+			if len(h.Identity) == 0 {
+				return d.ArgErr()
+			}
+			return nil
+		},
+		"trust_identity": flag(func(h *Handler) *bool { return &h.TrustIdentity }),
+		"dry_run":        flag(func(h *Handler) *bool { return &h.DryRun }),
+		"reject_status": func(d *caddyfile.Dispenser, h *Handler) error {
+			args := d.RemainingArgs()
+			if len(args) == 0 {
+				return d.ArgErr()
+			}
+			for _, a := range args {
+				code, err := strconv.Atoi(a)
+				if err != nil || code < 400 || code > 499 {
+					return d.Errf("reject_status %q: want a 4xx status code", a)
+				}
+				h.RejectStatus = append(h.RejectStatus, code)
+			}
+			return nil
+		},
+		"known_ttl":      func(d *caddyfile.Dispenser, h *Handler) error { return durationArg(d, &h.KnownTTL) },
+		"flush_interval": func(d *caddyfile.Dispenser, h *Handler) error { return durationArg(d, &h.FlushInterval) },
+		"max_known":      func(d *caddyfile.Dispenser, h *Handler) error { return positiveArg(d, &h.MaxKnown) },
+		"max_batch":      func(d *caddyfile.Dispenser, h *Handler) error { return positiveArg(d, &h.MaxBatch) },
+		"meter": func(d *caddyfile.Dispenser, h *Handler) error {
+			h.Meter = d.RemainingArgs()
+			if len(h.Meter) == 0 {
+				return d.ArgErr()
+			}
+			if len(h.Meter) > 1 && containsStr(h.Meter, "*") {
+				return d.Err("meter: * cannot be combined with method names")
+			}
+			return nil
+		},
+		"cost": func(d *caddyfile.Dispenser, h *Handler) error {
+			if h.Costs == nil {
+				h.Costs = map[string]int64{}
+			}
+			return parseCost(d, h.Costs)
+		},
+		"max_body": func(d *caddyfile.Dispenser, h *Handler) error {
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := humanize.ParseBytes(s)
+			if err != nil || n == 0 {
+				return d.Errf("max_body %q: want a positive size such as 1MiB", s)
+			}
+			h.MaxBody = int64(n)
+			return nil
+		},
+		"preauth":   rateDirective(func(h *Handler) **RateLimit { return &h.Preauth }),
+		"tenant":    rateDirective(func(h *Handler) **RateLimit { return &h.Tenant }),
+		"global":    rateDirective(func(h *Handler) **RateLimit { return &h.Global }),
+		"anonymous": rateDirective(func(h *Handler) **RateLimit { return &h.Anonymous }),
+		"gateway":   parseGateway,
+		"quota": func(d *caddyfile.Dispenser, h *Handler) error {
+			return parseQuota(d, &h.Quota, true)
+		},
+		"group_quota": func(d *caddyfile.Dispenser, h *Handler) error {
+			return parseQuota(d, &h.GroupQuota, false)
+		},
+		"concurrency": func(d *caddyfile.Dispenser, h *Handler) error {
+			return parseConcurrency(d, &h.Concurrency)
+		},
+		"ipv4_prefix": func(d *caddyfile.Dispenser, h *Handler) error { return prefixArg(d, &h.IPv4Prefix, 32) },
+		"ipv6_prefix": func(d *caddyfile.Dispenser, h *Handler) error { return prefixArg(d, &h.IPv6Prefix, 128) },
+		"error_code": func(d *caddyfile.Dispenser, h *Handler) error {
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			code, err := strconv.Atoi(s)
+			if err != nil || code == 0 {
+				return d.Errf("error_code %q: want a non-zero integer", s)
+			}
+			if code >= -32768 && code <= -32000 {
+				return d.Errf("error_code %d: must lie outside -32768…-32000 (reserved by JSON-RPC and MCP)", code)
+			}
+			h.ErrorCode = code
+			return nil
+		},
+		"refuse_with": func(d *caddyfile.Dispenser, h *Handler) error {
+			if err := oneArg(d, &h.RefuseWith); err != nil {
+				return err
+			}
+			switch h.RefuseWith {
+			case "status", "jsonrpc", "tool_result":
+				return nil
+			}
+			return d.Errf("refuse_with %q: want status, jsonrpc or tool_result", h.RefuseWith)
+		},
+		"group":    parseGroup,
+		"tool":     parseTool,
+		"store":    parseStore,
+		"tier":     parseTier,
+		"override": parseOverride,
+	}
+}
+
+func oneArg(d *caddyfile.Dispenser, dst *string) error {
+	args := d.RemainingArgs()
+	if len(args) != 1 {
+		return d.ArgErr()
+	}
+	*dst = args[0]
+	return nil
+}
+
+func flag(field func(*Handler) *bool) parseFunc {
+	return func(d *caddyfile.Dispenser, h *Handler) error {
+		if d.NextArg() {
+			return d.ArgErr()
+		}
+		*field(h) = true
+		return nil
+	}
+}
+
+func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	dur, err := caddy.ParseDuration(s)
+	if err != nil || dur <= 0 {
+		return d.Errf("%s %q: want a positive duration such as 30s or 24h", d.Val(), s)
+	}
+	*dst = caddy.Duration(dur)
+	return nil
+}
+
+func positiveArg(d *caddyfile.Dispenser, dst *int) error {
+	name := d.Val()
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return d.Errf("%s %q: want a positive integer", name, s)
+	}
+	*dst = n
+	return nil
+}
+
+func prefixArg(d *caddyfile.Dispenser, dst *int, maxBits int) error {
+	name := d.Val()
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 || n > maxBits {
+		return d.Errf("%s %q: out of range 1-%d", name, s, maxBits)
+	}
+	*dst = n
+	return nil
+}
+
+// parseRateArgs parses `<rate> [burst <n>]` from args.
+func parseRateArgs(d *caddyfile.Dispenser, args []string) (rate string, burst int, err error) {
+	if len(args) != 1 && len(args) != 3 {
+		return "", 0, d.ArgErr()
+	}
+	if _, _, err := parseRate(args[0]); err != nil {
+		return "", 0, d.Errf("%v", err)
+	}
+	if len(args) == 3 {
+		if args[1] != "burst" {
+			return "", 0, d.Errf("unexpected %q: want burst <n>", args[1])
+		}
+		burst, err = strconv.Atoi(args[2])
+		if err != nil || burst <= 0 {
+			return "", 0, d.Errf("burst %q: want a positive integer", args[2])
+		}
+	}
+	return args[0], burst, nil
+}
+
+func rateDirective(field func(*Handler) **RateLimit) parseFunc {
+	return func(d *caddyfile.Dispenser, h *Handler) error {
+		rl, err := parseRateLimit(d)
+		if err != nil {
+			return err
+		}
+		*field(h) = rl
+		return nil
+	}
+}
+
+func parseRateLimit(d *caddyfile.Dispenser) (*RateLimit, error) {
+	args := d.RemainingArgs()
+	if len(args) == 1 && args[0] == "off" {
+		return &RateLimit{Off: true}, nil
+	}
+	rate, burst, err := parseRateArgs(d, args)
+	if err != nil {
+		return nil, err
+	}
+	return &RateLimit{Rate: rate, Burst: burst}, nil
+}
+
+func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
+	args := d.RemainingArgs()
+	i := 0
+	for i < len(args) {
+		if _, _, err := parseRate(args[i]); err == nil {
+			break
+		}
+		i++
+	}
+	if i == 0 || i >= len(args) {
+		return d.Err("gateway: want <cidr>... <rate> [burst <n>]")
+	}
+	cidrs := args[:i]
+	for _, c := range cidrs {
+		if _, err := parseCIDR(c); err != nil {
+			return d.Errf("gateway %q: not a CIDR or address", c)
+		}
+	}
+	rate, burst, err := parseRateArgs(d, args[i:])
+	if err != nil {
+		return err
+	}
+	h.Gateways = append(h.Gateways, Gateway{CIDRs: cidrs, Rate: rate, Burst: burst})
+	return nil
+}
+
+func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, err error) {
+	num, period, ok := strings.Cut(s, "/")
+	n, perr := strconv.ParseInt(num, 10, 64)
+	if !ok || perr != nil || n <= 0 || (period != "day" && period != "month") {
+		return 0, "", d.Errf("quota %q: want <n>/<day|month> with a positive <n>", s)
+	}
+	return n, period, nil
+}
+
+// parseQuota parses `<n>/<day|month>` (or `off` when allowOff) into q,
+// refusing a second value for the same period.
+func parseQuota(d *caddyfile.Dispenser, q **QuotaLimit, allowOff bool) error {
+	name := d.Val()
+	var s string
+	if err := oneArg(d, &s); err != nil {
+		return err
+	}
+	if s == "off" && allowOff {
+		if *q != nil {
+			return d.Errf("%s off: cannot be combined with other %s lines", name, name)
+		}
+		*q = &QuotaLimit{Off: true}
+		return nil
+	}
+	n, period, err := parseQuotaArg(d, s)
+	if err != nil {
+		return err
+	}
+	if *q == nil {
+		*q = &QuotaLimit{}
+	}
+	if (*q).Off {
+		return d.Errf("%s off: cannot be combined with other %s lines", name, name)
+	}
+	dst := &(*q).Day
+	if period == "month" {
+		dst = &(*q).Month
+	}
+	if *dst != 0 {
+		return d.Errf("%s: the %s period is given more than once", name, period)
+	}
+	*dst = n
+	return nil
+}
+
+func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency) error {
+	args := d.RemainingArgs()
+	c := &Concurrency{}
+	switch {
+	case len(args) == 1 || len(args) == 3:
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n <= 0 {
+			return d.Errf("concurrency %q: want a positive integer", args[0])
+		}
+		c.Max = n
+		args = args[1:]
+	case len(args) == 2:
+	default:
+		return d.ArgErr()
+	}
+	if len(args) == 2 {
+		m, err := strconv.Atoi(args[1])
+		if args[0] != "per_identity" || err != nil || m <= 0 {
+			return d.Errf("concurrency: want per_identity <positive integer>, got %q %q", args[0], args[1])
+		}
+		c.PerIdentity = m
+	}
+	*dst = c
+	return nil
+}
+
+func parseCost(d *caddyfile.Dispenser, costs map[string]int64) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 {
+		return d.ArgErr()
+	}
+	n, err := strconv.ParseInt(args[1], 10, 64)
+	if err != nil || n <= 0 {
+		return d.Errf("cost %s %q: want a positive integer", args[0], args[1])
+	}
+	if _, dup := costs[args[0]]; dup {
+		return d.Errf("cost %s: given more than once", args[0])
+	}
+	costs[args[0]] = n
+	return nil
+}
+
+func parseGroup(d *caddyfile.Dispenser, h *Handler) error {
+	args := d.RemainingArgs()
+	if len(args) < 2 {
+		return d.ArgErr()
+	}
+	rate, burst, err := parseRateArgs(d, args[1:])
+	if err != nil {
+		return err
+	}
+	h.Group = &Group{Key: args[0], Rate: rate, Burst: burst}
+	return nil
+}
+
+func parseTool(d *caddyfile.Dispenser, h *Handler) error {
+	var name string
+	if err := oneArg(d, &name); err != nil {
+		return err
+	}
+	if h.Tools == nil {
+		h.Tools = map[string]*ToolPolicy{}
+	}
+	if _, dup := h.Tools[name]; dup {
+		return d.Errf("tool %s: given more than once", name)
+	}
+	tp := &ToolPolicy{}
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if sub != "quota" && sub != "arg" && seen[sub] {
+			return d.Errf("tool %s: %s given more than once", name, sub)
+		}
+		seen[sub] = true
+		switch sub {
+		case "cost":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			n, err := strconv.ParseInt(s, 10, 64)
+			if err != nil || n <= 0 {
+				return d.Errf("tool %s cost %q: want a positive integer", name, s)
+			}
+			tp.Cost = n
+		case "quota":
+			if err := parseQuota(d, &tp.Quota, false); err != nil {
+				return err
+			}
+		case "arg":
+			args := d.RemainingArgs()
+			if len(args) != 3 || args[1] != "max" {
+				return d.Errf("tool %s: want arg <name> max <n>", name)
+			}
+			v, err := strconv.ParseFloat(args[2], 64)
+			if err != nil {
+				return d.Errf("tool %s arg %s max %q: want a number", name, args[0], args[2])
+			}
+			if tp.Args == nil {
+				tp.Args = map[string]float64{}
+			}
+			if _, dup := tp.Args[args[0]]; dup {
+				return d.Errf("tool %s: arg %s given more than once", name, args[0])
+			}
+			tp.Args[args[0]] = v
+		case "fail_closed":
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			tp.FailClosed = true
+		default:
+			return d.Errf("tool %s: unknown subdirective %q", name, sub)
+		}
+	}
+	if tp.Cost > 0 {
+		if _, dup := h.Costs[name]; dup {
+			return d.Errf("tool %s: cost is given both as `cost %s` and in the tool block", name, name)
+		}
+	}
+	h.Tools[name] = tp
+	return nil
+}
+
+func parseStore(d *caddyfile.Dispenser, h *Handler) error {
+	args := d.RemainingArgs()
+	if len(args) != 2 || args[0] != "redis" {
+		return d.Err("store: want redis <url>")
+	}
+	rs := &RedisStore{URL: args[1]}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		switch d.Val() {
+		case "timeout":
+			var s string
+			if err := oneArg(d, &s); err != nil {
+				return err
+			}
+			if dur, err := caddy.ParseDuration(s); err != nil || dur <= 0 {
+				return d.Errf("store timeout %q: want a positive duration", s)
+			}
+			rs.Timeout = s
+		default:
+			return d.Errf("store: unknown subdirective %q", d.Val())
+		}
+	}
+	h.Store = &Store{Redis: rs}
+	return nil
+}
+
+// parseLimitsBlock parses the limits of a tier or override block; extra
+// handles subdirectives only a tier has.
+func parseLimitsBlock(d *caddyfile.Dispenser, what string, l *Limits, extra func(sub string) (bool, error)) error {
+	seen := map[string]bool{}
+	for nesting := d.Nesting(); d.NextBlock(nesting); {
+		sub := d.Val()
+		if sub != "cost" && sub != "quota" && seen[sub] {
+			return d.Errf("%s: %s given more than once", what, sub)
+		}
+		seen[sub] = true
+		var err error
+		switch sub {
+		case "tenant":
+			l.Tenant, err = parseRateLimit(d)
+		case "quota":
+			err = parseQuota(d, &l.Quota, true)
+		case "concurrency":
+			err = parseConcurrency(d, &l.Concurrency)
+		case "cost":
+			if l.Costs == nil {
+				l.Costs = map[string]int64{}
+			}
+			err = parseCost(d, l.Costs)
+		default:
+			handled := false
+			if extra != nil {
+				handled, err = extra(sub)
+			}
+			if !handled && err == nil {
+				return d.Errf("%s: unknown subdirective %q", what, sub)
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func parseTier(d *caddyfile.Dispenser, h *Handler) error {
+	var name string
+	if err := oneArg(d, &name); err != nil {
+		return err
+	}
+	for _, t := range h.Tiers {
+		if t.Name == name {
+			return d.Errf("tier %s: defined more than once", name)
+		}
+	}
+	t := Tier{Name: name}
+	what := "tier " + name
+	err := parseLimitsBlock(d, what, &t.Limits, func(sub string) (bool, error) {
+		if sub != "match" {
+			return false, nil
+		}
+		args := d.RemainingArgs()
+		if len(args) < 2 {
+			return true, d.Errf("%s: want match <placeholder> <value>...", what)
+		}
+		t.Match = TierMatch{Placeholder: args[0], Values: args[1:]}
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	if t.Match.Placeholder == "" {
+		return d.Errf("%s: match <placeholder> <value>... is required", what)
+	}
+	if t.Limits.empty() {
+		return d.Errf("%s: sets no limits", what)
+	}
+	h.Tiers = append(h.Tiers, t)
+	return nil
+}
+
+func parseOverride(d *caddyfile.Dispenser, h *Handler) error {
+	var fp string
+	if err := oneArg(d, &fp); err != nil {
+		return err
+	}
+	if _, err := parseFingerprint(fp); err != nil {
+		return d.Errf("override %q: %v", fp, err)
+	}
+	if h.Overrides == nil {
+		h.Overrides = map[string]*Limits{}
+	}
+	if _, dup := h.Overrides[fp]; dup {
+		return d.Errf("override %s: given more than once", fp)
+	}
+	l := &Limits{}
+	if err := parseLimitsBlock(d, "override "+fp, l, nil); err != nil {
+		return err
+	}
+	if l.empty() {
+		return d.Errf("override %s: sets no limits", fp)
+	}
+	h.Overrides[fp] = l
+	return nil
+}
+
+func containsStr(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Interface guard
+var _ caddyfile.Unmarshaler = (*Handler)(nil)

@@ -1,0 +1,556 @@
+package mcplimit
+
+import (
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+)
+
+// Defaults from SPEC.md.
+const (
+	defaultZone      = "default"
+	defaultIdentity  = "{http.request.header.Authorization}"
+	defaultKnownTTL  = 24 * time.Hour
+	defaultMaxKnown  = 100000
+	defaultMaxBody   = 1 << 20
+	defaultMaxBatch  = 32
+	defaultFlush     = 30 * time.Second
+	defaultErrorCode = -31004
+	defaultV4Prefix  = 32
+	defaultV6Prefix  = 64
+	defaultQuotaDay  = 5000
+)
+
+// refuseMode is how refusals are answered.
+type refuseMode uint8
+
+const (
+	refuseStatus refuseMode = iota
+	refuseJSONRPC
+	refuseToolResult
+)
+
+// limits are the limits in force for one request's identity.
+type limits struct {
+	tier        string
+	tenant      bucketLimit
+	tenantOff   bool
+	quota       quotaLimit
+	concurrency Concurrency
+	costs       map[string]int64
+}
+
+// override is a compiled per-identity override: the fields it sets
+// replace those of whichever tier applies.
+type override struct {
+	limits      limits
+	tenant      bool
+	quota       bool
+	concurrency bool
+	costs       map[string]int64
+}
+
+// apply returns l with the override's fields in place.
+func (o *override) apply(l limits) limits {
+	if o.tenant {
+		l.tenant, l.tenantOff = o.limits.tenant, o.limits.tenantOff
+	}
+	if o.quota {
+		l.quota = o.limits.quota
+	}
+	if o.concurrency {
+		l.concurrency = o.limits.concurrency
+	}
+	if len(o.costs) > 0 {
+		merged := make(map[string]int64, len(l.costs)+len(o.costs))
+		for k, v := range l.costs {
+			merged[k] = v
+		}
+		for k, v := range o.costs {
+			merged[k] = v
+		}
+		l.costs = merged
+	}
+	return l
+}
+
+// toolPolicy is a compiled ToolPolicy.
+type toolPolicy struct {
+	quota      quotaLimit
+	args       []argBound
+	failClosed bool
+}
+
+// argBound is one `arg <name> max <n>` line.
+type argBound struct {
+	name string
+	max  float64
+}
+
+// tier is a compiled Tier.
+type tier struct {
+	name        string
+	placeholder string
+	values      []string
+	limits      limits
+}
+
+// gateway is a compiled Gateway.
+type gateway struct {
+	prefixes []netip.Prefix
+	limit    bucketLimit
+}
+
+// policy is the compiled, immutable form of a Handler's configuration.
+type policy struct {
+	zone          string
+	identity      []string
+	trustIdentity bool
+	reject        []int
+	knownTTL      time.Duration
+	maxKnown      int
+	meter         jsonrpc.Meter
+	maxBody       int64
+	maxBatch      int
+	preauth       bucketLimit
+	preauthOff    bool
+	gateways      []gateway
+	base          limits
+	global        bucketLimit
+	globalOff     bool
+	anonymous     bucketLimit
+	anonymousOn   bool
+	v4, v6        int
+	flush         time.Duration
+	errorCode     int
+	refuseWith    refuseMode
+	groupKey      string
+	group         bucketLimit
+	groupQuota    quotaLimit
+	tools         map[string]*toolPolicy
+	failClosed    bool
+	tiers         []tier
+	overrides     map[[16]byte]*override
+	dryRun        bool
+	redis         *RedisStore
+}
+
+// compile validates h and turns it into a policy. Every error names the
+// field at fault.
+func compile(h *Handler) (*policy, error) {
+	p := &policy{
+		zone:          h.Zone,
+		identity:      h.Identity,
+		trustIdentity: h.TrustIdentity,
+		reject:        h.RejectStatus,
+		knownTTL:      time.Duration(h.KnownTTL),
+		maxKnown:      h.MaxKnown,
+		maxBody:       h.MaxBody,
+		maxBatch:      h.MaxBatch,
+		v4:            h.IPv4Prefix,
+		v6:            h.IPv6Prefix,
+		flush:         time.Duration(h.FlushInterval),
+		errorCode:     h.ErrorCode,
+		dryRun:        h.DryRun,
+	}
+	if p.zone == "" {
+		p.zone = defaultZone
+	}
+	if strings.ContainsAny(p.zone, "/\\ \t\n") {
+		return nil, fmt.Errorf("zone %q: must not contain slashes or spaces", p.zone)
+	}
+	if len(p.identity) == 0 {
+		p.identity = []string{defaultIdentity}
+	}
+	if len(p.reject) == 0 {
+		p.reject = []int{401, 403}
+	}
+	for _, s := range p.reject {
+		if s < 400 || s > 499 {
+			return nil, fmt.Errorf("reject_status %d: must be a 4xx status", s)
+		}
+	}
+	if err := positive("known_ttl", int64(p.knownTTL), int64(defaultKnownTTL), &p.knownTTL); err != nil {
+		return nil, err
+	}
+	if err := positiveInt("max_known", &p.maxKnown, defaultMaxKnown); err != nil {
+		return nil, err
+	}
+	if err := positive("max_body", p.maxBody, defaultMaxBody, &p.maxBody); err != nil {
+		return nil, err
+	}
+	if err := positiveInt("max_batch", &p.maxBatch, defaultMaxBatch); err != nil {
+		return nil, err
+	}
+	if err := positive("flush_interval", int64(p.flush), int64(defaultFlush), &p.flush); err != nil {
+		return nil, err
+	}
+	if err := compilePrefixes(p); err != nil {
+		return nil, err
+	}
+	if err := compileMeter(p, h.Meter); err != nil {
+		return nil, err
+	}
+	if p.errorCode == 0 {
+		p.errorCode = defaultErrorCode
+	}
+	if p.errorCode >= -32768 && p.errorCode <= -32000 {
+		return nil, fmt.Errorf("error_code %d: must lie outside -32768…-32000 (reserved by JSON-RPC and MCP)", p.errorCode)
+	}
+	switch h.RefuseWith {
+	case "", "status":
+		p.refuseWith = refuseStatus
+	case "jsonrpc":
+		p.refuseWith = refuseJSONRPC
+	case "tool_result":
+		p.refuseWith = refuseToolResult
+	default:
+		return nil, fmt.Errorf("refuse_with %q: want status, jsonrpc or tool_result", h.RefuseWith)
+	}
+	var err error
+	if p.preauth, p.preauthOff, err = resolveRate(h.Preauth, "1/s", 5); err != nil {
+		return nil, fmt.Errorf("preauth: %w", err)
+	}
+	if p.global, p.globalOff, err = resolveRate(h.Global, "100/s", 200); err != nil {
+		return nil, fmt.Errorf("global: %w", err)
+	}
+	var anonOff bool
+	if p.anonymous, anonOff, err = resolveRate(h.Anonymous, "", 0); err != nil {
+		return nil, fmt.Errorf("anonymous: %w", err)
+	}
+	p.anonymousOn = !anonOff
+	if err := compileGateways(p, h.Gateways); err != nil {
+		return nil, err
+	}
+	if err := compileBase(p, h); err != nil {
+		return nil, err
+	}
+	if err := compileGroup(p, h); err != nil {
+		return nil, err
+	}
+	if err := compileTools(p, h); err != nil {
+		return nil, err
+	}
+	if err := compileTiers(p, h.Tiers); err != nil {
+		return nil, err
+	}
+	if err := compileOverrides(p, h.Overrides); err != nil {
+		return nil, err
+	}
+	if h.Store != nil && h.Store.Redis != nil {
+		if h.Store.Redis.URL == "" {
+			return nil, fmt.Errorf("store redis: url is required")
+		}
+		p.redis = h.Store.Redis
+	}
+	return p, nil
+}
+
+func positive(name string, v, def int64, dst any) error {
+	if v < 0 {
+		return fmt.Errorf("%s: must be positive, got %d", name, v)
+	}
+	if v == 0 {
+		switch d := dst.(type) {
+		case *time.Duration:
+			*d = time.Duration(def)
+		case *int64:
+			*d = def
+		}
+	}
+	return nil
+}
+
+func positiveInt(name string, v *int, def int) error {
+	if *v < 0 {
+		return fmt.Errorf("%s: must be positive, got %d", name, *v)
+	}
+	if *v == 0 {
+		*v = def
+	}
+	return nil
+}
+
+func compilePrefixes(p *policy) error {
+	if p.v4 == 0 {
+		p.v4 = defaultV4Prefix
+	}
+	if p.v6 == 0 {
+		p.v6 = defaultV6Prefix
+	}
+	if p.v4 < 1 || p.v4 > 32 {
+		return fmt.Errorf("ipv4_prefix %d: out of range 1-32", p.v4)
+	}
+	if p.v6 < 1 || p.v6 > 128 {
+		return fmt.Errorf("ipv6_prefix %d: out of range 1-128", p.v6)
+	}
+	return nil
+}
+
+func compileMeter(p *policy, meter []string) error {
+	if len(meter) == 0 {
+		p.meter = jsonrpc.Meter{Methods: []string{"tools/call"}}
+		return nil
+	}
+	for _, m := range meter {
+		if m == "" {
+			return fmt.Errorf("meter: empty method name")
+		}
+		if m == "*" {
+			if len(meter) > 1 {
+				return fmt.Errorf("meter: * cannot be combined with method names")
+			}
+			p.meter = jsonrpc.Meter{All: true}
+			return nil
+		}
+	}
+	p.meter = jsonrpc.Meter{Methods: slices.Clone(meter)}
+	return nil
+}
+
+func compileGateways(p *policy, gws []Gateway) error {
+	for i, g := range gws {
+		if len(g.CIDRs) == 0 {
+			return fmt.Errorf("gateway %d: no CIDR", i)
+		}
+		var gw gateway
+		for _, c := range g.CIDRs {
+			pfx, err := parseCIDR(c)
+			if err != nil {
+				return fmt.Errorf("gateway %q: %w", c, err)
+			}
+			gw.prefixes = append(gw.prefixes, pfx.Masked())
+		}
+		if g.Rate == "" {
+			return fmt.Errorf("gateway %v: rate is required", g.CIDRs)
+		}
+		lim, _, err := resolveRate(&RateLimit{Rate: g.Rate, Burst: g.Burst}, "", 0)
+		if err != nil {
+			return fmt.Errorf("gateway %v: %w", g.CIDRs, err)
+		}
+		gw.limit = lim
+		p.gateways = append(p.gateways, gw)
+	}
+	return nil
+}
+
+func compileBase(p *policy, h *Handler) error {
+	var err error
+	if p.base.tenant, p.base.tenantOff, err = resolveRate(h.Tenant, "5/s", 20); err != nil {
+		return fmt.Errorf("tenant: %w", err)
+	}
+	if p.base.quota, err = resolveQuota(h.Quota, quotaLimit{day: defaultQuotaDay}); err != nil {
+		return fmt.Errorf("quota: %w", err)
+	}
+	if h.Concurrency != nil {
+		if err := checkConcurrency(h.Concurrency); err != nil {
+			return err
+		}
+		p.base.concurrency = *h.Concurrency
+	}
+	p.base.costs = map[string]int64{}
+	for tool, c := range h.Costs {
+		if c <= 0 {
+			return fmt.Errorf("cost %s: must be positive, got %d", tool, c)
+		}
+		p.base.costs[tool] = c
+	}
+	return nil
+}
+
+func checkConcurrency(c *Concurrency) error {
+	if c.Max < 0 || c.PerIdentity < 0 {
+		return fmt.Errorf("concurrency: must be positive")
+	}
+	return nil
+}
+
+func compileGroup(p *policy, h *Handler) error {
+	if h.Group == nil {
+		if h.GroupQuota != nil {
+			return fmt.Errorf("group_quota requires group")
+		}
+		return nil
+	}
+	if h.Group.Key == "" {
+		return fmt.Errorf("group: key placeholder is required")
+	}
+	if h.Group.Rate == "" {
+		return fmt.Errorf("group: rate is required")
+	}
+	lim, _, err := resolveRate(&RateLimit{Rate: h.Group.Rate, Burst: h.Group.Burst}, "", 0)
+	if err != nil {
+		return fmt.Errorf("group: %w", err)
+	}
+	p.groupKey, p.group = h.Group.Key, lim
+	if h.GroupQuota != nil {
+		if p.groupQuota, err = resolveQuota(h.GroupQuota, quotaLimit{}); err != nil {
+			return fmt.Errorf("group_quota: %w", err)
+		}
+	}
+	return nil
+}
+
+func compileTools(p *policy, h *Handler) error {
+	p.tools = map[string]*toolPolicy{}
+	for name, t := range h.Tools {
+		if t == nil {
+			continue
+		}
+		if name == "" {
+			return fmt.Errorf("tool: empty name")
+		}
+		if t.Cost < 0 {
+			return fmt.Errorf("tool %s: cost must be positive", name)
+		}
+		if t.Cost > 0 {
+			if _, dup := h.Costs[name]; dup {
+				return fmt.Errorf("tool %s: cost given both as `cost %s` and in the tool block", name, name)
+			}
+			p.base.costs[name] = t.Cost
+		}
+		tp := &toolPolicy{failClosed: t.FailClosed}
+		if t.Quota != nil {
+			q, err := resolveQuota(t.Quota, quotaLimit{})
+			if err != nil {
+				return fmt.Errorf("tool %s quota: %w", name, err)
+			}
+			tp.quota = q
+		}
+		for arg, max := range t.Args {
+			if arg == "" {
+				return fmt.Errorf("tool %s: empty arg name", name)
+			}
+			tp.args = append(tp.args, argBound{name: arg, max: max})
+		}
+		sort.Slice(tp.args, func(i, j int) bool { return tp.args[i].name < tp.args[j].name })
+		p.failClosed = p.failClosed || tp.failClosed
+		p.tools[name] = tp
+	}
+	return nil
+}
+
+func compileLimits(what string, l *Limits, base limits) (limits, error) {
+	out := base
+	if l.Tenant != nil {
+		b, off, err := resolveRate(l.Tenant, base.tenant.text, base.tenant.burst)
+		if err != nil {
+			return out, fmt.Errorf("%s tenant: %w", what, err)
+		}
+		out.tenant, out.tenantOff = b, off
+	}
+	if l.Quota != nil {
+		q, err := resolveQuota(l.Quota, base.quota)
+		if err != nil {
+			return out, fmt.Errorf("%s quota: %w", what, err)
+		}
+		out.quota = q
+	}
+	if l.Concurrency != nil {
+		if err := checkConcurrency(l.Concurrency); err != nil {
+			return out, fmt.Errorf("%s: %w", what, err)
+		}
+		out.concurrency = *l.Concurrency
+	}
+	if len(l.Costs) > 0 {
+		out.costs = make(map[string]int64, len(base.costs)+len(l.Costs))
+		for k, v := range base.costs {
+			out.costs[k] = v
+		}
+		for k, v := range l.Costs {
+			if v <= 0 {
+				return out, fmt.Errorf("%s cost %s: must be positive", what, k)
+			}
+			out.costs[k] = v
+		}
+	}
+	return out, nil
+}
+
+func compileTiers(p *policy, tiers []Tier) error {
+	seen := map[string]bool{}
+	for i, t := range tiers {
+		if t.Name == "" {
+			return fmt.Errorf("tier %d: name is required", i)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("tier %s: defined twice", t.Name)
+		}
+		seen[t.Name] = true
+		if t.Match.Placeholder == "" || len(t.Match.Values) == 0 {
+			return fmt.Errorf("tier %s: match needs a placeholder and at least one value", t.Name)
+		}
+		if t.Limits.empty() {
+			return fmt.Errorf("tier %s: sets no limits", t.Name)
+		}
+		l, err := compileLimits("tier "+t.Name, &t.Limits, p.base)
+		if err != nil {
+			return err
+		}
+		l.tier = t.Name
+		p.tiers = append(p.tiers, tier{name: t.Name, placeholder: t.Match.Placeholder, values: t.Match.Values, limits: l})
+	}
+	return nil
+}
+
+func compileOverrides(p *policy, ov map[string]*Limits) error {
+	p.overrides = map[[16]byte]*override{}
+	for fp, l := range ov {
+		key, err := parseFingerprint(fp)
+		if err != nil {
+			return fmt.Errorf("override %q: %w", fp, err)
+		}
+		if l == nil || l.empty() {
+			return fmt.Errorf("override %s: sets no limits", fp)
+		}
+		c, err := compileLimits("override "+fp, l, p.base)
+		if err != nil {
+			return err
+		}
+		p.overrides[key] = &override{
+			limits: c, tenant: l.Tenant != nil, quota: l.Quota != nil,
+			concurrency: l.Concurrency != nil, costs: l.Costs,
+		}
+	}
+	return nil
+}
+
+// parseCIDR parses a CIDR, or a single address as its own prefix.
+func parseCIDR(s string) (netip.Prefix, error) {
+	if pfx, err := netip.ParsePrefix(s); err == nil {
+		return pfx, nil
+	}
+	addr, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("not a CIDR or address")
+	}
+	return netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()), nil
+}
+
+// prefixesContain reports whether any of list contains the network of p.
+func prefixesContain(list []netip.Prefix, p netip.Prefix) bool {
+	for _, l := range list {
+		if l.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// parseFingerprint parses 32 lowercase hex characters.
+func parseFingerprint(s string) ([16]byte, error) {
+	var fp [16]byte
+	if len(s) != 32 || strings.ToLower(s) != s {
+		return fp, fmt.Errorf("a fingerprint is 32 lowercase hex characters")
+	}
+	if _, err := hex.Decode(fp[:], []byte(s)); err != nil {
+		return fp, fmt.Errorf("a fingerprint is 32 lowercase hex characters: %w", err)
+	}
+	return fp, nil
+}

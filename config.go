@@ -1,0 +1,268 @@
+package mcplimit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// RateLimit configures one token bucket. A zero value inherits the
+// layer's default; Off disables the layer.
+type RateLimit struct {
+	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`.
+	// Default: the layer's default (pre-auth 1/s, tenant 5/s, global
+	// 100/s).
+	Rate string `json:"rate,omitempty"`
+
+	// Burst is the bucket size in tokens (the most a caller can spend at
+	// once). Default: the layer's default burst when Rate is also unset,
+	// otherwise the `<n>` of Rate (so `20/m` allows 20 at once).
+	Burst int `json:"burst,omitempty"`
+
+	// Off disables the layer.
+	Off bool `json:"off,omitempty"`
+}
+
+// QuotaLimit configures counts per UTC period. Zero fields are unset.
+type QuotaLimit struct {
+	// Day is the number of metered units allowed per UTC day (resets at
+	// 00:00 UTC). Default: 5000 for the top-level quota when no field is set.
+	Day int64 `json:"day,omitempty"`
+
+	// Month is the number of metered units allowed per UTC calendar month
+	// (resets on the 1st at 00:00 UTC).
+	Month int64 `json:"month,omitempty"`
+
+	// Off disables the quota.
+	Off bool `json:"off,omitempty"`
+}
+
+// Concurrency caps metered calls in flight.
+type Concurrency struct {
+	// Max is the most metered calls in flight for the whole zone on this
+	// instance. 0 means no zone-wide cap.
+	Max int `json:"max,omitempty"`
+
+	// PerIdentity is the most metered calls in flight for one identity
+	// (per client address for unproven callers). 0 means no per-identity cap.
+	PerIdentity int `json:"per_identity,omitempty"`
+}
+
+// Gateway gives addresses that front many tenants a larger pre-auth
+// budget (still a bounded one, per address).
+type Gateway struct {
+	// CIDRs lists the gateway networks, e.g. `10.0.0.0/8` or `192.0.2.7/32`.
+	CIDRs []string `json:"cidrs,omitempty"`
+
+	// Rate is the pre-auth rate for these addresses, `<n>/<s|m|h>`.
+	Rate string `json:"rate,omitempty"`
+
+	// Burst is the pre-auth bucket size for these addresses.
+	// Default: the `<n>` of Rate.
+	Burst int `json:"burst,omitempty"`
+}
+
+// Group configures a tenant-wide layer keyed by a second identity,
+// such as the organization an authentication handler sets.
+type Group struct {
+	// Key is the placeholder whose value names the group, e.g.
+	// `{http.auth.user.org}`. An empty value skips the group layer.
+	Key string `json:"key,omitempty"`
+
+	// Rate is the group's refill rate, `<n>/<s|m|h>`. Required.
+	Rate string `json:"rate,omitempty"`
+
+	// Burst is the group's bucket size. Default: the `<n>` of Rate.
+	Burst int `json:"burst,omitempty"`
+}
+
+// ToolPolicy is one tool's policy.
+type ToolPolicy struct {
+	// Cost is what one call of this tool costs, in tokens and quota units.
+	// Default: 1.
+	Cost int64 `json:"cost,omitempty"`
+
+	// Quota is a per-identity, per-tool count, checked in addition to
+	// the shared quotas. Refusals carry `data.limit` `tool_quota`.
+	Quota *QuotaLimit `json:"quota,omitempty"`
+
+	// Args bounds numeric arguments: a call whose
+	// `params.arguments.<name>` is present, not null, and either exceeds
+	// the bound or is not a number gets HTTP 400 with JSON-RPC -32602.
+	Args map[string]float64 `json:"args,omitempty"`
+
+	// FailClosed refuses calls of this tool with HTTP 503
+	// (`STORE_UNAVAILABLE`) while the quota store is degraded.
+	FailClosed bool `json:"fail_closed,omitempty"`
+}
+
+// Limits are the limits a tier or an override sets; what it leaves
+// unset falls back to the top-level values.
+type Limits struct {
+	// Tenant replaces the per-identity bucket.
+	Tenant *RateLimit `json:"tenant,omitempty"`
+
+	// Quota replaces the per-identity quota (all of its periods).
+	Quota *QuotaLimit `json:"quota,omitempty"`
+
+	// Concurrency replaces the concurrency caps.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+
+	// Costs replaces per-tool costs for the named tools.
+	Costs map[string]int64 `json:"costs,omitempty"`
+}
+
+func (l *Limits) empty() bool {
+	return l.Tenant == nil && l.Quota == nil && l.Concurrency == nil && len(l.Costs) == 0
+}
+
+// TierMatch selects a tier by a placeholder's value.
+type TierMatch struct {
+	// Placeholder is evaluated per request, e.g. `{http.auth.user.plan}`.
+	// It should come from a trusted earlier handler: a raw client header
+	// lets the client pick its own plan.
+	Placeholder string `json:"placeholder,omitempty"`
+
+	// Values lists the values that select this tier (exact match).
+	Values []string `json:"values,omitempty"`
+}
+
+// Tier is one plan: the first tier whose match succeeds replaces the
+// limits it sets for the request's identity.
+type Tier struct {
+	// Name names the tier in logs, the admin API and refusals.
+	Name string `json:"name,omitempty"`
+
+	// Match selects the requests this tier applies to.
+	Match TierMatch `json:"match"`
+
+	Limits
+}
+
+// Store selects where shared limits are decided.
+type Store struct {
+	// Redis decides the tenant, group, global and tool buckets and the
+	// quotas in Redis, atomically per request.
+	Redis *RedisStore `json:"redis,omitempty"`
+}
+
+// RedisStore configures the Redis store.
+type RedisStore struct {
+	// URL is `redis://[:password@]host:port[/db]` or `rediss://…`;
+	// placeholders such as `{env.REDIS_URL}` are expanded at provision time.
+	URL string `json:"url,omitempty"`
+
+	// Timeout bounds one round trip; past it the request is decided
+	// locally (fail open). Default: 50ms.
+	Timeout string `json:"timeout,omitempty"`
+}
+
+// parseRate parses `<n>/<s|m|h>`.
+func parseRate(s string) (rate.Limit, int, error) {
+	num, unit, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("rate %q: want <n>/<s|m|h>", s)
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n <= 0 {
+		return 0, 0, fmt.Errorf("rate %q: <n> must be a positive integer", s)
+	}
+	var per time.Duration
+	switch unit {
+	case "s":
+		per = time.Second
+	case "m":
+		per = time.Minute
+	case "h":
+		per = time.Hour
+	default:
+		return 0, 0, fmt.Errorf("rate %q: unit must be s, m or h", s)
+	}
+	return rate.Limit(float64(n) / per.Seconds()), n, nil
+}
+
+// bucketLimit is a resolved token bucket.
+type bucketLimit struct {
+	rate  rate.Limit
+	burst int
+	text  string // as configured, e.g. "5/s"
+}
+
+// unitWord names a rate's unit for refusal messages.
+func (b bucketLimit) unitWord() string {
+	switch {
+	case strings.HasSuffix(b.text, "/m"):
+		return "per-minute"
+	case strings.HasSuffix(b.text, "/h"):
+		return "per-hour"
+	}
+	return "per-second"
+}
+
+// resolveRate turns a RateLimit into a bucket. off is true when the
+// layer is disabled.
+func resolveRate(rl *RateLimit, defRate string, defBurst int) (b bucketLimit, off bool, err error) {
+	text, burst := defRate, defBurst
+	if rl != nil {
+		if rl.Off {
+			return b, true, nil
+		}
+		if rl.Burst < 0 {
+			return b, false, fmt.Errorf("burst %d: must be positive", rl.Burst)
+		}
+		if rl.Rate != "" {
+			text, burst = rl.Rate, 0
+		}
+		if rl.Burst > 0 {
+			burst = rl.Burst
+		}
+	}
+	if text == "" {
+		return b, true, nil
+	}
+	r, n, err := parseRate(text)
+	if err != nil {
+		return b, false, err
+	}
+	if burst == 0 {
+		burst = n
+	}
+	return bucketLimit{rate: r, burst: burst, text: text}, false, nil
+}
+
+// quotaLimit is a resolved quota: 0 means no limit for that period.
+type quotaLimit struct {
+	day, month int64
+}
+
+func (q quotaLimit) any() bool { return q.day > 0 || q.month > 0 }
+
+func resolveQuota(ql *QuotaLimit, def quotaLimit) (quotaLimit, error) {
+	if ql == nil {
+		return def, nil
+	}
+	if ql.Off {
+		return quotaLimit{}, nil
+	}
+	if ql.Day < 0 || ql.Month < 0 {
+		return quotaLimit{}, fmt.Errorf("quota must be positive")
+	}
+	if ql.Day == 0 && ql.Month == 0 {
+		return quotaLimit{}, fmt.Errorf("quota sets neither day nor month")
+	}
+	return quotaLimit{day: ql.Day, month: ql.Month}, nil
+}
+
+// ceilSeconds converts a wait into a Retry-After value: whole seconds,
+// at least 1, never earlier than the real wait.
+func ceilSeconds(d time.Duration) int64 {
+	s := int64(math.Ceil(d.Seconds()))
+	if s < 1 {
+		return 1
+	}
+	return s
+}

@@ -1,0 +1,179 @@
+package mcplimit
+
+import (
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// decision carries one request through admission and, once admitted,
+// through the backend's answer. Decisions are pooled.
+type decision struct {
+	h    *Handler
+	z    *zone
+	pol  *policy
+	now  time.Time
+	repl *caddy.Replacer
+
+	addr     netip.Prefix
+	fp       [16]byte
+	hasID    bool
+	proven   bool
+	groupFP  [16]byte
+	hasGroup bool
+	lim      limits
+
+	body     *jsonrpc.Buffer
+	bodyOwn  bool
+	req      *jsonrpc.Request
+	cost     int64
+	legacy   bool
+	admitted bool
+
+	res        [6]buckets.Reservation
+	nres       int
+	items      []quota.Item
+	itemLayers []layer
+	quotaHeld  bool
+	concAll    bool
+	concID     bool
+}
+
+var decisionPool = sync.Pool{New: func() any { return new(decision) }}
+
+// newDecision resolves who is asking: client address, identity, whether
+// it is proven, and the limits in force for it.
+func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
+	d := decisionPool.Get().(*decision)
+	d.h, d.z, d.pol, d.now = h, h.zone, h.zone.pol.Load(), now
+	d.repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if d.repl == nil {
+		d.repl = caddy.NewReplacer()
+	}
+	d.addr = h.clientAddr(r, d.pol)
+	if v := identityValue(d.repl, d.pol.identity); v != "" {
+		d.fp, d.hasID = d.z.fpKey.sum(v), true
+		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
+	}
+	if d.pol.groupKey != "" {
+		if g := d.repl.ReplaceAll(d.pol.groupKey, ""); g != "" {
+			d.groupFP, d.hasGroup = d.z.fpKey.sum(g), true
+		}
+	}
+	d.lim = d.pol.limitsFor(d)
+	return d
+}
+
+// clientAddr keys the client address from Caddy's own resolution (the
+// client_ip var, which honours trusted_proxies), never from a header.
+func (h *Handler) clientAddr(r *http.Request, pol *policy) netip.Prefix {
+	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
+	if s == "" {
+		s = r.RemoteAddr
+	}
+	addr, err := clientip.Parse(s)
+	if err != nil {
+		addr = netip.IPv4Unspecified()
+	}
+	if r.Header.Get("X-Forwarded-For") != "" && !trustsProxies(r) {
+		h.zone.xffOnce.Do(func() {
+			h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)")
+		})
+	}
+	return clientip.Key(addr, pol.v4, pol.v6)
+}
+
+// trustsProxies reports whether the serving Caddy server has
+// trusted_proxies configured.
+func trustsProxies(r *http.Request) bool {
+	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+	return ok && srv != nil && len(srv.TrustedProxiesRaw) > 0
+}
+
+// limitsFor returns the limits in force for d's identity: an override
+// first, then the first matching tier, then the top-level limits.
+func (p *policy) limitsFor(d *decision) limits {
+	l := p.base
+	for i := range p.tiers {
+		t := &p.tiers[i]
+		v := d.repl.ReplaceAll(t.placeholder, "")
+		if v == "" {
+			continue
+		}
+		for _, want := range t.values {
+			if v == want {
+				l = t.limits
+				goto matched
+			}
+		}
+	}
+matched:
+	if d.hasID && len(p.overrides) > 0 {
+		if o := p.overrides[d.fp]; o != nil {
+			l = o.apply(l)
+		}
+	}
+	return l
+}
+
+// toolCost returns the cost of one call of tool under d's limits.
+func (d *decision) toolCost(tool string) int64 {
+	if c, ok := d.lim.costs[tool]; ok {
+		return c
+	}
+	return 1
+}
+
+// release returns pooled resources; it runs after the backend answered.
+func (d *decision) release() {
+	if d.req != nil {
+		jsonrpc.PutRequest(d.req)
+	}
+	if d.body != nil && d.bodyOwn {
+		d.body.Release()
+	}
+	items, layers := d.items[:0], d.itemLayers[:0]
+	*d = decision{items: items, itemLayers: layers}
+	decisionPool.Put(d)
+}
+
+// finish learns from the backend's answer (proving or forgetting the
+// identity, counting upstream throttling) and frees concurrency slots.
+func (d *decision) finish(rec *statusRecorder) {
+	if d.concAll {
+		d.z.all.Release(globalKey)
+		d.z.metrics.inflightAdd(-1)
+	}
+	if d.concID {
+		d.z.perID.Release(d.fp)
+	}
+	status := rec.status
+	switch {
+	case status == 0:
+		return
+	case status == http.StatusTooManyRequests:
+		d.z.metrics.upstreamThrottled()
+	case status >= 200 && status < 300:
+		if d.hasID && !d.proven {
+			d.z.known.Prove(d.fp, time.Now())
+		}
+		return
+	}
+	if d.hasID {
+		for _, s := range d.pol.reject {
+			if s == status {
+				d.z.forget(d.fp, time.Now())
+				return
+			}
+		}
+	}
+}

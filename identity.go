@@ -1,0 +1,105 @@
+package mcplimit
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+)
+
+// fingerprinter turns identity values into keyed fingerprints: the first
+// 128 bits of HMAC-SHA256 under the zone's key. The key lives in Caddy's
+// storage, so every instance and every restart computes the same
+// fingerprint, and raw credentials never need to be kept anywhere.
+type fingerprinter struct {
+	pool sync.Pool
+}
+
+func newFingerprinter(key []byte) *fingerprinter {
+	f := &fingerprinter{}
+	f.pool.New = func() any { return hmac.New(sha256.New, key) }
+	return f
+}
+
+// sum returns the fingerprint of value.
+func (f *fingerprinter) sum(value string) [16]byte {
+	m := f.pool.Get().(hash.Hash)
+	m.Reset()
+	_, _ = m.Write([]byte(value))
+	var full [sha256.Size]byte
+	m.Sum(full[:0])
+	f.pool.Put(m)
+	var fp [16]byte
+	copy(fp[:], full[:16])
+	return fp
+}
+
+// identityValue is the one function that computes a request's identity:
+// the identity placeholders' values joined with newlines. Every check
+// and every mark uses it, so they cannot drift apart.
+func identityValue(repl *caddy.Replacer, placeholders []string) string {
+	if len(placeholders) == 1 {
+		return repl.ReplaceAll(placeholders[0], "")
+	}
+	parts := make([]string, len(placeholders))
+	empty := true
+	for i, p := range placeholders {
+		parts[i] = repl.ReplaceAll(p, "")
+		empty = empty && parts[i] == ""
+	}
+	if empty {
+		return ""
+	}
+	return strings.Join(parts, "\n")
+}
+
+// fingerprintHex formats a fingerprint as operators see it.
+func fingerprintHex(fp [16]byte) string { return hex.EncodeToString(fp[:]) }
+
+// keyStorage is what loading the fingerprint key needs from storage.
+type keyStorage interface {
+	Lock(ctx context.Context, name string) error
+	Unlock(ctx context.Context, name string) error
+	Store(ctx context.Context, key string, value []byte) error
+	Load(ctx context.Context, key string) ([]byte, error)
+}
+
+// loadFingerprintKey returns the zone's fingerprint key from storage,
+// creating it under the storage lock on first use.
+func loadFingerprintKey(parent context.Context, stor keyStorage, zone string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
+	defer cancel()
+	name := storagePrefix(zone) + "/fingerprint.key"
+	if key, err := stor.Load(ctx, name); err == nil && len(key) == 32 {
+		return key, nil
+	}
+	if err := stor.Lock(ctx, name); err != nil {
+		return nil, fmt.Errorf("locking fingerprint key %s: %w", name, err)
+	}
+	defer func() { _ = stor.Unlock(context.Background(), name) }()
+	key, err := stor.Load(ctx, name)
+	if err == nil && len(key) == 32 {
+		return key, nil
+	}
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("loading fingerprint key %s: %w", name, err)
+	}
+	key = make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("generating fingerprint key: %w", err)
+	}
+	if err := stor.Store(ctx, name, key); err != nil {
+		return nil, fmt.Errorf("storing fingerprint key %s: %w", name, err)
+	}
+	return key, nil
+}

@@ -1,0 +1,273 @@
+// Package harness runs the real things the integration tests need: a
+// demo MCP backend built with the official Go SDK, Caddy with this module
+// in process (Caddy is a process-wide singleton, so tests using it run
+// one after another), and separate Caddy processes built from ./cmd/caddy
+// sharing one storage directory. Every listener, the admin endpoint
+// included, takes a free loopback port.
+package harness
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+
+	_ "github.com/mcpratelimit/caddy-mcp-ratelimit"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/demo"
+)
+
+// FreePort returns a free TCP port on 127.0.0.1.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Backend is a running demo MCP backend.
+type Backend struct {
+	*demo.Backend
+	// Addr is host:port of the backend; /mcp serves Streamable HTTP and
+	// /sse the legacy HTTP+SSE transport.
+	Addr string
+}
+
+// StartBackend starts the demo backend with test hooks on a free
+// loopback port.
+func StartBackend(t testing.TB) *Backend {
+	t.Helper()
+	b := demo.New()
+	b.TestHooks = true
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", b.Handler())
+	mux.Handle("/sse", b.SSEHandler())
+	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "7")
+		http.Error(w, "upstream provider quota", http.StatusTooManyRequests)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return &Backend{Backend: b, Addr: strings.TrimPrefix(srv.URL, "http://")}
+}
+
+// Caddy is Caddy running in this process.
+type Caddy struct {
+	// URL is the base URL of the site, e.g. http://127.0.0.1:41234.
+	URL string
+	// Admin is the base URL of the admin endpoint.
+	Admin string
+	// Storage is the file-system storage directory.
+	Storage string
+	// Port and AdminPort are the listening ports.
+	Port, AdminPort int
+}
+
+// Options tune StartCaddy.
+type Options struct {
+	// Global is extra global options (inside the top-level braces).
+	Global string
+	// Storage overrides the storage directory.
+	Storage string
+}
+
+// Config renders a Caddyfile: global options with a free admin port,
+// auto_https off and file-system storage, then one site on a free port
+// whose body is site. In site, $BACKEND is the backend's host:port.
+func Config(site, backend string, port, adminPort int, storage, global string) string {
+	site = strings.ReplaceAll(site, "$BACKEND", backend)
+	return fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	persist_config off
+	auto_https off
+	storage file_system %s
+	%s
+}
+
+http://127.0.0.1:%d {
+	bind 127.0.0.1
+	%s
+}
+`, adminPort, storage, global, port, site)
+}
+
+// StartCaddy loads a config into the in-process Caddy and stops it when
+// the test ends.
+func StartCaddy(t testing.TB, site string, b *Backend, opts Options) *Caddy {
+	t.Helper()
+	c := &Caddy{Port: FreePort(t), AdminPort: FreePort(t), Storage: opts.Storage}
+	if c.Storage == "" {
+		c.Storage = t.TempDir()
+	}
+	backend := ""
+	if b != nil {
+		backend = b.Addr
+	}
+	cfg := Config(site, backend, c.Port, c.AdminPort, c.Storage, opts.Global)
+	c.URL = "http://127.0.0.1:" + strconv.Itoa(c.Port)
+	c.Admin = "http://127.0.0.1:" + strconv.Itoa(c.AdminPort)
+	c.Load(t, cfg)
+	t.Cleanup(func() {
+		if err := caddy.Stop(); err != nil {
+			t.Logf("stopping caddy: %v", err)
+		}
+	})
+	return c
+}
+
+// Adapt turns a Caddyfile into JSON, failing the test on error.
+func Adapt(t testing.TB, caddyfileText string) []byte {
+	t.Helper()
+	js, err := AdaptErr(caddyfileText)
+	if err != nil {
+		t.Fatalf("adapting Caddyfile: %v\n%s", err, caddyfileText)
+	}
+	return js
+}
+
+// AdaptErr turns a Caddyfile into JSON.
+func AdaptErr(caddyfileText string) ([]byte, error) {
+	adapter := caddyconfig.GetAdapter("caddyfile")
+	js, warns, err := adapter.Adapt([]byte(caddyfileText), map[string]any{"filename": "Caddyfile"})
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range warns {
+		if strings.Contains(w.Message, "mcp_ratelimit") {
+			return nil, fmt.Errorf("warning: %s", w.Message)
+		}
+	}
+	return js, nil
+}
+
+// Load adapts and loads a full Caddyfile.
+func (c *Caddy) Load(t testing.TB, caddyfileText string) {
+	t.Helper()
+	if err := caddy.Load(Adapt(t, caddyfileText), true); err != nil {
+		t.Fatalf("loading config: %v", err)
+	}
+}
+
+// AdminDo sends a request to the admin endpoint and returns status and body.
+func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.Admin+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", c.Admin)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// Response is a finished HTTP exchange.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into v, failing the test on error.
+func (r *Response) JSON(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decoding %q: %v", r.Body, err)
+	}
+}
+
+// Post sends body to url with the MCP Streamable HTTP headers plus hdr
+// (pairs of name, value) and returns the response.
+func Post(t testing.TB, url, body string, hdr ...string) *Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		if hdr[i+1] == "" {
+			req.Header.Del(hdr[i])
+			continue
+		}
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	return Do(t, req)
+}
+
+// client opens a connection per request, so config reloads (which close
+// idle connections) never break a test's next request.
+var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// Do sends req and reads the whole response.
+func Do(t testing.TB, req *http.Request) *Response {
+	t.Helper()
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+}
+
+// ToolCall renders a tools/call request.
+func ToolCall(id int, tool string, args map[string]any) string {
+	if args == nil {
+		args = map[string]any{}
+	}
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0", "id": id, "method": "tools/call",
+		"params": map[string]any{"name": tool, "arguments": args},
+	})
+	return string(b)
+}
+
+// Initialize renders an initialize request.
+func Initialize(id int) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`, id)
+}
+
+// Eventually polls cond every 20ms until it holds or timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TempDir returns a fresh directory that survives until the test ends.
+func TempDir(t testing.TB, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}

@@ -1,0 +1,156 @@
+package harness
+
+import (
+	"bytes"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+)
+
+var build struct {
+	once sync.Once
+	path string
+	err  error
+	out  []byte
+}
+
+// BuildCaddy builds ./cmd/caddy once per test binary and returns the
+// binary's path.
+func BuildCaddy(t testing.TB) string {
+	t.Helper()
+	build.once.Do(func() {
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "..", "..")
+		dir, err := os.MkdirTemp("", "mcp-ratelimit-caddy-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.path = filepath.Join(dir, "caddy")
+		cmd := exec.Command("go", "build", "-o", build.path, "./cmd/caddy")
+		cmd.Dir = root
+		build.out, build.err = cmd.CombinedOutput()
+	})
+	if build.err != nil {
+		t.Fatalf("building ./cmd/caddy: %v\n%s", build.err, build.out)
+	}
+	return build.path
+}
+
+// Process is a Caddy process started from the built binary.
+type Process struct {
+	URL, Admin string
+	Port       int
+	AdminPort  int
+	Home       string
+	cmd        *exec.Cmd
+	out        *bytes.Buffer
+	mu         *sync.Mutex
+	config     string
+	bin        string
+}
+
+// StartProcess runs the binary with a Caddyfile rendered by Config (site
+// body, backend, storage directory). Each process gets its own HOME (and
+// so its own Caddy instance ID); pass home to restart the same instance.
+func StartProcess(t testing.TB, bin, site, backend, storage, home string) *Process {
+	t.Helper()
+	p := &Process{Port: FreePort(t), AdminPort: FreePort(t), Home: home, bin: bin}
+	if p.Home == "" {
+		p.Home = t.TempDir()
+	}
+	p.URL = "http://127.0.0.1:" + strconv.Itoa(p.Port)
+	p.Admin = "http://127.0.0.1:" + strconv.Itoa(p.AdminPort)
+	p.config = filepath.Join(p.Home, "Caddyfile")
+	cfg := Config(site, backend, p.Port, p.AdminPort, storage, "")
+	if err := os.WriteFile(p.config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	p.start(t)
+	t.Cleanup(func() { p.Kill() })
+	return p
+}
+
+func (p *Process) start(t testing.TB) {
+	t.Helper()
+	p.out, p.mu = &bytes.Buffer{}, &sync.Mutex{}
+	cmd := exec.Command(p.bin, "run", "--config", p.config, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+p.Home, "XDG_DATA_HOME="+filepath.Join(p.Home, "data"), "XDG_CONFIG_HOME="+filepath.Join(p.Home, "config"))
+	w := &lockedWriter{buf: p.out, mu: p.mu}
+	cmd.Stdout, cmd.Stderr = w, w
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting caddy: %v", err)
+	}
+	p.cmd = cmd
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(p.Admin + "/config/")
+		if err == nil {
+			resp.Body.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("caddy did not start: %s", p.Output())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Restart stops the process gracefully and starts it again with the same
+// HOME, ports and config.
+func (p *Process) Restart(t testing.TB) {
+	t.Helper()
+	p.Stop()
+	p.start(t)
+}
+
+// Stop ends the process gracefully (SIGINT, so it flushes).
+func (p *Process) Stop() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(os.Interrupt)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	p.cmd = nil
+}
+
+// Kill ends the process with SIGKILL: no final flush.
+func (p *Process) Kill() {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.cmd = nil
+}
+
+// Output returns what the process printed so far.
+func (p *Process) Output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+type lockedWriter struct {
+	buf *bytes.Buffer
+	mu  *sync.Mutex
+}
+
+func (w *lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}

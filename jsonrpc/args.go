@@ -1,0 +1,146 @@
+package jsonrpc
+
+import (
+	"math"
+	"strconv"
+	"unsafe"
+)
+
+// Arg returns the verdict on params.arguments.<name> over all readings: every
+// params object, every arguments object in it and every member of those
+// whose key equals name under strings.EqualFold (as encoding/json matches
+// struct fields).
+//
+//   - present is false when no reading has the key or every one is null;
+//     then max is 0 and numeric is true.
+//   - numeric is false when some non-null reading is not a JSON number
+//     (a string such as "100", a bool, an object or an array).
+//   - max is the highest numeric reading, +Inf for a number that overflows
+//     float64, and 0 when no reading is numeric.
+//
+// Arg rescans the arguments objects on each call; it does not allocate.
+func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
+	r := e.r
+	v := argVerdict{max: math.Inf(-1), numeric: true}
+	for _, a := range r.args[e.args.lo:e.args.hi] {
+		r.argIn(a, name, &v)
+	}
+	if !v.numbers {
+		v.max = 0
+	}
+	return v.max, v.numeric, v.present
+}
+
+// argVerdict accumulates Arg's result.
+type argVerdict struct {
+	max     float64 // highest number
+	numbers bool    // some reading is a number
+	numeric bool    // no non-null reading is anything else
+	present bool    // some reading is not null
+}
+
+// argIn folds the readings of key name in the arguments object a into the
+// verdict. a was validated by Parse, so the walk trusts its syntax.
+func (r *Request) argIn(a span, name string, v *argVerdict) {
+	b := r.body[:a.hi]
+	i := a.lo + 1 // after '{'
+	for {
+		i = skipSpace(b, i)
+		switch b[i] {
+		case '}':
+			return
+		case ',':
+			i = skipSpace(b, i+1)
+		}
+		end, flags := stringEnd(b, i)
+		key := decodeKey(b[i+1:end], flags, &r.scratch)
+		i = skipSpace(b, end+1) + 1 // past ':'
+		i = skipSpace(b, i)
+		end = valueEnd(b, i)
+		if equalFold(key, name) {
+			v.add(b[i:end])
+		}
+		i = end
+	}
+}
+
+// add folds one raw value into the verdict.
+func (v *argVerdict) add(raw []byte) {
+	c := raw[0]
+	if c == 'n' { // null
+		return
+	}
+	v.present = true
+	if c != '-' && (c < '0' || c > '9') || len(raw) > 1 && raw[1] == 'I' { // not a number, or -Infinity
+		v.numeric = false
+		return
+	}
+	// A JSON number is valid Go float syntax; on overflow ParseFloat
+	// returns ±Inf with a range error, which is the value we want.
+	f, _ := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
+	if !v.numbers || f > v.max {
+		v.max = f
+	}
+	v.numbers = true
+}
+
+// skipSpace returns the index of the first non-whitespace byte at or after i.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+			continue
+		}
+		break
+	}
+	return i
+}
+
+// stringEnd returns the index of the closing quote of the validated string
+// whose opening quote is at i, and its scanString flags.
+func stringEnd(b []byte, i int) (end int, flags uint8) {
+	for i++; ; i++ {
+		switch strClass[b[i]] {
+		case strQuote:
+			return i, flags
+		case strEscape:
+			flags |= flagEscape
+			i++
+		case strHigh:
+			flags |= flagHigh
+		}
+	}
+}
+
+// valueEnd returns the index just past the validated value at i.
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		end, _ := stringEnd(b, i)
+		return end + 1
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i, _ = stringEnd(b, i)
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) {
+		switch b[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
+}

@@ -1,0 +1,66 @@
+package jsonrpc
+
+import (
+	"math"
+	"testing"
+)
+
+func TestArgVerdictCoversEveryReading(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		name    string
+		body    string
+		max     float64
+		numeric bool
+		present bool
+	}{
+		{"number", call(`{"limit":25}`), 25, true, true},
+		{"negative_fraction", call(`{"limit":-2.5e0}`), -2.5, true, true},
+		{"string_number_is_not_numeric", call(`{"limit":"100"}`), 0, false, true},
+		{"bool_is_not_numeric", call(`{"limit":true}`), 0, false, true},
+		{"object_is_not_numeric", call(`{"limit":{"n":1}}`), 0, false, true},
+		{"array_is_not_numeric", call(`{"limit":[100]}`), 0, false, true},
+		{"duplicate_key_hides_100_behind_10", call(`{"limit":100,"limit":10}`), 100, true, true},
+		{"duplicate_key_hides_100_after_10", call(`{"limit":10,"limit":100}`), 100, true, true},
+		{"number_and_string_readings", call(`{"limit":10,"limit":"1000"}`), 10, false, true},
+		{"key_case_insensitive", call(`{"LIMIT":100}`), 100, true, true},
+		{"key_escaped", call(`{"l\u0069mit":100}`), 100, true, true},
+		{"null_is_not_present", call(`{"limit":null}`), 0, true, false},
+		{"null_beside_number", call(`{"limit":null,"limit":3}`), 3, true, true},
+		{"absent", call(`{"other":100}`), 0, true, false},
+		{"nested_key_is_not_the_argument", call(`{"q":{"limit":100}}`), 0, true, false},
+		{"overflow_is_plus_inf", call(`{"limit":1e400}`), inf, true, true},
+		{"negative_overflow", call(`{"limit":-1e400}`), math.Inf(-1), true, true},
+		{"duplicate_arguments", `{"params":{"arguments":{"limit":1},"arguments":{"limit":50}}}`, 50, true, true},
+		{"duplicate_params", `{"params":{"arguments":{"limit":70}},"Params":{"Arguments":{"limit":5}}}`, 70, true, true},
+		{"non_object_arguments", `{"params":{"arguments":[{"limit":70}]}}`, 0, true, false},
+		{"whitespace_everywhere", call(" { \"x\" : [ 1 , { \"limit\" : 9 } ] , \"limit\" : 8 } "), 8, true, true},
+		{"string_values_with_braces", call(`{"a":"}{\"limit\":99","limit":2}`), 2, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := parse(t, c.body)
+			if !r.Valid() {
+				t.Fatalf("test body is invalid")
+			}
+			max, numeric, present := r.Entry(0).Arg("limit")
+			if max != c.max || numeric != c.numeric || present != c.present {
+				t.Errorf("Arg = (%v, %v, %v), want (%v, %v, %v)", max, numeric, present, c.max, c.numeric, c.present)
+			}
+		})
+	}
+}
+
+func TestArgKeyFoldsLikeEncodingJSON(t *testing.T) {
+	// The Kelvin sign K folds to k, the long s ſ to s.
+	r := parse(t, `{"params":{"arguments":{"to\u212aen\u017f":12}}}`)
+	if max, numeric, present := r.Entry(0).Arg("tokens"); max != 12 || !numeric || !present {
+		t.Errorf("Arg(tokens) = (%v, %v, %v)", max, numeric, present)
+	}
+	r = parse(t, `{"params":{"arguments":{"tokens":12}}}`)
+	if max, _, present := r.Entry(0).Arg("TO\u212aENS"); max != 12 || !present {
+		t.Errorf("Arg(TOKENS with Kelvin) = (%v, %v)", max, present)
+	}
+}

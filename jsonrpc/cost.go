@@ -1,0 +1,109 @@
+package jsonrpc
+
+import "math"
+
+// ToolsCall is the method whose cost depends on the tool it calls.
+const ToolsCall = "tools/call"
+
+// Meter says which methods cost.
+type Meter struct {
+	// All makes every request cost at least 1: each entry, and a body
+	// that is invalid or holds no object.
+	All bool
+	// Methods lists the metered methods, typically {"tools/call"}.
+	Methods []string
+}
+
+// Enabled reports whether m meters anything.
+func (m Meter) Enabled() bool { return m.All || len(m.Methods) > 0 }
+
+// metered reports whether a method reading is metered.
+func (m Meter) metered(method []byte) bool {
+	if m.All {
+		return true
+	}
+	for _, x := range m.Methods {
+		if string(method) == x {
+			return true
+		}
+	}
+	return false
+}
+
+// Cost returns what the request costs under m: the sum over its entries of
+// each entry's cost, which is the maximum over its method readings of
+//
+//   - 0 for a method that is not metered (and for an entry with no method),
+//   - toolCost(name) for a metered "tools/call", taking the highest cost over
+//     all params.name string readings, or toolCost("") when there is none,
+//   - 1 for any other metered method,
+//
+// and at least 1 for every entry when m.All is set. A body that is invalid,
+// or holds no object (such as [] or 5), costs at least 1 when m is enabled;
+// an invalid body costs whatever its scanned part costs if that is more.
+// A disabled Meter costs 0.
+//
+// toolCost must return at least 1 (smaller results count as 1) and must not
+// keep its argument, which aliases the body; nil means every tool costs 1.
+// The sum saturates at math.MaxInt64.
+func (r *Request) Cost(m Meter, toolCost func(tool string) int64) int64 {
+	if !m.Enabled() {
+		return 0
+	}
+	var total int64
+	objects := false
+	for i := range r.entries {
+		e := &r.entries[i]
+		objects = objects || e.object
+		c := e.cost(m, toolCost)
+		if total > math.MaxInt64-c {
+			total = math.MaxInt64
+		} else {
+			total += c
+		}
+	}
+	if total < 1 && (!r.valid || !objects) {
+		total = 1
+	}
+	return total
+}
+
+// cost returns the entry's cost; see Request.Cost.
+func (e *Entry) cost(m Meter, toolCost func(string) int64) int64 {
+	var c int64
+	if m.All {
+		c = 1
+	}
+	tools := false
+	for _, t := range e.r.methods[e.methods.lo:e.methods.hi] {
+		b := e.r.bytes(t)
+		if !m.metered(b) {
+			continue
+		}
+		if string(b) == ToolsCall {
+			if !tools {
+				tools = true
+				c = max(c, e.toolCost(toolCost))
+			}
+			continue
+		}
+		c = max(c, 1)
+	}
+	return c
+}
+
+// toolCost returns the highest cost over the entry's tool name readings.
+func (e *Entry) toolCost(toolCost func(string) int64) int64 {
+	if toolCost == nil {
+		return 1
+	}
+	names := e.r.tools[e.tools.lo:e.tools.hi]
+	if len(names) == 0 {
+		return max(1, toolCost(""))
+	}
+	c := int64(1)
+	for _, t := range names {
+		c = max(c, toolCost(e.r.str(t)))
+	}
+	return c
+}

@@ -1,0 +1,239 @@
+package jsonrpc
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+// costCase is a body, its cost under toolsCallMeter and tableCost, and
+// whether it is valid JSON.
+type costCase struct {
+	name  string
+	body  string
+	cost  int64
+	valid bool
+}
+
+func runCostCases(t *testing.T, cases []costCase) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := parse(t, c.body)
+			if got := r.Valid(); got != c.valid {
+				t.Errorf("Valid() = %v, want %v", got, c.valid)
+			}
+			if got := r.Cost(toolsCallMeter, tableCost); got != c.cost {
+				t.Errorf("Cost() = %d, want %d", got, c.cost)
+			}
+		})
+	}
+}
+
+func TestCostDuplicateKeysAreAllReadings(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"method/tools_call_last", `{"method":"tools/list","method":"tools/call"}`, 1, true},
+		{"method/tools_call_first", `{"method":"tools/call","method":"tools/list"}`, 1, true},
+		{"method/non_string_hides_nothing", `{"method":"tools/call","method":null}`, 1, true},
+		{"params/costly_last", `{"method":"tools/call","params":{"name":"echo"},"params":{"name":"big"}}`, 5, true},
+		{"params/costly_first", `{"method":"tools/call","params":{"name":"big"},"params":{"name":"echo"}}`, 5, true},
+		{"params/null_after_object", `{"method":"tools/call","params":{"name":"big"},"params":null}`, 5, true},
+		{"name/costly_last", `{"method":"tools/call","params":{"name":"echo","name":"big"}}`, 5, true},
+		{"name/costly_first", `{"method":"tools/call","params":{"name":"big","name":"echo"}}`, 5, true},
+		{"params_before_method", `{"params":{"name":"photo"},"method":"tools/list","method":"tools/call"}`, 3, true},
+	})
+}
+
+func TestCostKeysMatchCaseInsensitivelyLikeEncodingJSON(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"Method", `{"Method":"tools/call"}`, 1, true},
+		{"METHOD", `{"METHOD":"tools/call"}`, 1, true},
+		{"mEtHoD_hides_behind_method", `{"method":"tools/list","mEtHoD":"tools/call"}`, 1, true},
+		{"Params_and_Name", `{"method":"tools/call","Params":{"Name":"big"}}`, 5, true},
+		{"PARAMS_and_NAME", `{"method":"tools/call","PARAMS":{"NAME":"photo"}}`, 3, true},
+		{"long_s_folds_to_s", `{"method":"tools/call","param\u017f":{"name":"big"}}`, 5, true},
+		{"long_s_raw_utf8", "{\"method\":\"tools/call\",\"param\u017f\":{\"name\":\"big\"}}", 5, true},
+		{"method_value_is_case_sensitive", `{"method":"Tools/Call"}`, 0, true},
+		{"near_miss_key_is_ignored", `{"methods":"tools/call"}`, 0, true},
+	})
+}
+
+func TestCostEscapesAreDecoded(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"escaped_value", `{"method":"tools\u002fcall"}`, 1, true},
+		{"escaped_solidus", `{"method":"tools\/call"}`, 1, true},
+		{"escaped_key", `{"\u006dethod":"tools/call"}`, 1, true},
+		{"escaped_upper_key", `{"\u004D\u0045THOD":"tools/call"}`, 1, true},
+		{"escaped_tool_name", `{"method":"tools/call","params":{"n\u0061me":"\u0062ig"}}`, 5, true},
+		{"surrogate_pair_tool_name", `{"method":"tools/call","params":{"name":"\ud83d\udcf7"}}`, 4, true},
+		{"lone_surrogate_is_replaced", `{"method":"tools/call","params":{"name":"\ud83d"}}`, 1, true},
+		{"invalid_escape_is_invalid", `{"method":"tools/call","params":{"name":"\x"}}`, 1, false},
+		{"short_unicode_escape_is_invalid", `{"method":"tools\u2f"}`, 1, false},
+	})
+}
+
+func TestCostToleratesBOMAndWhitespace(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"bom", "\xEF\xBB\xBF" + `{"method":"tools/call","params":{"name":"big"}}`, 5, true},
+		{"bom_batch", "\xEF\xBB\xBF" + `[{"method":"tools/call"}]`, 1, true},
+		{"all_json_whitespace", " \t\r\n{ \t\r\n\"method\" \t\r\n: \t\r\n\"tools/call\" \t\r\n} \t\r\n", 1, true},
+		{"bom_after_whitespace_is_invalid", " \xEF\xBB\xBF{}", 1, false},
+		{"non_json_whitespace_is_invalid", "\f{}", 1, false},
+	})
+}
+
+func TestCostInvalidBodyCostsAtLeastOneOrItsScannedPrefix(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"empty", ``, 1, false},
+		{"whitespace_only", " \n", 1, false},
+		{"garbage", `hello`, 1, false},
+		{"truncated_in_method", `{"method":"tools/ca`, 1, false},
+		{"truncated_after_name", `{"method":"tools/call","params":{"name":"big"`, 5, false},
+		{"truncated_batch_keeps_whole_entries", `[{"method":"tools/call"},{"method":"tools/call","params":{"name":"photo"}},{"meth`, 4, false},
+		{"error_after_cheap_method", `{"method":"tools/list",}`, 1, false},
+		{"trailing_comma", `{"method":"tools/call","params":{"name":"big"},}`, 5, false},
+		{"unquoted_key", `{method:"tools/call"}`, 1, false},
+		{"single_quotes", `{'method':'tools/call'}`, 1, false},
+		{"control_char_in_string", "{\"method\":\"tools/call\t\"}", 1, false},
+		{"leading_zero", `{"id":01,"method":"tools/call"}`, 1, false},
+	})
+}
+
+func TestCostNotificationToolsCallStillCosts(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"no_id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"big"}}`, 5, true},
+		{"batch_of_notifications", `[{"method":"tools/call"},{"method":"tools/call","params":{"name":"photo"}}]`, 4, true},
+	})
+}
+
+func TestCostDisagreeingToolNamesChargeTheHighest(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"name_duplicates", `{"method":"tools/call","params":{"name":"photo","name":"big","name":"echo"}}`, 5, true},
+		{"case_variant_name", `{"method":"tools/call","params":{"name":"echo","NAME":"photo"}}`, 3, true},
+		{"no_usable_name_costs_default", `{"method":"tools/call","params":{"name":7}}`, 1, true},
+		{"no_params_costs_default", `{"method":"tools/call"}`, 1, true},
+		{"unknown_tool_costs_default", `{"method":"tools/call","params":{"name":"nope"}}`, 1, true},
+		{"name_outside_params_is_not_a_tool", `{"method":"tools/call","name":"big","params":{"arguments":{"name":"big"}}}`, 1, true},
+	})
+}
+
+func TestCostTopLevelShapes(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"object", `{"method":"tools/call"}`, 1, true},
+		{"unmetered_object", `{"method":"tools/list"}`, 0, true},
+		{"response_object", `{"jsonrpc":"2.0","id":1,"result":{}}`, 0, true},
+		{"empty_object", `{}`, 0, true},
+		{"empty_array_costs_one", `[]`, 1, true},
+		{"array_without_objects_costs_one", `[1,"x",null,[]]`, 1, true},
+		{"non_objects_cost_nothing_beside_objects", `[1,{"method":"tools/list"}]`, 0, true},
+		{"non_objects_beside_call", `[1,{"method":"tools/call"},[{"method":"tools/call"}]]`, 1, true},
+		{"number", `5`, 1, true},
+		{"string", `"tools/call"`, 1, true},
+		{"null", `null`, 1, true},
+	})
+	for _, c := range []struct {
+		body  string
+		len   int
+		batch bool
+	}{
+		{`{}`, 1, false},
+		{`[]`, 0, true},
+		{`[1,{},[]]`, 3, true},
+		{`5`, 0, false},
+		{`[`, 0, false},
+		{`{} {}`, 0, false},
+	} {
+		r := parse(t, c.body)
+		if r.Len() != c.len || r.Batch() != c.batch {
+			t.Errorf("%s: Len() = %d, Batch() = %v; want %d, %v", c.body, r.Len(), r.Batch(), c.len, c.batch)
+		}
+	}
+}
+
+func TestCostBatchSumsEntries(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"mixed", `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"tools/call","id":2},{"method":"tools/call","params":{"name":"photo"}}]`, 9, true},
+		{"25_calls", "[" + strings.Repeat(`{"method":"tools/call"},`, 24) + `{"method":"tools/call"}]`, 25, true},
+		{"nested_batch_is_not_entries", `[[{"method":"tools/call"}]]`, 1, true},
+	})
+}
+
+func TestCostTrailingDataIsInvalidButCharged(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"garbage_after_call", `{"method":"tools/call","params":{"name":"big"}} x`, 5, false},
+		{"second_object", `{"method":"tools/list"}{"method":"tools/call","params":{"name":"photo"}}`, 3, false},
+		{"batch_after_object", `{"method":"tools/list"}` + "\n" + `[{"method":"tools/call"},{"method":"tools/call"}]`, 2, false},
+		{"garbage_after_scalar", `1 2`, 1, false},
+		{"closing_brace", `{}}`, 1, false},
+	})
+}
+
+func TestCostLenientLiteralsAreChargedButInvalid(t *testing.T) {
+	// Python's json module and pydantic accept NaN and Infinity.
+	runCostCases(t, []costCase{
+		{"NaN_before_method", `{"params":{"name":"big","arguments":{"x":NaN}},"method":"tools/call"}`, 5, false},
+		{"Infinity", `{"id":Infinity,"method":"tools/call"}`, 1, false},
+		{"minus_Infinity_in_batch", `[{"id":-Infinity},{"method":"tools/call","params":{"name":"photo"}}]`, 3, false},
+		{"unknown_literal_stops", `{"id":nan,"method":"tools/call"}`, 1, false},
+	})
+}
+
+func TestCostInvalidUTF8IsReplacedLikeEncodingJSON(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"invalid_byte_in_method", "{\"method\":\"tools/call\xff\"}", 0, true},
+		{"invalid_byte_in_key", "{\"method\xff\":\"tools/call\"}", 0, true},
+		{"valid_utf8_tool", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\U0001F4F7\"}}", 4, true},
+	})
+	r := parse(t, "{\"method\":\"tools/call\xff\",\"params\":{\"name\":\"b\xc0g\"}}")
+	if got := methods(r.Entry(0)); len(got) != 1 || got[0] != "tools/call\uFFFD" {
+		t.Errorf("Methods() = %q, want [\"tools/call\\uFFFD\"]", got)
+	}
+	if got := tools(r.Entry(0)); len(got) != 1 || got[0] != "b\uFFFDg" {
+		t.Errorf("Tools() = %q, want [\"b\\uFFFDg\"]", got)
+	}
+}
+
+func TestCostMeterVariants(t *testing.T) {
+	body := `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"resources/read"},{"id":1,"result":{}},7]`
+	r := parse(t, body)
+	for _, c := range []struct {
+		name  string
+		meter Meter
+		cost  int64
+	}{
+		{"disabled_costs_nothing", Meter{}, 0},
+		{"tools_call", toolsCallMeter, 5},
+		{"other_method", Meter{Methods: []string{"resources/read"}}, 1},
+		{"several_methods", Meter{Methods: []string{"resources/read", "tools/list", ToolsCall}}, 7},
+		{"all_charges_every_entry_at_least_one", Meter{All: true}, 5 + 1 + 1 + 1 + 1},
+	} {
+		if got := r.Cost(c.meter, tableCost); got != c.cost {
+			t.Errorf("%s: Cost() = %d, want %d", c.name, got, c.cost)
+		}
+	}
+	if got := parse(t, `garbage`).Cost(Meter{}, tableCost); got != 0 {
+		t.Errorf("disabled meter on invalid body: Cost() = %d, want 0", got)
+	}
+	if got := parse(t, `garbage`).Cost(Meter{All: true}, tableCost); got != 1 {
+		t.Errorf("All on invalid body: Cost() = %d, want 1", got)
+	}
+}
+
+func TestCostToolCostContract(t *testing.T) {
+	r := parse(t, `{"method":"tools/call","params":{"name":"x"}}`)
+	if got := r.Cost(toolsCallMeter, nil); got != 1 {
+		t.Errorf("nil toolCost: Cost() = %d, want 1", got)
+	}
+	if got := r.Cost(toolsCallMeter, func(string) int64 { return -3 }); got != 1 {
+		t.Errorf("toolCost below 1: Cost() = %d, want 1", got)
+	}
+	var seen []string
+	parse(t, `{"method":"tools/call"}`).Cost(toolsCallMeter, func(s string) int64 { seen = append(seen, s); return 2 })
+	if len(seen) != 1 || seen[0] != "" {
+		t.Errorf("nameless tools/call asked toolCost for %q, want [\"\"]", seen)
+	}
+	huge := func(string) int64 { return math.MaxInt64 }
+	if got := parse(t, `[{"method":"tools/call"},{"method":"tools/call"}]`).Cost(toolsCallMeter, huge); got != math.MaxInt64 {
+		t.Errorf("sum saturates: Cost() = %d, want MaxInt64", got)
+	}
+}

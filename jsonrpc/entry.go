@@ -1,0 +1,87 @@
+package jsonrpc
+
+import "bytes"
+
+// Entry is one message of a Request: the body itself, or one element of a
+// batch. An element that is not an object is an Entry with no readings.
+type Entry struct {
+	r       *Request
+	object  bool
+	hasID   bool
+	id      span // raw value of the last id member
+	methods span // index range of r.methods
+	tools   span // index range of r.tools
+	args    span // index range of r.args
+}
+
+// Object reports whether the entry is a JSON object. Other batch elements
+// (numbers, arrays, ...) are entries too, which cost nothing by method.
+func (e *Entry) Object() bool { return e.object }
+
+// ID returns the raw JSON bytes of the id member, nil when there is none.
+// When id is duplicated the last one wins, as in encoding/json; keys match
+// case-insensitively. A string id keeps its quotes and escapes; "id":null
+// returns []byte("null"). The bytes alias the body.
+func (e *Entry) ID() []byte {
+	if !e.hasID {
+		return nil
+	}
+	return e.r.body[e.id.lo:e.id.hi:e.id.hi]
+}
+
+// Notification reports that no reading has an id member, which makes the
+// message a JSON-RPC notification. "id":null counts as present.
+func (e *Entry) Notification() bool { return !e.hasID }
+
+// HasMethod reports whether any reading of the method member equals m,
+// comparing decoded strings exactly (method names are case-sensitive).
+func (e *Entry) HasMethod(m string) bool {
+	for _, t := range e.r.methods[e.methods.lo:e.methods.hi] {
+		if string(e.r.bytes(t)) == m {
+			return true
+		}
+	}
+	return false
+}
+
+// Methods calls fn for every distinct reading of the method member, once
+// each, in order of appearance. The strings alias the body or the Request
+// and are valid until the next Reset; fn must copy them to keep them.
+func (e *Entry) Methods(fn func(method string)) {
+	e.r.distinct(e.r.methods[e.methods.lo:e.methods.hi], fn)
+}
+
+// Tools calls fn for every distinct params.name string over all readings
+// of params, once each, in order of appearance. The strings alias the body
+// or the Request and are valid until the next Reset.
+func (e *Entry) Tools(fn func(name string)) {
+	e.r.distinct(e.r.tools[e.tools.lo:e.tools.hi], fn)
+}
+
+// distinct calls fn for each distinct string of list. Short lists are
+// deduplicated by comparison; long ones, which only attackers send, with a
+// map so that the work stays linear.
+func (r *Request) distinct(list []text, fn func(string)) {
+	const short = 16
+	if len(list) <= short {
+	outer:
+		for i, t := range list {
+			b := r.bytes(t)
+			for _, u := range list[:i] {
+				if bytes.Equal(r.bytes(u), b) {
+					continue outer
+				}
+			}
+			fn(r.str(t))
+		}
+		return
+	}
+	seen := make(map[string]struct{})
+	for _, t := range list {
+		s := r.str(t)
+		if _, dup := seen[s]; !dup {
+			seen[s] = struct{}{}
+			fn(s)
+		}
+	}
+}

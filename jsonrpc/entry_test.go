@@ -1,0 +1,113 @@
+package jsonrpc
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestIDIsEchoedVerbatim(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		body  string
+		id    string // "" means nil
+		notif bool
+	}{
+		{"string_id", `{"id":"abc-1","method":"ping"}`, `"abc-1"`, false},
+		{"string_id_keeps_escapes", `{"id":"a\u0062c","method":"ping"}`, `"a\u0062c"`, false},
+		{"numeric_id_verbatim", `{"id":7,"method":"ping"}`, `7`, false},
+		{"float_id_verbatim", `{"id": 7.50e1 ,"method":"ping"}`, `7.50e1`, false},
+		{"null_id_is_present", `{"id":null,"method":"ping"}`, `null`, false},
+		{"object_id_verbatim", `{"id":{"a":[1]},"method":"ping"}`, `{"a":[1]}`, false},
+		{"absent_id_is_notification", `{"method":"notifications/initialized"}`, "", true},
+		{"duplicate_id_last_wins", `{"id":1,"method":"ping","id":2}`, `2`, false},
+		{"id_key_case_insensitive", `{"ID":3,"method":"ping"}`, `3`, false},
+		{"escaped_id_key", `{"\u0069d":4}`, `4`, false},
+		{"id_inside_params_is_not_the_id", `{"method":"ping","params":{"id":5}}`, "", true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := parse(t, c.body).Entry(0)
+			got := e.ID()
+			if c.id == "" && got != nil || c.id != "" && string(got) != c.id {
+				t.Errorf("ID() = %q, want %q", got, c.id)
+			}
+			if e.Notification() != c.notif {
+				t.Errorf("Notification() = %v, want %v", e.Notification(), c.notif)
+			}
+		})
+	}
+}
+
+func TestBatchEntriesHaveTheirOwnReadings(t *testing.T) {
+	r := parse(t, `[{"id":1,"method":"tools/call","params":{"name":"big"}},{"method":"notifications/initialized"},`+
+		`{"id":"x","method":"tools/list","method":"tools/call","params":{"name":"a","name":"b","name":"a"}},5]`)
+	if !r.Valid() || !r.Batch() || r.Len() != 4 {
+		t.Fatalf("Valid=%v Batch=%v Len=%d", r.Valid(), r.Batch(), r.Len())
+	}
+	want := []struct {
+		id      string
+		object  bool
+		methods []string
+		tools   []string
+	}{
+		{`1`, true, []string{"tools/call"}, []string{"big"}},
+		{``, true, []string{"notifications/initialized"}, nil},
+		{`"x"`, true, []string{"tools/list", "tools/call"}, []string{"a", "b"}},
+		{``, false, nil, nil},
+	}
+	for i, w := range want {
+		e := r.Entry(i)
+		if string(e.ID()) != w.id || e.Object() != w.object ||
+			!slices.Equal(methods(e), w.methods) || !slices.Equal(tools(e), w.tools) {
+			t.Errorf("entry %d: id %q object %v methods %q tools %q; want %+v",
+				i, e.ID(), e.Object(), methods(e), tools(e), w)
+		}
+	}
+	if r.Entry(2).HasMethod("tools/list") != true || r.Entry(2).HasMethod("tools/call") != true ||
+		r.Entry(2).HasMethod("ping") || r.Entry(3).HasMethod("") {
+		t.Errorf("HasMethod disagrees with Methods")
+	}
+}
+
+func TestMethodsAreDistinctEvenWhenThousandsRepeat(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"method":"a"`)
+	for i := range 5000 {
+		fmt.Fprintf(&b, `,"method":"m%d","method":"a"`, i%3)
+	}
+	b.WriteString(`}`)
+	got := methods(parse(t, b.String()).Entry(0))
+	if !slices.Equal(got, []string{"a", "m0", "m1", "m2"}) {
+		t.Errorf("Methods() = %q", got)
+	}
+}
+
+func TestHasMethodComparesDecodedStrings(t *testing.T) {
+	e := parse(t, `{"method":"tools\u002Fcall","method":"\u00e9"}`).Entry(0)
+	for m, want := range map[string]bool{"tools/call": true, "é": true, `tools\u002Fcall`: false, "tools/call ": false} {
+		if e.HasMethod(m) != want {
+			t.Errorf("HasMethod(%q) = %v, want %v", m, !want, want)
+		}
+	}
+}
+
+func TestRequestIsReusable(t *testing.T) {
+	r := GetRequest()
+	defer PutRequest(r)
+	r.Parse([]byte(`[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/call"}]`))
+	if got := r.Cost(toolsCallMeter, tableCost); got != 6 {
+		t.Fatalf("first Cost() = %d", got)
+	}
+	r.Parse([]byte(`{"method":"tools/list"}`))
+	if got := r.Cost(toolsCallMeter, tableCost); got != 0 || r.Len() != 1 || r.Batch() {
+		t.Fatalf("after reuse: Cost() = %d Len %d Batch %v", got, r.Len(), r.Batch())
+	}
+	r.Reset()
+	if r.Valid() || r.Len() != 0 {
+		t.Errorf("after Reset: Valid %v Len %d", r.Valid(), r.Len())
+	}
+	if got := r.Cost(toolsCallMeter, tableCost); got != 1 {
+		t.Errorf("Cost of nothing parsed = %d, want 1", got)
+	}
+}

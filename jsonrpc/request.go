@@ -1,0 +1,145 @@
+package jsonrpc
+
+import (
+	"sync"
+	"unsafe"
+)
+
+// Request is the inspection result of one HTTP body: the messages (entries)
+// it holds and every reading of their method, params.name, params.arguments
+// and id members.
+//
+// A Request is meant to be reused: take one from GetRequest and return it
+// with PutRequest, or call Reset (Parse resets too). It must not be copied
+// or shared between goroutines while in use.
+type Request struct {
+	s       scanner
+	body    []byte
+	kind    uint8
+	valid   bool
+	entries []Entry
+	methods []text // method readings of all entries, entry by entry
+	tools   []text // params.name readings
+	args    []span // params.arguments objects, as byte ranges of body
+	arena   []byte // decoded strings that had escapes or invalid UTF-8
+	scratch []byte // temporary decoded keys
+}
+
+// Top-level value kinds.
+const (
+	kindNone   = iota // nothing parsed
+	kindObject        // a single message
+	kindArray         // a batch
+	kindOther         // a string, number or literal
+)
+
+// span is a byte range.
+type span struct{ lo, hi int }
+
+// text is a string reading: a byte range of the body, or of the arena when
+// the string had to be decoded.
+type text struct {
+	lo, hi  int
+	decoded bool
+}
+
+// Bounds on what a pooled Request keeps between uses, so that one huge
+// body does not pin memory forever.
+const (
+	keepBytes   = 64 << 10
+	keepEntries = 1024
+	keepStack   = 1024 // words: 65536 levels
+)
+
+var requestPool = sync.Pool{New: func() any { return new(Request) }}
+
+// GetRequest returns an empty Request from a pool.
+func GetRequest() *Request {
+	return requestPool.Get().(*Request)
+}
+
+// PutRequest resets r and returns it to the pool. r must not be used
+// afterwards, nor anything obtained from it.
+func PutRequest(r *Request) {
+	if r == nil {
+		return
+	}
+	r.Reset()
+	if cap(r.arena) > keepBytes {
+		r.arena = nil
+	}
+	if cap(r.scratch) > keepBytes {
+		r.scratch = nil
+	}
+	if cap(r.entries) > keepEntries {
+		r.entries = nil
+	}
+	if cap(r.methods) > keepEntries || cap(r.tools) > keepEntries || cap(r.args) > keepEntries {
+		r.methods, r.tools, r.args = nil, nil, nil
+	}
+	if cap(r.s.stack) > keepStack {
+		r.s.stack = nil
+	}
+	requestPool.Put(r)
+}
+
+// Reset forgets the last parse, including the reference to its body.
+// Entries, IDs and strings obtained before must not be used afterwards.
+func (r *Request) Reset() {
+	r.s.depth, r.s.soft = 0, false
+	r.body = nil
+	r.kind = kindNone
+	r.valid = false
+	clear(r.entries) // drop the back pointers
+	r.entries = r.entries[:0]
+	r.methods = r.methods[:0]
+	r.tools = r.tools[:0]
+	r.args = r.args[:0]
+	r.arena = r.arena[:0]
+}
+
+// Valid reports whether the body is syntactically valid JSON, after an
+// optional UTF-8 byte order mark, with nesting at most MaxDepth.
+func (r *Request) Valid() bool { return r.valid }
+
+// Batch reports whether the body is valid and its top-level value is an
+// array (a JSON-RPC batch).
+func (r *Request) Batch() bool { return r.valid && r.kind == kindArray }
+
+// Len returns the number of entries: 1 for a valid body that is an object,
+// the number of elements for a valid array, and 0 otherwise.
+func (r *Request) Len() int {
+	if !r.valid {
+		return 0
+	}
+	switch r.kind {
+	case kindObject:
+		return 1
+	case kindArray:
+		return len(r.entries)
+	}
+	return 0
+}
+
+// Entry returns entry i, 0 <= i < Len(). It is valid until the next Reset.
+func (r *Request) Entry(i int) *Entry {
+	return &r.entries[i]
+}
+
+// bytes returns the contents of a string reading.
+func (r *Request) bytes(t text) []byte {
+	if t.decoded {
+		return r.arena[t.lo:t.hi]
+	}
+	return r.body[t.lo:t.hi]
+}
+
+// str returns the contents of a string reading as a string that aliases the
+// body or the arena, without copying.
+func (r *Request) str(t text) string {
+	b := r.bytes(t)
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}

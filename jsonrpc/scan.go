@@ -1,0 +1,316 @@
+package jsonrpc
+
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects in a valid body; it
+// equals the bound of encoding/json. Deeper bodies are invalid, but they are
+// still scanned (and charged) to the end.
+const MaxDepth = 10000
+
+// The scanning functions take the body b and an index i, and return the
+// index just past what they scanned, or -1 on a syntax error.
+
+// Byte classes inside a JSON string.
+const (
+	strPlain   = iota // ordinary byte
+	strQuote          // '"' ends the string
+	strEscape         // '\\' starts an escape
+	strControl        // control byte: invalid in JSON
+	strHigh           // non-ASCII byte: possibly invalid UTF-8
+)
+
+// strClass classifies bytes inside strings. It is never modified.
+var strClass = func() (t [256]uint8) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = strControl
+	}
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = strHigh
+	}
+	t['"'] = strQuote
+	t['\\'] = strEscape
+	return t
+}()
+
+// String flags reported by scanString.
+const (
+	flagEscape = 1 << iota // the string contains a backslash escape
+	flagHigh               // the string may contain non-ASCII bytes
+)
+
+// Word-at-a-time constants for scanString.
+const (
+	ones   = 0x0101010101010101
+	highs  = 0x8080808080808080
+	quotes = ones * '"'
+	slashs = ones * '\\'
+	spaces = ones * ' '
+)
+
+// skipWS returns the index of the first byte at or after i that is not JSON
+// whitespace.
+func skipWS(b []byte, i int) int {
+	for i < len(b) && b[i] <= ' ' && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// scanString scans the string whose opening quote is at i. Its raw contents
+// are b[i+1:end-1]. flagEscape is exact; flagHigh may be set spuriously, so
+// it only promises that a string without it is ASCII.
+func scanString(b []byte, i int) (end int, flags uint8) {
+	i++
+	var seen uint64 // OR of the words scanned, for flagHigh
+	for {
+		// Eight bytes at a time until one is a quote, a backslash or a
+		// control byte: m gets the high bit of each byte whose
+		// subtraction borrows, and bytes >= 0x80 never borrow.
+		rest := b[i:]
+		for len(rest) >= 8 {
+			x := binary.LittleEndian.Uint64(rest)
+			seen |= x
+			special := ((x ^ quotes) - ones) | ((x ^ slashs) - ones) | (x - spaces)
+			if m := special &^ x & highs; m != 0 {
+				rest = rest[bits.TrailingZeros64(m)>>3:]
+				break
+			}
+			rest = rest[8:]
+		}
+		i = len(b) - len(rest)
+		if i >= len(b) {
+			return -1, flags
+		}
+		switch c := b[i]; {
+		case c == '"':
+			if seen&highs != 0 {
+				flags |= flagHigh
+			}
+			return i + 1, flags
+		case c == '\\':
+			flags |= flagEscape
+			if i+1 >= len(b) {
+				return -1, flags
+			}
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return -1, flags
+				}
+				i += 6
+			default:
+				return -1, flags
+			}
+		case c < ' ':
+			return -1, flags
+		default: // in the last 7 bytes
+			if c >= 0x80 {
+				flags |= flagHigh
+			}
+			i++
+		}
+	}
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+// scanNumber scans a number per RFC 8259 at i.
+func scanNumber(b []byte, i int) int {
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	switch {
+	case i >= len(b):
+		return -1
+	case b[i] == '0':
+		i++
+	case '1' <= b[i] && b[i] <= '9':
+		i = digits(b, i+1)
+	default:
+		return -1
+	}
+	if i < len(b) && b[i] == '.' {
+		j := digits(b, i+1)
+		if j == i+1 {
+			return -1
+		}
+		i = j
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		j := digits(b, i)
+		if j == i {
+			return -1
+		}
+		i = j
+	}
+	return i
+}
+
+func digits(b []byte, i int) int {
+	for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// literal scans lit at i.
+func literal(b []byte, i int, lit string) int {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return -1
+	}
+	return i + len(lit)
+}
+
+// scanner holds the state of one scan beyond the current index. Scanning
+// never recurses; skipValue keeps its own stack.
+type scanner struct {
+	depth int      // open containers outside skipValue
+	stack []uint64 // skipValue's open containers, one bit each: 1 = object
+	soft  bool     // not strict JSON, but scanning went on
+}
+
+// enter opens a container outside skipValue.
+func (s *scanner) enter() {
+	s.depth++
+	if s.depth > MaxDepth {
+		s.soft = true
+	}
+}
+
+// scalar scans the string, number or literal at i; c is b[i]. NaN,
+// Infinity and -Infinity, which Python accepts, are soft errors.
+func (s *scanner) scalar(b []byte, i int, c byte) int {
+	switch c {
+	case '"':
+		i, _ = scanString(b, i)
+		return i
+	case 't':
+		return literal(b, i, "true")
+	case 'f':
+		return literal(b, i, "false")
+	case 'n':
+		return literal(b, i, "null")
+	case 'N':
+		s.soft = true
+		return literal(b, i, "NaN")
+	case 'I':
+		s.soft = true
+		return literal(b, i, "Infinity")
+	case '-':
+		if i+1 < len(b) && b[i+1] == 'I' {
+			s.soft = true
+			return literal(b, i, "-Infinity")
+		}
+	}
+	return scanNumber(b, i)
+}
+
+// setKind records whether the container at skipValue level n is an object.
+func (s *scanner) setKind(n int, object bool) {
+	w := n >> 6
+	for len(s.stack) <= w {
+		s.stack = append(s.stack, 0)
+	}
+	bit := uint64(1) << (n & 63)
+	if object {
+		s.stack[w] |= bit
+	} else {
+		s.stack[w] &^= bit
+	}
+}
+
+// kind reports whether the container at skipValue level n is an object.
+func (s *scanner) kind(n int) bool {
+	return s.stack[n>>6]&(1<<(n&63)) != 0
+}
+
+// skipValue scans and validates one value of any depth at i (after
+// whitespace), without recursion.
+func (s *scanner) skipValue(b []byte, i int) int {
+	n := 0           // containers opened here and not yet closed
+	inObj := false   // whether the innermost of them is an object
+	needKey := false // whether an object key comes before the next value
+	for {
+		// i is after whitespace, at a key or a value.
+		if i >= len(b) {
+			return -1
+		}
+		if needKey {
+			if b[i] != '"' {
+				return -1
+			}
+			if i, _ = scanString(b, i); i < 0 {
+				return -1
+			}
+			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
+				return -1
+			}
+			if i = skipWS(b, i+1); i >= len(b) {
+				return -1
+			}
+		}
+		switch c := b[i]; c {
+		case '"':
+			if i, _ = scanString(b, i); i < 0 {
+				return -1
+			}
+		case '{', '[':
+			inObj = c == '{'
+			s.setKind(n, inObj)
+			n++
+			if s.depth+n > MaxDepth {
+				s.soft = true
+			}
+			if i = skipWS(b, i+1); i >= len(b) {
+				return -1
+			}
+			if b[i] != c+2 { // not empty: '}' is '{'+2, ']' is '['+2
+				needKey = inObj
+				continue
+			}
+			i++
+			n--
+			if n > 0 {
+				inObj = s.kind(n - 1)
+			}
+		default:
+			if i = s.scalar(b, i, c); i < 0 {
+				return -1
+			}
+		}
+		// A value ended: close containers until one continues.
+		for {
+			if n == 0 {
+				return i
+			}
+			if i = skipWS(b, i); i >= len(b) {
+				return -1
+			}
+			c := b[i]
+			if c == ',' {
+				i = skipWS(b, i+1)
+				needKey = inObj
+				break
+			}
+			if inObj && c != '}' || !inObj && c != ']' {
+				return -1
+			}
+			i++
+			n--
+			if n > 0 {
+				inObj = s.kind(n - 1)
+			}
+		}
+	}
+}

@@ -1,0 +1,114 @@
+package known
+
+import (
+	"testing"
+	"time"
+)
+
+type saved struct {
+	key  [16]byte
+	last time.Time
+}
+
+func snapshot(s *Set[[16]byte]) []saved {
+	var out []saved
+	s.Each(func(key [16]byte, last time.Time) { out = append(out, saved{key, last}) })
+	return out
+}
+
+func TestEachAndRestore(t *testing.T) {
+	const ttl = time.Minute
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	tests := []struct {
+		name    string
+		restore []saved // Restore each at t0+1m
+		probe   int     // then Prove(probe) at t0+1m, which may evict
+		want    []int   // keys proven at t0+1m afterwards, in Each order
+	}{
+		{"Restore skips entries that expired by now", []saved{
+			{fp(1), at(0)},
+			{fp(2), at(1)},
+		}, 0, []int{2}},
+		{"a restored entry keeps its last use for its ttl", []saved{
+			{fp(1), at(30 * time.Second)},
+		}, 0, []int{1}},
+		{"Restore orders entries by last use whatever the input order", []saved{
+			{fp(1), at(30 * time.Second)},
+			{fp(2), at(10 * time.Second)},
+			{fp(3), at(20 * time.Second)},
+		}, 4, []int{3, 1, 4}},
+		{"Restore beyond max keeps the most recently used", []saved{
+			{fp(1), at(40 * time.Second)},
+			{fp(2), at(10 * time.Second)},
+			{fp(3), at(30 * time.Second)},
+			{fp(4), at(20 * time.Second)},
+		}, 0, []int{4, 3, 1}},
+		{"a last use after now counts as now", []saved{
+			{fp(1), at(time.Hour)},
+		}, 0, []int{1}},
+		{"Restore leaves a live entry as it is", []saved{
+			{fp(1), at(50 * time.Second)},
+			{fp(1), at(10 * time.Second)},
+		}, 0, []int{1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(3, ttl, hashFP)
+			now := at(time.Minute)
+			for _, e := range tt.restore {
+				s.Restore(e.key, e.last, now)
+				checkInvariants(t, s)
+			}
+			if tt.probe != 0 {
+				s.Prove(fp(tt.probe), now)
+			}
+			var got []int
+			for _, e := range snapshot(s) {
+				for k := 1; k <= 4; k++ {
+					if e.key == fp(k) && s.Proven(e.key, now) {
+						got = append(got, k)
+					}
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("proven in Each order: %v, want %v", got, tt.want)
+			}
+			for i := range got {
+				if got[i] != tt.want[i] {
+					t.Fatalf("proven in Each order: %v, want %v", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestEachThenRestoreRebuildsTheSet(t *testing.T) {
+	const ttl = time.Hour
+	a := New(100, ttl, hashFP)
+	for i := range 300 {
+		a.Prove(fp(i%150), t0.Add(time.Duration(i)*time.Second))
+	}
+	now := t0.Add(time.Hour)
+	saved := snapshot(a)
+	for i := 1; i < len(saved); i++ {
+		if saved[i].last.Before(saved[i-1].last) {
+			t.Fatalf("Each visits %v after %v: not oldest first", saved[i].last, saved[i-1].last)
+		}
+	}
+	b := New(100, ttl, hashFP)
+	b.seed = a.seed // same shards; a new seed may overfill some and evict their oldest
+	for _, e := range saved {
+		// Saved times lose their monotonic reading, as they would on disk.
+		b.Restore(e.key, time.Unix(0, e.last.UnixNano()), now)
+	}
+	checkInvariants(t, b)
+	restored := snapshot(b)
+	if len(restored) != len(saved) {
+		t.Fatalf("restored %d entries, saved %d", len(restored), len(saved))
+	}
+	for i := range saved {
+		if restored[i].key != saved[i].key || !restored[i].last.Equal(saved[i].last) {
+			t.Fatalf("entry %d: restored %x at %v, saved %x at %v", i, restored[i].key, restored[i].last, saved[i].key, saved[i].last)
+		}
+	}
+}

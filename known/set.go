@@ -1,0 +1,152 @@
+package known
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// Set is a bounded set of proven identities. Its zero value is not usable;
+// create one with [New].
+type Set[K comparable] struct {
+	hash   func(K) uint64
+	seed   uint64
+	shift  uint
+	max    atomic.Int64
+	ttl    atomic.Int64 // a time.Duration
+	shards []shard[K]
+}
+
+// New returns an empty Set of at most max entries (at least 1), each expiring
+// ttl after its last use (never, when ttl <= 0), spread by hash over shards.
+//
+// The number of shards is chosen from the initial max: a power of two up to
+// 64, with about 8 entries per shard or more. Each shard holds its share of
+// max (floor or ceiling of max/shards, so that the shares add up to max) and
+// evicts its own least recently used entries beyond it; Len never exceeds
+// max, or the number of shards if that is larger. hash must not be nil.
+func New[K comparable](max int, ttl time.Duration, hash func(K) uint64) *Set[K] {
+	if hash == nil {
+		panic("known: New with nil hash")
+	}
+	n := shardCount(max)
+	s := &Set[K]{hash: hash, seed: newSeed(), shards: make([]shard[K], n)}
+	s.shift = uint(64 - bitsOf(n))
+	for i := range s.shards {
+		s.shards[i].init()
+	}
+	s.SetLimits(max, ttl)
+	return s
+}
+
+// Proven reports whether key is proven at now: present and used less than
+// ttl ago. If so, this use refreshes its TTL and makes it the most recently
+// used entry. An expired entry is removed.
+func (s *Set[K]) Proven(key K, now time.Time) bool {
+	sh := &s.shards[s.shardIndex(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	i, ok := sh.index[key]
+	if !ok {
+		return false
+	}
+	at := sh.clock.since(now)
+	if s.expired(sh.entries[i].last, at) {
+		sh.remove(i)
+		return false
+	}
+	sh.touch(i, at)
+	return true
+}
+
+// Prove records that key was accepted at now: it is added, or refreshed if
+// present, as the most recently used entry. Adding beyond the maximum evicts
+// the least recently used entry of key's shard.
+func (s *Set[K]) Prove(key K, now time.Time) {
+	n := s.shardIndex(key)
+	sh := &s.shards[n]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	at := sh.clock.since(now)
+	if i, ok := sh.index[key]; ok {
+		sh.touch(i, at)
+		return
+	}
+	sh.add(key, at, none)
+	sh.evictBeyond(s.share(n))
+}
+
+// Forget removes key, if present.
+func (s *Set[K]) Forget(key K) {
+	sh := &s.shards[s.shardIndex(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if i, ok := sh.index[key]; ok {
+		sh.remove(i)
+	}
+}
+
+// Len returns the number of entries, expired ones not yet removed included.
+func (s *Set[K]) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.index)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+// SetLimits changes the maximum size (at least 1) and the TTL (none when
+// ttl <= 0) while the Set is in use. Shrinking evicts the least recently
+// used entries beyond the new maximum at once, and gives their memory back.
+// A new TTL applies to every entry from its last use, immediately. The
+// number of shards stays what New chose.
+func (s *Set[K]) SetLimits(max int, ttl time.Duration) {
+	s.max.Store(int64(max))
+	s.ttl.Store(int64(ttl))
+	for n := range s.shards {
+		sh := &s.shards[n]
+		sh.mu.Lock()
+		share := s.share(n)
+		sh.evictBeyond(share)
+		if len(sh.entries) > 2*share {
+			sh.compact()
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// Sweep removes the entries expired at now and returns how many it removed.
+// Call it periodically from one goroutine; it locks one shard at a time.
+func (s *Set[K]) Sweep(now time.Time) int {
+	removed := 0
+	for n := range s.shards {
+		sh := &s.shards[n]
+		sh.mu.Lock()
+		at := sh.clock.since(now)
+		for i := sh.tail; i != none; {
+			prev := sh.entries[i].prev
+			if s.expired(sh.entries[i].last, at) {
+				sh.remove(i)
+				removed++
+			}
+			i = prev
+		}
+		sh.mu.Unlock()
+	}
+	return removed
+}
+
+func (s *Set[K]) expired(last, at int64) bool {
+	ttl := s.ttl.Load()
+	return ttl > 0 && at-last >= ttl
+}
+
+func (s *Set[K]) share(n int) int {
+	return shareOf(s.max.Load(), len(s.shards), n)
+}
+
+func (s *Set[K]) shardIndex(key K) int {
+	return int(mix(s.hash(key)^s.seed) >> s.shift)
+}

@@ -1,0 +1,39 @@
+package mcplimit
+
+// layer names the part of the admission that refused a request.
+type layer uint8
+
+const (
+	layerPreauth layer = iota
+	layerTenant
+	layerGroup
+	layerQuota
+	layerGroupQuota
+	layerToolQuota
+	layerGlobal
+	layerConcurrency
+	layerAnonymous
+	layerStore
+	numLayers
+)
+
+// layerNames are the values of `data.limit` and of the `layer` label.
+var layerNames = [numLayers]string{
+	"preauth", "tenant", "group", "quota", "group_quota", "tool_quota",
+	"global", "concurrency", "anonymous", "store",
+}
+
+// layerCodes are the values of `data.code`.
+var layerCodes = [numLayers]string{
+	"PREAUTH_RATE_LIMITED", "TENANT_RATE_LIMITED", "GROUP_RATE_LIMITED",
+	"QUOTA_EXHAUSTED", "QUOTA_EXHAUSTED", "QUOTA_EXHAUSTED",
+	"GLOBAL_RATE_LIMITED", "CONCURRENCY_LIMITED", "ANONYMOUS_RATE_LIMITED",
+	"STORE_UNAVAILABLE",
+}
+
+func (l layer) String() string { return layerNames[l] }
+
+// isQuota reports whether l refuses until a period resets.
+func (l layer) isQuota() bool {
+	return l == layerQuota || l == layerGroupQuota || l == layerToolQuota
+}

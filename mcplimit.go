@@ -1,0 +1,220 @@
+// Package mcplimit is a Caddy HTTP handler that rate-limits MCP traffic
+// (JSON-RPC 2.0 over Streamable HTTP and the legacy HTTP+SSE transport)
+// before it reaches the MCP server behind `reverse_proxy`.
+package mcplimit
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
+)
+
+func init() {
+	caddy.RegisterModule(Handler{})
+}
+
+// Handler decides, before anything reaches the backend, whether a request
+// may spend the backend's capacity. It resolves the client address through
+// Caddy's trusted-proxy logic, charges callers whose credential the backend
+// has not yet accepted to a per-address pre-auth bucket, reads the JSON-RPC
+// body to learn what the request costs (only `tools/call` by default), and
+// then admits it through the tenant, group, quota, global, anonymous and
+// concurrency layers, all or nothing.
+//
+// A refused request never reaches the next handler. The caller sees HTTP
+// 429 (503 while a fail-closed tool cannot be counted; 400/413/415 for
+// malformed bodies) with `Retry-After`, `Cache-Control: no-store` and a
+// JSON-RPC error whose `data` names the layer, a machine-readable code and
+// the wait, echoing each request id.
+type Handler struct {
+	// Zone names the state this handler shares: every handler with the same
+	// zone shares buckets, the known-good set and quota counts, across
+	// routes and across config reloads. Default: "default".
+	Zone string `json:"zone,omitempty"`
+
+	// Identity lists the placeholders whose values, joined with newlines,
+	// identify the caller. Only a keyed fingerprint of the value is kept.
+	// Default: ["{http.request.header.Authorization}"].
+	Identity []string `json:"identity,omitempty"`
+
+	// TrustIdentity means the identity placeholders are set by an earlier
+	// authentication handler, so a non-empty identity is proven on sight.
+	TrustIdentity bool `json:"trust_identity,omitempty"`
+
+	// RejectStatus lists the backend statuses that make a proven identity
+	// forgotten (5xx never do). Default: [401, 403].
+	RejectStatus []int `json:"reject_status,omitempty"`
+
+	// KnownTTL is how long a proven identity stays proven after its last
+	// use. Default: 24h.
+	KnownTTL caddy.Duration `json:"known_ttl,omitempty"`
+
+	// MaxKnown caps the proven identities kept (least recently used are
+	// dropped beyond it); it also caps each bucket set. Default: 100000.
+	MaxKnown int `json:"max_known,omitempty"`
+
+	// Meter lists the JSON-RPC methods that cost; `*` makes every request
+	// cost 1. Default: ["tools/call"].
+	Meter []string `json:"meter,omitempty"`
+
+	// Costs maps a tool name to the cost of one `tools/call` of it, in
+	// tokens and quota units. Default cost: 1.
+	Costs map[string]int64 `json:"costs,omitempty"`
+
+	// MaxBody is the largest request body read on a metered route, in
+	// bytes; larger bodies get 413. Default: 1048576 (1MiB).
+	MaxBody int64 `json:"max_body,omitempty"`
+
+	// MaxBatch is the most entries a JSON-RPC batch may have; more get 400.
+	// Default: 32.
+	MaxBatch int `json:"max_batch,omitempty"`
+
+	// Preauth is the per-client-address bucket charged by every request
+	// whose identity is not proven. Default: 1/s, burst 5.
+	Preauth *RateLimit `json:"preauth,omitempty"`
+
+	// Gateways give listed networks a larger pre-auth budget.
+	Gateways []Gateway `json:"gateways,omitempty"`
+
+	// Tenant is the per-proven-identity bucket. Default: 5/s, burst 20.
+	Tenant *RateLimit `json:"tenant,omitempty"`
+
+	// Quota is the per-proven-identity count per UTC day and/or month,
+	// shared across instances through Caddy's storage. Default: 5000/day.
+	Quota *QuotaLimit `json:"quota,omitempty"`
+
+	// Global is one bucket for the whole zone on this instance.
+	// Default: 100/s, burst 200.
+	Global *RateLimit `json:"global,omitempty"`
+
+	// Anonymous is a shared bucket for requests that carry no identity at
+	// all. Default: off.
+	Anonymous *RateLimit `json:"anonymous,omitempty"`
+
+	// Concurrency caps metered calls in flight. Default: off.
+	Concurrency *Concurrency `json:"concurrency,omitempty"`
+
+	// IPv4Prefix is the prefix length that keys IPv4 client addresses.
+	// Default: 32.
+	IPv4Prefix int `json:"ipv4_prefix,omitempty"`
+
+	// IPv6Prefix is the prefix length that keys IPv6 client addresses, so
+	// one host owning a /64 cannot mint 2^64 budgets. Default: 64.
+	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
+
+	// FlushInterval is how often quota counts are pushed to and read from
+	// Caddy's storage. Default: 30s.
+	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
+
+	// ErrorCode is the JSON-RPC error code of refusals; it must lie
+	// outside -32768…-32000. Default: -31004.
+	ErrorCode int `json:"error_code,omitempty"`
+
+	// RefuseWith is how refusals are answered: `status` (HTTP 429/503 with
+	// a JSON-RPC error), `jsonrpc` (HTTP 200 with the same error) or
+	// `tool_result` (HTTP 200; a refused tools/call gets an `isError` tool
+	// result). Legacy HTTP+SSE POSTs are always answered as `status`.
+	// Default: status.
+	RefuseWith string `json:"refuse_with,omitempty"`
+
+	// Group is an organization-wide layer checked right after the tenant
+	// layer.
+	Group *Group `json:"group,omitempty"`
+
+	// GroupQuota is the group's count per UTC day and/or month. Requires
+	// Group.
+	GroupQuota *QuotaLimit `json:"group_quota,omitempty"`
+
+	// Tools holds per-tool policies keyed by tool name.
+	Tools map[string]*ToolPolicy `json:"tools,omitempty"`
+
+	// Store selects an external store for exact shared limits.
+	Store *Store `json:"store,omitempty"`
+
+	// Tiers are plans, tried in order; the first match applies.
+	Tiers []Tier `json:"tiers,omitempty"`
+
+	// Overrides maps an identity fingerprint (32 lowercase hex characters)
+	// to its own limits, which take precedence over tiers.
+	Overrides map[string]*Limits `json:"overrides,omitempty"`
+
+	// DryRun decides as usual but admits refused requests, logging them
+	// marked `dry_run` and counting them in
+	// `mcp_ratelimit_dry_run_refusals_total`.
+	DryRun bool `json:"dry_run,omitempty"`
+
+	pol    *policy
+	zone   *zone
+	logger *zap.Logger
+}
+
+// CaddyModule returns the Caddy module information.
+func (Handler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{
+		ID:  "http.handlers.mcp_ratelimit",
+		New: func() caddy.Module { return new(Handler) },
+	}
+}
+
+// Provision compiles the configuration and attaches the handler to its
+// zone, creating the zone on first use.
+func (h *Handler) Provision(ctx caddy.Context) error {
+	h.logger = ctx.Logger()
+	pol, err := compile(h)
+	if err != nil {
+		return err
+	}
+	h.pol = pol
+	z, err := acquireZone(ctx, pol, h.logger)
+	if err != nil {
+		return fmt.Errorf("zone %q: %w", pol.zone, err)
+	}
+	h.zone = z
+	return nil
+}
+
+// Validate refuses configurations that cannot work.
+func (h *Handler) Validate() error {
+	if h.pol != nil {
+		return nil
+	}
+	_, err := compile(h)
+	return err
+}
+
+// Cleanup releases the handler's hold on its zone.
+func (h *Handler) Cleanup() error {
+	if h.zone != nil {
+		return releaseZone(h.zone)
+	}
+	return nil
+}
+
+// ServeHTTP admits or refuses the request, then forwards admitted ones and
+// learns from the backend's answer.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	start := time.Now()
+	d := h.newDecision(r, start)
+	defer d.release()
+	if refused := h.admit(d, w, r); refused {
+		h.zone.metrics.observe(start)
+		return nil
+	}
+	h.zone.metrics.observe(start)
+	h.writeRateLimitHeaders(w, d)
+	rec := newStatusRecorder(w)
+	defer d.finish(rec)
+	return next.ServeHTTP(rec, r)
+}
+
+// Interface guards
+var (
+	_ caddy.Provisioner           = (*Handler)(nil)
+	_ caddy.Validator             = (*Handler)(nil)
+	_ caddy.CleanerUpper          = (*Handler)(nil)
+	_ caddyhttp.MiddlewareHandler = (*Handler)(nil)
+)

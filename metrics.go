@@ -1,0 +1,144 @@
+package mcplimit
+
+import (
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// zoneMetrics are one zone's Prometheus metrics. They live with the zone,
+// so counts survive config reloads, and are registered into the metrics
+// registry of every config that uses the zone. No label ever carries an
+// identity, a fingerprint or an address.
+type zoneMetrics struct {
+	refusals  *prometheus.CounterVec
+	dryRun    *prometheus.CounterVec
+	admitted  prometheus.Counter
+	inflight  prometheus.Gauge
+	tracked   *prometheus.GaugeVec
+	degraded  prometheus.Gauge
+	flushes   *prometheus.CounterVec
+	decision  prometheus.Histogram
+	upstream  prometheus.Counter
+	byLayer   [numLayers]prometheus.Counter
+	dryLayer  [numLayers]prometheus.Counter
+	refreshed func(*zoneMetrics)
+
+	// Plain copies of the counters for the admin API.
+	refusedN  [numLayers]atomic.Uint64
+	dryN      [numLayers]atomic.Uint64
+	admittedN atomic.Uint64
+	upstreamN atomic.Uint64
+	inflightN atomic.Int64
+}
+
+// refused counts one refusal (or would-be refusal in dry run) of layer l.
+func (m *zoneMetrics) refused(l layer, dry bool) {
+	if dry {
+		m.dryLayer[l].Inc()
+		m.dryN[l].Add(1)
+		return
+	}
+	m.byLayer[l].Inc()
+	m.refusedN[l].Add(1)
+}
+
+// admit counts one admitted request.
+func (m *zoneMetrics) admit() {
+	m.admitted.Inc()
+	m.admittedN.Add(1)
+}
+
+// upstreamThrottled counts one backend 429 passed through.
+func (m *zoneMetrics) upstreamThrottled() {
+	m.upstream.Inc()
+	m.upstreamN.Add(1)
+}
+
+// inflightAdd moves the in-flight gauge by delta.
+func (m *zoneMetrics) inflightAdd(delta int64) {
+	m.inflight.Add(float64(delta))
+	m.inflightN.Add(delta)
+}
+
+func newZoneMetrics(zone string) *zoneMetrics {
+	zl := prometheus.Labels{"zone": zone}
+	m := &zoneMetrics{
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_refusals_total", Help: "Requests refused, by layer.", ConstLabels: zl,
+		}, []string{"layer"}),
+		dryRun: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_dry_run_refusals_total", Help: "Requests a layer would have refused in dry run, by layer.", ConstLabels: zl,
+		}, []string{"layer"}),
+		admitted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_admitted_total", Help: "Requests admitted.", ConstLabels: zl,
+		}),
+		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcp_ratelimit_inflight", Help: "Metered calls in flight.", ConstLabels: zl,
+		}),
+		tracked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcp_ratelimit_tracked", Help: "Entries tracked in memory, by kind.", ConstLabels: zl,
+		}, []string{"kind"}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mcp_ratelimit_quota_degraded", Help: "1 while the quota store is unreachable and quotas are counted in memory.", ConstLabels: zl,
+		}),
+		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_flushes_total", Help: "Quota flushes to storage, by result.", ConstLabels: zl,
+		}, []string{"result"}),
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "mcp_ratelimit_decision_seconds", Help: "Time to admit or refuse a request.", ConstLabels: zl,
+			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2},
+		}),
+		upstream: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_upstream_throttled_total", Help: "Backend 429 answers passed through (not our refusals).", ConstLabels: zl,
+		}),
+	}
+	for l := range numLayers {
+		m.byLayer[l] = m.refusals.WithLabelValues(layerNames[l])
+		m.dryLayer[l] = m.dryRun.WithLabelValues(layerNames[l])
+	}
+	for _, r := range []string{"ok", "error"} {
+		m.flushes.WithLabelValues(r)
+	}
+	return m
+}
+
+func (m *zoneMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.refusals, m.dryRun, m.admitted, m.inflight, m.tracked, m.degraded, m.flushes, m.decision, m.upstream}
+}
+
+// Describe implements prometheus.Collector.
+func (m *zoneMetrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, c := range m.collectors() {
+		c.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (m *zoneMetrics) Collect(ch chan<- prometheus.Metric) {
+	if m.refreshed != nil {
+		m.refreshed(m)
+	}
+	for _, c := range m.collectors() {
+		c.Collect(ch)
+	}
+}
+
+// register adds m to reg unless a handler of the same zone already did.
+func (m *zoneMetrics) register(reg *prometheus.Registry) error {
+	if reg == nil {
+		return nil
+	}
+	err := reg.Register(m)
+	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		return nil
+	}
+	return err
+}
+
+// observe records one admission decision's duration.
+func (m *zoneMetrics) observe(start time.Time) {
+	m.decision.Observe(time.Since(start).Seconds())
+}

@@ -1,0 +1,164 @@
+package quota
+
+import (
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// DefaultLockTimeout bounds how long a flush waits for a storage lock when
+// Config.LockTimeout is not set.
+const DefaultLockTimeout = 10 * time.Second
+
+// Config configures a Counter.
+type Config struct {
+	// Storage holds the shared totals. Nil keeps every count in this
+	// process only.
+	Storage Storage
+	// Prefix is prepended to every storage key, e.g. "mcp_ratelimit/<zone>".
+	Prefix string
+	// Clock returns the current time for flushes. Default time.Now.
+	Clock func() time.Time
+	// OnDegraded is called once per transition: with true and the error
+	// when storage starts failing, with false and nil when it works again.
+	// It is called from Flush or Load and must not call back into them.
+	OnDegraded func(degraded bool, err error)
+	// LockTimeout bounds the wait for a storage lock. Default
+	// DefaultLockTimeout.
+	LockTimeout time.Duration
+	// Periods lists the period kinds this zone counts. Flush reads the
+	// current object of each even when nothing was counted locally, so an
+	// idle instance sees the others' counts. Default: Day and Month.
+	Periods []Period
+}
+
+// Counter counts usage per key and period for one zone and shares the
+// counts through Storage. All methods are safe for concurrent use.
+type Counter struct {
+	storage     Storage
+	quotaDir    string // <Prefix>/quota
+	knownKey    string // <Prefix>/known
+	clock       func() time.Time
+	onDegraded  func(bool, error)
+	lockTimeout time.Duration
+	periods     []Period
+
+	// flushMu serializes Flush and Load. TryAdd never takes it.
+	flushMu    sync.Mutex
+	cleanedDay time.Time // guarded by flushMu: day of the last full cleanup
+
+	mu      sync.Mutex // guards everything below
+	buckets map[bucketID]*bucket
+	latest  [Month + 1]*bucket // newest bucket per kind: TryAdd fast path
+	status  status
+
+	interval atomic.Int64  // flush interval of Run, in nanoseconds
+	wake     chan struct{} // tells Run the interval changed
+}
+
+// bucketID identifies one period: its kind and its start in Unix seconds.
+type bucketID struct {
+	period Period
+	start  int64
+}
+
+// bucket holds the counts of one period.
+type bucket struct {
+	period     Period
+	start, end time.Time
+	name       string           // storage object name, e.g. "day-2026-11-30"
+	shared     map[string]int64 // totals of all instances, last adopted
+	pending    map[string]int64 // counted here since the last successful push
+	inflight   map[string]int64 // deltas a running Flush is pushing; nil otherwise
+}
+
+func newBucket(p Period, start time.Time) *bucket {
+	return &bucket{
+		period:  p,
+		start:   start,
+		end:     p.Next(start),
+		name:    objectName(p, start),
+		shared:  map[string]int64{},
+		pending: map[string]int64{},
+	}
+}
+
+// used returns the count of key in b as this instance knows it.
+func (b *bucket) used(key string) int64 {
+	return b.shared[key] + b.pending[key] + b.inflight[key]
+}
+
+// New returns a Counter for cfg. Call Load once at startup and Run (or Flush
+// periodically) to share counts.
+func New(cfg Config) *Counter {
+	c := &Counter{
+		storage:     cfg.Storage,
+		quotaDir:    path.Join(strings.TrimSuffix(cfg.Prefix, "/"), "quota"),
+		knownKey:    path.Join(strings.TrimSuffix(cfg.Prefix, "/"), "known"),
+		clock:       cfg.Clock,
+		onDegraded:  cfg.OnDegraded,
+		lockTimeout: cfg.LockTimeout,
+		buckets:     map[bucketID]*bucket{},
+		wake:        make(chan struct{}, 1),
+	}
+	if c.clock == nil {
+		c.clock = time.Now
+	}
+	if c.lockTimeout <= 0 {
+		c.lockTimeout = DefaultLockTimeout
+	}
+	for _, p := range cfg.Periods {
+		if p.Valid() && !containsPeriod(c.periods, p) {
+			c.periods = append(c.periods, p)
+		}
+	}
+	if len(c.periods) == 0 {
+		c.periods = []Period{Day, Month}
+	}
+	c.interval.Store(int64(DefaultInterval))
+	return c
+}
+
+func containsPeriod(ps []Period, p Period) bool {
+	for _, q := range ps {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// bucketLocked returns the bucket of kind p that contains now, creating it
+// when create is set; nil otherwise. c.mu must be held and p valid.
+func (c *Counter) bucketLocked(p Period, now time.Time, create bool) *bucket {
+	if b := c.latest[p]; b != nil && !now.Before(b.start) && now.Before(b.end) {
+		return b
+	}
+	start := p.Start(now)
+	id := bucketID{p, start.Unix()}
+	b := c.buckets[id]
+	if b == nil {
+		if !create {
+			return nil
+		}
+		b = newBucket(p, start)
+		c.buckets[id] = b
+	}
+	if l := c.latest[p]; l == nil || b.start.After(l.start) {
+		c.latest[p] = b
+	}
+	return b
+}
+
+// dropLocked forgets bucket b. c.mu must be held.
+func (c *Counter) dropLocked(b *bucket) {
+	id := bucketID{b.period, b.start.Unix()}
+	if c.buckets[id] == b {
+		delete(c.buckets, id)
+	}
+	if c.latest[b.period] == b {
+		c.latest[b.period] = nil
+	}
+}

@@ -1,0 +1,149 @@
+package quota
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// transitions records OnDegraded calls.
+type transitions struct {
+	mu    sync.Mutex
+	calls []bool
+}
+
+func (tr *transitions) record(degraded bool, err error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if degraded != (err != nil) {
+		panic("OnDegraded: degraded and err disagree")
+	}
+	tr.calls = append(tr.calls, degraded)
+}
+
+func (tr *transitions) get() []bool {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return slices.Clone(tr.calls)
+}
+
+func TestStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
+	tests := []struct {
+		rule string
+		op   string // failing operation
+	}{
+		{"every operation fails", "*"},
+		{"lock fails", "Lock"},
+		{"load fails (not ErrNotExist)", "Load"},
+		{"store fails", "Store"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			st := newFakeStorage()
+			clk := newFakeClock(t0)
+			tr := &transitions{}
+			c := New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, OnDegraded: tr.record, Periods: []Period{Day}})
+			key := objKey(Day, t0)
+			add(c, "k", Day, 3, t0)
+			if err := c.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+
+			st.setFail(tt.op, errDown)
+			add(c, "k", Day, 2, t0)
+			for i := range 3 {
+				if err := c.Flush(t.Context()); !errors.Is(err, errDown) {
+					t.Fatalf("failing flush %d: err = %v", i, err)
+				}
+				if !add(c, "k", Day, 1, t0) {
+					t.Fatal("TryAdd refused while degraded")
+				}
+			}
+			if held := st.heldLocks(); len(held) != 0 {
+				t.Errorf("locks left held after failures: %v", held)
+			}
+			s := c.State()
+			if !s.Degraded || s.Failures != 3 || s.Pending != 1 || s.LastError == "" || !s.LastErrorTime.Equal(t0) {
+				t.Errorf("degraded State = %+v", s)
+			}
+			if got := c.Used("k", Day, t0); got != 8 {
+				t.Errorf("Used while degraded = %d, want 8", got)
+			}
+			if got := tr.get(); !slices.Equal(got, []bool{true}) {
+				t.Errorf("OnDegraded calls while failing = %v, want [true]", got)
+			}
+			if got := st.counts(key)["k"]; got != 3 {
+				t.Errorf("stored while failing = %d, want 3", got)
+			}
+
+			st.setFail(tt.op, nil)
+			if err := c.Flush(t.Context()); err != nil {
+				t.Fatalf("flush after recovery: %v", err)
+			}
+			if got := st.counts(key)["k"]; got != 8 {
+				t.Errorf("stored after recovery = %d, want 8 (every count of the outage)", got)
+			}
+			if got := c.Used("k", Day, t0); got != 8 {
+				t.Errorf("Used after recovery = %d, want 8", got)
+			}
+			s = c.State()
+			if s.Degraded || s.Pending != 0 || s.Flushes != 2 || s.LastError == "" {
+				t.Errorf("recovered State = %+v", s)
+			}
+			if err := c.Flush(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if got := tr.get(); !slices.Equal(got, []bool{true, false}) {
+				t.Errorf("OnDegraded calls = %v, want [true false]", got)
+			}
+		})
+	}
+}
+
+func TestUnlockFailureKeepsPushedDeltas(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	c := newTestCounter(st, clk, Day)
+	key := objKey(Day, t0)
+	add(c, "k", Day, 3, t0)
+	st.setFail("Unlock", errDown)
+	if err := c.Flush(t.Context()); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want the unlock error", err)
+	}
+	if !c.State().Degraded {
+		t.Error("unlock failure not reported as degraded")
+	}
+	st.setFail("Unlock", nil)
+	add(c, "k", Day, 1, t0)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.counts(key)["k"]; got != 4 {
+		t.Errorf("stored = %d, want 4 (the stored deltas must not be pushed twice)", got)
+	}
+}
+
+func TestLoadFailureDegradesButCounts(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	tr := &transitions{}
+	c := New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, OnDegraded: tr.record})
+	st.setFail("Load", errDown)
+	if err := c.Load(t.Context()); !errors.Is(err, errDown) {
+		t.Fatalf("Load err = %v", err)
+	}
+	if !add(c, "k", Day, 1, t0) || !c.State().Degraded {
+		t.Errorf("after failed Load: State = %+v", c.State())
+	}
+	st.setFail("Load", nil)
+	if err := c.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := tr.get(); !slices.Equal(got, []bool{true, false}) {
+		t.Errorf("OnDegraded calls = %v", got)
+	}
+	if got := c.Used("k", Day, t0); got != 1 {
+		t.Errorf("Used = %d, want 1 (Load keeps pending counts)", got)
+	}
+}

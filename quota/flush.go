@@ -1,0 +1,212 @@
+package quota
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"time"
+)
+
+// job is the storage work of one flush for one bucket.
+type job struct {
+	b         *bucket
+	push      bool             // push b.inflight under lock; else read only
+	totals    map[string]int64 // stored totals, valid when done
+	done      bool             // totals can be adopted
+	malformed int              // malformed lines skipped while reading
+	err       error
+}
+
+// Flush pushes this instance's pending deltas and adopts the shared totals.
+// For every period with pending deltas it locks the period's object, loads
+// it, adds the deltas, stores it and unlocks; a period of a configured kind
+// with nothing pending is only read. The storage I/O runs without blocking
+// TryAdd. On failure the deltas are kept for the next flush and the Counter
+// is marked degraded. The error is also reflected in State. Flush also
+// releases ended periods and, once a day, deletes objects of periods older
+// than the previous one.
+func (c *Counter) Flush(ctx context.Context) error {
+	c.flushMu.Lock()
+	defer c.flushMu.Unlock()
+	now := c.clock()
+	if c.storage == nil {
+		c.foldLocal(now)
+		c.report(nil, now, true)
+		return nil
+	}
+	jobs := c.beginFlush(now)
+	err := c.runJobs(ctx, jobs)
+	c.finishJobs(jobs, now)
+	if err == nil {
+		c.cleanup(ctx, now)
+	}
+	c.report(err, now, true)
+	return err
+}
+
+// beginFlush decides the work of a flush and moves pending deltas to
+// inflight, where Used still sees them while the I/O runs.
+func (c *Counter) beginFlush(now time.Time) []job {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.periods {
+		c.bucketLocked(p, now, true)
+	}
+	jobs := make([]job, 0, len(c.buckets))
+	for _, b := range c.buckets {
+		cur := b.period.Start(now)
+		switch {
+		case b.start.Before(b.period.prev(cur)):
+			// Older than the previous period: its object is garbage
+			// collected and its counts can no longer refuse anything.
+			c.dropLocked(b)
+		case len(b.pending) > 0:
+			b.inflight, b.pending = b.pending, map[string]int64{}
+			jobs = append(jobs, job{b: b, push: true})
+		case b.start.Before(cur):
+			c.dropLocked(b) // ended and fully pushed
+		default:
+			jobs = append(jobs, job{b: b})
+		}
+	}
+	return jobs
+}
+
+// runJobs does the storage I/O of jobs without holding c.mu. After the first
+// failure the remaining jobs are skipped and fail with the same error.
+func (c *Counter) runJobs(ctx context.Context, jobs []job) error {
+	var err error
+	for i := range jobs {
+		j := &jobs[i]
+		if err != nil {
+			j.err = err
+			continue
+		}
+		if j.push {
+			c.push(ctx, j)
+		} else {
+			c.read(ctx, j)
+		}
+		err = j.err
+	}
+	return err
+}
+
+// read loads the object of j.b without locking it.
+func (c *Counter) read(ctx context.Context, j *job) {
+	data, err := c.load(ctx, c.objectKey(j.b))
+	if err != nil {
+		j.err = err
+		return
+	}
+	j.totals, j.malformed = parseCounts(data, 0)
+	j.done = true
+}
+
+// push adds j.b.inflight to the object of j.b under its lock. j.b.inflight is
+// only read here: TryAdd reads it concurrently, nobody writes it. A Store
+// that returns an error is taken as not done, so its deltas are kept; an
+// Unlock error after a successful Store is reported but the deltas count as
+// pushed, so they are never added twice.
+func (c *Counter) push(ctx context.Context, j *job) {
+	key := c.objectKey(j.b)
+	lctx, cancel := context.WithTimeout(ctx, c.lockTimeout)
+	err := c.storage.Lock(lctx, key)
+	cancel()
+	if err != nil {
+		j.err = fmt.Errorf("quota: lock %s: %w", key, err)
+		return
+	}
+	data, err := c.load(ctx, key)
+	if err == nil {
+		totals, buf, malformed := mergeCounts(data, j.b.inflight)
+		if err = c.storage.Store(ctx, key, buf); err != nil {
+			err = fmt.Errorf("quota: store %s: %w", key, err)
+		} else {
+			j.totals, j.malformed, j.done = totals, malformed, true
+		}
+	}
+	// Unlock even when ctx is done, so the lock is not left to go stale.
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lockTimeout)
+	if uerr := c.storage.Unlock(uctx, key); uerr != nil && err == nil {
+		// The store happened: the deltas are pushed, only report.
+		err = fmt.Errorf("quota: unlock %s: %w", key, uerr)
+	}
+	cancel()
+	j.err = err
+}
+
+// load reads key; an absent key is empty.
+func (c *Counter) load(ctx context.Context, key string) ([]byte, error) {
+	data, err := c.storage.Load(ctx, key)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("quota: load %s: %w", key, err)
+	}
+	return data, nil
+}
+
+// finishJobs adopts what was read or stored and puts back the deltas whose
+// push failed. Deltas counted during the I/O stay in pending.
+func (c *Counter) finishJobs(jobs []job, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range jobs {
+		j := &jobs[i]
+		b := j.b
+		c.status.malformed += uint64(j.malformed)
+		switch {
+		case j.done:
+			b.shared = j.totals // includes the inflight deltas just pushed
+		case j.push:
+			mergeDeltas(b)
+		}
+		b.inflight = nil
+		if j.done && len(b.pending) == 0 && b.start.Before(b.period.Start(now)) {
+			c.dropLocked(b)
+		}
+	}
+}
+
+// mergeDeltas adds b.inflight back into b.pending, iterating the smaller map.
+func mergeDeltas(b *bucket) {
+	if len(b.pending) < len(b.inflight) {
+		b.pending, b.inflight = b.inflight, b.pending
+	}
+	for k, d := range b.inflight {
+		if v := b.pending[k] + d; v != 0 {
+			b.pending[k] = v
+		} else {
+			delete(b.pending, k)
+		}
+	}
+}
+
+// foldLocal is Flush without storage: pending becomes shared.
+func (c *Counter) foldLocal(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, b := range c.buckets {
+		if b.start.Before(b.period.Start(now)) {
+			c.dropLocked(b)
+			continue
+		}
+		for k, d := range b.pending {
+			if v := b.shared[k] + d; v != 0 {
+				b.shared[k] = v
+			} else {
+				delete(b.shared, k)
+			}
+		}
+		b.pending = map[string]int64{}
+	}
+}
+
+// objectKey returns the storage key of b's object.
+func (c *Counter) objectKey(b *bucket) string {
+	return path.Join(c.quotaDir, b.name)
+}

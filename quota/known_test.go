@@ -1,0 +1,145 @@
+package quota
+
+import (
+	"errors"
+	"maps"
+	"testing"
+	"time"
+)
+
+func TestSaveKnown(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	tests := []struct {
+		rule    string
+		stored  string // "" = absent
+		adds    map[string]int64
+		forgets map[string]int64
+		ttl     time.Duration
+		want    map[string]int64
+	}{
+		{
+			rule: "absent store gets the adds",
+			adds: map[string]int64{"aa": 9000, "bb": 9500},
+			want: map[string]int64{"aa": 9000, "bb": 9500},
+		},
+		{
+			rule:   "add keeps the later last use",
+			stored: "aa 9000\nbb 9500\n",
+			adds:   map[string]int64{"aa": 9100, "bb": 9400},
+			want:   map[string]int64{"aa": 9100, "bb": 9500},
+		},
+		{
+			rule:    "forget deletes an entry not used after the forget",
+			stored:  "aa 9000\nbb 9500\n",
+			forgets: map[string]int64{"aa": 9000, "bb": 9600},
+			want:    map[string]int64{},
+		},
+		{
+			rule:    "forget is ignored for an entry used after it",
+			stored:  "aa 9000\n",
+			forgets: map[string]int64{"aa": 8000, "zz": 9999},
+			want:    map[string]int64{"aa": 9000},
+		},
+		{
+			rule:    "add and forget in one call: the later wins",
+			adds:    map[string]int64{"aa": 9000, "bb": 9900},
+			forgets: map[string]int64{"aa": 9500, "bb": 9500},
+			want:    map[string]int64{"bb": 9900},
+		},
+		{
+			rule:   "ttl drops entries last used before now-ttl",
+			stored: "old 8999\nedge 9000\nnew 9999\n",
+			ttl:    1000 * time.Second,
+			want:   map[string]int64{"edge": 9000, "new": 9999},
+		},
+		{
+			rule:   "zero ttl keeps everything",
+			stored: "old 1\n",
+			want:   map[string]int64{"old": 1},
+		},
+		{
+			rule:   "malformed lines and invalid adds are dropped",
+			stored: "aa 9000\ngarbage\nbb notanumber\n",
+			adds:   map[string]int64{"bad key": 9000, "": 1},
+			want:   map[string]int64{"aa": 9000},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			st := newFakeStorage()
+			if tt.stored != "" {
+				st.put(testPrefix+"/known", tt.stored)
+			}
+			c := newTestCounter(st, newFakeClock(now))
+			if err := c.SaveKnown(t.Context(), tt.adds, tt.forgets, tt.ttl, now); err != nil {
+				t.Fatal(err)
+			}
+			if held := st.heldLocks(); len(held) != 0 {
+				t.Errorf("locks held: %v", held)
+			}
+			got, err := c.LoadKnown(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("known = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestKnownStorageErrors(t *testing.T) {
+	tests := []struct {
+		rule string
+		op   string
+		save bool // SaveKnown, else LoadKnown
+	}{
+		{"save: lock fails", "Lock", true},
+		{"save: load fails", "Load", true},
+		{"save: store fails", "Store", true},
+		{"save: unlock fails", "Unlock", true},
+		{"load: load fails", "Load", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			st := newFakeStorage()
+			c := newTestCounter(st, newFakeClock(t0))
+			st.setFail(tt.op, errDown)
+			var err error
+			if tt.save {
+				err = c.SaveKnown(t.Context(), map[string]int64{"aa": 1}, nil, 0, t0)
+			} else {
+				_, err = c.LoadKnown(t.Context())
+			}
+			if !errors.Is(err, errDown) {
+				t.Errorf("err = %v, want %v", err, errDown)
+			}
+			if held := st.heldLocks(); len(held) != 0 {
+				t.Errorf("locks held: %v", held)
+			}
+		})
+	}
+}
+
+func TestKnownWithoutStorage(t *testing.T) {
+	c := New(Config{})
+	if err := c.SaveKnown(t.Context(), map[string]int64{"aa": 1}, nil, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := c.LoadKnown(t.Context()); err != nil || len(m) != 0 {
+		t.Errorf("LoadKnown = %v, %v", m, err)
+	}
+}
+
+func TestSaveKnownSkipsUnchangedStore(t *testing.T) {
+	st := newFakeStorage()
+	st.put(testPrefix+"/known", "aa 9000\n")
+	c := newTestCounter(st, newFakeClock(t0))
+	st.takeOps()
+	if err := c.SaveKnown(t.Context(), map[string]int64{"aa": 8000}, map[string]int64{"zz": 1}, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if ops, _ := st.takeOps(); ops["Store"] != 0 || ops["Lock"] != 1 || ops["Unlock"] != 1 {
+		t.Errorf("ops = %v, want no Store", ops)
+	}
+}

@@ -1,0 +1,85 @@
+package quota
+
+import "time"
+
+// Item is one quota to check and charge: N more for Key in the Period
+// containing the time of the call, allowed while used + N <= Limit.
+type Item struct {
+	// Key identifies the counted subject; not empty, no space, no newline.
+	Key string
+	// Period is the window the count belongs to.
+	Period Period
+	// Limit is the largest count allowed in the period.
+	Limit int64
+	// N is the amount to charge; at least 0.
+	N int64
+}
+
+// TryAdd checks every item (used + N <= Limit) and, only when all fit, adds
+// them all, atomically with respect to concurrent TryAdd and Refund calls.
+// Counts are attributed to the period containing now. On success it returns
+// (-1, true). On refusal it returns the index of the first failing item and
+// false, and nothing is counted. An item with an invalid Key or Period or a
+// negative N is refused. TryAdd never waits on storage and does not allocate
+// for keys already tracked.
+func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		it := &items[i]
+		if !it.Period.Valid() || it.N < 0 || !validKey(it.Key) {
+			return i, false
+		}
+		used := c.bucketLocked(it.Period, now, true).used(it.Key)
+		for j := range i { // the same key twice in one call adds up
+			if items[j].Key == it.Key && items[j].Period == it.Period {
+				used += items[j].N
+			}
+		}
+		if used+it.N > it.Limit {
+			return i, false
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		if it.N != 0 {
+			c.bucketLocked(it.Period, now, true).pending[it.Key] += it.N
+		}
+	}
+	return -1, true
+}
+
+// Refund takes back a successful TryAdd, for example when a later layer
+// refused the request. Pass the same items and now as to TryAdd. After a
+// flush the refund is pushed as a negative delta.
+func (c *Counter) Refund(items []Item, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		it := &items[i]
+		if !it.Period.Valid() || it.N <= 0 || !validKey(it.Key) {
+			continue
+		}
+		b := c.bucketLocked(it.Period, now, true)
+		if v := b.pending[it.Key] - it.N; v != 0 {
+			b.pending[it.Key] = v
+		} else {
+			delete(b.pending, it.Key)
+		}
+	}
+}
+
+// Used returns the count of key in the period of kind p containing now: the
+// shared total last adopted plus what this instance counted since.
+func (c *Counter) Used(key string, p Period, now time.Time) int64 {
+	if !p.Valid() {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b := c.bucketLocked(p, now, false)
+	if b == nil {
+		return 0
+	}
+	return b.used(key)
+}

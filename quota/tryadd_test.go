@@ -1,0 +1,205 @@
+package quota
+
+import (
+	"testing"
+	"time"
+)
+
+type usage struct {
+	key string
+	p   Period
+}
+
+func TestTryAdd(t *testing.T) {
+	tests := []struct {
+		rule       string
+		before     []Item // charged first, must fit
+		items      []Item
+		wantFailed int
+		wantOK     bool
+		wantUsed   map[usage]int64
+	}{
+		{
+			rule:       "within limit is counted",
+			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			wantFailed: -1, wantOK: true,
+			wantUsed: map[usage]int64{{"k", Day}: 3},
+		},
+		{
+			rule:       "exactly reaching the limit is allowed",
+			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 2}},
+			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			wantFailed: -1, wantOK: true,
+			wantUsed: map[usage]int64{{"k", Day}: 5},
+		},
+		{
+			rule:       "over the limit is refused and not counted",
+			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			wantFailed: 0, wantOK: false,
+			wantUsed: map[usage]int64{{"k", Day}: 3},
+		},
+		{
+			rule:   "all or nothing: day fits, month exhausted, nothing counted",
+			before: []Item{{Key: "k", Period: Month, Limit: 10, N: 10}},
+			items: []Item{
+				{Key: "k", Period: Day, Limit: 100, N: 1},
+				{Key: "k", Period: Month, Limit: 10, N: 1},
+			},
+			wantFailed: 1, wantOK: false,
+			wantUsed: map[usage]int64{{"k", Day}: 0, {"k", Month}: 10},
+		},
+		{
+			rule: "all or nothing: several keys all fit, all counted",
+			items: []Item{
+				{Key: "i/a", Period: Day, Limit: 5, N: 1},
+				{Key: "g/b", Period: Day, Limit: 5, N: 2},
+				{Key: "i/a", Period: Month, Limit: 50, N: 1},
+			},
+			wantFailed: -1, wantOK: true,
+			wantUsed: map[usage]int64{{"i/a", Day}: 1, {"g/b", Day}: 2, {"i/a", Month}: 1},
+		},
+		{
+			rule: "the same key twice in one call adds up",
+			items: []Item{
+				{Key: "k", Period: Day, Limit: 5, N: 3},
+				{Key: "k", Period: Day, Limit: 5, N: 3},
+			},
+			wantFailed: 1, wantOK: false,
+			wantUsed: map[usage]int64{{"k", Day}: 0},
+		},
+		{
+			rule:       "zero N only checks",
+			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 5}},
+			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 0}},
+			wantFailed: -1, wantOK: true,
+			wantUsed: map[usage]int64{{"k", Day}: 5},
+		},
+		{
+			rule:       "zero limit refuses everything",
+			items:      []Item{{Key: "k", Period: Day, Limit: 0, N: 1}},
+			wantFailed: 0, wantOK: false,
+		},
+		{
+			rule:       "empty call succeeds",
+			wantFailed: -1, wantOK: true,
+		},
+		{
+			rule:       "invalid period is refused",
+			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 1}, {Key: "k", Period: 0, Limit: 5, N: 1}},
+			wantFailed: 1, wantOK: false,
+			wantUsed: map[usage]int64{{"k", Day}: 0},
+		},
+		{
+			rule:       "key with a space is refused",
+			items:      []Item{{Key: "a b", Period: Day, Limit: 5, N: 1}},
+			wantFailed: 0, wantOK: false,
+		},
+		{
+			rule:       "key with a newline is refused",
+			items:      []Item{{Key: "a\nb", Period: Day, Limit: 5, N: 1}},
+			wantFailed: 0, wantOK: false,
+		},
+		{
+			rule:       "empty key is refused",
+			items:      []Item{{Key: "", Period: Day, Limit: 5, N: 1}},
+			wantFailed: 0, wantOK: false,
+		},
+		{
+			rule:       "negative N is refused",
+			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: -1}},
+			wantFailed: 0, wantOK: false,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			c := New(Config{Clock: newFakeClock(t0).Now})
+			if _, ok := c.TryAdd(tt.before, t0); !ok {
+				t.Fatal("setup TryAdd refused")
+			}
+			failed, ok := c.TryAdd(tt.items, t0)
+			if failed != tt.wantFailed || ok != tt.wantOK {
+				t.Errorf("TryAdd = %d, %v; want %d, %v", failed, ok, tt.wantFailed, tt.wantOK)
+			}
+			for u, want := range tt.wantUsed {
+				if got := c.Used(u.key, u.p, t0); got != want {
+					t.Errorf("Used(%s, %s) = %d, want %d", u.key, u.p, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestRefund(t *testing.T) {
+	tests := []struct {
+		rule        string
+		add, refund int64
+		wantUsed    int64
+		wantPending int
+	}{
+		{"full refund leaves nothing pending", 3, 3, 0, 0},
+		{"partial refund", 3, 1, 2, 1},
+		{"refund without add goes negative", 0, 2, -2, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			c := New(Config{Clock: newFakeClock(t0).Now})
+			if tt.add > 0 && !add(c, "k", Day, tt.add, t0) {
+				t.Fatal("add refused")
+			}
+			c.Refund([]Item{{Key: "k", Period: Day, N: tt.refund}, {Key: "bad key", Period: Day, N: 1}, {Key: "k", N: 1}}, t0)
+			if got := c.Used("k", Day, t0); got != tt.wantUsed {
+				t.Errorf("Used = %d, want %d", got, tt.wantUsed)
+			}
+			if got := c.State().Pending; got != tt.wantPending {
+				t.Errorf("Pending = %d, want %d", got, tt.wantPending)
+			}
+		})
+	}
+}
+
+func TestUsedUnknown(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	add(c, "k", Day, 1, t0)
+	tests := []struct {
+		rule string
+		key  string
+		p    Period
+		at   time.Time
+	}{
+		{"unknown key", "other", Day, t0},
+		{"other period kind", "k", Month, t0},
+		{"other day", "k", Day, t0.Add(24 * time.Hour)},
+		{"invalid period", "k", 0, t0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			if got := c.Used(tt.key, tt.p, tt.at); got != 0 {
+				t.Errorf("Used = %d, want 0", got)
+			}
+		})
+	}
+}
+
+func TestNoStorageFoldsLocally(t *testing.T) {
+	clk := newFakeClock(t0)
+	c := New(Config{Clock: clk.Now})
+	add(c, "k", Day, 4, t0)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	st := c.State()
+	if got := c.Used("k", Day, t0); got != 4 || st.Pending != 0 || st.Tracked != 1 || st.Flushes != 1 {
+		t.Errorf("Used = %d, State = %+v", got, st)
+	}
+	clk.Set(t0.Add(24 * time.Hour))
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st := c.State(); st.Tracked != 0 {
+		t.Errorf("ended day still tracked: %+v", st)
+	}
+}

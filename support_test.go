@@ -1,0 +1,111 @@
+package mcplimit_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// rpcError is the JSON-RPC error of a refusal.
+type rpcError struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      any    `json:"id"`
+	Error   *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    struct {
+			Limit             string `json:"limit"`
+			Code              string `json:"code"`
+			RetryAfterSeconds int    `json:"retryAfterSeconds"`
+			ResetsAt          string `json:"resetsAt"`
+			Argument          string `json:"argument"`
+			Tool              string `json:"tool"`
+		} `json:"data"`
+	} `json:"error"`
+	Result *struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"result"`
+}
+
+// env is one integration test's Caddy and backend.
+type env struct {
+	t       *testing.T
+	caddy   *harness.Caddy
+	backend *harness.Backend
+	mcp     string
+}
+
+// start runs Caddy in process with the given mcp_ratelimit block (the
+// directive's body) in front of the demo backend's /mcp.
+func start(t *testing.T, block string, opts ...harness.Options) *env {
+	t.Helper()
+	b := harness.StartBackend(t)
+	site := fmt.Sprintf("mcp_ratelimit {\n%s\n}\nreverse_proxy $BACKEND", block)
+	var o harness.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	c := harness.StartCaddy(t, site, b, o)
+	return &env{t: t, caddy: c, backend: b, mcp: c.URL + "/mcp"}
+}
+
+// startSite is start with a whole site body.
+func startSite(t *testing.T, site string, opts ...harness.Options) *env {
+	t.Helper()
+	b := harness.StartBackend(t)
+	var o harness.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	c := harness.StartCaddy(t, site, b, o)
+	return &env{t: t, caddy: c, backend: b, mcp: c.URL + "/mcp"}
+}
+
+// call posts a tools/call of echo with the given headers.
+func (e *env) call(id int, hdr ...string) *harness.Response {
+	e.t.Helper()
+	return harness.Post(e.t, e.mcp, harness.ToolCall(id, "echo", map[string]any{"text": "hi"}), hdr...)
+}
+
+// post posts body with the given headers.
+func (e *env) post(body string, hdr ...string) *harness.Response {
+	e.t.Helper()
+	return harness.Post(e.t, e.mcp, body, hdr...)
+}
+
+// prove makes token a proven identity by having the backend accept it.
+func (e *env) prove(token string, hdr ...string) {
+	e.t.Helper()
+	r := e.post(harness.Initialize(1), append([]string{"Authorization", "Bearer " + token}, hdr...)...)
+	if r.Status != http.StatusOK {
+		e.t.Fatalf("proving %s: status %d: %s", token, r.Status, r.Body)
+	}
+}
+
+// refusal decodes and checks the common shape of a refusal.
+func refusal(t *testing.T, r *harness.Response, status int, limit string) rpcError {
+	t.Helper()
+	if r.Status != status {
+		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
+	}
+	var e rpcError
+	r.JSON(t, &e)
+	if e.Error == nil {
+		t.Fatalf("no JSON-RPC error in %s", r.Body)
+	}
+	if e.Error.Data.Limit != limit {
+		t.Fatalf("data.limit %q, want %q (%s)", e.Error.Data.Limit, limit, r.Body)
+	}
+	if r.Header.Get("Retry-After") == "" || r.Header.Get("Cache-Control") != "no-store" ||
+		!strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		t.Fatalf("refusal headers incomplete: %v", r.Header)
+	}
+	return e
+}

@@ -1,0 +1,254 @@
+package mcplimit
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/known"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// zones holds every zone in the process, keyed by name. A zone outlives
+// the handlers (and config loads) that use it and is destroyed when the
+// last of them is cleaned up.
+var zones = caddy.NewUsagePool()
+
+// single keys the zone-wide buckets (global, anonymous).
+type single uint8
+
+const (
+	globalKey single = iota
+	anonymousKey
+)
+
+// zone is the state shared by every handler with the same zone name.
+type zone struct {
+	name    string
+	pol     atomic.Pointer[policy]
+	logger  atomic.Pointer[zap.Logger]
+	fpKey   *fingerprinter
+	preauth *buckets.Set[netip.Prefix]
+	tenants *buckets.Set[[16]byte]
+	groups  *buckets.Set[[16]byte]
+	shared  *buckets.Set[single]
+	known   *known.Set[[16]byte]
+	perID   *buckets.Gauge[[16]byte]
+	all     *buckets.Gauge[single]
+	quota   *quota.Counter
+	storage *swapStorage
+	metrics *zoneMetrics
+	sampler *sampler
+	xffOnce sync.Once
+
+	forgetMu sync.Mutex
+	forgets  map[string]int64
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// acquireZone returns the zone named by pol, creating it on first use, and
+// applies pol's limits to it.
+func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, error) {
+	val, _, err := zones.LoadOrNew(pol.zone, func() (caddy.Destructor, error) {
+		return newZone(ctx, pol, logger)
+	})
+	if err != nil {
+		return nil, err
+	}
+	z := val.(*zone)
+	z.apply(ctx, pol, logger)
+	if err := z.metrics.register(ctx.GetMetricsRegistry()); err != nil {
+		_, _ = zones.Delete(pol.zone)
+		return nil, err
+	}
+	return z, nil
+}
+
+// releaseZone drops one handler's hold on z.
+func releaseZone(z *zone) error {
+	_, err := zones.Delete(z.name)
+	return err
+}
+
+func newZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, error) {
+	stor := &swapStorage{}
+	stor.set(ctx.Storage())
+	key, err := loadFingerprintKey(ctx, stor, pol.zone)
+	if err != nil {
+		return nil, err
+	}
+	z := &zone{
+		name:    pol.zone,
+		fpKey:   newFingerprinter(key),
+		preauth: buckets.New[netip.Prefix](pol.maxKnown, buckets.HashPrefix),
+		tenants: buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
+		groups:  buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
+		shared:  buckets.New[single](2, hashSingle),
+		known:   known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
+		perID:   buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		all:     buckets.NewGauge[single](hashSingle),
+		storage: stor,
+		metrics: newZoneMetrics(pol.zone),
+		sampler: newSampler(),
+		forgets: map[string]int64{},
+		done:    make(chan struct{}),
+	}
+	z.logger.Store(logger)
+	z.quota = quota.New(quota.Config{
+		Storage:    stor,
+		Prefix:     storagePrefix(pol.zone),
+		Clock:      time.Now,
+		OnDegraded: z.onDegraded,
+	})
+	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelLoad()
+	if err := z.quota.Load(loadCtx); err != nil {
+		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
+	}
+	z.restoreKnown(loadCtx, pol.knownTTL)
+	bg, cancel := context.WithCancel(context.Background())
+	z.cancel = cancel
+	z.pol.Store(pol)
+	go z.run(bg)
+	return z, nil
+}
+
+// apply makes pol the zone's policy in force. Existing buckets keep their
+// levels; the new limits are applied to them at their next use.
+func (z *zone) apply(ctx caddy.Context, pol *policy, logger *zap.Logger) {
+	now := time.Now()
+	for _, s := range []interface{ Advance(time.Time) }{z.preauth, z.tenants, z.groups, z.shared} {
+		s.Advance(now)
+	}
+	z.pol.Store(pol)
+	z.logger.Store(logger)
+	z.storage.set(ctx.Storage())
+	z.known.SetLimits(pol.maxKnown, pol.knownTTL)
+	z.preauth.SetCapacity(pol.maxKnown)
+	z.tenants.SetCapacity(pol.maxKnown)
+	z.groups.SetCapacity(pol.maxKnown)
+}
+
+// Destruct stops the zone's background work after a final flush.
+func (z *zone) Destruct() error {
+	z.cancel()
+	<-z.done
+	return nil
+}
+
+// run is the zone's single owner of background work: sweeping full
+// buckets and expired identities, draining sampled logs, and flushing
+// quota counts every flush interval.
+func (z *zone) run(ctx context.Context) {
+	defer close(z.done)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastFlush := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			z.flush(final)
+			cancel()
+			z.drainSampler()
+			return
+		case now := <-tick.C:
+			z.preauth.Sweep(now)
+			z.tenants.Sweep(now)
+			z.groups.Sweep(now)
+			z.known.Sweep(now)
+			z.drainSampler()
+			if now.Sub(lastFlush) >= z.pol.Load().flush {
+				lastFlush = now
+				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				z.flush(fctx)
+				cancel()
+			}
+		}
+	}
+}
+
+// flush pushes quota counts and the known-good set to storage.
+func (z *zone) flush(ctx context.Context) {
+	err := z.quota.Flush(ctx)
+	if err == nil {
+		err = z.saveKnown(ctx)
+	}
+	if err != nil {
+		z.metrics.flushes.WithLabelValues("error").Inc()
+		return
+	}
+	z.metrics.flushes.WithLabelValues("ok").Inc()
+}
+
+func (z *zone) onDegraded(degraded bool, err error) {
+	log := z.logger.Load()
+	if degraded {
+		z.metrics.degraded.Set(1)
+		log.Error("quota store unavailable: counting in memory until it returns", zap.String("zone", z.name), zap.Error(err))
+		return
+	}
+	z.metrics.degraded.Set(0)
+	log.Info("quota store available again: pending counts pushed", zap.String("zone", z.name))
+}
+
+// forget drops a proven identity and remembers the forget for the next
+// persistence of the known-good set.
+func (z *zone) forget(fp [16]byte, now time.Time) {
+	z.known.Forget(fp)
+	z.forgetMu.Lock()
+	z.forgets[hex.EncodeToString(fp[:])] = now.Unix()
+	z.forgetMu.Unlock()
+}
+
+func (z *zone) saveKnown(ctx context.Context) error {
+	adds := make(map[string]int64, z.known.Len())
+	z.known.Each(func(fp [16]byte, last time.Time) {
+		adds[hex.EncodeToString(fp[:])] = last.Unix()
+	})
+	z.forgetMu.Lock()
+	forgets := z.forgets
+	z.forgets = map[string]int64{}
+	z.forgetMu.Unlock()
+	pol := z.pol.Load()
+	if err := z.quota.SaveKnown(ctx, adds, forgets, pol.knownTTL, time.Now()); err != nil {
+		z.forgetMu.Lock()
+		for k, v := range forgets {
+			if z.forgets[k] < v {
+				z.forgets[k] = v
+			}
+		}
+		z.forgetMu.Unlock()
+		return fmt.Errorf("saving known identities: %w", err)
+	}
+	return nil
+}
+
+func (z *zone) restoreKnown(ctx context.Context, ttl time.Duration) {
+	entries, err := z.quota.LoadKnown(ctx)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for fpHex, last := range entries {
+		fp, err := parseFingerprint(fpHex)
+		if err != nil {
+			continue
+		}
+		z.known.Restore(fp, time.Unix(last, 0), now)
+	}
+}
+
+func hashSingle(k single) uint64 { return uint64(k) }
+
+func storagePrefix(zone string) string { return "mcp_ratelimit/" + zone }
