@@ -43,7 +43,7 @@ type argVerdict struct {
 // verdict. a was validated by Parse, so the walk trusts its syntax.
 func (r *Request) argIn(a span, name string, v *argVerdict) {
 	b := r.body[:a.hi]
-	i := a.lo + 1 // after '{'
+	i := int(a.lo) + 1 // after '{'
 	for {
 		i = skipSpace(b, i)
 		switch b[i] {

@@ -51,21 +51,24 @@ func (r *Request) Cost(m Meter, toolCost func(tool string) int64) int64 {
 		return 0
 	}
 	var total int64
-	objects := false
 	for i := range r.entries {
-		e := &r.entries[i]
-		objects = objects || e.object
-		c := e.cost(m, toolCost)
-		if total > math.MaxInt64-c {
-			total = math.MaxInt64
-		} else {
-			total += c
-		}
+		total = addSat(total, r.entries[i].cost(m, toolCost))
 	}
-	if total < 1 && (!r.valid || !objects) {
+	if m.All { // entries without a record cost 1 each
+		total = addSat(total, int64(r.count-len(r.entries)))
+	}
+	if total < 1 && (!r.valid || r.objects == 0) {
 		total = 1
 	}
 	return total
+}
+
+// addSat returns a+b for b >= 0, saturating at math.MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // cost returns the entry's cost; see Request.Cost.

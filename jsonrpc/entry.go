@@ -6,12 +6,13 @@ import "bytes"
 // batch. An element that is not an object is an Entry with no readings.
 type Entry struct {
 	r       *Request
+	index   int32 // position in the body
+	id      span  // raw value of the last id member
+	methods span  // index range of r.methods
+	tools   span  // index range of r.tools
+	args    span  // index range of r.args
 	object  bool
 	hasID   bool
-	id      span // raw value of the last id member
-	methods span // index range of r.methods
-	tools   span // index range of r.tools
-	args    span // index range of r.args
 }
 
 // Object reports whether the entry is a JSON object. Other batch elements

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -109,5 +110,42 @@ func TestRequestIsReusable(t *testing.T) {
 	}
 	if got := r.Cost(toolsCallMeter, tableCost); got != 1 {
 		t.Errorf("Cost of nothing parsed = %d, want 1", got)
+	}
+}
+
+func TestEntriesWithoutReadingsTakeNoRecord(t *testing.T) {
+	const n = 1000
+	r := parse(t, "["+strings.Repeat(`{},1,{"x":[1]},`, n)+`{"id":9,"method":"tools/call"}]`)
+	if !r.Valid() || r.Len() != 3*n+1 {
+		t.Fatalf("Valid %v Len %d", r.Valid(), r.Len())
+	}
+	for i := range 3 * n {
+		if e := r.Entry(i); e.Object() != (i%3 != 1) || e.ID() != nil || !e.Notification() || methods(e) != nil {
+			t.Fatalf("entry %d: object %v id %q", i, e.Object(), e.ID())
+		}
+	}
+	if e := r.Entry(3 * n); string(e.ID()) != "9" || !e.HasMethod(ToolsCall) {
+		t.Errorf("last entry: id %q methods %q", e.ID(), methods(e))
+	}
+	if len(r.entries) != 1 {
+		t.Errorf("%d records for 1 entry with readings", len(r.entries))
+	}
+	if got := r.Cost(Meter{All: true}, nil); got != 3*n+1 {
+		t.Errorf("All: Cost() = %d, want %d", got, 3*n+1)
+	}
+}
+
+func TestMemoryStaysSmallForHugeBatchesOfEmptyEntries(t *testing.T) {
+	body := []byte("[" + strings.Repeat("{},", 1<<18) + "{}]") // 768 KiB
+	r := new(Request)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r.Parse(body)
+	runtime.ReadMemStats(&after)
+	if !r.Valid() || r.Len() != 1<<18+1 {
+		t.Fatalf("Valid %v Len %d", r.Valid(), r.Len())
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > uint64(len(body))/4 {
+		t.Errorf("parsing %d bytes allocated %d bytes", len(body), alloc)
 	}
 }

@@ -10,27 +10,29 @@ import "unicode/utf8"
 // neither modify body nor release its buffer before then.
 func (r *Request) Parse(body []byte) {
 	r.Reset()
+	r.blank = [2]Entry{{r: r}, {r: r, object: true}}
+	if len(body) > maxBody {
+		return // invalid
+	}
 	r.body = body
 	b := body
 	i := 0
 	if len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
 		i = 3
 	}
-	if i = skipWS(b, i); i < len(b) {
-		r.kind, i = r.topValue(b, i)
-		// More values after the first: invalid, but a streaming decoder
-		// may read them all, so they are charged too.
-		for i >= 0 {
-			if i = skipWS(b, i); i == len(b) {
-				break
-			}
-			r.s.soft = true
-			_, i = r.topValue(b, i)
-		}
-	} else {
-		i = -1 // empty
+	if i = skipWS(b, i); i == len(b) {
+		return // empty: invalid
 	}
-	r.finish()
+	r.kind, i = r.topValue(b, i)
+	// More values after the first: invalid, but a streaming decoder may
+	// read them all, so they are charged too.
+	for i >= 0 {
+		if i = skipWS(b, i); i == len(b) {
+			break
+		}
+		r.s.soft = true
+		_, i = r.topValue(b, i)
+	}
 	r.valid = i >= 0 && !r.s.soft
 }
 
@@ -38,37 +40,54 @@ func (r *Request) Parse(body []byte) {
 func (r *Request) topValue(b []byte, i int) (kind uint8, end int) {
 	switch b[i] {
 	case '{':
-		return kindObject, r.parseMessage(b, i, r.newEntry(true))
+		return kindObject, r.message(b, i)
 	case '[':
 		return kindArray, r.parseBatch(b, i)
 	}
 	return kindOther, r.s.skipValue(b, i)
 }
 
-// newEntry appends an entry whose readings start at the current ends of the
-// reading lists, and returns its index.
-func (r *Request) newEntry(object bool) int {
-	r.entries = append(r.entries, Entry{
-		r:       r,
-		object:  object,
-		methods: span{lo: len(r.methods)},
-		tools:   span{lo: len(r.tools)},
-		args:    span{lo: len(r.args)},
-	})
-	return len(r.entries) - 1
+// message parses the object at i as a new entry.
+func (r *Request) message(b []byte, i int) int {
+	r.beginEntry(true)
+	i = r.parseMessage(b, i)
+	r.endEntry()
+	return i
 }
 
-// finish closes each entry's reading ranges: an entry's readings end where
-// the next entry's begin.
-func (r *Request) finish() {
-	for i := range r.entries {
-		e := &r.entries[i]
-		if i+1 < len(r.entries) {
-			next := &r.entries[i+1]
-			e.methods.hi, e.tools.hi, e.args.hi = next.methods.lo, next.tools.lo, next.args.lo
-		} else {
-			e.methods.hi, e.tools.hi, e.args.hi = len(r.methods), len(r.tools), len(r.args)
-		}
+// beginEntry counts a new entry and, for an object, opens its record,
+// whose readings start at the current ends of the reading lists.
+func (r *Request) beginEntry(object bool) {
+	idx := r.count
+	r.count++
+	w := idx >> 6
+	for len(r.objBits) <= w {
+		r.objBits = append(r.objBits, 0)
+	}
+	if !object {
+		return
+	}
+	r.objects++
+	r.objBits[w] |= 1 << (idx & 63)
+	r.entries = append(r.entries, Entry{
+		r:       r,
+		object:  true,
+		index:   int32(idx),
+		methods: span{lo: int32(len(r.methods))},
+		tools:   span{lo: int32(len(r.tools))},
+		args:    span{lo: int32(len(r.args))},
+	})
+}
+
+// endEntry closes the record opened last: its readings end at the current
+// ends of the lists. A record without readings or id is dropped; Entry
+// returns a shared blank one instead.
+func (r *Request) endEntry() {
+	e := &r.entries[len(r.entries)-1]
+	e.methods.hi, e.tools.hi, e.args.hi = int32(len(r.methods)), int32(len(r.tools)), int32(len(r.args))
+	if !e.hasID && e.methods.lo == e.methods.hi && e.tools.lo == e.tools.hi && e.args.lo == e.args.hi {
+		*e = Entry{}
+		r.entries = r.entries[:len(r.entries)-1]
 	}
 }
 
@@ -85,9 +104,9 @@ func (r *Request) parseBatch(b []byte, i int) int {
 			return -1
 		}
 		if b[i] == '{' {
-			i = r.parseMessage(b, i, r.newEntry(true))
+			i = r.message(b, i)
 		} else {
-			r.newEntry(false)
+			r.beginEntry(false)
 			i = s.skipValue(b, i)
 		}
 		if i = r.next(b, i, ']'); i <= 0 {
@@ -208,8 +227,8 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 	return keyOther
 }
 
-// parseMessage parses the object at i as the message of entry ei.
-func (r *Request) parseMessage(b []byte, i, ei int) int {
+// parseMessage parses the object at i into the last record.
+func (r *Request) parseMessage(b []byte, i int) int {
 	s := &r.s
 	s.enter()
 	if i = skipWS(b, i+1); i < len(b) && b[i] == '}' {
@@ -236,8 +255,8 @@ func (r *Request) parseMessage(b []byte, i, ei int) int {
 			}
 		case keyID:
 			if i = s.skipValue(b, v); i >= 0 {
-				e := &r.entries[ei]
-				e.id = span{v, i}
+				e := &r.entries[len(r.entries)-1]
+				e.id = span{int32(v), int32(i)}
 				e.hasID = true
 			}
 		default:
@@ -271,7 +290,7 @@ func (r *Request) parseParams(b []byte, i int) int {
 			}
 		case keyArguments:
 			if i = s.skipValue(b, v); i >= 0 && b[v] == '{' {
-				r.args = append(r.args, span{v, i})
+				r.args = append(r.args, span{int32(v), int32(i)})
 			}
 		default:
 			i = s.skipValue(b, v)

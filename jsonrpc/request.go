@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"math"
 	"sync"
 	"unsafe"
 )
@@ -12,17 +13,25 @@ import (
 // A Request is meant to be reused: take one from GetRequest and return it
 // with PutRequest, or call Reset (Parse resets too). It must not be copied
 // or shared between goroutines while in use.
+//
+// Memory stays proportional to what matters, whatever the body: only
+// entries with a reading or an id get a record (a few dozen bytes), so a
+// batch of a million empty objects costs a bit each.
 type Request struct {
 	s       scanner
 	body    []byte
 	kind    uint8
 	valid   bool
-	entries []Entry
-	methods []text // method readings of all entries, entry by entry
-	tools   []text // params.name readings
-	args    []span // params.arguments objects, as byte ranges of body
-	arena   []byte // decoded strings that had escapes or invalid UTF-8
-	scratch []byte // temporary decoded keys
+	count   int      // entries scanned
+	objects int      // entries that are objects
+	objBits []uint64 // bit i: entry i is an object
+	entries []Entry  // records of the entries with readings or an id, in order
+	blank   [2]Entry // what Entry returns for others: [0] non-object, [1] object
+	methods []text   // method readings of all records, record by record
+	tools   []text   // params.name readings
+	args    []span   // params.arguments objects, as byte ranges of body
+	arena   []byte   // decoded strings that had escapes or invalid UTF-8
+	scratch []byte   // temporary decoded keys
 }
 
 // Top-level value kinds.
@@ -33,8 +42,12 @@ const (
 	kindOther         // a string, number or literal
 )
 
-// span is a byte range.
-type span struct{ lo, hi int }
+// maxBody bounds the bodies Parse scans, so that offsets fit in int32.
+// Larger ones are invalid, and cost 1.
+const maxBody = math.MaxInt32
+
+// span is a byte range of the body, or an index range of a reading list.
+type span struct{ lo, hi int32 }
 
 // text is a string reading: a byte range of the body, or of the arena when
 // the string had to be decoded.
@@ -48,7 +61,7 @@ type text struct {
 const (
 	keepBytes   = 64 << 10
 	keepEntries = 1024
-	keepStack   = 1024 // words: 65536 levels
+	keepWords   = 1024 // of objBits and of the depth stack: 65536 levels
 )
 
 var requestPool = sync.Pool{New: func() any { return new(Request) }}
@@ -58,8 +71,8 @@ func GetRequest() *Request {
 	return requestPool.Get().(*Request)
 }
 
-// PutRequest resets r and returns it to the pool. r must not be used
-// afterwards, nor anything obtained from it.
+// PutRequest resets r and returns it to the pool. Neither r nor anything
+// obtained from it may be used afterwards.
 func PutRequest(r *Request) {
 	if r == nil {
 		return
@@ -77,7 +90,10 @@ func PutRequest(r *Request) {
 	if cap(r.methods) > keepEntries || cap(r.tools) > keepEntries || cap(r.args) > keepEntries {
 		r.methods, r.tools, r.args = nil, nil, nil
 	}
-	if cap(r.s.stack) > keepStack {
+	if cap(r.objBits) > keepWords {
+		r.objBits = nil
+	}
+	if cap(r.s.stack) > keepWords {
 		r.s.stack = nil
 	}
 	requestPool.Put(r)
@@ -90,6 +106,8 @@ func (r *Request) Reset() {
 	r.body = nil
 	r.kind = kindNone
 	r.valid = false
+	r.count, r.objects = 0, 0
+	r.objBits = r.objBits[:0]
 	clear(r.entries) // drop the back pointers
 	r.entries = r.entries[:0]
 	r.methods = r.methods[:0]
@@ -112,18 +130,35 @@ func (r *Request) Len() int {
 	if !r.valid {
 		return 0
 	}
-	switch r.kind {
-	case kindObject:
-		return 1
-	case kindArray:
-		return len(r.entries)
-	}
-	return 0
+	return r.count
 }
 
 // Entry returns entry i, 0 <= i < Len(). It is valid until the next Reset.
+// Entries without any reading (such as non-objects) may share a pointer.
 func (r *Request) Entry(i int) *Entry {
-	return &r.entries[i]
+	if i < 0 || i >= r.count {
+		panic("jsonrpc: Entry index out of range")
+	}
+	if len(r.entries) == r.count {
+		return &r.entries[i]
+	}
+	// Binary search for the record of entry i.
+	lo, hi := 0, len(r.entries)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if int(r.entries[m].index) < i {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo < len(r.entries) && int(r.entries[lo].index) == i {
+		return &r.entries[lo]
+	}
+	if r.objBits[i>>6]&(1<<(i&63)) != 0 {
+		return &r.blank[1]
+	}
+	return &r.blank[0]
 }
 
 // bytes returns the contents of a string reading.
