@@ -39,6 +39,7 @@ type decision struct {
 	legacy   bool
 	admitted bool
 
+	rec        statusRecorder
 	res        [6]buckets.Reservation
 	nres       int
 	items      []quota.Item
@@ -146,9 +147,8 @@ func (d *decision) release() {
 	decisionPool.Put(d)
 }
 
-// finish learns from the backend's answer (proving or forgetting the
-// identity, counting upstream throttling) and frees concurrency slots.
-func (d *decision) finish(rec *statusRecorder) {
+// finish frees the concurrency slots once the response is complete.
+func (d *decision) finish() {
 	if d.concAll {
 		d.z.all.Release(globalKey)
 		d.z.metrics.inflightAdd(-1)
@@ -156,10 +156,13 @@ func (d *decision) finish(rec *statusRecorder) {
 	if d.concID {
 		d.z.perID.Release(d.fp)
 	}
-	status := rec.status
+}
+
+// learn takes the backend's verdict: a 2xx proves the identity, a
+// reject_status forgets it (5xx, timeouts and transport errors never do),
+// and a 429 is upstream throttling, counted apart from our refusals.
+func (d *decision) learn(status int) {
 	switch {
-	case status == 0:
-		return
 	case status == http.StatusTooManyRequests:
 		d.z.metrics.upstreamThrottled()
 	case status >= 200 && status < 300:

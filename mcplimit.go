@@ -206,9 +206,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.zone.metrics.observe(start)
 	h.writeRateLimitHeaders(w, d)
-	rec := newStatusRecorder(w)
-	defer d.finish(rec)
-	return next.ServeHTTP(rec, r)
+	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d}
+	defer d.finish()
+	return next.ServeHTTP(&d.rec, r)
 }
 
 // Interface guards

@@ -6,22 +6,22 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
-// statusRecorder remembers the status the next handler answered with,
-// so the backend's verdict on a credential can prove or forget it. It
-// passes everything through (flushing and hijacking via Unwrap).
+// statusRecorder hands the status the next handler answers with to the
+// decision as soon as it is written — before a streamed body (an SSE
+// stream) ends — so the backend's verdict on a credential proves or
+// forgets it at once. It passes everything through (flushing and
+// hijacking via Unwrap).
 type statusRecorder struct {
-	*caddyhttp.ResponseWriterWrapper
+	caddyhttp.ResponseWriterWrapper
+	d      *decision
 	status int
-}
-
-func newStatusRecorder(w http.ResponseWriter) *statusRecorder {
-	return &statusRecorder{ResponseWriterWrapper: &caddyhttp.ResponseWriterWrapper{ResponseWriter: w}}
 }
 
 // WriteHeader implements http.ResponseWriter.
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 && code >= 200 {
 		s.status = code
+		s.d.learn(code)
 	}
 	s.ResponseWriterWrapper.WriteHeader(code)
 }
@@ -30,6 +30,7 @@ func (s *statusRecorder) WriteHeader(code int) {
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
+		s.d.learn(http.StatusOK)
 	}
 	return s.ResponseWriterWrapper.Write(b)
 }

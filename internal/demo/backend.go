@@ -85,10 +85,19 @@ func (b *Backend) ToolCalls() int64 { return b.calls.Load() }
 // Requests returns how many HTTP requests reached the backend.
 func (b *Backend) Requests() int64 { return b.requests.Load() }
 
-// Handler serves the Streamable HTTP transport.
+// Handler serves the Streamable HTTP transport statelessly with JSON
+// responses, so plain curl calls work without a session.
 func (b *Backend) Handler() http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.server },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: false})
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true, Stateless: true, JSONResponse: true})
+	return b.guard(h)
+}
+
+// SessionHandler serves the Streamable HTTP transport with sessions and
+// SSE responses, including the standalone GET stream.
+func (b *Backend) SessionHandler() http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return b.server },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true})
 	return b.guard(h)
 }
 

@@ -44,7 +44,8 @@ func FreePort(t testing.TB) int {
 // Backend is a running demo MCP backend.
 type Backend struct {
 	*demo.Backend
-	// Addr is host:port of the backend; /mcp serves Streamable HTTP and
+	// Addr is host:port of the backend; /mcp serves Streamable HTTP
+	// statelessly with JSON answers, /session with sessions and SSE, and
 	// /sse the legacy HTTP+SSE transport.
 	Addr string
 }
@@ -57,6 +58,7 @@ func StartBackend(t testing.TB) *Backend {
 	b.TestHooks = true
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", b.Handler())
+	mux.Handle("/session", b.SessionHandler())
 	mux.Handle("/sse", b.SSEHandler())
 	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")

@@ -1,0 +1,156 @@
+package mcplimit_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// inflight reads the zone's in-flight count from the admin API.
+func (e *env) inflight(zone string) int {
+	e.t.Helper()
+	_, body := e.caddy.AdminDo(e.t, http.MethodGet, "/mcp_ratelimit/"+zone, nil)
+	var st struct {
+		Inflight int `json:"inflight"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		e.t.Fatalf("admin API: %v: %s", err, body)
+	}
+	return st.Inflight
+}
+
+func TestConcurrencyCapRefusesTheThirdAndFreesOnDisconnect(t *testing.T) {
+	e := start(t, "concurrency 2\ntenant 100/s burst 100\nquota off")
+	e.prove("valid-gina")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int, 2)
+	for i := range 2 {
+		callCtx := ctx
+		if i == 1 {
+			var cancelOne context.CancelFunc
+			callCtx, cancelOne = context.WithCancel(ctx)
+			defer cancelOne()
+			go func() {
+				harness.Eventually(t, 10*time.Second, "two calls in flight", func() bool { return e.inflight("default") == 2 })
+				refusal(t, e.call(3, "Authorization", "Bearer valid-gina"), http.StatusTooManyRequests, "concurrency")
+				cancelOne() // the client of the second slow call disconnects
+			}()
+		}
+		go func() {
+			req, _ := http.NewRequestWithContext(callCtx, http.MethodPost, e.mcp,
+				strings.NewReader(harness.ToolCall(i, "slow", map[string]any{"millis": 20000})))
+			req.Header.Set("Authorization", "Bearer valid-gina")
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				resp.Body.Close()
+				done <- resp.StatusCode
+				return
+			}
+			done <- 0
+		}()
+	}
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the disconnected call never ended")
+	}
+	harness.Eventually(t, 10*time.Second, "the disconnected call's slot to be freed", func() bool { return e.inflight("default") == 1 })
+	if r := e.call(4, "Authorization", "Bearer valid-gina"); r.Status != http.StatusOK {
+		t.Fatalf("a freed slot must admit the next call: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestHeldOpenSSEStreamConsumesNothing(t *testing.T) {
+	e := start(t, "tenant 1/m burst 2\nquota off")
+	e.prove("valid-hank")
+	session := e.caddy.URL + "/session"
+	init := harness.Post(t, session, harness.Initialize(1), "Authorization", "Bearer valid-hank")
+	sid := init.Header.Get("Mcp-Session-Id")
+	if init.Status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %q", init.Status, sid)
+	}
+	harness.Post(t, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Authorization", "Bearer valid-hank", "Mcp-Session-Id", sid)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	{
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, session, nil)
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer valid-hank")
+		req.Header.Set("Mcp-Session-Id", sid)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream: %d", resp.StatusCode)
+		}
+	}
+	for i := range 2 {
+		if r := e.call(10+i, "Authorization", "Bearer valid-hank"); r.Status != http.StatusOK {
+			t.Fatalf("open streams consumed the tenant's tokens: call %d got %d", i, r.Status)
+		}
+	}
+}
+
+// sdkClient returns an HTTP client that adds a bearer token.
+func sdkClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
+}
+
+func TestLegacySSEClientSeesEveryRefusalPromptly(t *testing.T) {
+	for _, mode := range []string{"status", "jsonrpc", "tool_result"} {
+		t.Run("refuse_with "+mode, func(t *testing.T) {
+			e := start(t, "tenant 1/m burst 2\nquota off\nrefuse_with "+mode)
+			client := mcp.NewClient(&mcp.Implementation{Name: "legacy", Version: "1"}, nil)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			sess, err := client.Connect(ctx, &mcp.SSEClientTransport{Endpoint: e.caddy.URL + "/sse", HTTPClient: sdkClient("valid-legacy-" + mode)}, nil)
+			if err != nil {
+				t.Fatalf("connecting over legacy SSE: %v", err)
+			}
+			defer sess.Close()
+			refused := false
+			for i := range 4 {
+				callCtx, callCancel := context.WithTimeout(ctx, 5*time.Second)
+				res, err := sess.CallTool(callCtx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+				hung := callCtx.Err() != nil
+				callCancel()
+				if hung {
+					t.Fatalf("call %d hung instead of seeing the refusal", i)
+				}
+				if err != nil {
+					refused = true
+					continue
+				}
+				if res.IsError {
+					t.Fatalf("call %d: a legacy POST refusal must be answered as status, got a tool result", i)
+				}
+			}
+			if !refused {
+				t.Fatal("no call was refused")
+			}
+		})
+	}
+}
