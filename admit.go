@@ -116,11 +116,12 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		return ref, true
 	}
 	_ = r.Body.Close()
-	r.Body = &bodyReader{Reader: bytes.NewReader(buf.Bytes()), buf: buf}
+	br := &bodyReader{buf: buf}
+	br.Reset(buf.Bytes())
+	r.Body = br
 	d.bodyOwn = false
 	r.ContentLength = int64(len(buf.Bytes()))
 	r.TransferEncoding = nil
-	r.Header.Set("Content-Length", itoa(r.ContentLength))
 	return refusal{}, false
 }
 
@@ -128,10 +129,12 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 // before any token is spent. One bad call refuses the whole batch.
 func (d *decision) checkArgs() (refusal, bool) {
 	tools := d.pol.tools
-	if len(tools) == 0 || !d.req.Valid() {
+	if len(tools) == 0 {
 		return refusal{}, false
 	}
-	for i := 0; i < d.req.Len(); i++ {
+	// Scanned, not Len: an invalid body (NaN, a second value after the
+	// first) is still run by lenient or streaming parsers.
+	for i := 0; i < d.req.Scanned(); i++ {
 		e := d.req.Entry(i)
 		if !e.HasMethod("tools/call") {
 			continue
@@ -229,7 +232,7 @@ func (d *decision) admitStore() (refusal, bool) {
 func (d *decision) admitQuota() (refusal, bool) {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	if d.proven {
-		d.addItems(layerQuota, "i/"+fingerprintHex(d.fp), d.lim.quota, d.cost)
+		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
 		if d.req != nil {
 			fpHex := ""
 			d.eachToolCall(func(name string) {
@@ -327,7 +330,7 @@ func (d *decision) rollback() {
 // eachTool calls fn for every tool name any reading of any tools/call
 // entry names.
 func (d *decision) eachTool(fn func(string)) {
-	for i := 0; i < d.req.Len(); i++ {
+	for i := 0; i < d.req.Scanned(); i++ {
 		e := d.req.Entry(i)
 		if e.HasMethod("tools/call") {
 			e.Tools(fn)
@@ -368,14 +371,14 @@ func acceptsEventStream(r *http.Request) bool {
 // bodyReader hands the inspected body on; closing it returns the buffer to
 // the pool once the next handler is done with it.
 type bodyReader struct {
-	*bytes.Reader
+	bytes.Reader
 	buf *jsonrpc.Buffer
 }
 
 // Close implements io.Closer.
 func (b *bodyReader) Close() error {
 	if b.buf != nil {
-		b.Reader = bytes.NewReader(nil)
+		b.Reset(nil)
 		b.buf.Release()
 		b.buf = nil
 	}

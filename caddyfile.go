@@ -141,7 +141,15 @@ func init() {
 			if h.Costs == nil {
 				h.Costs = map[string]int64{}
 			}
-			return parseCost(d, h.Costs)
+			if err := parseCost(d, h.Costs); err != nil {
+				return err
+			}
+			for tool := range h.Costs {
+				if tp := h.Tools[tool]; tp != nil && tp.Cost > 0 {
+					return d.Errf("cost %s: cost is given both as `cost %s` and in the tool block", tool, tool)
+				}
+			}
+			return nil
 		},
 		"max_body": func(d *caddyfile.Dispenser, h *Handler) error {
 			var s string
@@ -224,13 +232,14 @@ func flag(field func(*Handler) *bool) parseFunc {
 }
 
 func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
+	name := d.Val()
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
 	}
 	dur, err := caddy.ParseDuration(s)
 	if err != nil || dur <= 0 {
-		return d.Errf("%s %q: want a positive duration such as 30s or 24h", d.Val(), s)
+		return d.Errf("%s %q: want a positive duration such as 30s or 24h", name, s)
 	}
 	*dst = caddy.Duration(dur)
 	return nil

@@ -44,6 +44,7 @@ type limits struct {
 	quota       quotaLimit
 	concurrency Concurrency
 	costs       map[string]int64
+	rlPolicy    []string // RateLimit-Policy value; shared, never modified
 }
 
 // override is a compiled per-identity override: the fields it sets
@@ -76,6 +77,9 @@ func (o *override) apply(l limits) limits {
 			merged[k] = v
 		}
 		l.costs = merged
+	}
+	if o.tenant || o.quota {
+		l.rlPolicy = policyHeader(l)
 	}
 	return l
 }
@@ -239,6 +243,10 @@ func compile(h *Handler) (*policy, error) {
 	}
 	if err := compileTiers(p, h.Tiers); err != nil {
 		return nil, err
+	}
+	p.base.rlPolicy = policyHeader(p.base)
+	for i := range p.tiers {
+		p.tiers[i].limits.rlPolicy = policyHeader(p.tiers[i].limits)
 	}
 	if err := compileOverrides(p, h.Overrides); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"encoding/hex"
 	"net/http"
 	"net/netip"
 	"sync"
@@ -45,6 +46,7 @@ type decision struct {
 	items      []quota.Item
 	itemLayers []layer
 	quotaHeld  bool
+	quotaKey   string
 	concAll    bool
 	concID     bool
 }
@@ -61,12 +63,12 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 		d.repl = caddy.NewReplacer()
 	}
 	d.addr = h.clientAddr(r, d.pol)
-	if v := identityValue(d.repl, d.pol.identity); v != "" {
+	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
 		d.fp, d.hasID = d.z.fpKey.sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
 	}
 	if d.pol.groupKey != "" {
-		if g := d.repl.ReplaceAll(d.pol.groupKey, ""); g != "" {
+		if g := placeholderValue(r, d.repl, d.pol.groupKey); g != "" {
 			d.groupFP, d.hasGroup = d.z.fpKey.sum(g), true
 		}
 	}
@@ -124,6 +126,17 @@ matched:
 		}
 	}
 	return l
+}
+
+// identityQuotaKey is the quota key of d's identity, computed once.
+func (d *decision) identityQuotaKey() string {
+	if d.quotaKey == "" {
+		var b [34]byte
+		b[0], b[1] = 'i', '/'
+		hex.Encode(b[2:], d.fp[:])
+		d.quotaKey = string(b[:])
+	}
+	return d.quotaKey
 }
 
 // toolCost returns the cost of one call of tool under d's limits.

@@ -3,66 +3,111 @@ package mcplimit
 import (
 	"math"
 	"net/http"
-	"strings"
+	"strconv"
+	"time"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// writeRateLimitHeaders sets the IETF RateLimit-Policy and RateLimit
-// fields (draft-ietf-httpapi-ratelimit-headers, structured-field syntax)
-// for the tenant and quota policies of a metered request by a proven
-// identity:
+// The IETF RateLimit-Policy and RateLimit fields
+// (draft-ietf-httpapi-ratelimit-headers, structured-field syntax) for the
+// tenant and quota policies of a metered request by a proven identity:
 //
 //	RateLimit-Policy: "tenant";q=20;w=4, "quota-day";q=5000;w=86400
 //	RateLimit: "tenant";r=19;t=1, "quota-day";r=4990;t=3600
 //
 // For the token bucket, q is the burst, w the seconds to refill it from
 // empty, r the whole tokens left and t the seconds until it is full again.
+// For a quota, q is the limit, w the period, r what is left and t the
+// seconds to the reset.
+const (
+	hdrPolicy    = "Ratelimit-Policy" // canonical form of RateLimit-Policy
+	hdrRateLimit = "Ratelimit"        // canonical form of RateLimit
+)
+
+// quotaPeriods are the periods a quota may set, in header order.
+var quotaPeriods = [...]quota.Period{quota.Day, quota.Month}
+
+func (q quotaLimit) of(p quota.Period) int64 {
+	if p == quota.Day {
+		return q.day
+	}
+	return q.month
+}
+
+// policyHeader renders the RateLimit-Policy value of l; it depends only
+// on the limits, so it is computed once per compiled limits.
+func policyHeader(l limits) []string {
+	var b []byte
+	sep := func() {
+		if len(b) > 0 {
+			b = append(b, ", "...)
+		}
+	}
+	if !l.tenantOff && l.tenant.rate > 0 {
+		b = append(b, `"tenant";q=`...)
+		b = strconv.AppendInt(b, int64(l.tenant.burst), 10)
+		b = append(b, ";w="...)
+		b = strconv.AppendInt(b, int64(math.Ceil(float64(l.tenant.burst)/float64(l.tenant.rate))), 10)
+	}
+	ref := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, p := range quotaPeriods {
+		if lim := l.quota.of(p); lim > 0 {
+			sep()
+			b = append(b, `"quota-`...)
+			b = append(b, p.String()...)
+			b = append(b, `";q=`...)
+			b = strconv.AppendInt(b, lim, 10)
+			b = append(b, ";w="...)
+			w := int64(86400)
+			if p == quota.Month {
+				w = int64(p.Next(ref).Sub(ref).Seconds()) // 31 days, the longest
+			}
+			b = strconv.AppendInt(b, w, 10)
+		}
+	}
+	if len(b) == 0 {
+		return nil
+	}
+	return []string{string(b)}
+}
+
+// writeRateLimitHeaders sets RateLimit-Policy and RateLimit.
 func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
-	if d.cost <= 0 || !d.proven {
+	if d.cost <= 0 || !d.proven || d.lim.rlPolicy == nil {
 		return
 	}
-	var pol, cur strings.Builder
-	add := func(name string, q, wnd, r, t int64) {
-		if pol.Len() > 0 {
-			pol.WriteString(", ")
-			cur.WriteString(", ")
-		}
-		pol.WriteString(`"` + name + `";q=` + itoa(q) + ";w=" + itoa(wnd))
-		cur.WriteString(`"` + name + `";r=` + itoa(r) + ";t=" + itoa(t))
-	}
+	var arr [160]byte
+	b := arr[:0]
 	if !d.lim.tenantOff && d.lim.tenant.rate > 0 {
-		b := d.lim.tenant
+		t := d.lim.tenant
 		tokens, ok := d.z.tenants.Tokens(d.fp, d.now)
 		if !ok {
-			tokens = float64(b.burst)
+			tokens = float64(t.burst)
 		}
-		tokens = math.Max(0, math.Min(tokens, float64(b.burst)))
-		fill := int64(math.Ceil(float64(b.burst) / float64(b.rate)))
-		until := int64(math.Ceil((float64(b.burst) - tokens) / float64(b.rate)))
-		add("tenant", int64(b.burst), fill, int64(math.Floor(tokens)), until)
+		tokens = math.Max(0, math.Min(tokens, float64(t.burst)))
+		b = append(b, `"tenant";r=`...)
+		b = strconv.AppendInt(b, int64(math.Floor(tokens)), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, int64(math.Ceil((float64(t.burst)-tokens)/float64(t.rate))), 10)
 	}
-	q := d.lim.quota
-	key := ""
-	for _, p := range []struct {
-		period quota.Period
-		limit  int64
-	}{{quota.Day, q.day}, {quota.Month, q.month}} {
-		if p.limit <= 0 {
+	for _, p := range quotaPeriods {
+		lim := d.lim.quota.of(p)
+		if lim <= 0 {
 			continue
 		}
-		if key == "" {
-			key = "i/" + fingerprintHex(d.fp)
+		if len(b) > 0 {
+			b = append(b, ", "...)
 		}
-		used := d.z.quota.Used(key, p.period, d.now)
-		start, next := p.period.Start(d.now), p.period.Next(d.now)
-		left := max(p.limit-used, 0)
-		add("quota-"+p.period.String(), p.limit, int64(next.Sub(start).Seconds()), left, ceilSeconds(next.Sub(d.now)))
-	}
-	if pol.Len() == 0 {
-		return
+		used := d.z.quota.Used(d.identityQuotaKey(), p, d.now)
+		b = append(b, `"quota-`...)
+		b = append(b, p.String()...)
+		b = append(b, `";r=`...)
+		b = strconv.AppendInt(b, max(lim-used, 0), 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, ceilSeconds(p.Next(d.now).Sub(d.now)), 10)
 	}
 	hdr := w.Header()
-	hdr.Set("RateLimit-Policy", pol.String())
-	hdr.Set("RateLimit", cur.String())
+	hdr[hdrPolicy] = d.lim.rlPolicy
+	hdr[hdrRateLimit] = []string{string(b)}
 }

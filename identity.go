@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"hash"
 	"io/fs"
+	"net/http"
+	"net/textproto"
 	"strings"
 	"sync"
 	"time"
@@ -25,20 +27,27 @@ type fingerprinter struct {
 	pool sync.Pool
 }
 
+// macState is a pooled HMAC with a scratch buffer for its input.
+type macState struct {
+	mac     hash.Hash
+	scratch []byte
+}
+
 func newFingerprinter(key []byte) *fingerprinter {
 	f := &fingerprinter{}
-	f.pool.New = func() any { return hmac.New(sha256.New, key) }
+	f.pool.New = func() any { return &macState{mac: hmac.New(sha256.New, key)} }
 	return f
 }
 
 // sum returns the fingerprint of value.
 func (f *fingerprinter) sum(value string) [16]byte {
-	m := f.pool.Get().(hash.Hash)
-	m.Reset()
-	_, _ = m.Write([]byte(value))
+	st := f.pool.Get().(*macState)
+	st.mac.Reset()
+	st.scratch = append(st.scratch[:0], value...)
+	_, _ = st.mac.Write(st.scratch)
 	var full [sha256.Size]byte
-	m.Sum(full[:0])
-	f.pool.Put(m)
+	st.mac.Sum(full[:0])
+	f.pool.Put(st)
 	var fp [16]byte
 	copy(fp[:], full[:16])
 	return fp
@@ -47,20 +56,36 @@ func (f *fingerprinter) sum(value string) [16]byte {
 // identityValue is the one function that computes a request's identity:
 // the identity placeholders' values joined with newlines. Every check
 // and every mark uses it, so they cannot drift apart.
-func identityValue(repl *caddy.Replacer, placeholders []string) string {
+func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string) string {
 	if len(placeholders) == 1 {
-		return repl.ReplaceAll(placeholders[0], "")
+		return placeholderValue(r, repl, placeholders[0])
 	}
 	parts := make([]string, len(placeholders))
 	empty := true
 	for i, p := range placeholders {
-		parts[i] = repl.ReplaceAll(p, "")
+		parts[i] = placeholderValue(r, repl, p)
 		empty = empty && parts[i] == ""
 	}
 	if empty {
 		return ""
 	}
 	return strings.Join(parts, "\n")
+}
+
+// placeholderValue evaluates one placeholder. A lone request-header
+// placeholder is read straight from the header, exactly as Caddy's
+// replacer computes it (values joined with commas), without the
+// replacer's allocations.
+func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
+	if name, ok := strings.CutPrefix(ph, "{http.request.header."); ok && strings.HasSuffix(name, "}") &&
+		!strings.ContainsAny(name[:len(name)-1], "{}") {
+		vals := r.Header[textproto.CanonicalMIMEHeaderKey(name[:len(name)-1])]
+		if len(vals) == 1 {
+			return vals[0]
+		}
+		return strings.Join(vals, ",")
+	}
+	return repl.ReplaceAll(ph, "")
 }
 
 // fingerprintHex formats a fingerprint as operators see it.

@@ -38,7 +38,7 @@ func rateRefusal(l layer, lim bucketLimit, wait time.Duration) refusal {
 	var who string
 	switch l {
 	case layerPreauth:
-		who = "too many requests from this network address without an accepted credential; the " + lim.unitWord() + " limit is"
+		who = "too many requests from this network address without an accepted credential exceeded its " + lim.unitWord() + " limit"
 	case layerGroup:
 		who = "this API key's organization exceeded its shared " + lim.unitWord() + " limit"
 	case layerGlobal:

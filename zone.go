@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
@@ -60,7 +61,7 @@ type zone struct {
 // applies pol's limits to it.
 func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, error) {
 	val, _, err := zones.LoadOrNew(pol.zone, func() (caddy.Destructor, error) {
-		return newZone(ctx, pol, logger)
+		return newZone(ctx.Storage(), pol, logger)
 	})
 	if err != nil {
 		return nil, err
@@ -80,10 +81,10 @@ func releaseZone(z *zone) error {
 	return err
 }
 
-func newZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, error) {
+func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, error) {
 	stor := &swapStorage{}
-	stor.set(ctx.Storage())
-	key, err := loadFingerprintKey(ctx, stor, pol.zone)
+	stor.set(st)
+	key, err := loadFingerprintKey(context.Background(), stor, pol.zone)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +111,12 @@ func newZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, error) 
 		Clock:      time.Now,
 		OnDegraded: z.onDegraded,
 	})
+	// mcp_ratelimit_tracked is read from the zone at each scrape.
+	z.metrics.refreshed = func(m *zoneMetrics) {
+		for kind, n := range z.tracked() {
+			m.tracked.WithLabelValues(kind).Set(float64(n))
+		}
+	}
 	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelLoad()
 	if err := z.quota.Load(loadCtx); err != nil {
@@ -168,7 +175,10 @@ func (z *zone) run(ctx context.Context) {
 			z.groups.Sweep(now)
 			z.known.Sweep(now)
 			z.drainSampler()
-			if now.Sub(lastFlush) >= z.pol.Load().flush {
+			// Half a tick of slack: ticks jitter, and without it a tick
+			// landing a hair early would put the flush off by a whole
+			// second (a 1s flush_interval flushed only every 2s).
+			if now.Sub(lastFlush)+time.Second/2 >= z.pol.Load().flush {
 				lastFlush = now
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				z.flush(fctx)

@@ -3,7 +3,6 @@ package jsonrpc
 import (
 	"math"
 	"strconv"
-	"unsafe"
 )
 
 // Arg returns the verdict on params.arguments.<name> over all readings: every
@@ -18,7 +17,8 @@ import (
 //   - max is the highest numeric reading, +Inf for a number that overflows
 //     float64, and 0 when no reading is numeric.
 //
-// Arg rescans the arguments objects on each call; it does not allocate.
+// Arg rescans the arguments objects on each call; for ordinary numbers it
+// does not allocate.
 func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
 	r := e.r
 	v := argVerdict{max: math.Inf(-1), numeric: true}
@@ -45,17 +45,17 @@ func (r *Request) argIn(a span, name string, v *argVerdict) {
 	b := r.body[:a.hi]
 	i := int(a.lo) + 1 // after '{'
 	for {
-		i = skipSpace(b, i)
+		i = skipWS(b, i)
 		switch b[i] {
 		case '}':
 			return
 		case ',':
-			i = skipSpace(b, i+1)
+			i = skipWS(b, i+1)
 		}
 		end, flags := stringEnd(b, i)
 		key := decodeKey(b[i+1:end], flags, &r.scratch)
-		i = skipSpace(b, end+1) + 1 // past ':'
-		i = skipSpace(b, i)
+		i = skipWS(b, end+1) + 1 // past ':'
+		i = skipWS(b, i)
 		end = valueEnd(b, i)
 		if equalFold(key, name) {
 			v.add(b[i:end])
@@ -77,37 +77,24 @@ func (v *argVerdict) add(raw []byte) {
 	}
 	// A JSON number is valid Go float syntax; on overflow ParseFloat
 	// returns ±Inf with a range error, which is the value we want.
-	f, _ := strconv.ParseFloat(unsafe.String(&raw[0], len(raw)), 64)
+	f, _ := strconv.ParseFloat(string(raw), 64)
 	if !v.numbers || f > v.max {
 		v.max = f
 	}
 	v.numbers = true
 }
 
-// skipSpace returns the index of the first non-whitespace byte at or after i.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\n', '\r':
-			i++
-			continue
-		}
-		break
-	}
-	return i
-}
-
 // stringEnd returns the index of the closing quote of the validated string
 // whose opening quote is at i, and its scanString flags.
 func stringEnd(b []byte, i int) (end int, flags uint8) {
 	for i++; ; i++ {
-		switch strClass[b[i]] {
-		case strQuote:
+		switch c := b[i]; {
+		case c == '"':
 			return i, flags
-		case strEscape:
+		case c == '\\':
 			flags |= flagEscape
 			i++
-		case strHigh:
+		case c >= 0x80:
 			flags |= flagHigh
 		}
 	}

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -74,6 +75,19 @@ func BenchmarkArg(b *testing.B) {
 	for b.Loop() {
 		if max, _, _ := e.Arg("limit"); max != 10 {
 			b.Fatal(max)
+		}
+	}
+}
+
+// BenchmarkBaselineJSONValid calibrates the machine: encoding/json's
+// validator alone on the body of BenchmarkParseToolsCall.
+func BenchmarkBaselineJSONValid(b *testing.B) {
+	body := []byte(benchCall)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if !json.Valid(body) {
+			b.Fatal("invalid")
 		}
 	}
 }

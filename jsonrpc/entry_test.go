@@ -149,3 +149,29 @@ func TestMemoryStaysSmallForHugeBatchesOfEmptyEntries(t *testing.T) {
 		t.Errorf("parsing %d bytes allocated %d bytes", len(body), alloc)
 	}
 }
+
+func TestParseAndCostDoNotAllocateWithAWarmRequest(t *testing.T) {
+	r := GetRequest()
+	defer PutRequest(r)
+	for _, body := range append(sdkBodies, benchCall, `{"method":"tools\u002fcall","params":{"name":"b\u0069g"}}`) {
+		b := []byte(body)
+		r.Parse(b) // warm
+		allocs := testing.AllocsPerRun(100, func() {
+			r.Parse(b)
+			r.Cost(toolsCallMeter, tableCost)
+			for i := range r.Len() {
+				e := r.Entry(i)
+				e.ID()
+				e.HasMethod(ToolsCall)
+				e.Arg("limit")
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%d allocations for %s", int(allocs), body)
+		}
+	}
+	r.Reset()
+	if r.body != nil {
+		t.Errorf("Reset keeps the body")
+	}
+}

@@ -59,29 +59,3 @@ func equalFoldUnicode(s []byte, t string) bool {
 	}
 	return len(s) == len(t)
 }
-
-// asciiKeyIs reports whether the ASCII key k equals the lower-case ASCII
-// letters lower under equalFold. Only ASCII letters fold to ASCII letters,
-// so a byte-wise comparison suffices.
-func asciiKeyIs(k []byte, lower string) bool {
-	if len(k) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i]|0x20 != lower[i] {
-			return false
-		}
-	}
-	return true
-}
-
-// decodeKey returns the decoded raw key contents k, using scratch when k has
-// escapes. Invalid UTF-8 is left alone: equalFold reads each invalid byte as
-// U+FFFD, which is what encoding/json replaces it with.
-func decodeKey(k []byte, flags uint8, scratch *[]byte) []byte {
-	if flags&flagEscape == 0 {
-		return k
-	}
-	*scratch = appendUnquoted((*scratch)[:0], k)
-	return *scratch
-}

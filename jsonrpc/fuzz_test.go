@@ -207,35 +207,136 @@ func FuzzCost(f *testing.F) {
 	f.Add([]byte("[" + strings.Join(sdkBodies, ",") + "]"))
 	r := new(Request) // reused across inputs, as the handler's pool does
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r.Parse(data)
-		cost := r.Cost(toolsCallMeter, tableCost)
-		exercise(r)
-
-		valid := json.Valid(data)
-		if valid && !r.Valid() {
-			t.Fatalf("encoding/json accepts what Parse rejects: %q", data)
-		}
-		if r.Valid() && !valid && !bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
-			t.Fatalf("Parse accepts what encoding/json rejects: %q", data)
-		}
-		if !r.Valid() && cost < 1 {
-			t.Fatalf("invalid body costs %d", cost)
-		}
-		if ref, ok := lastWinsCost(data); ok && cost < ref {
-			t.Fatalf("Cost %d < encoding/json reading %d: %q", cost, ref, data)
-		}
-		if valid {
-			if ref, ok := firstWinsCost(data); ok && cost < ref {
-				t.Fatalf("Cost %d < first-key-wins reading %d: %q", cost, ref, data)
-			}
-		}
-		checkArg(t, r, data)
-
-		// A fresh Request agrees with the reused one.
-		if again := parse(t, string(data)).Cost(toolsCallMeter, tableCost); again != cost {
-			t.Fatalf("reused Request cost %d, fresh %d", cost, again)
-		}
+		checkCost(t, r, data)
 	})
+}
+
+// FuzzStructuredMessages builds JSON-RPC bodies full of duplicate, case-folded
+// and escaped keys from the fuzzer's bytes, so that the reference decoders
+// disagree often, and checks them like FuzzCost.
+func FuzzStructuredMessages(f *testing.F) {
+	for _, s := range []string{"", "\x00\x01\x02", "abcdefghijklmnopqrstuvwxyz", "\xff\xfe\xfd\xfc\xfb\xfa\xf9\xf8"} {
+		f.Add([]byte(s))
+	}
+	r := new(Request)
+	f.Fuzz(func(t *testing.T, choices []byte) {
+		c := &chooser{b: choices}
+		var body strings.Builder
+		if c.next(3) == 0 {
+			body.WriteString("[")
+			for i := range c.next(5) {
+				if i > 0 {
+					body.WriteString(",")
+				}
+				if c.next(6) == 0 {
+					body.WriteString(c.pick(`1`, `null`, `[]`, `"x"`))
+				} else {
+					genMessage(c, &body)
+				}
+			}
+			body.WriteString("]")
+		} else {
+			genMessage(c, &body)
+		}
+		checkCost(t, r, []byte(body.String()))
+	})
+}
+
+// chooser turns fuzz bytes into choices.
+type chooser struct {
+	b []byte
+	i int
+}
+
+func (c *chooser) next(n int) int {
+	if c.i >= len(c.b) {
+		return 0
+	}
+	c.i++
+	return int(c.b[c.i-1]) % n
+}
+
+func (c *chooser) pick(options ...string) string { return options[c.next(len(options))] }
+
+func (c *chooser) ws() string { return c.pick("", "", "", " ", "\n\t") }
+
+func genMessage(c *chooser, w *strings.Builder) {
+	w.WriteString("{" + c.ws())
+	for i := range c.next(6) {
+		if i > 0 {
+			w.WriteString("," + c.ws())
+		}
+		switch c.next(4) {
+		case 0:
+			w.WriteString(c.pick(`"method"`, `"Method"`, `"METHOD"`, `"\u006dethod"`, `"meth\u006Fd"`, `"methods"`))
+			w.WriteString(c.ws() + ":" + c.ws())
+			w.WriteString(c.pick(`"tools/call"`, `"tools/list"`, `"tools\u002fcall"`, `"initialize"`, `"Tools/Call"`, `null`, `5`))
+		case 1:
+			w.WriteString(c.pick(`"params"`, `"Params"`, `"PARAM\u017f"`, "\"param\u017f\"", `"p\u0061rams"`))
+			w.WriteString(c.ws() + ":" + c.ws())
+			if c.next(5) == 0 {
+				w.WriteString(c.pick(`null`, `5`, `"x"`, `[]`))
+				continue
+			}
+			w.WriteString("{")
+			for j := range c.next(5) {
+				if j > 0 {
+					w.WriteString(",")
+				}
+				switch c.next(3) {
+				case 0:
+					w.WriteString(c.pick(`"name"`, `"Name"`, `"NAME"`, `"n\u0061me"`, `"nam\u0065"`))
+					w.WriteString(":" + c.pick(`"big"`, `"photo"`, `"echo"`, `"\u0062ig"`, `""`, `"\ud83d\udcf7"`, `null`, `7`))
+				case 1:
+					w.WriteString(c.pick(`"arguments"`, `"Arguments"`, `"argument\u017f"`))
+					w.WriteString(":" + c.pick(`{"limit":10}`, `{"LIMIT":100,"limit":1}`, `{"limit":"100"}`, `{"limit":null}`, `{"limit":1e400}`, `null`, `[1]`, `{"a":{"limit":5}}`))
+				default:
+					w.WriteString(c.pick(`"_meta":{"progressToken":1}`, `"x":[{"name":"big"}]`))
+				}
+			}
+			w.WriteString("}")
+		case 2:
+			w.WriteString(c.pick(`"id"`, `"ID"`, `"Id"`) + ":" + c.pick(`1`, `"a"`, `null`, `{"b":[]}`))
+		default:
+			w.WriteString(c.pick(`"jsonrpc":"2.0"`, `"result":{}`, `"name":"big"`))
+		}
+		w.WriteString(c.ws())
+	}
+	w.WriteString("}")
+}
+
+// checkCost checks Parse and Cost on data against encoding/json and a
+// first-key-wins decoder, and calls every accessor.
+func checkCost(t *testing.T, r *Request, data []byte) {
+	t.Helper()
+	r.Parse(data)
+	cost := r.Cost(toolsCallMeter, tableCost)
+	exercise(r)
+
+	valid := json.Valid(data)
+	if valid && !r.Valid() {
+		t.Fatalf("encoding/json accepts what Parse rejects: %q", data)
+	}
+	if r.Valid() && !valid && !bytes.HasPrefix(data, []byte("\xEF\xBB\xBF")) {
+		t.Fatalf("Parse accepts what encoding/json rejects: %q", data)
+	}
+	if !r.Valid() && cost < 1 {
+		t.Fatalf("invalid body costs %d", cost)
+	}
+	if ref, ok := lastWinsCost(data); ok && cost < ref {
+		t.Fatalf("Cost %d < encoding/json reading %d: %q", cost, ref, data)
+	}
+	if valid {
+		if ref, ok := firstWinsCost(data); ok && cost < ref {
+			t.Fatalf("Cost %d < first-key-wins reading %d: %q", cost, ref, data)
+		}
+	}
+	checkArg(t, r, data)
+
+	// A fresh Request agrees with the reused one.
+	if again := parse(t, string(data)).Cost(toolsCallMeter, tableCost); again != cost {
+		t.Fatalf("reused Request cost %d, fresh %d", cost, again)
+	}
 }
 
 // exercise calls every accessor on every entry.

@@ -55,42 +55,6 @@ func (r *Request) message(b []byte, i int) int {
 	return i
 }
 
-// beginEntry counts a new entry and, for an object, opens its record,
-// whose readings start at the current ends of the reading lists.
-func (r *Request) beginEntry(object bool) {
-	idx := r.count
-	r.count++
-	w := idx >> 6
-	for len(r.objBits) <= w {
-		r.objBits = append(r.objBits, 0)
-	}
-	if !object {
-		return
-	}
-	r.objects++
-	r.objBits[w] |= 1 << (idx & 63)
-	r.entries = append(r.entries, Entry{
-		r:       r,
-		object:  true,
-		index:   int32(idx),
-		methods: span{lo: int32(len(r.methods))},
-		tools:   span{lo: int32(len(r.tools))},
-		args:    span{lo: int32(len(r.args))},
-	})
-}
-
-// endEntry closes the record opened last: its readings end at the current
-// ends of the lists. A record without readings or id is dropped; Entry
-// returns a shared blank one instead.
-func (r *Request) endEntry() {
-	e := &r.entries[len(r.entries)-1]
-	e.methods.hi, e.tools.hi, e.args.hi = int32(len(r.methods)), int32(len(r.tools)), int32(len(r.args))
-	if !e.hasID && e.methods.lo == e.methods.hi && e.tools.lo == e.tools.hi && e.args.lo == e.args.hi {
-		*e = Entry{}
-		r.entries = r.entries[:len(r.entries)-1]
-	}
-}
-
 // parseBatch parses the array at i; each element is an entry.
 func (r *Request) parseBatch(b []byte, i int) int {
 	s := &r.s
@@ -155,76 +119,6 @@ func member(b []byte, i int) (k []byte, flags uint8, value int) {
 		return nil, 0, -1
 	}
 	return k, flags, i
-}
-
-// Keys that matter in messages and in params.
-const (
-	keyOther = iota
-	keyMethod
-	keyParams
-	keyID
-	keyName
-	keyArguments
-)
-
-// messageKey classifies a member key of a message.
-func (r *Request) messageKey(k []byte, flags uint8) int {
-	if flags == 0 {
-		if len(k) > 0 {
-			switch k[0] | 0x20 {
-			case 'm':
-				if string(k) == "method" || asciiKeyIs(k, "method") {
-					return keyMethod
-				}
-			case 'p':
-				if string(k) == "params" || asciiKeyIs(k, "params") {
-					return keyParams
-				}
-			case 'i':
-				if string(k) == "id" || asciiKeyIs(k, "id") {
-					return keyID
-				}
-			}
-		}
-		return keyOther
-	}
-	k = decodeKey(k, flags, &r.scratch)
-	switch {
-	case equalFold(k, "method"):
-		return keyMethod
-	case equalFold(k, "params"):
-		return keyParams
-	case equalFold(k, "id"):
-		return keyID
-	}
-	return keyOther
-}
-
-// paramsKey classifies a member key of params.
-func (r *Request) paramsKey(k []byte, flags uint8) int {
-	if flags == 0 {
-		if len(k) > 0 {
-			switch k[0] | 0x20 {
-			case 'n':
-				if string(k) == "name" || asciiKeyIs(k, "name") {
-					return keyName
-				}
-			case 'a':
-				if string(k) == "arguments" || asciiKeyIs(k, "arguments") {
-					return keyArguments
-				}
-			}
-		}
-		return keyOther
-	}
-	k = decodeKey(k, flags, &r.scratch)
-	switch {
-	case equalFold(k, "name"):
-		return keyName
-	case equalFold(k, "arguments"):
-		return keyArguments
-	}
-	return keyOther
 }
 
 // parseMessage parses the object at i into the last record.

@@ -116,6 +116,42 @@ func (r *Request) Reset() {
 	r.arena = r.arena[:0]
 }
 
+// beginEntry counts a new entry and, for an object, opens its record,
+// whose readings start at the current ends of the reading lists.
+func (r *Request) beginEntry(object bool) {
+	idx := r.count
+	r.count++
+	w := idx >> 6
+	for len(r.objBits) <= w {
+		r.objBits = append(r.objBits, 0)
+	}
+	if !object {
+		return
+	}
+	r.objects++
+	r.objBits[w] |= 1 << (idx & 63)
+	r.entries = append(r.entries, Entry{
+		r:       r,
+		object:  true,
+		index:   int32(idx),
+		methods: span{lo: int32(len(r.methods))},
+		tools:   span{lo: int32(len(r.tools))},
+		args:    span{lo: int32(len(r.args))},
+	})
+}
+
+// endEntry closes the record opened last: its readings end at the current
+// ends of the lists. A record without readings or id is dropped; Entry
+// returns a shared blank one instead.
+func (r *Request) endEntry() {
+	e := &r.entries[len(r.entries)-1]
+	e.methods.hi, e.tools.hi, e.args.hi = int32(len(r.methods)), int32(len(r.tools)), int32(len(r.args))
+	if !e.hasID && e.methods.lo == e.methods.hi && e.tools.lo == e.tools.hi && e.args.lo == e.args.hi {
+		*e = Entry{}
+		r.entries = r.entries[:len(r.entries)-1]
+	}
+}
+
 // Valid reports whether the body is syntactically valid JSON, after an
 // optional UTF-8 byte order mark, with nesting at most MaxDepth.
 func (r *Request) Valid() bool { return r.valid }
@@ -132,6 +168,12 @@ func (r *Request) Len() int {
 	}
 	return r.count
 }
+
+// Scanned returns the number of entries scanned, whether the body is valid
+// or not: for an invalid body, the entries of every value Parse could scan,
+// which a lenient or streaming parser may still run. Entry accepts
+// 0 <= i < Scanned().
+func (r *Request) Scanned() int { return r.count }
 
 // Entry returns entry i, 0 <= i < Len(). It is valid until the next Reset.
 // Entries without any reading (such as non-objects) may share a pointer.

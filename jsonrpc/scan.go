@@ -13,28 +13,6 @@ const MaxDepth = 10000
 // The scanning functions take the body b and an index i, and return the
 // index just past what they scanned, or -1 on a syntax error.
 
-// Byte classes inside a JSON string.
-const (
-	strPlain   = iota // ordinary byte
-	strQuote          // '"' ends the string
-	strEscape         // '\\' starts an escape
-	strControl        // control byte: invalid in JSON
-	strHigh           // non-ASCII byte: possibly invalid UTF-8
-)
-
-// strClass classifies bytes inside strings. It is never modified.
-var strClass = func() (t [256]uint8) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = strControl
-	}
-	for c := 0x80; c < 0x100; c++ {
-		t[c] = strHigh
-	}
-	t['"'] = strQuote
-	t['\\'] = strEscape
-	return t
-}()
-
 // String flags reported by scanString.
 const (
 	flagEscape = 1 << iota // the string contains a backslash escape

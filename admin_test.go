@@ -1,0 +1,286 @@
+package mcplimit_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// keys returns the sorted keys of m.
+func adminKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// wantKeys fails unless m has at least the given keys.
+func wantKeys(t *testing.T, what string, m map[string]any, want ...string) {
+	t.Helper()
+	for _, k := range want {
+		if _, ok := m[k]; !ok {
+			t.Errorf("%s lacks %q (has %v)", what, k, adminKeys(m))
+		}
+	}
+}
+
+func TestAdminAPIShape(t *testing.T) {
+	e := start(t, "zone adm\npreauth 1/m burst 2\ntenant 1/m burst 1\nquota 100/day")
+	e.prove("valid-adm")
+	if r := e.call(1, "Authorization", "Bearer valid-adm"); r.Status != http.StatusOK {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(2, "Authorization", "Bearer valid-adm"), http.StatusTooManyRequests, "tenant")
+	e.call(3)
+	refusal(t, e.call(4), http.StatusTooManyRequests, "preauth")
+
+	z := adminZone(t, e.caddy, "adm")
+	wantKeys(t, "zone", z, "limits", "tracked", "refusals", "dry_run_refusals", "admitted", "inflight", "upstream_throttled", "quota_store")
+	layers := []string{"preauth", "tenant", "group", "quota", "group_quota", "tool_quota", "global", "concurrency", "anonymous", "store"}
+	for _, field := range []string{"refusals", "dry_run_refusals"} {
+		m, ok := z[field].(map[string]any)
+		if !ok {
+			t.Fatalf("%s is %T", field, z[field])
+		}
+		wantKeys(t, field, m, layers...)
+	}
+	refusals := z["refusals"].(map[string]any)
+	if refusals["tenant"] != float64(1) || refusals["preauth"] != float64(1) || refusals["global"] != float64(0) {
+		t.Errorf("refusals %v, want tenant 1, preauth 1, others 0", refusals)
+	}
+	if z["admitted"] != float64(3) || z["inflight"] != float64(0) || z["upstream_throttled"] != float64(0) {
+		t.Errorf("admitted %v inflight %v upstream %v, want 3 0 0", z["admitted"], z["inflight"], z["upstream_throttled"])
+	}
+	tracked, _ := z["tracked"].(map[string]any)
+	wantKeys(t, "tracked", tracked, "preauth_buckets", "tenant_buckets", "known")
+	if tracked["known"] != float64(1) {
+		t.Errorf("tracked.known %v, want 1", tracked["known"])
+	}
+	store, _ := z["quota_store"].(map[string]any)
+	wantKeys(t, "quota_store", store, "degraded", "last_error", "last_flush")
+	if store["degraded"] != false {
+		t.Errorf("quota_store.degraded = %v", store["degraded"])
+	}
+	limits, _ := z["limits"].(map[string]any)
+	wantKeys(t, "limits", limits, "tenant", "quota", "preauth", "global")
+	if ten, _ := limits["tenant"].(map[string]any); ten["rate"] != "1/m" || ten["burst"] != float64(1) {
+		t.Errorf("limits.tenant = %v, want 1/m burst 1", limits["tenant"])
+	}
+	if q, _ := limits["quota"].(map[string]any); q["day"] != float64(100) {
+		t.Errorf("limits.quota = %v, want day 100", limits["quota"])
+	}
+
+	// One zone alone has the same shape.
+	status, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/adm", nil)
+	var one map[string]any
+	if status != http.StatusOK || json.Unmarshal(body, &one) != nil {
+		t.Fatalf("GET /mcp_ratelimit/adm: %d %s", status, body)
+	}
+	wantKeys(t, "single zone", one, "limits", "refusals", "quota_store")
+
+	fp := fingerprintOf(t, e.caddy.Storage, "adm", "Bearer valid-adm")
+	status, body = e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/adm/identities/"+fp, nil)
+	if status != http.StatusOK {
+		t.Fatalf("identity: %d %s", status, body)
+	}
+	var id map[string]any
+	if err := json.Unmarshal(body, &id); err != nil {
+		t.Fatal(err)
+	}
+	if id["proven"] != true || id["fingerprint"] != fp {
+		t.Fatalf("identity %s: want proven true", body)
+	}
+	if used, _ := id["quota_used"].(map[string]any); used["day"] != float64(1) {
+		t.Errorf("identity quota_used %v, want day 1", id["quota_used"])
+	}
+
+	for _, c := range []struct {
+		method, path string
+		status       int
+	}{
+		{"GET", "/mcp_ratelimit/nosuchzone", http.StatusNotFound},
+		{"GET", "/mcp_ratelimit/nosuchzone/identities/" + fp, http.StatusNotFound},
+		{"GET", "/mcp_ratelimit/adm/identities/" + strings.Repeat("0", 32), http.StatusNotFound},
+		{"GET", "/mcp_ratelimit/adm/identities/not-a-fingerprint", http.StatusNotFound},
+		{"GET", "/mcp_ratelimit/adm/other/" + fp, http.StatusNotFound},
+		{"POST", "/mcp_ratelimit/", http.StatusMethodNotAllowed},
+		{"POST", "/mcp_ratelimit/adm", http.StatusMethodNotAllowed},
+		{"DELETE", "/mcp_ratelimit/adm/identities/" + fp, http.StatusMethodNotAllowed},
+	} {
+		if got, body := e.caddy.AdminDo(t, c.method, c.path, []byte("{}")); got != c.status {
+			t.Errorf("%s %s: %d, want %d (%s)", c.method, c.path, got, c.status, body)
+		}
+	}
+}
+
+func TestAdminShowsQuotaStoreDegradedAndRecovered(t *testing.T) {
+	e := start(t, "zone deg\nflush_interval 1s\ntenant 10/s burst 20\nquota 1000/day")
+	e.prove("valid-deg")
+	if r := e.call(1, "Authorization", "Bearer valid-deg"); r.Status != http.StatusOK {
+		t.Fatalf("call: %d", r.Status)
+	}
+	storeState := func() map[string]any {
+		s, _ := adminZone(t, e.caddy, "deg")["quota_store"].(map[string]any)
+		return s
+	}
+	harness.Eventually(t, 5*time.Second, "a successful flush", func() bool {
+		s := storeState()
+		return s["last_flush"] != nil && s["degraded"] == false
+	})
+
+	// The storage directory becomes a regular file.
+	dir := e.caddy.Storage
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	restored := false
+	restore := func() {
+		if restored {
+			return
+		}
+		restored = true
+		_ = os.Remove(dir)
+		if err := os.Rename(away, dir); err != nil {
+			t.Fatalf("restoring storage: %v", err)
+		}
+	}
+	t.Cleanup(restore)
+
+	if r := e.call(2, "Authorization", "Bearer valid-deg"); r.Status != http.StatusOK {
+		t.Fatalf("a counted call while storage breaks must be served: %d %s", r.Status, r.Body)
+	}
+	harness.Eventually(t, 10*time.Second, "quota_store.degraded true", func() bool {
+		return storeState()["degraded"] == true
+	})
+	if s := storeState(); s["last_error"] == "" || s["last_error"] == nil {
+		t.Errorf("degraded store without last_error: %v", s)
+	}
+	_, samples := scrapeMetrics(t, e.caddy)
+	mustMetric(t, samples, "mcp_ratelimit_quota_degraded", map[string]string{"zone": "deg"}, 1)
+	if v, _ := metricValue(samples, "mcp_ratelimit_flushes_total", map[string]string{"zone": "deg", "result": "error"}); v < 1 {
+		t.Errorf("flushes_total{result=error} = %v, want ≥1", v)
+	}
+	// Fail open: quotas keep working in memory.
+	if r := e.call(3, "Authorization", "Bearer valid-deg"); r.Status != http.StatusOK {
+		t.Fatalf("call while degraded: %d %s", r.Status, r.Body)
+	}
+
+	restore()
+	harness.Eventually(t, 10*time.Second, "quota_store.degraded false again", func() bool {
+		return storeState()["degraded"] == false
+	})
+	_, samples = scrapeMetrics(t, e.caddy)
+	mustMetric(t, samples, "mcp_ratelimit_quota_degraded", map[string]string{"zone": "deg"}, 0)
+	// Nothing lost: every counted call reaches storage.
+	fp := fingerprintOf(t, dir, "deg", "Bearer valid-deg")
+	harness.Eventually(t, 5*time.Second, "pending counts pushed", func() bool {
+		s := storeState()
+		p, _ := s["pending"].(float64)
+		return p == 0
+	})
+	_, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/deg/identities/"+fp, nil)
+	var id struct {
+		QuotaUsed map[string]int64 `json:"quota_used"`
+	}
+	_ = json.Unmarshal(body, &id)
+	if id.QuotaUsed["day"] != 3 {
+		t.Errorf("quota used %v after recovery, want day 3 (%s)", id.QuotaUsed, body)
+	}
+}
+
+// handlerPath finds the /config/ path of the (first) mcp_ratelimit handler.
+func handlerPath(t *testing.T, c *harness.Caddy) string {
+	t.Helper()
+	status, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /config/: %d %s", status, body)
+	}
+	var cfg any
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var walk func(v any, path string) string
+	walk = func(v any, path string) string {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["handler"] == "mcp_ratelimit" {
+				return path
+			}
+			for _, k := range adminKeys(v) {
+				if p := walk(v[k], path+"/"+k); p != "" {
+					return p
+				}
+			}
+		case []any:
+			for i, x := range v {
+				if p := walk(x, fmt.Sprintf("%s/%d", path, i)); p != "" {
+					return p
+				}
+			}
+		}
+		return ""
+	}
+	p := walk(cfg, "/config")
+	if p == "" {
+		t.Fatalf("no mcp_ratelimit handler in %s", body)
+	}
+	return p
+}
+
+func TestPatchThroughConfigKeepsDrainedBucketAndOverridesApplyToOneIdentity(t *testing.T) {
+	e := start(t, "zone live\ntenant 1/m burst 3\nquota off\npreauth 1/m burst 5")
+	e.prove("valid-alice")
+	e.prove("valid-bob")
+	for _, who := range []string{"alice", "bob"} {
+		for i := range 3 {
+			if r := e.call(i, "Authorization", "Bearer valid-"+who); r.Status != http.StatusOK {
+				t.Fatalf("%s call %d: %d", who, i, r.Status)
+			}
+		}
+		refusal(t, e.call(9, "Authorization", "Bearer valid-"+who), http.StatusTooManyRequests, "tenant")
+	}
+
+	hp := handlerPath(t, e.caddy)
+	if status, body := e.caddy.AdminDo(t, http.MethodPatch, hp+"/tenant", []byte(`{"rate":"2/m","burst":3}`)); status != http.StatusOK {
+		t.Fatalf("PATCH %s/tenant: %d %s", hp, status, body)
+	}
+	// A changed limit never hands out a fresh burst.
+	refusal(t, e.call(10, "Authorization", "Bearer valid-alice"), http.StatusTooManyRequests, "tenant")
+	limits, _ := adminZone(t, e.caddy, "live")["limits"].(map[string]any)
+	if ten, _ := limits["tenant"].(map[string]any); ten["rate"] != "2/m" || ten["burst"] != float64(3) {
+		t.Fatalf("admin shows tenant %v, want 2/m burst 3", limits["tenant"])
+	}
+
+	// One identity gets a far higher rate through a live override.
+	fpAlice := fingerprintOf(t, e.caddy.Storage, "live", "Bearer valid-alice")
+	override := fmt.Sprintf(`{%q:{"tenant":{"rate":"100/s","burst":10}}}`, fpAlice)
+	if status, body := e.caddy.AdminDo(t, http.MethodPut, hp+"/overrides", []byte(override)); status != http.StatusOK {
+		t.Fatalf("PUT %s/overrides: %d %s", hp, status, body)
+	}
+	time.Sleep(200 * time.Millisecond) // alice's drained bucket refills at 100/s
+	if r := e.call(11, "Authorization", "Bearer valid-alice"); r.Status != http.StatusOK {
+		t.Fatalf("alice with an override: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(12, "Authorization", "Bearer valid-bob"), http.StatusTooManyRequests, "tenant")
+	limits, _ = adminZone(t, e.caddy, "live")["limits"].(map[string]any)
+	if ov, _ := limits["overrides"].(map[string]any); ov[fpAlice] == nil || len(ov) != 1 {
+		t.Fatalf("admin overrides %v, want only alice's", limits["overrides"])
+	}
+	_, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/live/identities/"+fpAlice, nil)
+	if !strings.Contains(string(body), `"override":true`) {
+		t.Errorf("identity view lacks override: %s", body)
+	}
+}

@@ -1,0 +1,402 @@
+package mcplimit_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// adaptSite renders a whole Caddyfile whose one site holds reverse_proxy
+// first and the mcp_ratelimit block after it (so the handler order in the
+// output proves the registered directive order, not the user's).
+func adaptSite(block string) string {
+	site := "reverse_proxy 127.0.0.1:1\nmcp_ratelimit {\n" + block + "\n}"
+	return harness.Config(site, "", 1, 2, "/nonexistent-storage", "")
+}
+
+// handlersInOrder returns every handler object of the adapted JSON in
+// depth-first order (the order Caddy runs them in a route).
+func handlersInOrder(v any) []map[string]any {
+	var out []map[string]any
+	var walk func(any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x["handler"].(string); ok {
+				out = append(out, x)
+			}
+			// Deterministic order: walk "routes"/"handle" as arrays below;
+			// map iteration order does not matter for the handlers we
+			// collect because they only sit in arrays.
+			for _, k := range []string{"apps", "http", "servers", "srv0", "routes", "handle"} {
+				if c, ok := x[k]; ok {
+					walk(c)
+				}
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+// adaptedHandler adapts block and returns the mcp_ratelimit handler's JSON
+// without its "handler" key, checking it runs before reverse_proxy.
+func adaptedHandler(t *testing.T, block string) map[string]any {
+	t.Helper()
+	js, err := harness.AdaptErr(adaptSite(block))
+	if err != nil {
+		t.Fatalf("adapt failed: %v\n%s", err, block)
+	}
+	var cfg any
+	if err := json.Unmarshal(js, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	hs := handlersInOrder(cfg)
+	var names []string
+	var mine map[string]any
+	for _, h := range hs {
+		names = append(names, h["handler"].(string))
+		if h["handler"] == "mcp_ratelimit" {
+			if mine != nil {
+				t.Fatalf("two mcp_ratelimit handlers in %s", js)
+			}
+			mine = h
+		}
+	}
+	iM, iR := indexOf(names, "mcp_ratelimit"), indexOf(names, "reverse_proxy")
+	if iM < 0 || iR < 0 || iM > iR {
+		t.Fatalf("mcp_ratelimit must run before reverse_proxy without an order option; handlers %v in %s", names, js)
+	}
+	out := map[string]any{}
+	for k, v := range mine {
+		if k != "handler" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+const fpA = "0123456789abcdef0123456789abcdef"
+
+func TestCaddyfileEverySubdirectiveAdaptsToItsJSONField(t *testing.T) {
+	cases := []struct {
+		name  string
+		block string
+		want  string // the handler's JSON without "handler"
+	}{
+		{"empty block sets nothing (defaults apply at provision)", "", `{}`},
+		{"zone", "zone api", `{"zone":"api"}`},
+		{"identity one", "identity {http.request.header.X-Api-Key}", `{"identity":["{http.request.header.X-Api-Key}"]}`},
+		{"identity several", "identity {http.request.header.X-Api-Key} {http.request.header.X-Org}",
+			`{"identity":["{http.request.header.X-Api-Key}","{http.request.header.X-Org}"]}`},
+		{"trust_identity", "trust_identity", `{"trust_identity":true}`},
+		{"reject_status", "reject_status 401 403 404", `{"reject_status":[401,403,404]}`},
+		{"known_ttl", "known_ttl 1h", `{"known_ttl":3600000000000}`},
+		{"known_ttl days", "known_ttl 2d", `{"known_ttl":172800000000000}`},
+		{"max_known", "max_known 500", `{"max_known":500}`},
+		{"meter methods", "meter tools/call resources/read", `{"meter":["tools/call","resources/read"]}`},
+		{"meter star", "meter *", `{"meter":["*"]}`},
+		{"cost", "cost search 5\ncost photo 10", `{"costs":{"search":5,"photo":10}}`},
+		{"max_body MiB", "max_body 2MiB", `{"max_body":2097152}`},
+		{"max_body KB", "max_body 512KB", `{"max_body":512000}`},
+		{"max_batch", "max_batch 8", `{"max_batch":8}`},
+		{"preauth rate", "preauth 2/s", `{"preauth":{"rate":"2/s"}}`},
+		{"preauth rate burst", "preauth 2/s burst 10", `{"preauth":{"rate":"2/s","burst":10}}`},
+		{"preauth off", "preauth off", `{"preauth":{"off":true}}`},
+		{"gateway", "gateway 10.0.0.0/8 192.0.2.7 30/m burst 60",
+			`{"gateways":[{"cidrs":["10.0.0.0/8","192.0.2.7"],"rate":"30/m","burst":60}]}`},
+		{"two gateways keep their order", "gateway 10.0.0.0/8 30/m\ngateway 2001:db8::/32 5/s burst 9",
+			`{"gateways":[{"cidrs":["10.0.0.0/8"],"rate":"30/m"},{"cidrs":["2001:db8::/32"],"rate":"5/s","burst":9}]}`},
+		{"tenant per minute", "tenant 20/m", `{"tenant":{"rate":"20/m"}}`},
+		{"tenant burst", "tenant 5/s burst 20", `{"tenant":{"rate":"5/s","burst":20}}`},
+		{"tenant per hour", "tenant 100/h", `{"tenant":{"rate":"100/h"}}`},
+		{"tenant off", "tenant off", `{"tenant":{"off":true}}`},
+		{"quota day", "quota 5000/day", `{"quota":{"day":5000}}`},
+		{"quota day and month", "quota 5000/day\nquota 100000/month", `{"quota":{"day":5000,"month":100000}}`},
+		{"quota off", "quota off", `{"quota":{"off":true}}`},
+		{"global", "global 50/s burst 100", `{"global":{"rate":"50/s","burst":100}}`},
+		{"global off", "global off", `{"global":{"off":true}}`},
+		{"anonymous", "anonymous 10/h", `{"anonymous":{"rate":"10/h"}}`},
+		{"anonymous off", "anonymous off", `{"anonymous":{"off":true}}`},
+		{"concurrency max and per identity", "concurrency 8 per_identity 2", `{"concurrency":{"max":8,"per_identity":2}}`},
+		{"concurrency max", "concurrency 8", `{"concurrency":{"max":8}}`},
+		{"concurrency per identity only", "concurrency per_identity 2", `{"concurrency":{"per_identity":2}}`},
+		{"ipv4_prefix", "ipv4_prefix 24", `{"ipv4_prefix":24}`},
+		{"ipv6_prefix", "ipv6_prefix 48", `{"ipv6_prefix":48}`},
+		{"ipv6_prefix 128", "ipv6_prefix 128", `{"ipv6_prefix":128}`},
+		{"flush_interval", "flush_interval 10s", `{"flush_interval":10000000000}`},
+		{"error_code", "error_code -31000", `{"error_code":-31000}`},
+		{"error_code positive", "error_code 42", `{"error_code":42}`},
+		{"error_code just below reserved range", "error_code -32769", `{"error_code":-32769}`},
+		{"refuse_with status", "refuse_with status", `{"refuse_with":"status"}`},
+		{"refuse_with jsonrpc", "refuse_with jsonrpc", `{"refuse_with":"jsonrpc"}`},
+		{"refuse_with tool_result", "refuse_with tool_result", `{"refuse_with":"tool_result"}`},
+		{"group", "group {http.auth.user.org} 100/m", `{"group":{"key":"{http.auth.user.org}","rate":"100/m"}}`},
+		{"group burst", "group {http.auth.user.org} 100/m burst 200",
+			`{"group":{"key":"{http.auth.user.org}","rate":"100/m","burst":200}}`},
+		{"group_quota", "group {http.auth.user.org} 100/m\ngroup_quota 1000/day\ngroup_quota 20000/month",
+			`{"group":{"key":"{http.auth.user.org}","rate":"100/m"},"group_quota":{"day":1000,"month":20000}}`},
+		{"tool full block", "tool analyze_photo {\ncost 5\nquota 20/day\nquota 150/month\narg limit max 100\narg depth max 2.5\nfail_closed\n}",
+			`{"tools":{"analyze_photo":{"cost":5,"quota":{"day":20,"month":150},"args":{"limit":100,"depth":2.5},"fail_closed":true}}}`},
+		{"tool empty block", "tool echo", `{"tools":{"echo":{}}}`},
+		{"two tools", "tool a {\ncost 2\n}\ntool b {\nfail_closed\n}", `{"tools":{"a":{"cost":2},"b":{"fail_closed":true}}}`},
+		{"cost and a tool block without cost", "cost photo 3\ntool photo {\nquota 5/day\n}",
+			`{"costs":{"photo":3},"tools":{"photo":{"quota":{"day":5}}}}`},
+		{"store redis", "store redis redis://:secret@127.0.0.1:6379/2", `{"store":{"redis":{"url":"redis://:secret@127.0.0.1:6379/2"}}}`},
+		{"store redis timeout", "store redis rediss://r.example:6380 {\ntimeout 100ms\n}",
+			`{"store":{"redis":{"url":"rediss://r.example:6380","timeout":"100ms"}}}`},
+		{"store redis env placeholder", "store redis {env.REDIS_URL}", `{"store":{"redis":{"url":"{env.REDIS_URL}"}}}`},
+		{"tier every limit", "tier paid {\nmatch {http.auth.user.plan} paid pro\ntenant 20/m\nquota 10000/month\nconcurrency 4 per_identity 2\ncost search 2\n}",
+			`{"tiers":[{"name":"paid","match":{"placeholder":"{http.auth.user.plan}","values":["paid","pro"]},"tenant":{"rate":"20/m"},"quota":{"month":10000},"concurrency":{"max":4,"per_identity":2},"costs":{"search":2}}]}`},
+		{"tiers keep their order", "tier paid {\nmatch {http.auth.user.plan} paid\ntenant 20/m\nquota 10000/month\n}\ntier trial {\nmatch {http.auth.user.plan} trial\ntenant 5/m\n}",
+			`{"tiers":[{"name":"paid","match":{"placeholder":"{http.auth.user.plan}","values":["paid"]},"tenant":{"rate":"20/m"},"quota":{"month":10000}},{"name":"trial","match":{"placeholder":"{http.auth.user.plan}","values":["trial"]},"tenant":{"rate":"5/m"}}]}`},
+		{"tier tenant off and quota off", "tier internal {\nmatch {http.auth.user.plan} internal\ntenant off\nquota off\n}",
+			`{"tiers":[{"name":"internal","match":{"placeholder":"{http.auth.user.plan}","values":["internal"]},"tenant":{"off":true},"quota":{"off":true}}]}`},
+		{"override", "override " + fpA + " {\ntenant 100/m burst 50\nquota 1000000/month\n}",
+			`{"overrides":{"` + fpA + `":{"tenant":{"rate":"100/m","burst":50},"quota":{"month":1000000}}}}`},
+		{"override concurrency and cost", "override " + fpA + " {\nconcurrency 10\ncost search 1\n}",
+			`{"overrides":{"` + fpA + `":{"concurrency":{"max":10},"costs":{"search":1}}}}`},
+		{"dry_run", "dry_run", `{"dry_run":true}`},
+		{"several at once", "zone api\ntenant 5/s burst 20\nquota 5000/day\ndry_run",
+			`{"zone":"api","tenant":{"rate":"5/s","burst":20},"quota":{"day":5000},"dry_run":true}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := adaptedHandler(t, tc.block)
+			var want map[string]any
+			if err := json.Unmarshal([]byte(tc.want), &want); err != nil {
+				t.Fatalf("bad expectation %s: %v", tc.want, err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				g, _ := json.Marshal(got)
+				t.Fatalf("block:\n%s\ngot  %s\nwant %s", tc.block, g, tc.want)
+			}
+		})
+	}
+}
+
+func TestCaddyfileMatcherIsAppliedToTheHandlerRoute(t *testing.T) {
+	site := "reverse_proxy 127.0.0.1:1\nmcp_ratelimit /mcp* {\ntenant 5/s\n}"
+	js := harness.Adapt(t, harness.Config(site, "", 1, 2, "/nonexistent-storage", ""))
+	s := string(js)
+	iM, iR := strings.Index(s, `"mcp_ratelimit"`), strings.Index(s, `"reverse_proxy"`)
+	if iM < 0 || iR < 0 || iM > iR {
+		t.Fatalf("mcp_ratelimit must come before reverse_proxy: %s", js)
+	}
+	if !strings.Contains(s, `"path":["/mcp*"]`) {
+		t.Fatalf("the matcher /mcp* is missing from the adapted route: %s", js)
+	}
+}
+
+// lineOf returns the 1-based line of the first line of text containing marker.
+func lineOf(t *testing.T, text, marker string) int {
+	t.Helper()
+	for i, l := range strings.Split(text, "\n") {
+		if strings.Contains(l, marker) {
+			return i + 1
+		}
+	}
+	t.Fatalf("marker %q not in\n%s", marker, text)
+	return 0
+}
+
+func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
+	cases := []struct {
+		name   string
+		block  string
+		marker string // text on the offending line (its first occurrence); with a "block:" prefix any line of the block it opens may be named
+		word   string // a word naming the problem, case-insensitive
+	}{
+		{"unknown subdirective", "tenant 5/s\nbogus 1", "bogus", "unknown subdirective"},
+		{"typo of a subdirective", "tennant 5/s", "tennant", "unknown subdirective"},
+		{"repeated tenant", "tenant 1/s\ntenant 2/s", "tenant 2/s", "more than once"},
+		{"repeated zone", "zone a\nzone b", "zone b", "more than once"},
+		{"repeated dry_run", "dry_run\ndry_run ", "dry_run ", "more than once"},
+		{"repeated group", "group {a} 1/s\ngroup {b} 2/s", "group {b}", "more than once"},
+		{"rate unit d", "tenant 5/d", "5/d", "unit"},
+		{"rate unit week", "global 5/week", "5/week", "unit"},
+		{"rate not a rate", "tenant abc", "abc", "rate"},
+		{"rate zero", "tenant 0/s", "0/s", "positive"},
+		{"rate negative", "tenant -1/s", "-1/s", "positive"},
+		{"rate not integer", "preauth 1.5/s", "1.5/s", "positive"},
+		{"rate empty count", "anonymous /s", "/s", "positive"},
+		{"burst zero", "tenant 5/s burst 0", "burst 0", "burst"},
+		{"burst negative", "tenant 5/s burst -3", "burst -3", "burst"},
+		{"burst not a number", "preauth 1/s burst many", "burst many", "burst"},
+		{"burst keyword misspelt", "global 5/s brust 3", "brust", "burst"},
+		{"rate with dangling burst", "tenant 5/s burst", "burst", "argument"},
+		{"group burst zero", "group {org} 5/s burst 0", "burst 0", "burst"},
+		{"group bad rate", "group {org} 5/d", "5/d", "unit"},
+		{"group without rate", "group {org}", "group", "argument"},
+		{"ipv4_prefix 33", "ipv4_prefix 33", "ipv4_prefix", "out of range"},
+		{"ipv4_prefix 0", "ipv4_prefix 0", "ipv4_prefix", "out of range"},
+		{"ipv4_prefix not a number", "ipv4_prefix x", "ipv4_prefix", "ipv4_prefix"},
+		{"ipv6_prefix 0", "ipv6_prefix 0", "ipv6_prefix", "out of range"},
+		{"ipv6_prefix 129", "ipv6_prefix 129", "ipv6_prefix", "out of range"},
+		{"gateway bad CIDR", "gateway 10.0.0.300/8 5/s", "gateway", "CIDR"},
+		{"gateway prefix too long", "gateway 10.0.0.0/33 5/s", "gateway", "CIDR"},
+		{"gateway without CIDR", "gateway 5/s", "gateway", "gateway"},
+		{"gateway without rate", "gateway 10.0.0.0/8", "gateway", "gateway"},
+		{"max_body not a size", "max_body lots", "max_body", "max_body"},
+		{"max_body zero", "max_body 0", "max_body", "max_body"},
+		{"max_batch zero", "max_batch 0", "max_batch", "positive"},
+		{"max_batch negative", "max_batch -1", "max_batch", "positive"},
+		{"max_known zero", "max_known 0", "max_known", "positive"},
+		{"known_ttl not a duration", "known_ttl forever", "known_ttl", "known_ttl"},
+		{"known_ttl negative", "known_ttl -5s", "known_ttl", "known_ttl"},
+		{"flush_interval not a duration", "flush_interval soon", "flush_interval", "flush_interval"},
+		{"flush_interval zero", "flush_interval 0s", "flush_interval", "flush_interval"},
+		{"refuse_with unknown", "refuse_with nope", "refuse_with", "refuse_with"},
+		{"error_code -32000", "error_code -32000", "error_code", "error_code"},
+		{"error_code -32768", "error_code -32768", "error_code", "error_code"},
+		{"error_code MCP reserved", "error_code -32050", "error_code", "error_code"},
+		{"error_code not a number", "error_code abc", "error_code", "error_code"},
+		{"reject_status 5xx", "reject_status 401 503", "reject_status", "reject_status"},
+		{"quota week", "quota 5/week", "5/week", "quota"},
+		{"quota zero", "quota 0/day", "0/day", "quota"},
+		{"quota no period", "quota 5000", "quota 5000", "quota"},
+		{"quota day twice", "quota 5/day\nquota 6/day", "quota 6/day", "more than once"},
+		{"quota off then value", "quota off\nquota 6/day", "quota 6/day", "off"},
+		{"group_quota week", "group {org} 1/s\ngroup_quota 5/week", "5/week", "quota"},
+		{"group_quota month twice", "group {org} 1/s\ngroup_quota 5/month\ngroup_quota 6/month", "group_quota 6/month", "more than once"},
+		{"concurrency zero", "concurrency 0", "concurrency", "concurrency"},
+		{"concurrency per_identity zero", "concurrency 4 per_identity 0", "concurrency", "per_identity"},
+		{"concurrency keyword misspelt", "concurrency 4 per_id 2", "concurrency", "per_identity"},
+		{"meter star with names", "meter * tools/call", "meter", "combined"},
+		{"meter no args", "meter", "meter", "argument"},
+		{"trust_identity with an argument", "trust_identity yes", "trust_identity", "argument"},
+		{"zone two args", "zone a b", "zone", "argument"},
+		{"cost zero", "cost x 0", "cost x", "positive"},
+		{"cost twice for a tool", "cost x 1\ncost x 2", "cost x 2", "more than once"},
+		{"cost then tool block with cost", "cost x 1\ntool x {\ncost 2\n}", "block:tool x", "cost"},
+		{"tool unknown field", "tool x {\nspeed 2\n}", "speed", "unknown subdirective"},
+		{"tool cost zero", "tool x {\ncost 0\n}", "cost 0", "positive"},
+		{"tool quota week", "tool x {\nquota 3/week\n}", "3/week", "quota"},
+		{"tool arg without max", "tool x {\narg limit 5\n}", "arg limit", "arg"},
+		{"tool arg bound not a number", "tool x {\narg limit max big\n}", "arg limit", "number"},
+		{"tool twice", "tool x {\ncost 2\n}\ntool  x {\ncost 3\n}", "block:tool  x", "more than once"},
+		{"store not redis", "store memcached 127.0.0.1:11211", "store", "redis"},
+		{"store redis timeout bad", "store redis redis://h:1 {\ntimeout soon\n}", "timeout", "timeout"},
+		{"tier with no limits", "tier free {\nmatch {http.auth.user.plan} free\n}", "block:tier free", "no limits"},
+		{"tier match without value", "tier free {\nmatch {http.auth.user.plan}\ntenant 1/s\n}", "match", "match"},
+		{"tier without match", "tier free {\ntenant 1/s\n}", "block:tier free", "match"},
+		{"tier unknown field", "tier free {\nmatch {p} free\nspeed 5\n}", "speed", "unknown subdirective"},
+		{"tier bad rate", "tier free {\nmatch {p} free\ntenant 1/d\n}", "tenant 1/d", "unit"},
+		{"tier twice", "tier a {\nmatch {p} a\ntenant 1/s\n}\ntier  a {\nmatch {p} b\ntenant 2/s\n}", "block:tier  a", "more than once"},
+		{"override bad fingerprint", "override XYZ {\ntenant 1/s\n}", "override XYZ", "fingerprint"},
+		{"override uppercase fingerprint", "override " + strings.ToUpper(fpA) + " {\ntenant 1/s\n}", "override", "fingerprint"},
+		{"override short fingerprint", "override " + fpA[:31] + " {\ntenant 1/s\n}", "override", "fingerprint"},
+		{"override non-hex fingerprint", "override " + strings.Repeat("g", 32) + " {\ntenant 1/s\n}", "override", "fingerprint"},
+		{"override with no limits", "override " + fpA + " {\n}", "block:override", "no limits"},
+		{"override unknown field", "override " + fpA + " {\nmatch {p} x\n}", "match", "unknown subdirective"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := adaptSite(tc.block)
+			_, err := harness.AdaptErr(cfg)
+			if err == nil {
+				t.Fatalf("adapt accepted invalid input:\n%s", tc.block)
+			}
+			marker, whole := strings.CutPrefix(tc.marker, "block:")
+			first := lineOf(t, cfg, marker)
+			last := first
+			if whole {
+				last = blockEnd(t, cfg, first)
+			}
+			m := regexp.MustCompile(`Caddyfile:(\d+)\b`).FindStringSubmatch(err.Error())
+			if m == nil {
+				t.Fatalf("error names no Caddyfile line: %v", err)
+			}
+			if n, _ := strconv.Atoi(m[1]); n < first || n > last {
+				t.Errorf("error names line %d, want %d..%d (the %q line): %v", n, first, last, tc.marker, err)
+			}
+			if !strings.Contains(strings.ToLower(err.Error()), strings.ToLower(tc.word)) {
+				t.Errorf("error does not say %q: %v", tc.word, err)
+			}
+		})
+	}
+}
+
+// blockEnd returns the line of the closing brace of the block opened on
+// line first.
+func blockEnd(t *testing.T, text string, first int) int {
+	t.Helper()
+	depth := 0
+	for i, l := range strings.Split(text, "\n")[first-1:] {
+		depth += strings.Count(l, "{") - strings.Count(l, "}")
+		if depth <= 0 && strings.TrimSpace(l) == "}" {
+			return first + i
+		}
+	}
+	t.Fatalf("no closing brace for line %d", first)
+	return 0
+}
+
+// adaptThenLoad adapts block; if adapt refuses it, the error must name the
+// line of marker; otherwise loading the config into Caddy must fail. It
+// returns the error seen.
+func adaptThenLoad(t *testing.T, block, marker string) error {
+	t.Helper()
+	site := "reverse_proxy 127.0.0.1:1\nmcp_ratelimit {\n" + block + "\n}"
+	cfg := harness.Config(site, "", harness.FreePort(t), harness.FreePort(t), t.TempDir(), "")
+	js, err := harness.AdaptErr(cfg)
+	if err != nil {
+		line := lineOf(t, cfg, marker)
+		if !regexp.MustCompile(fmt.Sprintf(`Caddyfile:%d\b`, line)).MatchString(err.Error()) {
+			t.Errorf("adapt error does not name line %d: %v", line, err)
+		}
+		t.Logf("refused at adapt: %v", err)
+		return err
+	}
+	err = caddy.Load(js, true)
+	t.Logf("adapt passed; refused at load: %v", err)
+	if err == nil {
+		_ = caddy.Stop()
+		t.Fatalf("Caddy loaded an invalid config:\n%s", block)
+	}
+	return err
+}
+
+func TestCaddyfileGroupQuotaWithoutGroupIsAConfigError(t *testing.T) {
+	err := adaptThenLoad(t, "group_quota 1000/day", "group_quota")
+	if !strings.Contains(err.Error(), "group_quota") || !strings.Contains(err.Error(), "group") {
+		t.Fatalf("error does not name group_quota: %v", err)
+	}
+}
+
+func TestCaddyfileToolCostBeforeCostShorthandFailsAdapt(t *testing.T) {
+	// The reverse order of `cost x 1` + `tool x { cost 2 }`: the tool
+	// block comes first, the shorthand second.
+	cfg := adaptSite("tool x {\ncost 2\n}\ncost x 1")
+	_, err := harness.AdaptErr(cfg)
+	if err == nil {
+		t.Fatal("adapt accepted a tool cost given twice")
+	}
+	if line := lineOf(t, cfg, "cost x 1"); !strings.Contains(err.Error(), fmt.Sprintf("Caddyfile:%d", line)) {
+		t.Errorf("error does not name line %d: %v", line, err)
+	}
+	if !strings.Contains(err.Error(), "cost") {
+		t.Fatalf("error does not name the cost conflict: %v", err)
+	}
+}

@@ -1,0 +1,167 @@
+package mcplimit
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig"
+	_ "github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	_ "github.com/caddyserver/caddy/v2/modules/standard"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// loggedFingerprint runs Caddy in process with file storage dir, makes a
+// pre-auth refusal with the given Authorization value, and returns the
+// fingerprint the refusal log carries and the Caddyfile path.
+func loggedFingerprint(t *testing.T, dir, zone, authz string) (string, string) {
+	t.Helper()
+	tmp := t.TempDir()
+	logPath := filepath.Join(tmp, "caddy.log")
+	port, adminPort := freePort(t), freePort(t)
+	cfg := fmt.Sprintf(`{
+	admin 127.0.0.1:%d
+	persist_config off
+	auto_https off
+	storage file_system %s
+	log {
+		output file %s
+		format json
+		level INFO
+	}
+}
+
+http://127.0.0.1:%d {
+	bind 127.0.0.1
+	route {
+		mcp_ratelimit {
+			zone %s
+			preauth 1/m burst 1
+		}
+		# Rejecting the credential keeps the identity unproven.
+		respond "no" 401
+	}
+}
+`, adminPort, dir, logPath, port, zone)
+	cfgPath := filepath.Join(tmp, "Caddyfile")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	js, _, err := caddyconfig.GetAdapter("caddyfile").Adapt([]byte(cfg), map[string]any{"filename": cfgPath})
+	if err != nil {
+		t.Fatalf("adapting: %v", err)
+	}
+	if err := caddy.Load(js, true); err != nil {
+		t.Fatalf("loading: %v", err)
+	}
+	defer func() { _ = caddy.Stop() }()
+	url := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	status := 0
+	for range 3 {
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
+		req.Header.Set("Authorization", authz)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		status = resp.StatusCode
+	}
+	if status != http.StatusTooManyRequests {
+		t.Fatalf("third unproven call: %d, want a pre-auth refusal", status)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(logPath)
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			var ev struct {
+				Msg, Zone, Layer, Fingerprint string
+			}
+			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Msg == "refused" && ev.Zone == zone && ev.Layer == "preauth" && ev.Fingerprint != "" {
+				if strings.Contains(string(b), strings.TrimPrefix(authz, "Bearer ")) {
+					t.Fatalf("the log carries the raw credential:\n%s", b)
+				}
+				return ev.Fingerprint, cfgPath
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pre-auth refusal with a fingerprint logged:\n%s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
+	dir := t.TempDir()
+	logged, cfgPath := loggedFingerprint(t, dir, "z", "Bearer abc-LOGGED")
+	if len(logged) != 32 {
+		t.Fatalf("logged fingerprint %q is not 32 hex characters", logged)
+	}
+
+	fp := func(zone, stdin string) (string, error) {
+		var out bytes.Buffer
+		err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader(stdin), &out)
+		return out.String(), err
+	}
+	tests := []struct {
+		name, zone, stdin string
+		same              bool
+	}{
+		{"trailing newline stripped", "z", "Bearer abc-LOGGED\n", true},
+		{"no trailing newline", "z", "Bearer abc-LOGGED", true},
+		{"CRLF stripped", "z", "Bearer abc-LOGGED\r\n", true},
+		{"only one newline stripped", "z", "Bearer abc-LOGGED\n\n", false},
+		{"leading space kept", "z", " Bearer abc-LOGGED\n", false},
+		{"another zone has another key", "other", "Bearer abc-LOGGED\n", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := fp(tc.zone, tc.stdin)
+			if err != nil {
+				t.Fatalf("runFingerprint: %v", err)
+			}
+			if !strings.HasSuffix(got, "\n") || strings.Count(got, "\n") != 1 {
+				t.Fatalf("output %q is not one line", got)
+			}
+			got = strings.TrimSuffix(got, "\n")
+			if _, err := parseFingerprint(got); err != nil {
+				t.Fatalf("output %q: %v", got, err)
+			}
+			if (got == logged) != tc.same {
+				t.Fatalf("printed %s, logged %s, want same=%v", got, logged, tc.same)
+			}
+		})
+	}
+
+	for _, stdin := range []string{"", "\n"} {
+		if out, err := fp("z", stdin); err == nil {
+			t.Errorf("stdin %q: no error (printed %q)", stdin, out)
+		}
+	}
+	// A config file that cannot be read is an error, not a fingerprint
+	// under some other key.
+	var out bytes.Buffer
+	if err := runFingerprint("z", filepath.Join(dir, "missing.Caddyfile"), "caddyfile", strings.NewReader("Bearer abc-LOGGED\n"), &out); err == nil {
+		t.Errorf("missing config file: no error (printed %q)", out.String())
+	}
+}

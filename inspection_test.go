@@ -1,0 +1,374 @@
+package mcplimit_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// drained starts Caddy with block, proves token and spends the tenant's
+// single token, so every further metered request must be refused.
+func drained(t *testing.T, block, token string) *env {
+	t.Helper()
+	e := start(t, block)
+	e.prove(token)
+	if r := e.call(1, "Authorization", "Bearer "+token); r.Status != http.StatusOK {
+		t.Fatalf("draining call: %d %s", r.Status, r.Body)
+	}
+	return e
+}
+
+// batch renders a JSON array of n echo tools/call entries with ids
+// first..first+n-1.
+func batch(first, n int) string {
+	parts := make([]string, n)
+	for i := range n {
+		parts[i] = harness.ToolCall(first+i, "echo", map[string]any{"text": "b"})
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// unchanged fails the test when a tool call reached the backend since
+// before was taken.
+func unchanged(t *testing.T, e *env, before int64, what string) {
+	t.Helper()
+	if n := e.backend.ToolCalls(); n != before {
+		t.Fatalf("%s: %d tool call(s) reached the backend", what, n-before)
+	}
+}
+
+// TestDrainedBucketNothingReachesTheBackend is the issue "on a drained
+// bucket none of these reaches the backend": every way of wrapping a tool
+// call is charged and refused.
+func TestDrainedBucketNothingReachesTheBackend(t *testing.T) {
+	const tok = "valid-drained"
+	e := drained(t, "tenant 1/m burst 1\nquota off", tok)
+	auth := []string{"Authorization", "Bearer " + tok}
+	before := e.backend.ToolCalls()
+
+	call := harness.ToolCall(2, "echo", map[string]any{"text": "x"})
+	deep := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"x","deep":` +
+		strings.Repeat("[", 12000) + strings.Repeat("]", 12000) + `}}}`
+	cases := []struct {
+		name string
+		body string
+		hdr  []string
+	}{
+		{"batch of 25", batch(100, 25), nil},
+		{"content-type with semicolon", call, []string{"Content-Type", "application/json;"}},
+		{"content-type text/plain", call, []string{"Content-Type", "text/plain"}},
+		{"no content-type", call, []string{"Content-Type", ""}},
+		{"content-type upper case", call, []string{"Content-Type", "APPLICATION/JSON"}},
+		{"content-type with charset", call, []string{"Content-Type", "application/json; charset=utf-8"}},
+		{"duplicate method, call first", `{"jsonrpc":"2.0","id":2,"method":"tools/call","method":"tools/list","params":{"name":"echo","arguments":{}}}`, nil},
+		{"duplicate method, call last", `{"jsonrpc":"2.0","id":2,"method":"tools/list","method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
+		{"Method key", `{"jsonrpc":"2.0","id":2,"Method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
+		{"METHOD key", `{"jsonrpc":"2.0","id":2,"METHOD":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
+		{"Params/Name keys", `{"jsonrpc":"2.0","id":2,"method":"tools/call","Params":{"Name":"echo","Arguments":{}}}`, nil},
+		{"PARAMS/NAME keys", `{"jsonrpc":"2.0","id":2,"method":"tools/call","PARAMS":{"NAME":"echo"}}`, nil},
+		{"escaped slash in method", `{"jsonrpc":"2.0","id":2,"method":"tools\u002fcall","params":{"name":"echo","arguments":{}}}`, nil},
+		{"escaped key", `{"jsonrpc":"2.0","id":2,"\u006dethod":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
+		{"fully escaped method", `{"jsonrpc":"2.0","id":2,"method":"\u0074\u006f\u006f\u006c\u0073\u002f\u0063\u0061\u006c\u006c","params":{"name":"echo"}}`, nil},
+		{"UTF-8 BOM", "\xef\xbb\xbf" + call, nil},
+		{"whitespace", " \r\n\t{ \"jsonrpc\" : \"2.0\" ,\n \"id\" : 2 ,\t\"method\"\n:\n\"tools/call\" , \"params\" : { \"name\" : \"echo\" } }\n\n ", nil},
+		{"notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
+		{"truncated JSON", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"`, nil},
+		{"not JSON", `hello there`, nil},
+		{"deep nesting", deep, nil},
+		{"batch hiding a call among discovery", `[{"jsonrpc":"2.0","id":1,"method":"tools/list"},` + call + `]`, nil},
+		{"Mcp-Method header says tools/list", call, []string{"Mcp-Method", "tools/list", "Mcp-Name", "list"}},
+		{"Mcp-Method header says initialize", call, []string{"Mcp-Method", "initialize"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.post(c.body, append(append([]string{}, auth...), c.hdr...)...)
+			if r.Status != http.StatusTooManyRequests {
+				t.Fatalf("status %d, want 429; body %s", r.Status, r.Body)
+			}
+			if r.Header.Get("Retry-After") == "" {
+				t.Fatalf("no Retry-After: %v", r.Header)
+			}
+			unchanged(t, e, before, c.name)
+		})
+	}
+
+	// Discovery and the handshake still pass on the drained bucket.
+	for _, body := range []string{
+		harness.Initialize(50),
+		`{"jsonrpc":"2.0","id":51,"method":"tools/list"}`,
+	} {
+		r := e.post(body, auth...)
+		if r.Status == http.StatusTooManyRequests {
+			t.Fatalf("an unmetered method was refused on a drained bucket: %s -> %s", body, r.Body)
+		}
+		if r.Status != http.StatusOK {
+			t.Fatalf("%s: status %d %s", body, r.Status, r.Body)
+		}
+	}
+	unchanged(t, e, before, "discovery")
+}
+
+// TestBatchRefusalAnswersEveryEntryWithAnID checks the shape of a
+// batch's refusal: an array, one error per entry with an id, ids echoed,
+// nothing for notifications.
+func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
+	const tok = "valid-batchshape"
+	e := drained(t, "tenant 1/m burst 1\nquota off", tok)
+	body := `[` +
+		harness.ToolCall(11, "echo", nil) + `,` +
+		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}},` +
+		`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"echo"}},` +
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}},` +
+		`{"jsonrpc":"2.0","id":12,"method":"tools/list"}` +
+		`]`
+	before := e.backend.ToolCalls()
+	r := e.post(body, "Authorization", "Bearer "+tok)
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("status %d: %s", r.Status, r.Body)
+	}
+	var out []rpcError
+	r.JSON(t, &out)
+	if len(out) != 3 {
+		t.Fatalf("%d answers, want 3 (one per entry with an id): %s", len(out), r.Body)
+	}
+	wantIDs := []any{float64(11), "abc", float64(12)}
+	for i, a := range out {
+		if a.ID != wantIDs[i] {
+			t.Fatalf("answer %d has id %v, want %v: %s", i, a.ID, wantIDs[i], r.Body)
+		}
+		if a.Error == nil || a.Error.Data.Limit != "tenant" || a.Error.Data.Code != "TENANT_RATE_LIMITED" {
+			t.Fatalf("answer %d: %s", i, r.Body)
+		}
+	}
+	unchanged(t, e, before, "batch")
+
+	// A batch of notifications only: refused, no JSON-RPC answer at all.
+	r = e.post(`[{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}]`, "Authorization", "Bearer "+tok)
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("notification batch: status %d: %s", r.Status, r.Body)
+	}
+	if len(bytes.TrimSpace(r.Body)) != 0 {
+		t.Fatalf("a refused notification got an answer: %s", r.Body)
+	}
+	unchanged(t, e, before, "notification batch")
+}
+
+func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {
+	e := start(t, "preauth 1/m burst 5")
+	r := e.post(batch(1, 25))
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("batch of 25 from an unproven caller: %d %v %s", r.Status, r.Header, r.Body)
+	}
+	var out []rpcError
+	r.JSON(t, &out)
+	if len(out) != 25 {
+		t.Fatalf("%d answers for a batch of 25: %s", len(out), r.Body)
+	}
+	for i, a := range out {
+		if a.ID != float64(1+i) || a.Error == nil || a.Error.Data.Limit != "preauth" {
+			t.Fatalf("answer %d: %+v", i, a)
+		}
+	}
+	if n := e.backend.ToolCalls(); n != 0 {
+		t.Fatalf("%d calls of a refused batch reached the backend", n)
+	}
+	if n := e.backend.Requests(); n != 0 {
+		t.Fatalf("%d requests reached the backend", n)
+	}
+	// The refused batch consumed nothing: a single call still fits.
+	if r := e.call(30); r.Status != http.StatusOK {
+		t.Fatalf("after a refused batch the pre-auth budget must be intact: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestOversizeBodyIs413(t *testing.T) {
+	const tok = "valid-big"
+	e := start(t, "max_body 1KiB\ntenant 10/s burst 100\nquota off")
+	e.prove(tok)
+	before := e.backend.ToolCalls()
+	big := harness.ToolCall(3, "echo", map[string]any{"text": strings.Repeat("a", 2048)})
+	check := func(r *harness.Response, what string) {
+		t.Helper()
+		if r.Status != http.StatusRequestEntityTooLarge {
+			t.Fatalf("%s: status %d, want 413: %s", what, r.Status, r.Body)
+		}
+		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("%s: Content-Type %q", what, r.Header.Get("Content-Type"))
+		}
+		var got rpcError
+		r.JSON(t, &got)
+		if got.JSONRPC != "2.0" || got.Error == nil || got.Error.Message == "" {
+			t.Fatalf("%s: not a JSON-RPC error: %s", what, r.Body)
+		}
+		unchanged(t, e, before, what)
+	}
+	check(e.post(big, "Authorization", "Bearer "+tok), "with Content-Length")
+
+	// Chunked: no Content-Length, the limit still holds.
+	check(postChunked(t, e.mcp, big, "Authorization", "Bearer "+tok), "chunked")
+
+	// A chunked body under the limit is charged and handed on whole.
+	small := harness.ToolCall(4, "echo", map[string]any{"text": "chunked héllo ✓"})
+	r := postChunked(t, e.mcp, small, "Authorization", "Bearer "+tok)
+	if r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte("chunked héllo ✓")) {
+		t.Fatalf("chunked call under the limit: %d %s", r.Status, r.Body)
+	}
+	if e.backend.ToolCalls() != before+1 {
+		t.Fatal("the chunked call did not reach the backend")
+	}
+}
+
+// postChunked posts body without a Content-Length (chunked transfer
+// encoding), with the MCP headers plus hdr.
+func postChunked(t *testing.T, url, body string, hdr ...string) *harness.Response {
+	t.Helper()
+	pr, pw := io.Pipe()
+	go func() {
+		// Write in pieces so the body really arrives in several chunks.
+		for len(body) > 0 {
+			n := min(300, len(body))
+			if _, err := pw.Write([]byte(body[:n])); err != nil {
+				return
+			}
+			body = body[n:]
+		}
+		pw.Close()
+	}()
+	req, err := http.NewRequest(http.MethodPost, url, pr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if req.ContentLength != 0 {
+		t.Fatalf("request has a Content-Length (%d); it must be chunked", req.ContentLength)
+	}
+	return harness.Do(t, req)
+}
+
+func TestEncodedBodyIs415(t *testing.T) {
+	const tok = "valid-gzip"
+	e := start(t, "tenant 10/s burst 100\nquota off")
+	e.prove(tok)
+	before := e.backend.ToolCalls()
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write([]byte(harness.ToolCall(5, "echo", map[string]any{"text": "zipped"})))
+	_ = zw.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.mcp, bytes.NewReader(zb.Bytes()))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Encoding", "gzip")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	r := harness.Do(t, req)
+	if r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("gzip body: status %d, want 415: %s", r.Status, r.Body)
+	}
+	var got rpcError
+	r.JSON(t, &got)
+	if got.Error == nil {
+		t.Fatalf("no JSON-RPC error: %s", r.Body)
+	}
+	unchanged(t, e, before, "gzip")
+}
+
+func TestBatchOverMaxBatchIs400(t *testing.T) {
+	const tok = "valid-maxbatch"
+	e := start(t, "tenant 10/s burst 100\nquota off")
+	e.prove(tok)
+	before := e.backend.ToolCalls()
+	r := e.post(batch(1, 33), "Authorization", "Bearer "+tok)
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("batch of 33: status %d, want 400: %s", r.Status, r.Body)
+	}
+	if !bytes.Contains(r.Body, []byte(`"error"`)) {
+		t.Fatalf("no JSON-RPC error: %s", r.Body)
+	}
+	unchanged(t, e, before, "batch of 33")
+}
+
+func TestPerToolCostIsCharged(t *testing.T) {
+	const tok = "valid-cost"
+	e := start(t, "cost slow 3\ntenant 1/m burst 5\nquota off")
+	e.prove(tok)
+	slow := harness.ToolCall(1, "slow", map[string]any{"millis": 0})
+	if r := e.post(slow, "Authorization", "Bearer "+tok); r.Status != http.StatusOK {
+		t.Fatalf("first slow call: %d %s", r.Status, r.Body)
+	}
+	before := e.backend.ToolCalls()
+	// 2 tokens left; slow costs 3, however its name is spelled.
+	for i, body := range []string{
+		slow,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","Params":{"Name":"slow","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","name":"slow"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","name":"echo"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"\u0073low"}}`,
+	} {
+		r := e.post(body, "Authorization", "Bearer "+tok)
+		got := refusal(t, r, http.StatusTooManyRequests, "tenant")
+		if got.Error.Data.Code != "TENANT_RATE_LIMITED" {
+			t.Fatalf("body %d: %s", i, r.Body)
+		}
+	}
+	unchanged(t, e, before, "costly slow calls")
+	// The 2 tokens left still buy two echo calls.
+	for i := range 2 {
+		if r := e.call(10+i, "Authorization", "Bearer "+tok); r.Status != http.StatusOK {
+			t.Fatalf("echo %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+}
+
+func TestBodyReachesTheBackendUnchanged(t *testing.T) {
+	const tok = "valid-unchanged"
+	e := start(t, "tenant 10/s burst 100\nquota off")
+	e.prove(tok)
+	for _, body := range []string{
+		harness.ToolCall(1, "echo", map[string]any{"text": "héllo ✓"}),
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"h\u00e9llo \u2713"}}}`,
+		"{ \"jsonrpc\":\"2.0\",\n\"id\":3,\t\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"text\":\"héllo ✓\"}}}  ",
+	} {
+		r := e.post(body, "Authorization", "Bearer "+tok)
+		if r.Status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.Status, r.Body)
+		}
+		if text := echoText(t, r); text != "héllo ✓" {
+			t.Fatalf("backend echoed %q, want %q (body %s)", text, "héllo ✓", r.Body)
+		}
+	}
+}
+
+// echoText extracts the text of an echo tool result from a JSON or SSE
+// response.
+func echoText(t *testing.T, r *harness.Response) string {
+	t.Helper()
+	payload := r.Body
+	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(r.Body), "\n") {
+			if d, ok := strings.CutPrefix(line, "data:"); ok {
+				payload = []byte(strings.TrimSpace(d))
+				break
+			}
+		}
+	}
+	var res struct {
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(payload, &res); err != nil || len(res.Result.Content) == 0 {
+		t.Fatalf("no tool result in %q (%v)", r.Body, err)
+	}
+	return res.Result.Content[0].Text
+}

@@ -1,0 +1,101 @@
+package jsonrpc
+
+// Member keys are matched like encoding/json matches struct fields: the
+// decoded key equals the field name under strings.EqualFold. Exact and
+// ASCII keys, which is all that legitimate clients send, take a fast path.
+
+// Keys that matter in messages and in params.
+const (
+	keyOther = iota
+	keyMethod
+	keyParams
+	keyID
+	keyName
+	keyArguments
+)
+
+// messageKey classifies a member key of a message.
+func (r *Request) messageKey(k []byte, flags uint8) int {
+	if flags == 0 {
+		if len(k) > 0 {
+			switch k[0] | 0x20 {
+			case 'm':
+				if string(k) == "method" || asciiKeyIs(k, "method") {
+					return keyMethod
+				}
+			case 'p':
+				if string(k) == "params" || asciiKeyIs(k, "params") {
+					return keyParams
+				}
+			case 'i':
+				if string(k) == "id" || asciiKeyIs(k, "id") {
+					return keyID
+				}
+			}
+		}
+		return keyOther
+	}
+	k = decodeKey(k, flags, &r.scratch)
+	switch {
+	case equalFold(k, "method"):
+		return keyMethod
+	case equalFold(k, "params"):
+		return keyParams
+	case equalFold(k, "id"):
+		return keyID
+	}
+	return keyOther
+}
+
+// paramsKey classifies a member key of params.
+func (r *Request) paramsKey(k []byte, flags uint8) int {
+	if flags == 0 {
+		if len(k) > 0 {
+			switch k[0] | 0x20 {
+			case 'n':
+				if string(k) == "name" || asciiKeyIs(k, "name") {
+					return keyName
+				}
+			case 'a':
+				if string(k) == "arguments" || asciiKeyIs(k, "arguments") {
+					return keyArguments
+				}
+			}
+		}
+		return keyOther
+	}
+	k = decodeKey(k, flags, &r.scratch)
+	switch {
+	case equalFold(k, "name"):
+		return keyName
+	case equalFold(k, "arguments"):
+		return keyArguments
+	}
+	return keyOther
+}
+
+// asciiKeyIs reports whether the ASCII key k equals the lower-case ASCII
+// letters lower under equalFold. Only ASCII letters fold to ASCII letters,
+// so a byte-wise comparison suffices.
+func asciiKeyIs(k []byte, lower string) bool {
+	if len(k) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i]|0x20 != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeKey returns the decoded raw key contents k, using scratch when k has
+// escapes. Invalid UTF-8 is left alone: equalFold reads each invalid byte as
+// U+FFFD, which is what encoding/json replaces it with.
+func decodeKey(k []byte, flags uint8, scratch *[]byte) []byte {
+	if flags&flagEscape == 0 {
+		return k
+	}
+	*scratch = appendUnquoted((*scratch)[:0], k)
+	return *scratch
+}

@@ -1,0 +1,372 @@
+package mcplimit_test
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// sample is one line of the Prometheus text exposition.
+type promSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+var (
+	sampleLine = regexp.MustCompile(`^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)`)
+	labelPair  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+)
+
+// scrape reads the admin endpoint's /metrics and returns the raw text and
+// its samples.
+func scrapeMetrics(t *testing.T, c *harness.Caddy) (string, []promSample) {
+	t.Helper()
+	status, body := c.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", status, body)
+	}
+	var out []promSample
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		m := sampleLine.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		v, err := strconv.ParseFloat(m[3], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		s := promSample{name: m[1], labels: map[string]string{}, value: v}
+		for _, lp := range labelPair.FindAllStringSubmatch(m[2], -1) {
+			s.labels[lp[1]] = lp[2]
+		}
+		out = append(out, s)
+	}
+	return string(body), out
+}
+
+// metric returns the value of the one sample of name whose labels include
+// want, and whether there is one.
+func metricValue(samples []promSample, name string, want map[string]string) (float64, bool) {
+	for _, s := range samples {
+		if s.name != name {
+			continue
+		}
+		ok := true
+		for k, v := range want {
+			if s.labels[k] != v {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return s.value, true
+		}
+	}
+	return 0, false
+}
+
+// mustMetric is metric failing the test when the sample is missing or
+// differs from want.
+func mustMetric(t *testing.T, samples []promSample, name string, labels map[string]string, want float64) {
+	t.Helper()
+	got, ok := metricValue(samples, name, labels)
+	if !ok {
+		t.Fatalf("no sample %s%v on /metrics", name, labels)
+	}
+	if got != want {
+		t.Fatalf("%s%v = %v, want %v", name, labels, got, want)
+	}
+}
+
+// declaredMetrics are the metric names metrics.go registers.
+func declaredMetrics(t *testing.T) map[string]bool {
+	t.Helper()
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`Name:\s*"(mcp_ratelimit_[a-z_]+)"`).FindAllStringSubmatch(string(src), -1) {
+		names[m[1]] = true
+	}
+	if len(names) < 8 {
+		t.Fatalf("found only %d metric names in metrics.go: %v", len(names), names)
+	}
+	return names
+}
+
+// fingerprintOf computes the fingerprint of an identity value the way the
+// handler does, from the zone key in the file-system storage directory.
+func fingerprintOf(t *testing.T, storage, zone, value string) string {
+	t.Helper()
+	key, err := os.ReadFile(filepath.Join(storage, "mcp_ratelimit", zone, "fingerprint.key"))
+	if err != nil {
+		t.Fatalf("reading the zone key: %v", err)
+	}
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(value))
+	return hex.EncodeToString(m.Sum(nil)[:16])
+}
+
+// logOptions returns global options that send Caddy's logs as JSON to a
+// fresh file, and the file's path.
+func logOptions(t *testing.T) (harness.Options, string) {
+	path := filepath.Join(t.TempDir(), "caddy.log")
+	return harness.Options{Global: fmt.Sprintf("log {\n output file %s\n format json\n level INFO\n}", path)}, path
+}
+
+// logEvents reads the JSON log lines of path.
+func logEvents(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading log: %v", err)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		var ev map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			continue
+		}
+		out = append(out, ev)
+	}
+	return out
+}
+
+// refusalEvents are the "refused" events of zone and layer.
+func refusalEvents(events []map[string]any, zone, layer string) []map[string]any {
+	var out []map[string]any
+	for _, ev := range events {
+		if ev["msg"] == "refused" && ev["zone"] == zone && ev["layer"] == layer {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// adminZone returns GET /mcp_ratelimit/<zone> decoded.
+func adminZone(t *testing.T, c *harness.Caddy, zone string) map[string]any {
+	t.Helper()
+	status, body := c.AdminDo(t, http.MethodGet, "/mcp_ratelimit/", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /mcp_ratelimit/: %d %s", status, body)
+	}
+	var all struct {
+		Zones map[string]map[string]any `json:"zones"`
+	}
+	if err := json.Unmarshal(body, &all); err != nil {
+		t.Fatalf("decoding %s: %v", body, err)
+	}
+	z, ok := all.Zones[zone]
+	if !ok {
+		t.Fatalf("zone %q missing from %s", zone, body)
+	}
+	return z
+}
+
+func TestRefusalCountersAreExactPerLayerAndSurviveReload(t *testing.T) {
+	block := "zone obs\npreauth 1/m burst 3\ntenant 1/m burst 2\nquota off"
+	e := start(t, block)
+	e.prove("valid-obs") // admitted 1, pre-auth 3 → 2
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-obs"); r.Status != http.StatusOK {
+			t.Fatalf("tenant call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	const tenantRefusals = 7
+	for i := range tenantRefusals {
+		refusal(t, e.call(10+i, "Authorization", "Bearer valid-obs"), http.StatusTooManyRequests, "tenant")
+	}
+	for i := range 2 { // the pre-auth bucket's last two tokens
+		if r := e.call(20 + i); r.Status == http.StatusTooManyRequests {
+			t.Fatalf("unproven call %d refused early: %s", i, r.Body)
+		}
+	}
+	const preauthRefusals = 4
+	for i := range preauthRefusals {
+		refusal(t, e.call(30+i), http.StatusTooManyRequests, "preauth")
+	}
+	admitted := 1 + 2 + 2
+	total := admitted + tenantRefusals + preauthRefusals
+
+	check := func(tenant, preauth, admitted, total int) {
+		t.Helper()
+		text, samples := scrapeMetrics(t, e.caddy)
+		z := map[string]string{"zone": "obs"}
+		mustMetric(t, samples, "mcp_ratelimit_refusals_total", map[string]string{"zone": "obs", "layer": "tenant"}, float64(tenant))
+		mustMetric(t, samples, "mcp_ratelimit_refusals_total", map[string]string{"zone": "obs", "layer": "preauth"}, float64(preauth))
+		for _, l := range []string{"group", "quota", "group_quota", "tool_quota", "global", "concurrency", "anonymous", "store"} {
+			mustMetric(t, samples, "mcp_ratelimit_refusals_total", map[string]string{"zone": "obs", "layer": l}, 0)
+		}
+		mustMetric(t, samples, "mcp_ratelimit_admitted_total", z, float64(admitted))
+		mustMetric(t, samples, "mcp_ratelimit_decision_seconds_count", z, float64(total))
+		mustMetric(t, samples, "mcp_ratelimit_decision_seconds_bucket", map[string]string{"zone": "obs", "le": "+Inf"}, float64(total))
+		if _, ok := metricValue(samples, "mcp_ratelimit_decision_seconds_sum", z); !ok {
+			t.Fatal("no mcp_ratelimit_decision_seconds_sum")
+		}
+		mustMetric(t, samples, "mcp_ratelimit_inflight", z, 0)
+		mustMetric(t, samples, "mcp_ratelimit_quota_degraded", z, 0)
+		if _, ok := metricValue(samples, "mcp_ratelimit_tracked", map[string]string{"zone": "obs", "kind": "known"}); !ok {
+			t.Fatalf("no mcp_ratelimit_tracked{kind=\"known\"} on /metrics")
+		}
+		for _, s := range samples {
+			if s.name == "mcp_ratelimit_tracked" && s.labels["kind"] == "" {
+				t.Fatalf("mcp_ratelimit_tracked without kind: %v", s.labels)
+			}
+		}
+		// Every metric metrics.go declares is exported.
+		for name := range declaredMetrics(t) {
+			if !strings.Contains(text, "\n"+name) && !strings.HasPrefix(text, name) {
+				t.Errorf("declared metric %s does not appear on /metrics", name)
+			}
+		}
+		// No label other than the documented ones.
+		allowed := map[string]bool{"zone": true, "layer": true, "kind": true, "result": true, "le": true}
+		for _, s := range samples {
+			if !strings.HasPrefix(s.name, "mcp_ratelimit_") {
+				continue
+			}
+			for k := range s.labels {
+				if !allowed[k] {
+					t.Errorf("%s has unexpected label %q", s.name, k)
+				}
+			}
+		}
+	}
+	check(tenantRefusals, preauthRefusals, admitted, total)
+	if v, _ := metricValue(func() []promSample { _, s := scrapeMetrics(t, e.caddy); return s }(), "mcp_ratelimit_tracked", map[string]string{"zone": "obs", "kind": "known"}); v != 1 {
+		t.Errorf("tracked{kind=known} = %v, want 1 proven identity", v)
+	}
+
+	// The same config loaded again: no duplicate registration, counts kept.
+	e.reloadWith(t, block)
+	check(tenantRefusals, preauthRefusals, admitted, total)
+	// And the metrics registered in the new config still move.
+	refusal(t, e.call(40, "Authorization", "Bearer valid-obs"), http.StatusTooManyRequests, "tenant")
+	check(tenantRefusals+1, preauthRefusals, admitted, total+1)
+}
+
+func TestRefusalFloodIsSampledButRepresentsEveryRefusal(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := start(t, "zone flood\npreauth 1/m burst 1", opts)
+	if r := e.call(0); r.Status == http.StatusTooManyRequests {
+		t.Fatalf("first call refused: %s", r.Body)
+	}
+	const n = 500
+	for i := range n {
+		if r := e.call(1 + i); r.Status != http.StatusTooManyRequests {
+			t.Fatalf("call %d: %d, want a pre-auth refusal", i, r.Status)
+		}
+	}
+	// The zone loop ticks every second; leftovers of the last window are
+	// logged once it has ended.
+	var events []map[string]any
+	var sum float64
+	harness.Eventually(t, 5*time.Second, "sampled events to represent every refusal", func() bool {
+		events = refusalEvents(logEvents(t, logPath), "flood", "preauth")
+		sum = 0
+		for _, ev := range events {
+			rc, _ := ev["represents_count"].(float64)
+			sum += rc
+		}
+		return sum >= n
+	})
+	time.Sleep(1500 * time.Millisecond) // nothing more may arrive
+	events = refusalEvents(logEvents(t, logPath), "flood", "preauth")
+	sum = 0
+	for _, ev := range events {
+		rc, ok := ev["represents_count"].(float64)
+		if !ok || rc < 1 {
+			t.Fatalf("refusal event without a positive represents_count: %v", ev)
+		}
+		sum += rc
+	}
+	if sum != n {
+		t.Fatalf("represents_count sums to %v over %d events, want %d", sum, len(events), n)
+	}
+	if len(events) >= n/2 {
+		t.Fatalf("%d events logged for %d refusals: the flood was not sampled", len(events), n)
+	}
+	t.Logf("%d refusals logged as %d events", n, len(events))
+	_, samples := scrapeMetrics(t, e.caddy)
+	mustMetric(t, samples, "mcp_ratelimit_refusals_total", map[string]string{"zone": "flood", "layer": "preauth"}, n)
+}
+
+func TestNoRawCredentialInLabelsLogsOrAdminAPI(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := start(t, "zone secrets\npreauth 1/m burst 3\ntenant 1/m burst 2\nquota 100/day", opts)
+	const valid, garbage = "valid-SECRETTOKEN123", "garbage-SECRET456"
+	e.prove(valid)
+	for i := range 4 { // 2 admitted, 2 tenant refusals
+		e.call(i, "Authorization", "Bearer "+valid)
+	}
+	for i := range 4 { // garbage: the backend rejects, then pre-auth refuses
+		e.call(10+i, "Authorization", "Bearer "+garbage)
+	}
+	fpValid := fingerprintOf(t, e.caddy.Storage, "secrets", "Bearer "+valid)
+	fpGarbage := fingerprintOf(t, e.caddy.Storage, "secrets", "Bearer "+garbage)
+
+	var logText []byte
+	harness.Eventually(t, 5*time.Second, "refusal logs", func() bool {
+		logText, _ = os.ReadFile(logPath)
+		return bytes.Contains(logText, []byte(fpValid)) && bytes.Contains(logText, []byte(fpGarbage))
+	})
+	events := logEvents(t, logPath)
+	if len(refusalEvents(events, "secrets", "tenant")) == 0 || len(refusalEvents(events, "secrets", "preauth")) == 0 {
+		t.Fatalf("expected tenant and preauth refusal events in:\n%s", logText)
+	}
+	for _, ev := range refusalEvents(events, "secrets", "tenant") {
+		if ev["fingerprint"] != fpValid {
+			t.Fatalf("tenant refusal logs fingerprint %v, want %s", ev["fingerprint"], fpValid)
+		}
+	}
+
+	metricsText, _ := scrapeMetrics(t, e.caddy)
+	_, adminAll := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/", nil)
+	_, adminID := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/secrets/identities/"+fpValid, nil)
+	_, cfg := e.caddy.AdminDo(t, http.MethodGet, "/config/", nil)
+	var storageText []byte
+	_ = filepath.Walk(e.caddy.Storage, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			b, _ := os.ReadFile(p)
+			storageText = append(storageText, b...)
+		}
+		return nil
+	})
+	for what, text := range map[string][]byte{
+		"log": logText, "/metrics": []byte(metricsText), "admin API": adminAll,
+		"admin identity": adminID, "config": cfg, "storage": storageText,
+	} {
+		for _, secret := range []string{"SECRETTOKEN123", "SECRET456"} {
+			if bytes.Contains(text, []byte(secret)) {
+				t.Errorf("%s contains the raw credential %q", what, secret)
+			}
+		}
+	}
+	for _, line := range strings.Split(metricsText, "\n") {
+		if strings.HasPrefix(line, "mcp_ratelimit_") &&
+			(strings.Contains(line, fpValid) || strings.Contains(line, fpGarbage) || strings.Contains(line, "127.0.0.1")) {
+			t.Errorf("metric line carries a fingerprint or an address: %s", line)
+		}
+	}
+}

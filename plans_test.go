@@ -1,0 +1,369 @@
+package mcplimit_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// planSite is the reference plan setup: an earlier handler puts the plan
+// in {http.vars.plan} (here from a header, which is fine for a test but
+// would let a real client pick its own plan), a paid tier and a tighter
+// trial tier share one zone, and callers without a plan get the
+// top-level limits.
+const planSite = `route {
+	vars plan {http.request.header.X-Plan}
+	mcp_ratelimit {
+		tenant 2/m
+		quota 50/day
+		tier paid {
+			match {http.vars.plan} paid
+			tenant 20/m
+			quota 10000/month
+			cost analyze_photo 5
+		}
+		tier trial {
+			match {http.vars.plan} trial
+			tenant 5/m
+			quota 200/month
+		}
+	}
+	reverse_proxy $BACKEND
+}`
+
+// callTool posts a tools/call of tool with the given headers.
+func (e *env) callTool(id int, tool string, hdr ...string) *harness.Response {
+	e.t.Helper()
+	return e.post(harness.ToolCall(id, tool, map[string]any{}), hdr...)
+}
+
+// passes makes n calls of tool that must all pass.
+func (e *env) passes(n int, tool string, hdr ...string) {
+	e.t.Helper()
+	for i := range n {
+		if r := e.callTool(100+i, tool, hdr...); r.Status != http.StatusOK {
+			e.t.Fatalf("%s call %d of %d: %d %s", tool, i+1, n, r.Status, r.Body)
+		}
+	}
+}
+
+func TestTiersGiveEachPlanItsOwnLimits(t *testing.T) {
+	e := startSite(t, planSite)
+	trial := []string{"Authorization", "Bearer valid-trial", "X-Plan", "trial"}
+	paid := []string{"Authorization", "Bearer valid-paid", "X-Plan", "paid"}
+	none := []string{"Authorization", "Bearer valid-noplan"}
+	for _, h := range [][]string{trial, paid, none} {
+		e.prove(strings.TrimPrefix(h[1], "Bearer "), h[2:]...)
+	}
+
+	e.passes(5, "echo", trial...)
+	r := e.callTool(1, "echo", trial...)
+	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if !strings.Contains(got.Error.Message, "5/m") {
+		t.Fatalf("trial refusal does not state the trial limit: %s", got.Error.Message)
+	}
+
+	e.passes(20, "echo", paid...)
+	r = e.callTool(2, "echo", paid...)
+	got = refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if !strings.Contains(got.Error.Message, "20/m") {
+		t.Fatalf("paid refusal does not state the paid limit: %s", got.Error.Message)
+	}
+
+	// No plan: the top-level limits.
+	e.passes(2, "echo", none...)
+	refusal(t, e.callTool(3, "echo", none...), http.StatusTooManyRequests, "tenant")
+}
+
+func TestTierPerToolCost(t *testing.T) {
+	e := startSite(t, planSite)
+	paid := []string{"Authorization", "Bearer valid-paidphoto", "X-Plan", "paid"}
+	trial := []string{"Authorization", "Bearer valid-trialphoto", "X-Plan", "trial"}
+	e.prove("valid-paidphoto", "X-Plan", "paid")
+	e.prove("valid-trialphoto", "X-Plan", "trial")
+
+	// Paid: analyze_photo costs 5 of the burst of 20.
+	e.passes(4, "analyze_photo", paid...)
+	before := e.backend.ToolCalls()
+	refusal(t, e.callTool(1, "analyze_photo", paid...), http.StatusTooManyRequests, "tenant")
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a refused photo call reached the backend")
+	}
+	// Trial sets no cost: a photo costs 1 there.
+	e.passes(5, "analyze_photo", trial...)
+	refusal(t, e.callTool(2, "analyze_photo", trial...), http.StatusTooManyRequests, "tenant")
+}
+
+func TestTierChangeMidPeriodKeepsTheCounts(t *testing.T) {
+	e := startSite(t, planSite)
+	const tok = "valid-upgrader"
+	auth := "Bearer " + tok
+	e.prove(tok, "X-Plan", "trial")
+	e.passes(5, "echo", "Authorization", auth, "X-Plan", "trial")
+	refusal(t, e.callTool(1, "echo", "Authorization", auth, "X-Plan", "trial"), http.StatusTooManyRequests, "tenant")
+
+	// Upgraded to paid: the drained bucket now refills at the paid rate,
+	// but there is no fresh burst of 20.
+	r := e.callTool(2, "echo", "Authorization", auth, "X-Plan", "paid")
+	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if !strings.Contains(got.Error.Message, "20/m") {
+		t.Fatalf("the refusal after the upgrade should state the paid limit: %s", got.Error.Message)
+	}
+
+	// The monthly quota count carried over too: the 5 trial calls are
+	// counted against the paid quota.
+	fp := cliFingerprint(t, e, "default", auth)
+	used := identityQuotaUsed(t, e, "default", fp)
+	if used["month"] != 5 {
+		t.Fatalf("quota used after the upgrade: %v, want month=5", used)
+	}
+
+	// Downgrade: a paid identity with 2 tokens left keeps just those 2,
+	// it is not refilled to the trial burst of 5.
+	const tok2 = "valid-downgrader"
+	auth2 := "Bearer " + tok2
+	e.prove(tok2, "X-Plan", "paid")
+	e.passes(18, "echo", "Authorization", auth2, "X-Plan", "paid")
+	passed := 0
+	for i := range 5 {
+		if r := e.callTool(10+i, "echo", "Authorization", auth2, "X-Plan", "trial"); r.Status == http.StatusOK {
+			passed++
+		} else {
+			refusal(t, r, http.StatusTooManyRequests, "tenant")
+		}
+	}
+	if passed != 2 {
+		t.Fatalf("after the downgrade %d calls passed, want the 2 tokens left", passed)
+	}
+	fp2 := cliFingerprint(t, e, "default", auth2)
+	if used := identityQuotaUsed(t, e, "default", fp2); used["month"] != 20 {
+		t.Fatalf("quota used across the downgrade: %v, want month=20", used)
+	}
+}
+
+func TestOverrideRaisesOneTenantsQuotaLive(t *testing.T) {
+	const block = "tenant off\nquota 3/day"
+	e := start(t, block)
+	a := []string{"Authorization", "Bearer valid-tenant-a"}
+	b := []string{"Authorization", "Bearer valid-tenant-b"}
+	e.prove("valid-tenant-a")
+	e.prove("valid-tenant-b")
+	for _, h := range [][]string{a, b} {
+		e.passes(3, "echo", h...)
+		refusal(t, e.callTool(1, "echo", h...), http.StatusTooManyRequests, "quota")
+	}
+
+	// "Contact us for a higher quota": an override for A, loaded as a
+	// Caddyfile, with the fingerprint the operator gets from the CLI.
+	fpA := cliFingerprint(t, e, "default", "Bearer valid-tenant-a")
+	fpB := cliFingerprint(t, e, "default", "Bearer valid-tenant-b")
+	if fpA == fpB {
+		t.Fatal("two identities share a fingerprint")
+	}
+	e.reloadWith(t, block+"\noverride "+fpA+" {\n quota 10/day\n}")
+	e.settle(a...)
+	e.passes(7, "echo", a...)
+	refusal(t, e.callTool(2, "echo", a...), http.StatusTooManyRequests, "quota")
+	refusal(t, e.callTool(3, "echo", b...), http.StatusTooManyRequests, "quota")
+
+	// The same through the JSON admin API: add one for B, lower A's.
+	path := handlerConfigPath(t, e.caddy, "mcp_ratelimit")
+	if st, body := e.caddy.AdminDo(t, http.MethodPut, path+"/overrides/"+fpB, []byte(`{"quota":{"day":5}}`)); st != http.StatusOK {
+		t.Fatalf("PUT override for B: %d %s", st, body)
+	}
+	e.settle(a...)
+	e.passes(2, "echo", b...)
+	refusal(t, e.callTool(4, "echo", b...), http.StatusTooManyRequests, "quota")
+	if st, body := e.caddy.AdminDo(t, http.MethodPatch, path+"/overrides/"+fpA, []byte(`{"quota":{"day":12}}`)); st != http.StatusOK {
+		t.Fatalf("PATCH override for A: %d %s", st, body)
+	}
+	e.settle(a...)
+	e.passes(2, "echo", a...)
+	got := refusal(t, e.callTool(5, "echo", a...), http.StatusTooManyRequests, "quota")
+	if !strings.Contains(got.Error.Message, "(12)") {
+		t.Fatalf("A's refusal should name its overridden quota of 12: %s", got.Error.Message)
+	}
+	// The admin API shows the override on the identity.
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/default/identities/"+fpA, nil)
+	if st != http.StatusOK || !strings.Contains(string(body), `"override":true`) {
+		t.Fatalf("identity view of A: %d %s", st, body)
+	}
+	// Removing B's override puts it back on the top-level quota (5 used of 3).
+	if st, body := e.caddy.AdminDo(t, http.MethodDelete, path+"/overrides/"+fpB, nil); st != http.StatusOK {
+		t.Fatalf("DELETE override for B: %d %s", st, body)
+	}
+	e.settle(a...)
+	got = refusal(t, e.callTool(6, "echo", b...), http.StatusTooManyRequests, "quota")
+	if !strings.Contains(got.Error.Message, "(3)") {
+		t.Fatalf("B's refusal should name the top-level quota of 3 again: %s", got.Error.Message)
+	}
+}
+
+func TestDryRunRefusesNothingButCountsWouldBeRefusals(t *testing.T) {
+	e := start(t, "zone dry\ndry_run\ntenant 1/m burst 1\nquota off")
+	e.prove("valid-dry")
+	for i := range 5 {
+		if r := e.call(i, "Authorization", "Bearer valid-dry"); r.Status != http.StatusOK {
+			t.Fatalf("dry run call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if n := e.backend.ToolCalls(); n != 5 {
+		t.Fatalf("backend saw %d calls, want all 5", n)
+	}
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	dry := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="tenant"`, `zone="dry"`)
+	if dry != 4 {
+		t.Fatalf("mcp_ratelimit_dry_run_refusals_total{layer=tenant} = %v, want 4", dry)
+	}
+	if real := promValue(string(body), "mcp_ratelimit_refusals_total", `layer="tenant"`, `zone="dry"`); real > 0 {
+		t.Fatalf("mcp_ratelimit_refusals_total{layer=tenant} = %v in dry run, want 0", real)
+	}
+}
+
+// settle waits after a config change until the site answers new
+// connections again (an old server shutting down may reset one), probing
+// with an unmetered GET carrying hdr (a proven identity's, so the probes
+// cost nothing).
+func (e *env) settle(hdr ...string) {
+	e.t.Helper()
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	ok := 0
+	for range 250 {
+		req, _ := http.NewRequest(http.MethodGet, e.caddy.URL+"/settle-probe", nil)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if ok++; ok == 3 {
+				return
+			}
+		} else {
+			ok = 0
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.t.Fatal("the site did not settle after a config change")
+}
+
+// promValue returns the value of the first sample of name whose label
+// set contains every one of labels, or -1 when there is none.
+func promValue(text, name string, labels ...string) float64 {
+	re := regexp.MustCompile(`^` + regexp.QuoteMeta(name) + `\{([^}]*)\}\s+(\S+)`)
+	for _, line := range strings.Split(text, "\n") {
+		m := re.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			if !strings.Contains(m[1], l) {
+				ok = false
+			}
+		}
+		if ok {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			return v
+		}
+	}
+	return -1
+}
+
+// cliFingerprint runs `caddy mcp-ratelimit fingerprint` against a
+// Caddyfile with e's storage, as an operator would, and returns the
+// fingerprint of value.
+func cliFingerprint(t *testing.T, e *env, zone, value string) string {
+	t.Helper()
+	bin := harness.BuildCaddy(t)
+	cfg := filepath.Join(t.TempDir(), "Caddyfile")
+	text := harness.Config("respond ok", e.backend.Addr, harness.FreePort(t), harness.FreePort(t), e.caddy.Storage, "")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "mcp-ratelimit", "fingerprint", "--zone", zone, "--config", cfg)
+	cmd.Stdin = strings.NewReader(value + "\n")
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("fingerprint CLI: %v\n%s", err, stderr)
+	}
+	fp := strings.TrimSpace(string(out))
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(fp) {
+		t.Fatalf("fingerprint CLI printed %q, want 32 lowercase hex characters", out)
+	}
+	return fp
+}
+
+// identityQuotaUsed returns quota_used of GET
+// /mcp_ratelimit/<zone>/identities/<fp>.
+func identityQuotaUsed(t *testing.T, e *env, zone, fp string) map[string]int64 {
+	t.Helper()
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/"+zone+"/identities/"+fp, nil)
+	if st != http.StatusOK {
+		t.Fatalf("identity %s: %d %s", fp, st, body)
+	}
+	var v struct {
+		QuotaUsed map[string]int64 `json:"quota_used"`
+	}
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatalf("decoding %s: %v", body, err)
+	}
+	return v.QuotaUsed
+}
+
+// handlerConfigPath returns the admin /config/ path of the first handler
+// named handler in the running config.
+func handlerConfigPath(t *testing.T, c *harness.Caddy, handler string) string {
+	t.Helper()
+	st, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
+	if st != http.StatusOK {
+		t.Fatalf("GET /config/: %d %s", st, body)
+	}
+	var cfg any
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var find func(v any, path string) string
+	find = func(v any, path string) string {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["handler"] == handler {
+				return path
+			}
+			for k, c := range v {
+				if p := find(c, path+"/"+k); p != "" {
+					return p
+				}
+			}
+		case []any:
+			for i, c := range v {
+				if p := find(c, path+"/"+strconv.Itoa(i)); p != "" {
+					return p
+				}
+			}
+		}
+		return ""
+	}
+	p := find(cfg, "/config")
+	if p == "" {
+		t.Fatalf("no %s handler in %s", handler, body)
+	}
+	return p
+}

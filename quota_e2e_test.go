@@ -1,0 +1,208 @@
+package mcplimit_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// nextDay and nextMonth are the quota reset instants after t.
+func nextDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+}
+
+func nextMonth(t time.Time) time.Time {
+	y, m, _ := t.UTC().Date()
+	return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
+}
+
+// skipNearReset skips a test that would straddle a UTC day (or month)
+// boundary, where the expected reset instant is ambiguous.
+func skipNearReset(t *testing.T, reset func(time.Time) time.Time) {
+	t.Helper()
+	now := time.Now()
+	if reset(now).Sub(now) < time.Minute {
+		t.Skip("too close to the quota reset instant")
+	}
+}
+
+// checkQuotaRefusal checks every field of a quota refusal whose reset is
+// reset(now): 429, data.limit/code, Retry-After within ±2s of the seconds
+// to the reset, data.resetsAt, and the "do not retry" message.
+func checkQuotaRefusal(t *testing.T, r *harness.Response, id int, period string, limit int64, reset func(time.Time) time.Time) {
+	t.Helper()
+	now := time.Now()
+	got := refusal(t, r, http.StatusTooManyRequests, "quota")
+	if got.ID != float64(id) {
+		t.Fatalf("refusal does not echo id %d: %s", id, r.Body)
+	}
+	if got.Error.Code != -31004 || got.Error.Data.Code != "QUOTA_EXHAUSTED" {
+		t.Fatalf("code %d / %s, want -31004 / QUOTA_EXHAUSTED", got.Error.Code, got.Error.Data.Code)
+	}
+	at := reset(now)
+	want := int(at.Sub(now).Seconds())
+	ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || ra < want-2 || ra > want+2 {
+		t.Fatalf("Retry-After %q, want %d±2 (seconds to %s)", r.Header.Get("Retry-After"), want, at.Format(time.RFC3339))
+	}
+	if got.Error.Data.RetryAfterSeconds != ra {
+		t.Fatalf("data.retryAfterSeconds %d != Retry-After %d", got.Error.Data.RetryAfterSeconds, ra)
+	}
+	if got.Error.Data.ResetsAt != at.Format(time.RFC3339) {
+		t.Fatalf("data.resetsAt %q, want %q", got.Error.Data.ResetsAt, at.Format(time.RFC3339))
+	}
+	if _, err := time.Parse(time.RFC3339, got.Error.Data.ResetsAt); err != nil {
+		t.Fatalf("data.resetsAt is not RFC 3339: %v", err)
+	}
+	msg := got.Error.Message
+	for _, s := range []string{"Do not retry", at.Format(time.RFC3339), period, strconv.FormatInt(limit, 10)} {
+		if !strings.Contains(msg, s) {
+			t.Fatalf("message %q does not contain %q", msg, s)
+		}
+	}
+}
+
+func TestQuotaRefusalHasEveryField(t *testing.T) {
+	skipNearReset(t, nextDay)
+	e := start(t, "tenant 100/s burst 100\nquota 2/day")
+	e.prove("valid-quota-a")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-quota-a"); r.Status != http.StatusOK {
+			t.Fatalf("call %d within quota: %d %s", i, r.Status, r.Body)
+		}
+	}
+	before := e.backend.ToolCalls()
+	r := e.call(42, "Authorization", "Bearer valid-quota-a")
+	checkQuotaRefusal(t, r, 42, "daily", 2, nextDay)
+	if pol := r.Header.Get("RateLimit-Policy"); !strings.Contains(pol, `"quota-day";q=2;w=86400`) {
+		t.Fatalf("RateLimit-Policy %q lacks the daily quota policy", pol)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a quota-refused call reached the backend")
+	}
+	// Refused again, still not counted.
+	checkQuotaRefusal(t, e.call(43, "Authorization", "Bearer valid-quota-a"), 43, "daily", 2, nextDay)
+	// Another identity has its own quota.
+	e.prove("valid-quota-b")
+	if r := e.call(1, "Authorization", "Bearer valid-quota-b"); r.Status != http.StatusOK {
+		t.Fatalf("another identity: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestRefusedCallsDoNotConsumeQuota(t *testing.T) {
+	skipNearReset(t, nextDay)
+	t.Run("tenant refusals", func(t *testing.T) {
+		// Tenant refills one token every 200ms; quota 3/day. Each call
+		// is followed by tenant refusals, which must not count.
+		e := start(t, "tenant 5/s burst 1\nglobal off\nquota 3/day")
+		e.prove("valid-quota-t")
+		for round := range 3 {
+			harness.Eventually(t, 2*time.Second, "the tenant bucket to refill", func() bool {
+				r := e.call(round, "Authorization", "Bearer valid-quota-t")
+				if r.Status == http.StatusOK {
+					return true
+				}
+				refusal(t, r, http.StatusTooManyRequests, "tenant")
+				return false
+			})
+			for i := range 5 {
+				refusal(t, e.call(100+i, "Authorization", "Bearer valid-quota-t"), http.StatusTooManyRequests, "tenant")
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+		checkQuotaRefusal(t, e.call(9, "Authorization", "Bearer valid-quota-t"), 9, "daily", 3, nextDay)
+	})
+	t.Run("global refusals after the quota was charged", func(t *testing.T) {
+		// Global is checked after the quota: its refusals must give the
+		// quota back.
+		e := start(t, "tenant 100/s burst 100\nglobal 5/s burst 1\nquota 3/day")
+		e.prove("valid-quota-g")
+		for round := range 3 {
+			harness.Eventually(t, 2*time.Second, "the global bucket to refill", func() bool {
+				r := e.call(round, "Authorization", "Bearer valid-quota-g")
+				if r.Status == http.StatusOK {
+					return true
+				}
+				refusal(t, r, http.StatusTooManyRequests, "global")
+				return false
+			})
+			if round == 2 {
+				break // quota is checked before global: exhausted now
+			}
+			for i := range 5 {
+				refusal(t, e.call(100+i, "Authorization", "Bearer valid-quota-g"), http.StatusTooManyRequests, "global")
+			}
+		}
+		checkQuotaRefusal(t, e.call(9, "Authorization", "Bearer valid-quota-g"), 9, "daily", 3, nextDay)
+		time.Sleep(300 * time.Millisecond)
+		checkQuotaRefusal(t, e.call(10, "Authorization", "Bearer valid-quota-g"), 10, "daily", 3, nextDay)
+	})
+}
+
+func TestDayAndMonthQuotaTogetherDayRefuses(t *testing.T) {
+	skipNearReset(t, nextDay)
+	e := start(t, "tenant 100/s burst 100\nquota 2/day\nquota 3/month")
+	e.prove("valid-quota-dm")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-quota-dm"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := e.call(5, "Authorization", "Bearer valid-quota-dm")
+	checkQuotaRefusal(t, r, 5, "daily", 2, nextDay)
+	pol := r.Header.Get("RateLimit-Policy")
+	if !strings.Contains(pol, `"quota-day"`) || !strings.Contains(pol, `"quota-month"`) {
+		t.Fatalf("RateLimit-Policy %q should list both quota policies", pol)
+	}
+}
+
+func TestMonthlyQuotaRetryAfterPointsToNextMonth(t *testing.T) {
+	skipNearReset(t, nextMonth)
+	e := start(t, "tenant 100/s burst 100\nquota 2/month")
+	e.prove("valid-quota-m")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-quota-m"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	checkQuotaRefusal(t, e.call(3, "Authorization", "Bearer valid-quota-m"), 3, "monthly", 2, nextMonth)
+}
+
+func TestQuotaOffNeverRefuses(t *testing.T) {
+	e := start(t, "tenant 1000/s burst 1000\nquota off")
+	e.prove("valid-quota-off")
+	for i := range 50 {
+		r := e.call(i, "Authorization", "Bearer valid-quota-off")
+		if r.Status != http.StatusOK {
+			t.Fatalf("call %d with quota off: %d %s", i, r.Status, r.Body)
+		}
+		if strings.Contains(r.Header.Get("RateLimit-Policy"), "quota") {
+			t.Fatalf("RateLimit-Policy %q announces a quota while quota is off", r.Header.Get("RateLimit-Policy"))
+		}
+	}
+	status, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/default", nil)
+	if status != http.StatusOK {
+		t.Fatalf("admin: %d %s", status, body)
+	}
+	var z struct {
+		Limits struct {
+			Quota any `json:"quota"`
+		} `json:"limits"`
+		Tracked map[string]int `json:"tracked"`
+	}
+	if err := json.Unmarshal(body, &z); err != nil {
+		t.Fatalf("admin body %s: %v", body, err)
+	}
+	if z.Limits.Quota != "off" {
+		t.Fatalf("admin limits.quota = %v, want off", z.Limits.Quota)
+	}
+	if z.Tracked["quota_entries"] != 0 {
+		t.Fatalf("quota off still tracks %d quota entries", z.Tracked["quota_entries"])
+	}
+}

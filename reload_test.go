@@ -1,0 +1,303 @@
+package mcplimit_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// adminForce sends a request to the admin endpoint with
+// `Cache-Control: must-revalidate`, which makes Caddy reload even an
+// unchanged config.
+func adminForceDo(t *testing.T, c *harness.Caddy, method, path string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, c.Admin+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", c.Admin)
+	req.Header.Set("Cache-Control", "must-revalidate")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// limiterConfigPath returns the /config/ path of the (only) mcp_ratelimit
+// handler in the running config.
+func limiterConfigPath(t *testing.T, c *harness.Caddy) string {
+	t.Helper()
+	st, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
+	if st != http.StatusOK {
+		t.Fatalf("GET /config/: %d %s", st, body)
+	}
+	var cfg any
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["handler"] == "mcp_ratelimit" {
+				found = append(found, path)
+			}
+			for k, c := range x {
+				walk(c, path+"/"+k)
+			}
+		case []any:
+			for i, c := range x {
+				walk(c, path+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(cfg, "/config")
+	if len(found) != 1 {
+		t.Fatalf("want one mcp_ratelimit handler in the config, found %v in %s", found, body)
+	}
+	return found[0]
+}
+
+// zoneStatus returns GET /mcp_ratelimit/<zone>.
+func zoneStatusOf(t *testing.T, c *harness.Caddy, zone string) map[string]any {
+	t.Helper()
+	st, body := c.AdminDo(t, http.MethodGet, "/mcp_ratelimit/"+zone, nil)
+	if st != http.StatusOK {
+		t.Fatalf("GET /mcp_ratelimit/%s: %d %s", zone, st, body)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(body, &out); err != nil {
+		t.Fatalf("decoding %s: %v", body, err)
+	}
+	return out
+}
+
+// settleAfterReload waits until the site answers new connections
+// steadily after a config load. On Linux Caddy rebinds the port with
+// SO_REUSEPORT, so for a moment after a load the old socket can still
+// take a connection and then reset it when it closes (a Caddy/kernel
+// behaviour, not this module's). The probes are notifications from a
+// proven identity, which no layer charges.
+func settleAfterReload(t *testing.T, e *env, auth string) {
+	t.Helper()
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
+	deadline := time.Now().Add(10 * time.Second)
+	for ok := 0; ok < 10; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the site did not answer steadily after the reload")
+		}
+		req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", auth)
+		resp, err := hc.Do(req)
+		if err != nil {
+			ok = 0
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests {
+			t.Fatalf("a notification was refused: it must cost nothing")
+		}
+		ok++
+	}
+}
+
+func jsonEqual(t *testing.T, got any, want string) bool {
+	t.Helper()
+	var w any
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("bad expectation %s: %v", want, err)
+	}
+	g, _ := json.Marshal(got)
+	var gv any
+	_ = json.Unmarshal(g, &gv)
+	return reflect.DeepEqual(gv, w)
+}
+
+func TestReloadAndPatchKeepBucketsAndApplyTheNewLimit(t *testing.T) {
+	e := start(t, "zone reload\npreauth 1/m burst 5\ntenant 1/m burst 3\nquota off")
+	const auth = "Bearer valid-rita"
+	e.prove("valid-rita")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", auth); r.Status != http.StatusOK {
+			t.Fatalf("call %d within burst: %d %s", i, r.Status, r.Body)
+		}
+	}
+
+	// 1. POST the running config back to /load, unchanged and forced.
+	st, cfg := e.caddy.AdminDo(t, http.MethodGet, "/config/", nil)
+	if st != http.StatusOK {
+		t.Fatalf("GET /config/: %d", st)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", cfg); st != http.StatusOK {
+		t.Fatalf("POST /load (same config): %d %s", st, body)
+	}
+	if st, body := adminForceDo(t, e.caddy, http.MethodPost, "/load", cfg); st != http.StatusOK {
+		t.Fatalf("POST /load (forced reload): %d %s", st, body)
+	}
+	settleAfterReload(t, e, auth)
+	// The bucket kept its level: one token left of 3, not a fresh burst.
+	if r := e.call(10, "Authorization", auth); r.Status != http.StatusOK {
+		t.Fatalf("the last token of the burst was lost across the reload: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(11, "Authorization", auth), http.StatusTooManyRequests, "tenant")
+
+	// The identity stayed proven across the reload (no pre-auth refusal).
+	s := zoneStatusOf(t, e.caddy, "reload")
+	tracked := s["tracked"].(map[string]any)
+	if tracked["known"].(float64) < 1 || tracked["tenant_buckets"].(float64) < 1 {
+		t.Fatalf("the zone lost its state across the reload: tracked %v", tracked)
+	}
+
+	// 2. PATCH the tenant limit live: a larger burst and a faster rate.
+	path := limiterConfigPath(t, e.caddy)
+	if st, body := e.caddy.AdminDo(t, http.MethodPatch, path+"/tenant", []byte(`{"rate":"2/m","burst":10}`)); st != http.StatusOK {
+		t.Fatalf("PATCH %s/tenant: %d %s", path, st, body)
+	}
+	settleAfterReload(t, e, auth)
+	s = zoneStatusOf(t, e.caddy, "reload")
+	limits := s["limits"].(map[string]any)
+	if !jsonEqual(t, limits["tenant"], `{"rate":"2/m","burst":10}`) {
+		t.Fatalf("the admin API does not show the patched tenant limit: %v", limits["tenant"])
+	}
+	// A larger burst is no fresh burst: the drained bucket stays drained.
+	refusal(t, e.call(12, "Authorization", auth), http.StatusTooManyRequests, "tenant")
+	tracked = s["tracked"].(map[string]any)
+	if tracked["known"].(float64) < 1 || tracked["tenant_buckets"].(float64) < 1 {
+		t.Fatalf("the zone lost its state across the PATCH: tracked %v", tracked)
+	}
+	refusals := s["refusals"].(map[string]any)
+	if refusals["tenant"].(float64) < 1 {
+		t.Fatalf("tenant refusals counted before the PATCH were lost: %v", refusals)
+	}
+
+	// Requests keep working: another tenant gets its (new) burst, and the
+	// drained tenant's non-metered traffic passes.
+	e.prove("valid-sam")
+	for i := range 10 {
+		if r := e.call(20+i, "Authorization", "Bearer valid-sam"); r.Status != http.StatusOK {
+			t.Fatalf("new tenant call %d under the patched burst of 10: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(30, "Authorization", "Bearer valid-sam"), http.StatusTooManyRequests, "tenant")
+	if r := e.post(`{"jsonrpc":"2.0","id":40,"method":"tools/list"}`, "Authorization", auth); r.Status == http.StatusTooManyRequests {
+		t.Fatalf("a non-metered request was refused after the PATCH: %s", r.Body)
+	}
+
+	// 3. Switch the tenant layer off live.
+	if st, body := e.caddy.AdminDo(t, http.MethodPatch, path+"/tenant", []byte(`{"off":true}`)); st != http.StatusOK {
+		t.Fatalf("PATCH tenant off: %d %s", st, body)
+	}
+	settleAfterReload(t, e, auth)
+	if got := zoneStatusOf(t, e.caddy, "reload")["limits"].(map[string]any)["tenant"]; got != "off" {
+		t.Fatalf("tenant off not in force: %v", got)
+	}
+	if r := e.call(50, "Authorization", auth); r.Status != http.StatusOK {
+		t.Fatalf("with the tenant layer off the call must pass: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestDefaultsAreInForceForAnEmptyBlock(t *testing.T) {
+	e := start(t, "")
+	got := zoneStatusOf(t, e.caddy, "default")["limits"].(map[string]any)
+	want := map[string]string{
+		"preauth":        `{"rate":"1/s","burst":5}`,
+		"tenant":         `{"rate":"5/s","burst":20}`,
+		"quota":          `{"day":5000}`,
+		"global":         `{"rate":"100/s","burst":200}`,
+		"anonymous":      `"off"`,
+		"concurrency":    `{"max":0,"per_identity":0}`,
+		"meter":          `["tools/call"]`,
+		"max_body":       `1048576`,
+		"max_batch":      `32`,
+		"known_ttl":      `"24h0m0s"`,
+		"max_known":      `100000`,
+		"flush_interval": `"30s"`,
+		"ipv4_prefix":    `32`,
+		"ipv6_prefix":    `64`,
+		"error_code":     `-31004`,
+		"refuse_with":    `"status"`,
+		"dry_run":        `false`,
+		"trust_identity": `false`,
+		"gateways":       `[]`,
+		"tiers":          `[]`,
+		"overrides":      `{}`,
+	}
+	for k, w := range want {
+		if !jsonEqual(t, got[k], w) {
+			t.Errorf("default %s = %v, want %s", k, got[k], w)
+		}
+	}
+	if _, ok := got["group"]; ok {
+		t.Errorf("no group layer by default: %v", got["group"])
+	}
+}
+
+func TestAdaptedJSONCanBeEditedAndPostedToLoad(t *testing.T) {
+	e := start(t, "zone rt\ntenant 1/m burst 5\nquota off")
+	// Adapt a Caddyfile for the same ports, edit the handler's JSON, POST it.
+	site := "mcp_ratelimit {\nzone rt\ntenant 1/m burst 5\nquota off\n}\nreverse_proxy $BACKEND"
+	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	var cfg any
+	if err := json.Unmarshal(js, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	hs := handlersInOrder(cfg)
+	var h map[string]any
+	for _, x := range hs {
+		if x["handler"] == "mcp_ratelimit" {
+			h = x
+		}
+	}
+	if h == nil {
+		t.Fatalf("no mcp_ratelimit handler in %s", js)
+	}
+	h["tenant"] = map[string]any{"rate": "1/m", "burst": 2}
+	h["refuse_with"] = "jsonrpc"
+	h["error_code"] = -31050
+	edited, _ := json.Marshal(cfg)
+	e.prove("valid-tom") // before the load: the zone's known-good set survives it
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", edited); st != http.StatusOK {
+		t.Fatalf("POST /load of edited adapt output: %d %s", st, body)
+	}
+	settleAfterReload(t, e, "Bearer valid-tom")
+	limits := zoneStatusOf(t, e.caddy, "rt")["limits"].(map[string]any)
+	if !jsonEqual(t, limits["tenant"], `{"rate":"1/m","burst":2}`) || limits["refuse_with"] != "jsonrpc" || limits["error_code"] != float64(-31050) {
+		t.Fatalf("edited limits not in force: %v", limits)
+	}
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-tom"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	r := e.call(3, "Authorization", "Bearer valid-tom")
+	if r.Status != http.StatusOK {
+		t.Fatalf("refuse_with jsonrpc answers HTTP 200, got %d %s", r.Status, r.Body)
+	}
+	var got rpcError
+	r.JSON(t, &got)
+	if got.Error == nil || got.Error.Code != -31050 || got.Error.Data.Limit != "tenant" {
+		t.Fatalf("want a tenant refusal with code -31050: %s", r.Body)
+	}
+
+	// The round trip also works back: GET /config/ output POSTs cleanly.
+	_, now := e.caddy.AdminDo(t, http.MethodGet, "/config/", nil)
+	if st, body := adminForceDo(t, e.caddy, http.MethodPost, "/load", now); st != http.StatusOK {
+		t.Fatalf("re-POSTing GET /config/: %d %s", st, body)
+	}
+}

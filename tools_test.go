@@ -1,0 +1,354 @@
+package mcplimit_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// groupSite puts the organization, set by an earlier handler (here from a
+// header, for the test), in {http.vars.org} and limits per organization.
+func groupSite(block string) string {
+	return "route {\n\tvars org {http.request.header.X-Org}\n\tmcp_ratelimit {\n" + block + "\n\t}\n\treverse_proxy $BACKEND\n}"
+}
+
+func TestGroupRateIsSharedByTheOrganization(t *testing.T) {
+	const block = "tenant 1/m burst 5\nquota off\ngroup {http.vars.org} 1/m burst 3"
+	e := startSite(t, groupSite(block))
+	p1 := []string{"Authorization", "Bearer valid-org-p1", "X-Org", "acme"}
+	p2 := []string{"Authorization", "Bearer valid-org-p2", "X-Org", "acme"}
+	p3 := []string{"Authorization", "Bearer valid-org-p3", "X-Org", "other"}
+	solo := []string{"Authorization", "Bearer valid-org-solo"}
+	for _, h := range [][]string{p1, p2, p3, solo} {
+		e.prove(strings.TrimPrefix(h[1], "Bearer "), h[2:]...)
+	}
+	e.passes(2, "echo", p1...)
+	e.passes(1, "echo", p2...)
+	before := e.backend.ToolCalls()
+	for i, h := range [][]string{p2, p1, p2, p1} {
+		got := refusal(t, e.callTool(i, "echo", h...), http.StatusTooManyRequests, "group")
+		if got.Error.Data.Code != "GROUP_RATE_LIMITED" {
+			t.Fatalf("code %s", got.Error.Data.Code)
+		}
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a group refusal reached the backend")
+	}
+	// Another organization and a principal without one are untouched.
+	e.passes(3, "echo", p3...)
+	e.passes(5, "echo", solo...)
+
+	// A refusal by the group layer charged neither principal: with the
+	// group raised live, p1 still has 3 tenant tokens and p2 has 4.
+	site := groupSite("tenant 1/m burst 5\nquota off\ngroup {http.vars.org} 100/s burst 100")
+	e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	e.settle(solo...)
+	time.Sleep(200 * time.Millisecond) // the drained group refills at the new rate
+	e.passes(3, "echo", p1...)
+	refusal(t, e.callTool(20, "echo", p1...), http.StatusTooManyRequests, "tenant")
+	e.passes(4, "echo", p2...)
+	refusal(t, e.callTool(21, "echo", p2...), http.StatusTooManyRequests, "tenant")
+}
+
+func TestGroupTokensComeBackWhenALaterLayerRefuses(t *testing.T) {
+	// p1's own daily quota of 1 refuses after the group layer reserved a
+	// token: the organization must get it back.
+	e := startSite(t, groupSite("tenant off\nquota 1/day\ngroup {http.vars.org} 1/m burst 3"))
+	p1 := []string{"Authorization", "Bearer valid-later-p1", "X-Org", "acme"}
+	p2 := []string{"Authorization", "Bearer valid-later-p2", "X-Org", "acme"}
+	e.prove("valid-later-p1", "X-Org", "acme")
+	e.prove("valid-later-p2", "X-Org", "acme")
+	e.passes(1, "echo", p1...)
+	for i := range 5 {
+		refusal(t, e.callTool(i, "echo", p1...), http.StatusTooManyRequests, "quota")
+	}
+	// 2 group tokens are left, whatever p1's refused calls did.
+	e.passes(1, "echo", p2...)
+	refusal(t, e.callTool(9, "echo", p2...), http.StatusTooManyRequests, "quota")
+	p4 := []string{"Authorization", "Bearer valid-later-p4", "X-Org", "acme"}
+	e.prove("valid-later-p4", "X-Org", "acme")
+	e.passes(1, "echo", p4...)
+	p5 := []string{"Authorization", "Bearer valid-later-p5", "X-Org", "acme"}
+	e.prove("valid-later-p5", "X-Org", "acme")
+	refusal(t, e.callTool(10, "echo", p5...), http.StatusTooManyRequests, "group")
+}
+
+func TestGroupQuotaIsSharedByTheOrganization(t *testing.T) {
+	e := startSite(t, groupSite("tenant off\nquota 100/day\ngroup {http.vars.org} 100/s burst 100\ngroup_quota 4/day"))
+	p1 := []string{"Authorization", "Bearer valid-gq-p1", "X-Org", "acme"}
+	p2 := []string{"Authorization", "Bearer valid-gq-p2", "X-Org", "acme"}
+	e.prove("valid-gq-p1", "X-Org", "acme")
+	e.prove("valid-gq-p2", "X-Org", "acme")
+	e.passes(2, "echo", p1...)
+	e.passes(2, "echo", p2...)
+	before := e.backend.ToolCalls()
+	for i, h := range [][]string{p1, p2} {
+		r := e.callTool(i, "echo", h...)
+		got := refusal(t, r, http.StatusTooManyRequests, "group_quota")
+		if got.Error.Data.Code != "QUOTA_EXHAUSTED" || got.Error.Data.ResetsAt == "" {
+			t.Fatalf("group quota refusal: %s", r.Body)
+		}
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a group quota refusal reached the backend")
+	}
+	// Another organization has its own count.
+	p3 := []string{"Authorization", "Bearer valid-gq-p3", "X-Org", "other"}
+	e.prove("valid-gq-p3", "X-Org", "other")
+	e.passes(4, "echo", p3...)
+}
+
+func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
+	e := start(t, "tenant off\nquota 10/day\ntool analyze_photo {\n quota 2/day\n}")
+	h := []string{"Authorization", "Bearer valid-photographer"}
+	e.prove("valid-photographer")
+	e.passes(2, "analyze_photo", h...)
+	before := e.backend.ToolCalls()
+	r := e.callTool(1, "analyze_photo", h...)
+	got := refusal(t, r, http.StatusTooManyRequests, "tool_quota")
+	if got.Error.Data.Code != "QUOTA_EXHAUSTED" || got.Error.Data.Tool != "analyze_photo" ||
+		!strings.Contains(got.Error.Message, "analyze_photo") {
+		t.Fatalf("tool quota refusal does not name the tool: %s", r.Body)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("the refused photo call reached the backend")
+	}
+	// The account quota still has room for other tools: 10 - 2 = 8.
+	e.passes(8, "echo", h...)
+	refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
+}
+
+// argCall renders a tools/call of echo whose arguments object is the raw
+// JSON args.
+func argCall(id int, args string) string {
+	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`
+}
+
+func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
+	e := start(t, "tenant 1/m burst 1\nquota off\ntool echo {\n arg limit max 25\n}")
+	h := []string{"Authorization", "Bearer valid-pager"}
+	e.prove("valid-pager")
+	before := e.backend.ToolCalls()
+	for _, args := range []string{
+		`{"limit":100}`,
+		`{"limit":"100"}`,
+		`{"limit":"25"}`,
+		`{"limit":100,"limit":10}`,
+		`{"limit":10,"limit":100}`,
+		`{"Limit":100}`,
+		`{"LIMIT":100}`,
+		`{"\u006cimit":100}`,
+		`{"limit":1e3}`,
+		`{"limit":25.5}`,
+		`{"limit":true}`,
+		`{"limit":[100]}`,
+		`{"limit":{"n":100}}`,
+		`{"text":"x","limit":1e400}`,
+	} {
+		t.Run(args, func(t *testing.T) {
+			r := e.post(argCall(7, args), h...)
+			if r.Status != http.StatusBadRequest {
+				t.Fatalf("status %d, want 400: %s", r.Status, r.Body)
+			}
+			var got rpcError
+			r.JSON(t, &got)
+			if got.Error == nil || got.Error.Code != -32602 || got.ID != float64(7) {
+				t.Fatalf("want JSON-RPC -32602 echoing id 7: %s", r.Body)
+			}
+			if !strings.Contains(got.Error.Message, "limit") || !strings.Contains(got.Error.Message, "25") {
+				t.Fatalf("message must name the argument and the bound: %s", got.Error.Message)
+			}
+			if e.backend.ToolCalls() != before {
+				t.Fatal("a call over the bound reached the backend")
+			}
+		})
+	}
+	// Parser-differential shapes of the params object hide nothing.
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":100},"arguments":{"limit":1}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":1},"Arguments":{"limit":100}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":1}},"Params":{"name":"echo","arguments":{"limit":100}}}`,
+		"\xef\xbb\xbf" + argCall(7, `{"limit":100}`),
+	} {
+		if r := e.post(body, h...); r.Status != http.StatusBadRequest {
+			t.Fatalf("%s: status %d, want 400: %s", body, r.Status, r.Body)
+		}
+	}
+	// A batch with one bad call is refused whole.
+	batchBody := "[" + argCall(1, `{"limit":5}`) + "," + argCall(2, `{"limit":100}`) + "]"
+	r := e.post(batchBody, h...)
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("batch with one bad call: %d %s", r.Status, r.Body)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a call of a refused batch reached the backend")
+	}
+	// None of the 400s spent the single token: a call at the bound passes,
+	// and so does null (absent).
+	if r := e.post(argCall(8, `{"text":"ok","limit":25}`), h...); r.Status != http.StatusOK {
+		t.Fatalf("limit 25 after the 400s: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.post(argCall(9, `{"limit":null}`), h...), http.StatusTooManyRequests, "tenant")
+}
+
+func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
+	// Python's json module accepts NaN and Infinity; streaming decoders
+	// (the official Go SDK among them) run the first value of a body that
+	// has more after it. Such a server still runs the call, so argument
+	// bounds and per-tool quotas must hold for these bodies too.
+	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
+	h := []string{"Authorization", "Bearer valid-lenient"}
+	e.prove("valid-lenient")
+	for _, body := range []string{
+		argCall(7, `{"limit":100,"x":NaN}`),
+		argCall(7, `{"limit":Infinity}`),
+		argCall(7, `{"limit":-Infinity,"limit":100}`),
+		argCall(7, `{"limit":100}`) + `{}`,
+		argCall(7, `{"limit":100}`) + "\n" + argCall(8, `{}`),
+		`{}` + argCall(7, `{"limit":100}`),
+		`[` + argCall(7, `{"limit":100}`) + `]]`,
+	} {
+		r := e.post(body, h...)
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {
+			t.Errorf("%s: status %d, want 400 with -32602: %s", body, r.Status, r.Body)
+		}
+	}
+	before := e.backend.ToolCalls()
+	photo := harness.ToolCall(9, "analyze_photo", map[string]any{"url": "x"}) + `{}`
+	for i := range 2 {
+		if r := e.post(photo, h...); r.Status != http.StatusOK {
+			t.Fatalf("photo %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if r := e.post(photo, h...); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "tool_quota") {
+		t.Errorf("third photo call with a trailing value: %d %s, want the tool_quota refusal", r.Status, r.Body)
+	}
+	if n := e.backend.ToolCalls() - before; n != 2 {
+		t.Errorf("%d photo calls reached the backend, want the quota of 2", n)
+	}
+}
+
+func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
+	dir := harness.TempDir(t, "quota-store")
+	e := start(t, "flush_interval 1s\ntenant off\nquota 1000/day\ntool analyze_photo {\n fail_closed\n}", harness.Options{Storage: dir})
+	h := []string{"Authorization", "Bearer valid-failclosed"}
+	e.prove("valid-failclosed")
+	e.passes(1, "analyze_photo", h...)
+	e.passes(1, "echo", h...)
+
+	// The storage directory becomes unusable.
+	if err := os.Rename(dir, dir+".bak"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	degraded := func() bool {
+		st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/default", nil)
+		if st != http.StatusOK {
+			t.Fatalf("admin: %d %s", st, body)
+		}
+		var z struct {
+			QuotaStore struct {
+				Degraded bool `json:"degraded"`
+			} `json:"quota_store"`
+		}
+		if err := json.Unmarshal(body, &z); err != nil {
+			t.Fatal(err)
+		}
+		return z.QuotaStore.Degraded
+	}
+	e.passes(1, "echo", h...) // a pending count to push
+	harness.Eventually(t, 10*time.Second, "the quota store to be degraded", degraded)
+
+	before := e.backend.ToolCalls()
+	r := e.callTool(1, "analyze_photo", h...)
+	got := refusal(t, r, http.StatusServiceUnavailable, "store")
+	if got.Error.Data.Code != "STORE_UNAVAILABLE" || strings.Contains(got.Error.Message, "Quota exhausted") ||
+		!strings.Contains(got.Error.Message, "analyze_photo") {
+		t.Fatalf("fail_closed refusal: %s", r.Body)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a fail_closed refusal reached the backend")
+	}
+	// Other tools keep failing open.
+	e.passes(3, "echo", h...)
+	// A batch that includes the fail_closed tool is refused whole.
+	batchBody := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "analyze_photo", nil) + "]"
+	if r := e.post(batchBody, h...); r.Status != http.StatusServiceUnavailable {
+		t.Fatalf("batch with a fail_closed tool: %d %s", r.Status, r.Body)
+	}
+
+	// Storage returns: the tool works again.
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dir+".bak", dir); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, "the quota store to recover", func() bool { return !degraded() })
+	e.passes(1, "analyze_photo", h...)
+}
+
+func TestUpstream429PassesThroughAndIsCountedApart(t *testing.T) {
+	site := `route {
+	mcp_ratelimit {
+		zone upstream
+		meter *
+		preauth 100/s burst 100
+	}
+	rewrite * /throttle
+	reverse_proxy $BACKEND
+}`
+	e := startSite(t, site)
+	for i := range 3 {
+		r := e.call(i)
+		if r.Status != http.StatusTooManyRequests {
+			t.Fatalf("status %d, want the backend's 429", r.Status)
+		}
+		if strings.TrimSpace(string(r.Body)) != "upstream provider quota" || r.Header.Get("Retry-After") != "7" {
+			t.Fatalf("the backend's 429 was not passed through untouched: %v %q", r.Header, r.Body)
+		}
+		if r.Header.Get("Cache-Control") == "no-store" || strings.Contains(string(r.Body), "jsonrpc") {
+			t.Fatalf("the backend's 429 was rewritten: %v %q", r.Header, r.Body)
+		}
+	}
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	if v := promValue(string(body), "mcp_ratelimit_upstream_throttled_total", `zone="upstream"`); v != 3 {
+		t.Fatalf("mcp_ratelimit_upstream_throttled_total = %v, want 3", v)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "mcp_ratelimit_refusals_total{") && strings.Contains(line, `zone="upstream"`) &&
+			!strings.HasSuffix(line, " 0") {
+			t.Fatalf("an upstream 429 counted as our refusal: %s", line)
+		}
+	}
+	st, body = e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/upstream", nil)
+	if st != http.StatusOK {
+		t.Fatalf("admin: %d %s", st, body)
+	}
+	var z struct {
+		Upstream int              `json:"upstream_throttled"`
+		Refusals map[string]int64 `json:"refusals"`
+	}
+	if err := json.Unmarshal(body, &z); err != nil {
+		t.Fatal(err)
+	}
+	if z.Upstream != 3 {
+		t.Fatalf("admin upstream_throttled = %d, want 3: %s", z.Upstream, body)
+	}
+	for l, n := range z.Refusals {
+		if n != 0 {
+			t.Fatalf("admin refusals[%s] = %d after upstream 429s only", l, n)
+		}
+	}
+}

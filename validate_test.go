@@ -1,0 +1,184 @@
+package mcplimit_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/caddyserver/caddy/v2"
+
+	mcplimit "github.com/mcpratelimit/caddy-mcp-ratelimit"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// validateJSON decodes js into a fresh Handler and validates it, turning a
+// panic into a test failure.
+func validateJSON(t *testing.T, js string) (err error) {
+	t.Helper()
+	var h mcplimit.Handler
+	if err := json.Unmarshal([]byte(js), &h); err != nil {
+		t.Fatalf("decoding %s: %v", js, err)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			t.Fatalf("Validate panicked on %s: %v", js, r)
+		}
+	}()
+	return h.Validate()
+}
+
+func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
+	fp := "0123456789abcdef0123456789abcdef"
+	cases := []struct {
+		js   string
+		word string // names the field at fault
+	}{
+		{`{"tenant":{"rate":"0/s"}}`, "tenant"},
+		{`{"tenant":{"rate":"-1/s"}}`, "tenant"},
+		{`{"tenant":{"rate":"5/d"}}`, "tenant"},
+		{`{"tenant":{"rate":"abc"}}`, "tenant"},
+		{`{"tenant":{"burst":-1}}`, "burst"},
+		{`{"preauth":{"burst":-2}}`, "preauth"},
+		{`{"preauth":{"rate":"1/week"}}`, "preauth"},
+		{`{"global":{"rate":"0/m"}}`, "global"},
+		{`{"anonymous":{"rate":"x"}}`, "anonymous"},
+		{`{"anonymous":{"burst":-1,"rate":"1/s"}}`, "anonymous"},
+		{`{"max_batch":-1}`, "max_batch"},
+		{`{"max_known":-5}`, "max_known"},
+		{`{"max_body":-1}`, "max_body"},
+		{`{"known_ttl":-1}`, "known_ttl"},
+		{`{"flush_interval":-1000000000}`, "flush_interval"},
+		{`{"ipv4_prefix":40}`, "ipv4_prefix"},
+		{`{"ipv4_prefix":-1}`, "ipv4_prefix"},
+		{`{"ipv6_prefix":129}`, "ipv6_prefix"},
+		{`{"ipv6_prefix":-64}`, "ipv6_prefix"},
+		{`{"error_code":-32001}`, "error_code"},
+		{`{"error_code":-32000}`, "error_code"},
+		{`{"error_code":-32768}`, "error_code"},
+		{`{"refuse_with":"nope"}`, "refuse_with"},
+		{`{"reject_status":[500]}`, "reject_status"},
+		{`{"reject_status":[200]}`, "reject_status"},
+		{`{"zone":"a/b"}`, "zone"},
+		{`{"zone":"a b"}`, "zone"},
+		{`{"meter":["*","tools/call"]}`, "meter"},
+		{`{"meter":[""]}`, "meter"},
+		{`{"costs":{"x":0}}`, "cost"},
+		{`{"costs":{"x":-3}}`, "cost"},
+		{`{"quota":{"day":-1}}`, "quota"},
+		{`{"quota":{"month":-1}}`, "quota"},
+		{`{"quota":{}}`, "quota"},
+		{`{"concurrency":{"max":-1}}`, "concurrency"},
+		{`{"concurrency":{"per_identity":-1}}`, "concurrency"},
+		{`{"gateways":[{}]}`, "gateway"},
+		{`{"gateways":[{"cidrs":["nope"],"rate":"1/s"}]}`, "gateway"},
+		{`{"gateways":[{"cidrs":["10.0.0.0/8"]}]}`, "gateway"},
+		{`{"gateways":[{"cidrs":["10.0.0.0/8"],"rate":"1/d"}]}`, "gateway"},
+		{`{"gateways":[{"cidrs":["10.0.0.0/8"],"rate":"1/s","burst":-1}]}`, "gateway"},
+		{`{"group_quota":{"day":5}}`, "group_quota"},
+		{`{"group":{"rate":"1/s"}}`, "group"},
+		{`{"group":{"key":"{http.auth.user.org}"}}`, "group"},
+		{`{"group":{"key":"{http.auth.user.org}","rate":"1/d"}}`, "group"},
+		{`{"group":{"key":"{http.auth.user.org}","rate":"1/s"},"group_quota":{"day":-5}}`, "group_quota"},
+		{`{"group":{"key":"{http.auth.user.org}","rate":"1/s"},"group_quota":{}}`, "group_quota"},
+		{`{"tools":{"x":{"cost":-1}}}`, "tool x"},
+		{`{"tools":{"x":{"quota":{"day":-1}}}}`, "tool x"},
+		{`{"tools":{"x":{"args":{"":5}}}}`, "tool x"},
+		{`{"tools":{"":{"cost":1}}}`, "tool"},
+		{`{"costs":{"x":1},"tools":{"x":{"cost":2}}}`, "tool x"},
+		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]}}]}`, "tier x"},
+		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}"},"tenant":{"rate":"1/s"}}]}`, "tier x"},
+		{`{"tiers":[{"name":"x","match":{"values":["b"]},"tenant":{"rate":"1/s"}}]}`, "tier x"},
+		{`{"tiers":[{"match":{"placeholder":"{a}","values":["b"]},"tenant":{"rate":"1/s"}}]}`, "tier"},
+		{`{"tiers":[{}]}`, "tier"},
+		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]},"tenant":{"rate":"1/d"}}]}`, "tier x"},
+		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]},"costs":{"s":0}}]}`, "tier x"},
+		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]},"quota":{"day":-1}}]}`, "tier x"},
+		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]},"tenant":{"rate":"1/s"}},{"name":"x","match":{"placeholder":"{a}","values":["c"]},"tenant":{"rate":"2/s"}}]}`, "tier x"},
+		{`{"overrides":{"XYZ":{"tenant":{"rate":"1/s"}}}}`, "override"},
+		{`{"overrides":{"` + strings.ToUpper(fp) + `":{"tenant":{"rate":"1/s"}}}}`, "override"},
+		{`{"overrides":{"` + fp + `":null}}`, "override"},
+		{`{"overrides":{"` + fp + `":{}}}`, "override"},
+		{`{"overrides":{"` + fp + `":{"tenant":{"rate":"9/d"}}}}`, "override"},
+		{`{"overrides":{"` + fp + `":{"concurrency":{"max":-1}}}}`, "override"},
+		{`{"store":{"redis":{}}}`, "redis"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.js, func(t *testing.T) {
+			err := validateJSON(t, tc.js)
+			if err == nil {
+				t.Fatalf("Validate accepted %s", tc.js)
+			}
+			if !strings.Contains(err.Error(), tc.word) {
+				t.Fatalf("error does not name %q: %v", tc.word, err)
+			}
+		})
+	}
+}
+
+func TestValidateAcceptsValidJSON(t *testing.T) {
+	fp := "0123456789abcdef0123456789abcdef"
+	for _, js := range []string{
+		`{}`,
+		`{"tools":{"x":null}}`,
+		`{"store":{}}`,
+		`{"tenant":{"off":true},"quota":{"off":true},"global":{"off":true},"preauth":{"off":true}}`,
+		`{"tenant":{"rate":"20/m"},"quota":{"day":5000,"month":100000}}`,
+		`{"error_code":-31004}`, `{"error_code":-32769}`, `{"error_code":-31999}`, `{"error_code":1}`,
+		`{"ipv4_prefix":1,"ipv6_prefix":128}`,
+		`{"meter":["*"]}`,
+		`{"group":{"key":"{http.auth.user.org}","rate":"100/m","burst":5},"group_quota":{"month":10}}`,
+		`{"costs":{"x":1},"tools":{"x":{"quota":{"day":5},"args":{"limit":100},"fail_closed":true}}}`,
+		`{"tiers":[{"name":"paid","match":{"placeholder":"{a}","values":["p"]},"tenant":{"rate":"20/m"},"quota":{"month":10000}},{"name":"trial","match":{"placeholder":"{a}","values":["t"]},"tenant":{"rate":"5/m"}}]}`,
+		`{"overrides":{"` + fp + `":{"tenant":{"rate":"100/m","burst":50},"quota":{"off":true}}}}`,
+		`{"store":{"redis":{"url":"redis://127.0.0.1:1"}}}`,
+	} {
+		if err := validateJSON(t, js); err != nil {
+			t.Errorf("Validate refused valid %s: %v", js, err)
+		}
+	}
+}
+
+// Every Caddyfile the adapter accepts without a cross-field problem must
+// also validate as JSON: adapt output is editable and POSTable.
+func TestValidateAcceptsAdaptOutput(t *testing.T) {
+	block := "zone api\nidentity {http.request.header.X-Key}\nreject_status 401\nknown_ttl 1h\nmax_known 10\n" +
+		"meter tools/call\ncost search 2\nmax_body 1KiB\nmax_batch 4\npreauth 1/s burst 2\ngateway 10.0.0.0/8 5/s\n" +
+		"tenant 5/s burst 20\nquota 5000/day\nquota 9000/month\nglobal 100/s\nanonymous 1/s\nconcurrency 4 per_identity 1\n" +
+		"ipv4_prefix 24\nipv6_prefix 56\nflush_interval 5s\nerror_code -31000\nrefuse_with jsonrpc\n" +
+		"group {http.auth.user.org} 10/s\ngroup_quota 100/day\ntool photo {\ncost 3\nquota 20/day\narg n max 5\nfail_closed\n}\n" +
+		"tier paid {\nmatch {http.auth.user.plan} paid\ntenant 20/m\n}\n" +
+		"override 0123456789abcdef0123456789abcdef {\ntenant 1/s\n}\ndry_run"
+	got := adaptedHandler(t, block)
+	js, _ := json.Marshal(got)
+	if err := validateJSON(t, string(js)); err != nil {
+		t.Fatalf("adapt output does not validate: %v\n%s", err, js)
+	}
+}
+
+// An invalid JSON value surfaces as a load error from Caddy naming the
+// field, and a typo'd field name is refused rather than ignored.
+func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
+	for _, tc := range []struct{ handler, word string }{
+		{`{"handler":"mcp_ratelimit","tenant":{"rate":"0/s"}}`, "tenant"},
+		{`{"handler":"mcp_ratelimit","ipv4_prefix":40}`, "ipv4_prefix"},
+		{`{"handler":"mcp_ratelimit","tenat":{"rate":"1/s"}}`, "tenat"},
+	} {
+		cfg := `{"admin":{"listen":"127.0.0.1:` + itoa(harness.FreePort(t)) + `","config":{"persist":false}},` +
+			`"storage":{"module":"file_system","root":"` + t.TempDir() + `"},` +
+			`"apps":{"http":{"servers":{"srv0":{"listen":["127.0.0.1:` + itoa(harness.FreePort(t)) + `"],` +
+			`"automatic_https":{"disable":true},"routes":[{"handle":[` + tc.handler + `,{"handler":"static_response","body":"ok"}]}]}}}}}`
+		err := caddy.Load([]byte(cfg), true)
+		if err == nil {
+			_ = caddy.Stop()
+			t.Fatalf("Caddy loaded %s", tc.handler)
+		}
+		if !strings.Contains(err.Error(), tc.word) {
+			t.Fatalf("load error does not name %q: %v", tc.word, err)
+		}
+	}
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
