@@ -223,3 +223,19 @@ func (e *env) reloadWith(t *testing.T, block string) {
 	site := fmt.Sprintf("mcp_ratelimit {\n%s\n}\nreverse_proxy $BACKEND", block)
 	e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
 }
+
+func TestDrainedBucketSurvivesCapPressureAndOverflowIsRefused(t *testing.T) {
+	e := start(t, "max_known 8\npreauth 1/m burst 1", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	if r := e.call(1, "X-Forwarded-For", "198.51.100.1"); r.Status != http.StatusOK {
+		t.Fatalf("first address: %d", r.Status)
+	}
+	for i := 2; i <= 8; i++ {
+		if r := e.call(i, "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i)); r.Status != http.StatusOK {
+			t.Fatalf("address %d filling the set: %d", i, r.Status)
+		}
+	}
+	// Every bucket is drained: a new address cannot evict one, so it is refused.
+	refusal(t, e.call(20, "X-Forwarded-For", "198.51.100.20"), http.StatusTooManyRequests, "preauth")
+	// The first address's drained bucket was not dropped and recreated full.
+	refusal(t, e.call(21, "X-Forwarded-For", "198.51.100.1"), http.StatusTooManyRequests, "preauth")
+}

@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -92,6 +93,11 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."), true
 	}
+	if cs := charset(r.Header.Get("Content-Type")); cs != "" && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		// A backend that decodes by charset (the TypeScript SDK does) would
+		// read a different message than the one classified here.
+		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."), true
+	}
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, pol.maxBody)
 	if err != nil || tooLarge {
 		if buf != nil {
@@ -105,7 +111,7 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 	d.body, d.bodyOwn = buf, true
 	d.req = jsonrpc.GetRequest()
 	d.req.Parse(buf.Bytes())
-	if d.req.Batch() && d.req.Len() > pol.maxBatch {
+	if d.req.Scanned() > pol.maxBatch {
 		return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request."), true
 	}
 	d.cost = d.req.Cost(pol.meter, d.toolCost)
@@ -188,7 +194,12 @@ func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucket
 			// A new key at a full set: nothing tells when room appears.
 			wait = time.Second
 		}
-		return rateRefusal(l, lim, wait), false
+		ref := rateRefusal(l, lim, wait)
+		if n > lim.burst {
+			ref.msg = fmt.Sprintf("Rate limited: this request costs %d, more than the %s limit (%s, burst %d) admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request.",
+				n, lim.unitWord(), lim.text, lim.burst)
+		}
+		return ref, false
 	}
 	d.res[d.nres] = res
 	d.nres++
@@ -354,6 +365,20 @@ func toolOfKey(key string) string {
 		return rest[:i]
 	}
 	return rest
+}
+
+// charset returns the charset parameter of a Content-Type value, if any.
+func charset(ct string) string {
+	_, params, _ := strings.Cut(ct, ";")
+	for params != "" {
+		var param string
+		param, params, _ = strings.Cut(params, ";")
+		name, value, ok := strings.Cut(strings.TrimSpace(param), "=")
+		if ok && strings.EqualFold(strings.TrimSpace(name), "charset") {
+			return strings.Trim(strings.TrimSpace(value), `"`)
+		}
+	}
+	return ""
 }
 
 // acceptsEventStream tells a Streamable HTTP POST (which accepts

@@ -57,7 +57,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 	if err != nil {
 		return err
 	}
-	key, err := loadFingerprintKey(context.Background(), stor, zoneName)
+	key, err := loadFingerprintKey(context.Background(), stor, zoneName, false)
 	if err != nil {
 		return err
 	}

@@ -372,3 +372,18 @@ func echoText(t *testing.T, r *harness.Response) string {
 	}
 	return res.Result.Content[0].Text
 }
+
+func TestNonUTF8CharsetIsRefusedOnAMeteredRoute(t *testing.T) {
+	e := start(t, "quota off")
+	before := e.backend.ToolCalls()
+	r := e.post(harness.ToolCall(1, "echo", map[string]any{"text": "hi"}), "Content-Type", "application/json; charset=utf-16")
+	if r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("charset=utf-16: status %d, want 415: %s", r.Status, r.Body)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("a refused body reached the backend")
+	}
+	if r := e.post(harness.ToolCall(2, "echo", map[string]any{"text": "hi"}), "Content-Type", "application/json; charset=UTF-8"); r.Status != http.StatusOK {
+		t.Fatalf("charset=UTF-8 must pass: %d %s", r.Status, r.Body)
+	}
+}

@@ -153,13 +153,19 @@ func TestQuotaSharedAcrossInstances(t *testing.T) {
 			}
 			time.Sleep(pace - time.Since(roundStart))
 		}
-		bound := limit + (n-1)*k
-		t.Logf("admitted %d (per instance %v) in %v; limit %d, bound %d", admitted, perInstance, time.Since(start).Round(time.Millisecond), limit, bound)
+		// The README's bound: a count made just after an instance's push is
+		// stored one interval later and read by another instance up to one
+		// more interval after that, so with flush phases spread out
+		// (E2E_STAGGER=330ms reproduces it) up to two intervals' worth goes
+		// unseen: limit + (N-1)·2k.
+		bound := limit + (n-1)*2*k
+		t.Logf("admitted %d (per instance %v) in %v; limit %d, bound %d",
+			admitted, perInstance, time.Since(start).Round(time.Millisecond), limit, bound)
 		if admitted < limit {
 			t.Fatalf("admitted %d < limit %d: instances refused before the sum reached the limit", admitted, limit)
 		}
 		if admitted > bound {
-			t.Fatalf("admitted %d > limit + (N-1)·k = %d", admitted, bound)
+			t.Fatalf("admitted %d > limit + (N-1)·2k = %d", admitted, bound)
 		}
 		if got := int64(backend.ToolCalls()); got != admitted {
 			t.Fatalf("backend saw %d tool calls, %d admitted", got, admitted)
