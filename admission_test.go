@@ -239,3 +239,49 @@ func TestDrainedBucketSurvivesCapPressureAndOverflowIsRefused(t *testing.T) {
 	// The first address's drained bucket was not dropped and recreated full.
 	refusal(t, e.call(21, "X-Forwarded-For", "198.51.100.1"), http.StatusTooManyRequests, "preauth")
 }
+
+func TestAnonymousBucketIsSharedByRequestsWithoutIdentity(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100\nanonymous 1/m burst 2\nquota off", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	// Two different addresses, no credential: one shared anonymous budget.
+	for i, xff := range []string{"198.51.100.1", "198.51.100.2"} {
+		if r := e.call(i, "X-Forwarded-For", xff); r.Status != http.StatusOK {
+			t.Fatalf("anonymous call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	got := refusal(t, e.call(3, "X-Forwarded-For", "198.51.100.3"), http.StatusTooManyRequests, "anonymous")
+	if got.Error.Data.Code != "ANONYMOUS_RATE_LIMITED" {
+		t.Fatalf("code %s", got.Error.Data.Code)
+	}
+	// A caller with an identity does not draw from the anonymous bucket.
+	if r := e.call(4, "Authorization", "Bearer valid-ivy"); r.Status != http.StatusOK {
+		t.Fatalf("identified call: %d %s", r.Status, r.Body)
+	}
+}
+
+func TestTrustIdentityIsProvenOnSight(t *testing.T) {
+	site := `route {
+		vars user {http.request.header.X-User}
+		mcp_ratelimit {
+			identity {http.vars.user}
+			trust_identity
+			preauth 1/m burst 1
+			tenant 1/m burst 3
+			quota off
+		}
+		reverse_proxy $BACKEND
+	}`
+	e := startSite(t, site)
+	// Never accepted by the backend before, yet charged to its own tenant
+	// bucket (burst 3), not to the address's pre-auth budget (burst 1).
+	for i := range 3 {
+		if r := e.call(i, "X-User", "user-42"); r.Status != http.StatusOK {
+			t.Fatalf("trusted identity call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(9, "X-User", "user-42"), http.StatusTooManyRequests, "tenant")
+	// An empty identity is not trusted: it pays pre-auth.
+	if r := e.call(10); r.Status != http.StatusOK {
+		t.Fatalf("first anonymous call: %d", r.Status)
+	}
+	refusal(t, e.call(11), http.StatusTooManyRequests, "preauth")
+}

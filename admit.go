@@ -46,7 +46,6 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 			}
 		}
 	}
-	d.admitted = true
 	d.z.metrics.admit()
 	return false
 }
@@ -246,7 +245,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
 		if d.req != nil {
 			fpHex := ""
-			d.eachToolCall(func(name string) {
+			d.eachTool(func(name string) {
 				if tp := d.pol.tools[name]; tp != nil && tp.quota.any() {
 					if fpHex == "" {
 						fpHex = fingerprintHex(d.fp)
@@ -348,10 +347,6 @@ func (d *decision) eachTool(fn func(string)) {
 		}
 	}
 }
-
-// eachToolCall is eachTool for counting: a call is charged once per
-// distinct tool name it may be read as.
-func (d *decision) eachToolCall(fn func(string)) { d.eachTool(fn) }
 
 func toBuckets(b bucketLimit) buckets.Limit { return buckets.Limit{Rate: b.rate, Burst: b.burst} }
 

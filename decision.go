@@ -33,12 +33,11 @@ type decision struct {
 	hasGroup bool
 	lim      limits
 
-	body     *jsonrpc.Buffer
-	bodyOwn  bool
-	req      *jsonrpc.Request
-	cost     int64
-	legacy   bool
-	admitted bool
+	body    *jsonrpc.Buffer
+	bodyOwn bool
+	req     *jsonrpc.Request
+	cost    int64
+	legacy  bool
 
 	rec        statusRecorder
 	res        [6]buckets.Reservation
