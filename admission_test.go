@@ -285,3 +285,22 @@ func TestTrustIdentityIsProvenOnSight(t *testing.T) {
 	}
 	refusal(t, e.call(11), http.StatusTooManyRequests, "preauth")
 }
+
+func TestTenantIsCheckedBeforeGlobal(t *testing.T) {
+	e := start(t, "tenant 1/m burst 1\nglobal 1/m burst 2\nquota off")
+	e.prove("valid-jo")
+	e.prove("valid-kim")
+	if r := e.call(1, "Authorization", "Bearer valid-jo"); r.Status != http.StatusOK {
+		t.Fatalf("jo: %d", r.Status)
+	}
+	// jo is over its own limit: refused by the tenant layer, so its
+	// attempts never spend the shared global capacity...
+	for i := range 3 {
+		refusal(t, e.call(2+i, "Authorization", "Bearer valid-jo"), http.StatusTooManyRequests, "tenant")
+	}
+	// ...which is still there for kim.
+	if r := e.call(9, "Authorization", "Bearer valid-kim"); r.Status != http.StatusOK {
+		t.Fatalf("kim found the global capacity spent by another tenant's refused calls: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(10, "Authorization", "Bearer valid-jo"), http.StatusTooManyRequests, "tenant")
+}
