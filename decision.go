@@ -61,7 +61,7 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	if d.repl == nil {
 		d.repl = caddy.NewReplacer()
 	}
-	d.addr = h.clientAddr(r, d.pol)
+	h.warnForwardedFor(r)
 	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
 		d.fp, d.hasID = d.z.fpKey.sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
@@ -71,13 +71,17 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 			d.groupFP, d.hasGroup = d.z.fpKey.sum(g), true
 		}
 	}
+	if !d.proven {
+		// Only unproven callers are keyed by address (pre-auth).
+		d.addr = clientAddr(r, d.pol)
+	}
 	d.lim = d.pol.limitsFor(d)
 	return d
 }
 
 // clientAddr keys the client address from Caddy's own resolution (the
 // client_ip var, which honours trusted_proxies), never from a header.
-func (h *Handler) clientAddr(r *http.Request, pol *policy) netip.Prefix {
+func clientAddr(r *http.Request, pol *policy) netip.Prefix {
 	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	if s == "" {
 		s = r.RemoteAddr
@@ -86,12 +90,19 @@ func (h *Handler) clientAddr(r *http.Request, pol *policy) netip.Prefix {
 	if err != nil {
 		addr = netip.IPv4Unspecified()
 	}
-	if r.Header.Get("X-Forwarded-For") != "" && !trustsProxies(r) {
-		h.zone.xffOnce.Do(func() {
-			h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)")
-		})
-	}
 	return clientip.Key(addr, pol.v4, pol.v6)
+}
+
+// warnForwardedFor logs, once per zone, that a request carries
+// X-Forwarded-For while the server trusts no proxy, so the header is
+// ignored and the connection address is used.
+func (h *Handler) warnForwardedFor(r *http.Request) {
+	if h.zone.xffWarned.Load() || len(r.Header["X-Forwarded-For"]) == 0 || trustsProxies(r) {
+		return
+	}
+	if h.zone.xffWarned.CompareAndSwap(false, true) {
+		h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)")
+	}
 }
 
 // trustsProxies reports whether the serving Caddy server has

@@ -79,7 +79,11 @@ func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string)
 func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
 	if name, ok := strings.CutPrefix(ph, "{http.request.header."); ok && strings.HasSuffix(name, "}") &&
 		!strings.ContainsAny(name[:len(name)-1], "{}") {
-		vals := r.Header[textproto.CanonicalMIMEHeaderKey(name[:len(name)-1])]
+		name = name[:len(name)-1]
+		vals, ok := r.Header[name] // already canonical, as most configs write it
+		if !ok {
+			vals = r.Header[textproto.CanonicalMIMEHeaderKey(name)]
+		}
 		if len(vals) == 1 {
 			return vals[0]
 		}

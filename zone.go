@@ -33,22 +33,22 @@ const (
 
 // zone is the state shared by every handler with the same zone name.
 type zone struct {
-	name    string
-	pol     atomic.Pointer[policy]
-	logger  atomic.Pointer[zap.Logger]
-	fpKey   *fingerprinter
-	preauth *buckets.Set[netip.Prefix]
-	tenants *buckets.Set[[16]byte]
-	groups  *buckets.Set[[16]byte]
-	shared  *buckets.Set[single]
-	known   *known.Set[[16]byte]
-	perID   *buckets.Gauge[[16]byte]
-	all     *buckets.Gauge[single]
-	quota   *quota.Counter
-	storage *swapStorage
-	metrics *zoneMetrics
-	sampler *sampler
-	xffOnce sync.Once
+	name      string
+	pol       atomic.Pointer[policy]
+	logger    atomic.Pointer[zap.Logger]
+	fpKey     *fingerprinter
+	preauth   *buckets.Set[netip.Prefix]
+	tenants   *buckets.Set[[16]byte]
+	groups    *buckets.Set[[16]byte]
+	shared    *buckets.Set[single]
+	known     *known.Set[[16]byte]
+	perID     *buckets.Gauge[[16]byte]
+	all       *buckets.Gauge[single]
+	quota     *quota.Counter
+	storage   *swapStorage
+	metrics   *zoneMetrics
+	sampler   *sampler
+	xffWarned atomic.Bool
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
