@@ -1,0 +1,120 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// backend is a minimal fast responder that counts what reaches it.
+type backend struct {
+	addr string
+	hits atomic.Int64
+}
+
+// startBackend serves a fixed tools/call result as fast as possible.
+func startBackend() *backend {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	b := &backend{addr: l.Addr().String()}
+	answer := []byte(`{"jsonrpc":"2.0","id":42,"result":{"content":[{"type":"text","text":"ok"}]}}`)
+	go func() {
+		_ = http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b.hits.Add(1)
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
+		}))
+	}()
+	return b
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// caddyProc is one running Caddy.
+type caddyProc struct {
+	name, label string
+	url, admin  string
+	cmd         *exec.Cmd
+	backend     *backend
+}
+
+// startCaddy runs one Caddy process with site as its only site.
+func startCaddy(bin, dir, name, site string, b *backend) *caddyProc {
+	port, admin := freePort(), freePort()
+	home := filepath.Join(dir, name)
+	check(os.MkdirAll(home, 0o700))
+	cfg := fmt.Sprintf("{\n\tadmin 127.0.0.1:%d\n\tpersist_config off\n\tauto_https off\n\tstorage file_system %s\n\tlog {\n\t\tlevel ERROR\n\t}\n}\nhttp://127.0.0.1:%d {\n\tbind 127.0.0.1\n\t%s\n}\n",
+		admin, filepath.Join(home, "storage"), port, site)
+	file := filepath.Join(home, "Caddyfile")
+	check(os.WriteFile(file, []byte(cfg), 0o600))
+	cmd := exec.Command(bin, "run", "--config", file, "--adapter", "caddyfile")
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, "data"))
+	cmd.Stderr = io.Discard
+	check(cmd.Start())
+	p := &caddyProc{name: name, label: "caddy + reverse_proxy", cmd: cmd, backend: b,
+		url:   "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp",
+		admin: "http://127.0.0.1:" + strconv.Itoa(admin)}
+	if name != "plain" {
+		p.label = "caddy + mcp_ratelimit + reverse_proxy"
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if resp, err := http.Get(p.admin + "/config/"); err == nil {
+			resp.Body.Close()
+			return p
+		}
+		if time.Now().After(deadline) {
+			log.Fatalf("%s caddy did not start", name)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (p *caddyProc) stop() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() }
+
+// memory forces a GC through the admin pprof endpoint and returns the
+// live heap (from /debug/vars) and the process RSS.
+func (p *caddyProc) memory() (heap, rss int64) {
+	resp, err := http.Get(p.admin + "/debug/pprof/heap?gc=1")
+	check(err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	resp, err = http.Get(p.admin + "/debug/vars")
+	check(err)
+	var vars struct {
+		Memstats struct{ HeapAlloc int64 } `json:"memstats"`
+	}
+	check(json.NewDecoder(resp.Body).Decode(&vars))
+	resp.Body.Close()
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	check(err)
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			rss = kb * 1024
+		}
+	}
+	return vars.Memstats.HeapAlloc, rss
+}
+
+func check(err error) {
+	if err != nil {
+		log.Fatal(err)
+	}
+}
