@@ -106,6 +106,7 @@ func (z *zone) status() map[string]any {
 		"inflight":           m.inflightN.Load(),
 		"upstream_throttled": m.upstreamN.Load(),
 		"quota_store":        storeView(z.quota.State()),
+		"store":              z.storeStatus(),
 	}
 }
 

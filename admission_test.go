@@ -304,3 +304,20 @@ func TestTenantIsCheckedBeforeGlobal(t *testing.T) {
 	}
 	refusal(t, e.call(10, "Authorization", "Bearer valid-jo"), http.StatusTooManyRequests, "tenant")
 }
+
+func TestPreauthRefusalEchoesTheRequestIDs(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1")
+	e.call(1)
+	r := e.call(77)
+	got := refusal(t, r, http.StatusTooManyRequests, "preauth")
+	if got.ID != float64(77) {
+		t.Fatalf("pre-auth refusal does not echo id 77: %s", r.Body)
+	}
+	batch := `[` + harness.ToolCall(5, "echo", nil) + `,` + harness.ToolCall(6, "echo", nil) + `]`
+	r = e.post(batch)
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if len(answers) != 2 || answers[0].ID != float64(5) || answers[1].ID != float64(6) {
+		t.Fatalf("batch refusal must answer each id: %s", r.Body)
+	}
+}

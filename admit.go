@@ -21,6 +21,9 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	// before its body is even read.
 	if !d.proven {
 		if ref, ok := d.reservePreauth(1); !ok {
+			if !d.pol.dryRun {
+				d.peekIDs(r)
+			}
 			if h.refuse(d, w, ref) {
 				return true
 			}
@@ -52,13 +55,10 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 
 // admissionSteps are the layers after inspection, in SPEC order: tenant
 // before global, so a tenant over its own limit cannot spend shared
-// capacity.
+// capacity. admitShared runs tenant, group, the store guard, quota and
+// global (see localShared), in Redis when the zone has a Redis store.
 var admissionSteps = []func(*decision) (refusal, bool){
-	(*decision).admitTenant,
-	(*decision).admitGroup,
-	(*decision).admitStore,
-	(*decision).admitQuota,
-	(*decision).admitGlobal,
+	(*decision).admitShared,
 	(*decision).admitAnonymous,
 	(*decision).admitConcurrency,
 }
@@ -130,6 +130,26 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 	return refusal{}, false
 }
 
+// peekLimit bounds what a pre-auth refusal reads to echo request ids.
+const peekLimit = 64 << 10
+
+// peekIDs reads a small body of a request refused before inspection, only
+// so the refusal can echo its JSON-RPC ids; a larger body is answered with
+// id null rather than read.
+func (d *decision) peekIDs(r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ContentLength > peekLimit {
+		return
+	}
+	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, peekLimit)
+	if err != nil || tooLarge {
+		buf.Release()
+		return
+	}
+	d.body, d.bodyOwn = buf, true
+	d.req = jsonrpc.GetRequest()
+	d.req.Parse(buf.Bytes())
+}
+
 // checkArgs applies `arg <name> max <n>` bounds to every tools/call entry,
 // before any token is spent. One bad call refuses the whole batch.
 func (d *decision) checkArgs() (refusal, bool) {
@@ -193,16 +213,22 @@ func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucket
 			// A new key at a full set: nothing tells when room appears.
 			wait = time.Second
 		}
-		ref := rateRefusal(l, lim, wait)
-		if n > lim.burst {
-			ref.msg = fmt.Sprintf("Rate limited: this request costs %d, more than the %s limit (%s, burst %d) admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request.",
-				n, lim.unitWord(), lim.text, lim.burst)
-		}
-		return ref, false
+		return bucketRefusal(l, lim, wait, n), false
 	}
 	d.res[d.nres] = res
 	d.nres++
 	return refusal{}, true
+}
+
+// bucketRefusal is the refusal of layer l's bucket for a request of cost
+// n that must wait wait.
+func bucketRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal {
+	ref := rateRefusal(l, lim, wait)
+	if n > lim.burst {
+		ref.msg = fmt.Sprintf("Rate limited: this request costs %d, more than the %s limit (%s, burst %d) admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request.",
+			n, lim.unitWord(), lim.text, lim.burst)
+	}
+	return ref
 }
 
 func (d *decision) admitTenant() (refusal, bool) {
@@ -222,7 +248,7 @@ func (d *decision) admitGroup() (refusal, bool) {
 // admitStore refuses calls of fail_closed tools while the quota store is
 // degraded; every other call keeps failing open.
 func (d *decision) admitStore() (refusal, bool) {
-	if !d.pol.failClosed || d.req == nil || !d.z.quota.State().Degraded {
+	if !d.pol.failClosed || d.req == nil || !d.z.storeDegraded() {
 		return refusal{}, true
 	}
 	var tool string
@@ -240,6 +266,22 @@ func (d *decision) admitStore() (refusal, bool) {
 // admitQuota checks and charges every quota of the request at once: the
 // identity's, its group's and each called tool's.
 func (d *decision) admitQuota() (refusal, bool) {
+	d.quotaItems()
+	if len(d.items) == 0 {
+		return refusal{}, true
+	}
+	failed, ok := d.z.quota.TryAdd(d.items, d.now)
+	if ok {
+		d.quotaHeld = true
+		return refusal{}, true
+	}
+	it := d.items[failed]
+	return quotaRefusal(d.itemLayers[failed], it, toolOfKey(it.Key), d.now), false
+}
+
+// quotaItems sets d.items (and d.itemLayers) to every quota of the
+// request: the identity's, each called tool's and its group's.
+func (d *decision) quotaItems() {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	if d.proven {
 		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
@@ -258,16 +300,6 @@ func (d *decision) admitQuota() (refusal, bool) {
 	if d.hasGroup && d.pol.groupQuota.any() {
 		d.addItems(layerGroupQuota, "g/"+fingerprintHex(d.groupFP), d.pol.groupQuota, d.cost)
 	}
-	if len(d.items) == 0 {
-		return refusal{}, true
-	}
-	failed, ok := d.z.quota.TryAdd(d.items, d.now)
-	if ok {
-		d.quotaHeld = true
-		return refusal{}, true
-	}
-	it := d.items[failed]
-	return quotaRefusal(d.itemLayers[failed], it, toolOfKey(it.Key), d.now), false
 }
 
 func (d *decision) addItems(l layer, key string, q quotaLimit, n int64) {

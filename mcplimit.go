@@ -169,9 +169,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	if pol.redis != nil {
-		// Refuse rather than silently deciding locally while the operator
-		// believes limits are exact across instances.
-		return fmt.Errorf("store redis: the Redis store is not available in this version; remove `store` to use the storage-flush quota")
+		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
+			return err
+		}
 	}
 	h.pol = pol
 	z, err := acquireZone(ctx, pol, h.logger)

@@ -22,6 +22,9 @@ type zoneMetrics struct {
 	flushes   *prometheus.CounterVec
 	decision  prometheus.Histogram
 	upstream  prometheus.Counter
+	storeRTT  prometheus.Histogram
+	storeErrs prometheus.Counter
+	storeHits prometheus.Counter
 	byLayer   [numLayers]prometheus.Counter
 	dryLayer  [numLayers]prometheus.Counter
 	refreshed func(*zoneMetrics)
@@ -94,6 +97,16 @@ func newZoneMetrics(zone string) *zoneMetrics {
 		upstream: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_upstream_throttled_total", Help: "Backend 429 answers passed through (not our refusals).", ConstLabels: zl,
 		}),
+		storeRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "mcp_ratelimit_store_roundtrip_seconds", Help: "Round trips to the Redis store (one per decision it answered).", ConstLabels: zl,
+			Buckets: []float64{5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 1e-1},
+		}),
+		storeErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_store_errors_total", Help: "Redis store calls that failed or timed out (the request was then decided locally).", ConstLabels: zl,
+		}),
+		storeHits: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_ratelimit_store_local_hits_total", Help: "Refusals of keys known to be over their limit, answered without a round trip to the Redis store.", ConstLabels: zl,
+		}),
 	}
 	for l := range numLayers {
 		m.byLayer[l] = m.refusals.WithLabelValues(layerNames[l])
@@ -106,7 +119,7 @@ func newZoneMetrics(zone string) *zoneMetrics {
 }
 
 func (m *zoneMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.refusals, m.dryRun, m.admitted, m.inflight, m.tracked, m.degraded, m.flushes, m.decision, m.upstream}
+	return []prometheus.Collector{m.refusals, m.dryRun, m.admitted, m.inflight, m.tracked, m.degraded, m.flushes, m.decision, m.upstream, m.storeRTT, m.storeErrs, m.storeHits}
 }
 
 // Describe implements prometheus.Collector.

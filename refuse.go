@@ -2,12 +2,12 @@ package mcplimit
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 
@@ -20,7 +20,9 @@ const (
 	codeInvalidParams  = -32602
 )
 
-// refusal describes why a request is not admitted.
+// refusal describes why a request is not admitted. Messages of the
+// refusals a flood produces (rate, quota, concurrency) are written
+// straight into the answer by appendMessage; msg holds any other text.
 type refusal struct {
 	layer    layer
 	status   int
@@ -31,48 +33,113 @@ type refusal struct {
 	msg      string
 	tool     string
 	arg      *argBound
+
+	kind  refusalKind
+	lim   bucketLimit // kindRate
+	item  quota.Item  // kindQuota
+	max   int         // kindConcurrency
+	perID bool        // kindConcurrency
 }
 
+// refusalKind selects how appendMessage words a refusal.
+type refusalKind uint8
+
+const (
+	kindText refusalKind = iota
+	kindRate
+	kindQuota
+	kindConcurrency
+)
+
 func rateRefusal(l layer, lim bucketLimit, wait time.Duration) refusal {
-	secs := ceilSeconds(wait)
-	var who string
-	switch l {
-	case layerPreauth:
-		who = "too many requests from this network address without an accepted credential exceeded its " + lim.unitWord() + " limit"
-	case layerGroup:
-		who = "this API key's organization exceeded its shared " + lim.unitWord() + " limit"
-	case layerGlobal:
-		who = "this server is at its total " + lim.unitWord() + " capacity"
-	case layerAnonymous:
-		who = "requests without credentials exceeded their shared " + lim.unitWord() + " limit"
-	default:
-		who = "this API key exceeded its " + lim.unitWord() + " limit"
-	}
-	return refusal{
-		layer: l, status: http.StatusTooManyRequests, wait: wait,
-		msg: fmt.Sprintf("Rate limited: %s (%s, burst %d). Retry in %ds; the same call will work then.", who, lim.text, lim.burst, secs),
-	}
+	return refusal{layer: l, status: http.StatusTooManyRequests, wait: wait, kind: kindRate, lim: lim}
 }
 
 func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
 	reset := it.Period.Next(now)
-	period := "daily"
-	if it.Period == quota.Month {
-		period = "monthly"
-	}
-	var what string
-	switch l {
-	case layerGroupQuota:
-		what = fmt.Sprintf("this API key's organization used its %s quota (%d)", period, it.Limit)
-	case layerToolQuota:
-		what = fmt.Sprintf("this API key used its %s quota for tool %q (%d calls)", period, tool, it.Limit)
-	default:
-		what = fmt.Sprintf("this API key used its %s quota (%d)", period, it.Limit)
-	}
 	return refusal{
 		layer: l, status: http.StatusTooManyRequests, wait: reset.Sub(now), resetsAt: reset, tool: tool,
-		msg: fmt.Sprintf("Quota exhausted: %s. Do not retry with this key until the quota resets at %s; report the exhausted quota to the user.",
-			what, reset.UTC().Format(time.RFC3339)),
+		kind: kindQuota, item: it,
+	}
+}
+
+func concurrencyRefusal(max int, perIdentity bool) refusal {
+	return refusal{
+		layer: layerConcurrency, status: http.StatusTooManyRequests, wait: time.Second,
+		kind: kindConcurrency, max: max, perID: perIdentity,
+	}
+}
+
+// appendMessage appends the refusal's message, written for an agent to
+// act on: which limit, its figures, and the wait or the reset.
+func (ref *refusal) appendMessage(b []byte) []byte {
+	switch {
+	case ref.msg != "" || ref.kind == kindText:
+		return append(b, ref.msg...)
+	case ref.kind == kindRate:
+		b = append(b, "Rate limited: "...)
+		switch ref.layer {
+		case layerPreauth:
+			b = append(b, "too many requests from this network address without an accepted credential exceeded its "...)
+		case layerGroup:
+			b = append(b, "this API key's organization exceeded its shared "...)
+		case layerGlobal:
+			b = append(b, "this server is at its total "...)
+		case layerAnonymous:
+			b = append(b, "requests without credentials exceeded their shared "...)
+		default:
+			b = append(b, "this API key exceeded its "...)
+		}
+		b = append(b, ref.lim.unitWord()...)
+		if ref.layer == layerGlobal {
+			b = append(b, " capacity ("...)
+		} else {
+			b = append(b, " limit ("...)
+		}
+		b = append(b, ref.lim.text...)
+		b = append(b, ", burst "...)
+		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		b = append(b, "). Retry in "...)
+		b = strconv.AppendInt(b, ceilSeconds(ref.wait), 10)
+		return append(b, "s; the same call will work then."...)
+	case ref.kind == kindQuota:
+		period := "daily"
+		if ref.item.Period == quota.Month {
+			period = "monthly"
+		}
+		b = append(b, "Quota exhausted: "...)
+		switch ref.layer {
+		case layerGroupQuota:
+			b = append(b, "this API key's organization used its "...)
+		default:
+			b = append(b, "this API key used its "...)
+		}
+		b = append(b, period...)
+		b = append(b, " quota "...)
+		if ref.layer == layerToolQuota {
+			b = append(b, "for tool "...)
+			b = strconv.AppendQuote(b, ref.tool)
+			b = append(b, " ("...)
+			b = strconv.AppendInt(b, ref.item.Limit, 10)
+			b = append(b, " calls)"...)
+		} else {
+			b = append(b, '(')
+			b = strconv.AppendInt(b, ref.item.Limit, 10)
+			b = append(b, ')')
+		}
+		b = append(b, ". Do not retry with this key until the quota resets at "...)
+		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		return append(b, "; report the exhausted quota to the user."...)
+	default: // kindConcurrency
+		b = append(b, "Too many calls in flight "...)
+		if ref.perID {
+			b = append(b, "for this API key"...)
+		} else {
+			b = append(b, "on this server"...)
+		}
+		b = append(b, " (limit "...)
+		b = strconv.AppendInt(b, int64(ref.max), 10)
+		return append(b, "). Retry in 1s, once a running call has finished; the same call will work then."...)
 	}
 }
 
@@ -80,17 +147,6 @@ func storeRefusal(tool string, wait time.Duration) refusal {
 	return refusal{
 		layer: layerStore, status: http.StatusServiceUnavailable, wait: wait, tool: tool,
 		msg: fmt.Sprintf("Temporarily unavailable: the rate limiter cannot count calls to tool %q right now (its quota store is unreachable), and this tool is never left uncounted. This is not an exhausted quota. Retry in %ds.", tool, ceilSeconds(wait)),
-	}
-}
-
-func concurrencyRefusal(max int, perIdentity bool) refusal {
-	who := "on this server"
-	if perIdentity {
-		who = "for this API key"
-	}
-	return refusal{
-		layer: layerConcurrency, status: http.StatusTooManyRequests, wait: time.Second,
-		msg: fmt.Sprintf("Too many calls in flight %s (limit %d). Retry in 1s, once a running call has finished; the same call will work then.", who, max),
 	}
 }
 
@@ -147,18 +203,48 @@ func (z *zone) drainSampler() {
 	}
 }
 
-var refusalBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+// refusalScratch is a pooled answer buffer plus room for the message and
+// its JSON encoding.
+type refusalScratch struct {
+	out bytes.Buffer
+	msg []byte
+	js  []byte
+}
+
+var refusalBufs = sync.Pool{New: func() any { return new(refusalScratch) }}
+
+// Header values shared by every refusal; net/http never modifies them.
+var (
+	hdrJSON    = []string{"application/json"}
+	hdrNoStore = []string{"no-store"}
+)
+
+// retryAfterText holds the Retry-After values of the first hour, so the
+// common refusal formats nothing.
+var retryAfterText = func() (t [3601][]string) {
+	for i := range t {
+		t[i] = []string{strconv.Itoa(i)}
+	}
+	return t
+}()
+
+func retryAfterValue(secs int64) []string {
+	if secs < int64(len(retryAfterText)) {
+		return retryAfterText[secs]
+	}
+	return []string{strconv.FormatInt(secs, 10)}
+}
 
 // writeRefusal answers a refused request: status, Retry-After,
 // Cache-Control: no-store and a JSON-RPC answer per request entry.
 func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) {
 	hdr := w.Header()
-	hdr.Set("Content-Type", "application/json")
-	hdr.Set("Cache-Control", "no-store")
+	hdr["Content-Type"] = hdrJSON
+	hdr["Cache-Control"] = hdrNoStore
 	status := ref.status
 	mode := d.pol.refuseWith
 	if !ref.body {
-		hdr.Set("Retry-After", strconv.FormatInt(ceilSeconds(ref.wait), 10))
+		hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 		h.writeRateLimitHeaders(w, d)
 		if mode != refuseStatus && !d.legacy {
 			status = http.StatusOK
@@ -166,31 +252,33 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	} else {
 		mode = refuseStatus
 	}
-	buf := refusalBufs.Get().(*bytes.Buffer)
-	buf.Reset()
-	h.refusalBody(buf, d, ref, mode)
-	if buf.Len() == 0 {
+	sc := refusalBufs.Get().(*refusalScratch)
+	sc.out.Reset()
+	sc.msg = ref.appendMessage(sc.msg[:0])
+	sc.js = appendJSONString(sc.js[:0], sc.msg)
+	h.refusalBody(&sc.out, d, &ref, sc.js, mode)
+	if sc.out.Len() == 0 {
 		// Notifications get no JSON-RPC answer; the status still refuses.
 		status = ref.status
 	}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
-	refusalBufs.Put(buf)
+	_, _ = w.Write(sc.out.Bytes())
+	refusalBufs.Put(sc)
 }
 
 // refusalBody writes one answer per request entry that has an id: an
 // object for a single message, an array for a batch, nothing when every
 // entry is a notification.
-func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref refusal, mode refuseMode) {
+func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg []byte, mode refuseMode) {
 	req := d.req
 	if req == nil || !req.Valid() || req.Len() == 0 {
-		h.answer(buf, d, ref, []byte("null"), false, mode)
+		h.answer(buf, d, ref, msg, nullID, false, mode)
 		return
 	}
 	if !req.Batch() {
 		e := req.Entry(0)
 		if !e.Notification() {
-			h.answer(buf, d, ref, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
+			h.answer(buf, d, ref, msg, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
 		}
 		return
 	}
@@ -206,24 +294,26 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref refusal, mode 
 			buf.WriteByte(',')
 		}
 		n++
-		h.answer(buf, d, ref, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
+		h.answer(buf, d, ref, msg, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
 	}
 	if n > 0 {
 		buf.WriteByte(']')
 	}
 }
 
+var nullID = []byte("null")
+
 func idOrNull(id []byte) []byte {
 	if len(id) == 0 {
-		return []byte("null")
+		return nullID
 	}
 	return id
 }
 
-// answer writes one JSON-RPC response: an error, or for a refused
-// tools/call under `refuse_with tool_result` an isError tool result.
-func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref refusal, id []byte, toolCall bool, mode refuseMode) {
-	msg, _ := json.Marshal(ref.msg)
+// answer writes one JSON-RPC response carrying msg (already JSON): an
+// error, or for a refused tools/call under `refuse_with tool_result` an
+// isError tool result.
+func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref *refusal, msg, id []byte, toolCall bool, mode refuseMode) {
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(id)
 	if mode == refuseToolResult && toolCall {
@@ -236,20 +326,19 @@ func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref refusal, id []byte,
 	if code == 0 {
 		code = d.pol.errorCode
 	}
+	var num [24]byte
 	buf.WriteString(`,"error":{"code":`)
-	buf.WriteString(strconv.Itoa(code))
+	buf.Write(strconv.AppendInt(num[:0], int64(code), 10))
 	buf.WriteString(`,"message":`)
 	buf.Write(msg)
 	switch {
 	case ref.arg != nil:
-		argName, _ := json.Marshal(ref.arg.name)
-		tool, _ := json.Marshal(ref.tool)
 		buf.WriteString(`,"data":{"argument":`)
-		buf.Write(argName)
+		buf.Write(appendJSONString(nil, []byte(ref.arg.name)))
 		buf.WriteString(`,"max":`)
 		buf.WriteString(formatFloat(ref.arg.max))
 		buf.WriteString(`,"tool":`)
-		buf.Write(tool)
+		buf.Write(appendJSONString(nil, []byte(ref.tool)))
 		buf.WriteByte('}')
 	case !ref.body:
 		buf.WriteString(`,"data":{"limit":"`)
@@ -257,20 +346,51 @@ func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref refusal, id []byte,
 		buf.WriteString(`","code":"`)
 		buf.WriteString(layerCodes[ref.layer])
 		buf.WriteString(`","retryAfterSeconds":`)
-		buf.WriteString(strconv.FormatInt(ceilSeconds(ref.wait), 10))
+		buf.Write(strconv.AppendInt(num[:0], ceilSeconds(ref.wait), 10))
 		if !ref.resetsAt.IsZero() {
 			buf.WriteString(`,"resetsAt":"`)
-			buf.WriteString(ref.resetsAt.UTC().Format(time.RFC3339))
+			buf.Write(ref.resetsAt.UTC().AppendFormat(num[:0], time.RFC3339))
 			buf.WriteByte('"')
 		}
 		if ref.tool != "" {
-			tool, _ := json.Marshal(ref.tool)
 			buf.WriteString(`,"tool":`)
-			buf.Write(tool)
+			buf.Write(appendJSONString(num[:0], []byte(ref.tool)))
 		}
 		buf.WriteByte('}')
 	}
 	buf.WriteString(`}}`)
+}
+
+// appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func appendJSONString(b, s []byte) []byte {
+	const hexDigits = "0123456789abcdef"
+	b = append(b, '"')
+	for len(s) > 0 {
+		c := s[0]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20 || c == '<' || c == '>' || c == '&':
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			s = s[1:]
+			continue
+		}
+		r, size := utf8.DecodeRune(s)
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else if r == '\u2028' || r == '\u2029' {
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		} else {
+			b = append(b, s[:size]...)
+		}
+		s = s[size:]
+	}
+	return append(b, '"')
 }
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }

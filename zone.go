@@ -46,6 +46,7 @@ type zone struct {
 	all       *buckets.Gauge[single]
 	quota     *quota.Counter
 	storage   *swapStorage
+	redis     atomic.Pointer[zoneRedis] // nil without `store redis`
 	metrics   *zoneMetrics
 	sampler   *sampler
 	xffWarned atomic.Bool
@@ -88,6 +89,10 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if err != nil {
 		return nil, err
 	}
+	rz, key, err := openRedis(pol, key, logger)
+	if err != nil {
+		return nil, err
+	}
 	z := &zone{
 		name:    pol.zone,
 		fpKey:   newFingerprinter(key),
@@ -105,6 +110,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		done:    make(chan struct{}),
 	}
 	z.logger.Store(logger)
+	z.redis.Store(rz)
 	z.quota = quota.New(quota.Config{
 		Storage:    stor,
 		Prefix:     storagePrefix(pol.zone),
@@ -123,6 +129,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
 	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
+	z.setDegradedGauge()
 	bg, cancel := context.WithCancel(context.Background())
 	z.cancel = cancel
 	z.pol.Store(pol)
@@ -140,6 +147,7 @@ func (z *zone) apply(ctx caddy.Context, pol *policy, logger *zap.Logger) {
 	z.pol.Store(pol)
 	z.logger.Store(logger)
 	z.storage.set(ctx.Storage())
+	z.applyRedis(pol)
 	z.known.SetLimits(pol.maxKnown, pol.knownTTL)
 	z.preauth.SetCapacity(pol.maxKnown)
 	z.tenants.SetCapacity(pol.maxKnown)
@@ -166,6 +174,7 @@ func (z *zone) run(ctx context.Context) {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			z.flush(final)
+			z.closeRedis(final)
 			cancel()
 			z.drainSampler()
 			return
@@ -175,6 +184,7 @@ func (z *zone) run(ctx context.Context) {
 			z.groups.Sweep(now)
 			z.known.Sweep(now)
 			z.drainSampler()
+			z.probeRedis(ctx, now)
 			// Half a tick of slack: ticks jitter, and without it a tick
 			// landing a hair early would put the flush off by a whole
 			// second (a 1s flush_interval flushed only every 2s).
@@ -208,7 +218,7 @@ func (z *zone) onDegraded(degraded bool, err error) {
 		log.Error("quota store unavailable: counting in memory until it returns", zap.String("zone", z.name), zap.Error(err))
 		return
 	}
-	z.metrics.degraded.Set(0)
+	z.setDegradedGauge() // stays 1 while a Redis store is degraded
 	log.Info("quota store available again: pending counts pushed", zap.String("zone", z.name))
 }
 

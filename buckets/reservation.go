@@ -48,3 +48,15 @@ func (sh *shard[K]) cancel(idx int32, seq uint64, n int, now time.Time) {
 		sh.slab[idx].give(n, sh.clock.since(now))
 	}
 }
+
+// Compensate returns a Reservation whose Cancel calls undo: for a charge
+// made elsewhere (an external store) that an all-or-nothing admission
+// must be able to take back like a bucket's tokens.
+func Compensate(undo func(now time.Time)) Reservation {
+	return Reservation{owner: undoFunc(undo)}
+}
+
+// undoFunc is the canceler of Compensate.
+type undoFunc func(now time.Time)
+
+func (f undoFunc) cancel(_ int32, _ uint64, _ int, now time.Time) { f(now) }

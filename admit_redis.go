@@ -1,0 +1,138 @@
+package mcplimit
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
+)
+
+// localShared are the layers a Redis store decides, as the local
+// admission runs them: tenant, group, the fail-closed store guard, the
+// quotas, global.
+var localShared = [...]func(*decision) (refusal, bool){
+	(*decision).admitTenant,
+	(*decision).admitGroup,
+	(*decision).admitStore,
+	(*decision).admitQuota,
+	(*decision).admitGlobal,
+}
+
+// admitShared decides the tenant, group, quota and global layers: in
+// Redis, in one atomic round trip, when the zone has a healthy Redis
+// store; otherwise (no store, or Redis degraded or failing now) with the
+// local buckets and in-memory quota, exactly as the local admission does.
+// Counts made locally while Redis is degraded are kept for pushing when
+// it returns.
+func (d *decision) admitShared() (refusal, bool) {
+	r := d.z.redis.Load()
+	if r != nil && !r.degraded.Load() {
+		ref, ok, err := d.admitRedis(r)
+		if err == nil {
+			return ref, ok
+		}
+		d.z.redisFailed(r, err)
+	}
+	for _, step := range localShared {
+		if ref, ok := step(d); !ok {
+			if !d.pol.dryRun {
+				return ref, false
+			}
+			// As admit does for every step: record the would-be refusal
+			// and go on.
+			d.h.record(d, ref, true)
+		}
+	}
+	if r != nil && d.quotaHeld {
+		r.record(d.items, d.now, 1)
+		d.res[d.nres] = buckets.Compensate(func(time.Time) { r.record(d.items, d.now, -1) })
+		d.nres++
+	}
+	return refusal{}, true
+}
+
+// admitRedis builds the request's items (tenant, group, quotas, global, in
+// the local order) and has Redis decide them all at once. A later local
+// layer's refusal refunds them through the decision's rollback.
+func (d *decision) admitRedis(r *zoneRedis) (refusal, bool, error) {
+	d.quotaItems()
+	items := make([]redisstore.Item, 0, 3+len(d.items))
+	var (
+		layers [3]layer
+		lims   [3]bucketLimit
+		nb     int
+	)
+	addBucket := func(l layer, key string, lim bucketLimit) {
+		items = append(items, redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: float64(lim.rate), Burst: int64(lim.burst), N: d.cost})
+		layers[nb], lims[nb] = l, lim
+		nb++
+	}
+	if d.proven && !d.lim.tenantOff {
+		addBucket(layerTenant, "t/"+d.identityQuotaKey()[2:], d.lim.tenant)
+	}
+	if d.hasGroup && d.pol.groupKey != "" {
+		addBucket(layerGroup, "g/"+fingerprintHex(d.groupFP), d.pol.group)
+	}
+	firstQuota := len(items)
+	for _, it := range d.items {
+		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: it.Key, Period: it.Period, Limit: it.Limit, N: it.N})
+	}
+	if !d.pol.globalOff {
+		addBucket(layerGlobal, "global", d.pol.global)
+	}
+	if len(items) == 0 {
+		return refusal{}, true, nil
+	}
+	start := time.Now()
+	res, err := r.store.Decide(context.Background(), items)
+	if err != nil {
+		return refusal{}, false, err
+	}
+	if res.Local {
+		d.z.metrics.storeHits.Inc()
+	} else {
+		d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
+	}
+	if res.OK {
+		d.res[d.nres] = buckets.Compensate(func(time.Time) { d.z.refundRedis(r, items) })
+		d.nres++
+		return refusal{}, true, nil
+	}
+	i := res.Refused
+	if i >= firstQuota && i < firstQuota+len(d.items) {
+		q := i - firstQuota
+		it := d.items[q]
+		return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now), false, nil
+	}
+	b := 0 // which bucket: tenant/group come before the quotas, global after
+	for j := 0; j < i; j++ {
+		if items[j].Kind == redisstore.Bucket {
+			b++
+		}
+	}
+	wait := res.Wait
+	if wait < 0 {
+		wait = time.Hour
+	}
+	return bucketRefusal(layers[b], lims[b], wait, int(d.cost)), false, nil
+}
+
+// refundRedis gives back a Redis admission that a later local layer
+// refused. If Redis cannot be reached, the quota part is kept as a
+// negative count to push when it returns.
+func (z *zone) refundRedis(r *zoneRedis, items []redisstore.Item) {
+	err := r.store.Refund(context.Background(), items)
+	if err == nil {
+		return
+	}
+	z.redisFailed(r, err)
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		if it.Kind == redisstore.Quota {
+			r.add(deltaKey{key: it.Key, period: it.Period, start: it.Period.Start(now).Unix()}, -it.N)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package mcplimit
+
+import (
+	"net"
+	"net/http"
+	"os/exec"
+	"strconv"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// benchRedis starts a redis-server on a free loopback port for one
+// benchmark (the harness package cannot be imported from here: it imports
+// this one).
+func benchRedis(b *testing.B) string {
+	b.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		b.Fatalf("redis-server is not installed (apt-get install -y redis-server): %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", b.TempDir())
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("redis-server did not start")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return "redis://" + addr + "/0"
+}
+
+// BenchmarkServeHTTPAdmittedRedis is BenchmarkServeHTTPAdmitted with the
+// tenant, quota and global layers decided in Redis on loopback: one round
+// trip per metered call.
+func BenchmarkServeHTTPAdmittedRedis(b *testing.B) {
+	url := benchRedis(b)
+	h := benchHandler(b, &Handler{
+		Zone: "bench-admit-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
+		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: "1s"}},
+	})
+	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusOK)
+	b.StopTimer()
+	reportRoundTrips(b, h)
+}
+
+// BenchmarkServeHTTPRefusedRedis is BenchmarkServeHTTPRefused with the
+// tenant decided in Redis: after the first refusal, the short-circuit
+// answers without a round trip.
+func BenchmarkServeHTTPRefusedRedis(b *testing.B) {
+	url := benchRedis(b)
+	h := benchHandler(b, &Handler{
+		Zone: "bench-refuse-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: "1s"}},
+	})
+	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusTooManyRequests)
+	b.StopTimer()
+	reportRoundTrips(b, h)
+}
+
+// reportRoundTrips reports Redis round trips per call (the store's
+// round-trip histogram count over b.N, less the 3 warm-up calls).
+func reportRoundTrips(b *testing.B, h *Handler) {
+	var m dto.Metric
+	if err := h.zone.metrics.storeRTT.Write(&m); err != nil {
+		b.Fatal(err)
+	}
+	n := float64(m.GetHistogram().GetSampleCount())
+	b.ReportMetric(max(n-3, 0)/float64(b.N), "roundtrips/op")
+}

@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+const rzone = "r"
+
+// redisSite is a site body deciding zone r in Redis; extra goes inside
+// the mcp_ratelimit block.
+func redisSite(url, extra string) string {
+	return fmt.Sprintf("mcp_ratelimit {\n zone %s\n flush_interval 1s\n store redis %s {\n  timeout 100ms\n }\n %s\n}\nreverse_proxy $BACKEND", rzone, url, extra)
+}
+
+// startRedisProcesses starts n Caddy processes on one Redis, each with its
+// own storage directory: only Redis is shared.
+func startRedisProcesses(t *testing.T, n int, site string) ([]*harness.Process, *harness.Backend) {
+	t.Helper()
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	ps := make([]*harness.Process, n)
+	for i := range ps {
+		ps[i] = harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storage"+strconv.Itoa(i)), "")
+	}
+	return ps, backend
+}
+
+// rawCall sends a tools/call and returns the outcome ("ok" or data.limit)
+// without a *testing.T, for goroutines.
+func rawCall(url, token, tool string, hdr ...string) (string, error) {
+	body := harness.ToolCall(1, tool, map[string]any{"text": "hi"})
+	req, err := http.NewRequest(http.MethodPost, url+"/mcp", strings.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode == http.StatusOK {
+		return "ok", nil
+	}
+	var rb refusalBody
+	if err := json.Unmarshal(b, &rb); err != nil || rb.Error == nil {
+		return "", fmt.Errorf("status %d body %s: not a refusal", resp.StatusCode, b)
+	}
+	return rb.Error.Data.Limit, nil
+}
+
+// flood sends per calls to each process at once and counts outcomes.
+func flood(t *testing.T, ps []*harness.Process, per int, token string, hdr ...string) map[string]int {
+	t.Helper()
+	var (
+		mu   sync.Mutex
+		out  = map[string]int{}
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for _, p := range ps {
+		for range per {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got, err := rawCall(p.URL, token, "echo", hdr...)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, err)
+					return
+				}
+				out[got]++
+			}()
+		}
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("%d calls failed: %v", len(errs), errs[0])
+	}
+	return out
+}
+
+// redisEval runs a one-value Lua script on r.
+func redisEval(t *testing.T, r *harness.Redis, script string, args ...string) string {
+	t.Helper()
+	return r.Do(t, append([]string{"EVAL", script, "0"}, args...)...)
+}
+
+// sumQuota sums today's identity quota counters of zone r in Redis.
+func sumQuota(t *testing.T, r *harness.Redis) int64 {
+	t.Helper()
+	s := redisEval(t, r, `local n = 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + tonumber(redis.call('GET', k)) end
+return n`, "mcprl:{"+rzone+"}:q:i/*:d:"+time.Now().UTC().Format(time.DateOnly))
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("quota sum %q", s)
+	}
+	return n
+}
+
+func TestRedisExactAcrossInstances(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	// Tenant: burst 10, refilling once an hour. The "big" plan lifts the
+	// tenant bucket, leaving the 25/day quota.
+	ps, backend := startRedisProcesses(t, 3, redisSite(r.URL,
+		"tenant 1/h burst 10\n quota 25/day\n global off\n tier big {\n  match {http.request.header.X-Plan} big\n  tenant 1000/s burst 1000\n }"))
+	for _, tok := range []string{"valid-burst", "valid-quota"} {
+		for _, p := range ps {
+			prove(t, p, tok)
+		}
+	}
+	t.Run("three instances admit exactly the tenant burst between them", func(t *testing.T) {
+		got := flood(t, ps, 10, "valid-burst")
+		if got["ok"] != 10 || got["tenant"] != 20 {
+			t.Fatalf("outcomes %v, want exactly 10 admitted and 20 tenant refusals", got)
+		}
+	})
+	t.Run("three instances admit exactly the quota between them", func(t *testing.T) {
+		got := flood(t, ps, 12, "valid-quota", "X-Plan", "big")
+		if got["ok"] != 25 || got["quota"] != 11 {
+			t.Fatalf("outcomes %v, want exactly 25 admitted and 11 quota refusals", got)
+		}
+		if n := sumQuota(t, r); n != 10+25 {
+			t.Fatalf("Redis holds %d counts today, want 35", n)
+		}
+	})
+	if got := backend.ToolCalls(); got != 35 {
+		t.Fatalf("backend saw %d tool calls, want 35", got)
+	}
+}
+
+func TestRedisGlobalRefusalLeavesTenantUntouched(t *testing.T) {
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota off\n global 1/h burst 2"))
+	for _, p := range ps {
+		prove(t, p, "valid-g")
+	}
+	// The global bucket is one for all instances: two calls, one on each,
+	// spend it.
+	mustCall(t, ps[0], "valid-g", "ok")
+	mustCall(t, ps[1], "valid-g", "ok")
+	for _, p := range ps {
+		mustCall(t, p, "valid-g", "global")
+	}
+	tokens := redisEval(t, r, `local k = redis.call('KEYS', ARGV[1]) return redis.call('HGET', k[1], 'tokens')`, "mcprl:{"+rzone+"}:b:t/*")
+	v, err := strconv.ParseFloat(tokens, 64)
+	if err != nil {
+		t.Fatalf("tenant bucket level %q", tokens)
+	}
+	if v < 7.99 || v > 8.01 {
+		t.Fatalf("tenant bucket holds %v tokens after 2 admitted calls and 2 global refusals, want 8", v)
+	}
+}
+
+func TestRedisOutageFailsOpenAndPushesCounts(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, backend := startRedisProcesses(t, 1, redisSite(r.URL,
+		"tenant 1000/s burst 1000\n quota 1000/day\n tool analyze_photo {\n  fail_closed\n }"))
+	p := ps[0]
+	prove(t, p, "valid-o")
+	for range 3 {
+		mustCall(t, p, "valid-o", "ok")
+	}
+	if n := sumQuota(t, r); n != 3 {
+		t.Fatalf("Redis holds %d, want 3", n)
+	}
+	if harness.GetStore(t, p.Admin, rzone).Degraded {
+		t.Fatal("degraded before the outage")
+	}
+
+	r.Kill()
+	const outage = 6
+	for range outage {
+		mustCall(t, p, "valid-o", "ok")
+	}
+	st := harness.GetStore(t, p.Admin, rzone)
+	if !st.Degraded || st.LastError == "" || st.Pending == 0 {
+		t.Fatalf("store during the outage: %+v, want degraded with an error and pending counts", st)
+	}
+	if v, ok := harness.Metric(t, p.Admin, `mcp_ratelimit_quota_degraded{zone="r"}`); !ok || v != 1 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v (found %v), want 1", v, ok)
+	}
+	if v, ok := harness.Metric(t, p.Admin, `mcp_ratelimit_store_errors_total{zone="r"}`); !ok || v < 1 {
+		t.Fatalf("mcp_ratelimit_store_errors_total = %v (found %v), want ≥ 1", v, ok)
+	}
+	// A fail_closed tool is refused with 503 STORE_UNAVAILABLE.
+	resp := harness.Post(t, p.URL+"/mcp", harness.ToolCall(5, "analyze_photo", nil), "Authorization", "Bearer valid-o")
+	if resp.Status != http.StatusServiceUnavailable || !strings.Contains(string(resp.Body), "STORE_UNAVAILABLE") {
+		t.Fatalf("fail_closed tool during the outage: %d %s", resp.Status, resp.Body)
+	}
+
+	// Redis returns (empty: it has no persistence here) on the same port.
+	r.Start(t)
+	harness.Eventually(t, 15*time.Second, "the store to recover", func() bool {
+		return !harness.GetStore(t, p.Admin, rzone).Degraded
+	})
+	if st := harness.GetStore(t, p.Admin, rzone); st.Pending != 0 || st.Pushed == 0 {
+		t.Fatalf("store after recovery: %+v, want nothing pending", st)
+	}
+	if n := sumQuota(t, r); n != outage {
+		t.Fatalf("Redis holds %d counts after recovery, want the %d made during the outage", n, outage)
+	}
+	if v, _ := harness.Metric(t, p.Admin, `mcp_ratelimit_quota_degraded{zone="r"}`); v != 0 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v after recovery", v)
+	}
+	// Deciding in Redis again: the next call is counted there.
+	mustCall(t, p, "valid-o", "ok")
+	if n := sumQuota(t, r); n != outage+1 {
+		t.Fatalf("Redis holds %d after one more call, want %d", n, outage+1)
+	}
+	mustCall(t, p, "valid-o", "ok") // fail_closed tools work again too
+	if resp := harness.Post(t, p.URL+"/mcp", harness.ToolCall(6, "analyze_photo", nil), "Authorization", "Bearer valid-o"); resp.Status != http.StatusOK {
+		t.Fatalf("fail_closed tool after recovery: %d %s", resp.Status, resp.Body)
+	}
+	if got := backend.ToolCalls(); got != 3+outage+3 {
+		t.Fatalf("backend saw %d tool calls, want %d", got, 3+outage+3)
+	}
+}
+
+func TestRedisFloodOfRefusalsStaysLocal(t *testing.T) {
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 2\n quota off\n global off"))
+	p := ps[0]
+	prove(t, p, "valid-f")
+	mustCall(t, p, "valid-f", "ok")
+	mustCall(t, p, "valid-f", "ok")
+	before := r.Calls(t)
+	const n = 100
+	for range n {
+		mustCall(t, p, "valid-f", "tenant")
+	}
+	cmds := harness.CallsBetween(before, r.Calls(t))
+	t.Logf("%d refused calls cost %d Redis commands", n, cmds)
+	if cmds > 5 {
+		t.Fatalf("%d refused calls of one key cost %d Redis commands, want at most a handful (≤ 5: the script and the commands it runs)", n, cmds)
+	}
+	if v, ok := harness.Metric(t, p.Admin, `mcp_ratelimit_store_local_hits_total{zone="r"}`); !ok || v < n-1 {
+		t.Fatalf("mcp_ratelimit_store_local_hits_total = %v (found %v), want ≥ %d", v, ok, n-1)
+	}
+}

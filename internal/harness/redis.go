@@ -1,0 +1,198 @@
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Redis is a redis-server started for one test on a free loopback port,
+// with persistence off and its own temporary directory.
+type Redis struct {
+	// Addr is 127.0.0.1:<port>.
+	Addr string
+	// URL is redis://127.0.0.1:<port>/0.
+	URL  string
+	Port int
+	dir  string
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+}
+
+// StartRedis starts redis-server and stops it when the test ends. A
+// missing redis-server fails the test (CI installs Debian's package).
+func StartRedis(t testing.TB) *Redis {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Fatalf("redis-server is not installed (apt-get install -y redis-server; .ci/run does it): %v", err)
+	}
+	r := &Redis{Port: FreePort(t), dir: t.TempDir()}
+	r.Addr = "127.0.0.1:" + strconv.Itoa(r.Port)
+	r.URL = "redis://" + r.Addr + "/0"
+	r.Start(t)
+	t.Cleanup(r.Kill)
+	return r
+}
+
+// Start (re)starts the server on the same port.
+func (r *Redis) Start(t testing.TB) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.out = &bytes.Buffer{}
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--enable-debug-command", "local")
+	cmd.Stdout, cmd.Stderr = r.out, r.out
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting redis-server: %v", err)
+	}
+	r.cmd = cmd
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := r.do("PING"); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redis-server did not start: %s", r.out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Kill stops the server with SIGKILL (its data is lost: persistence is off).
+func (r *Redis) Kill() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || r.cmd.Process == nil {
+		return
+	}
+	_ = r.cmd.Process.Kill()
+	_ = r.cmd.Wait()
+	r.cmd = nil
+}
+
+// Do sends one command (inline protocol) and returns the reply's text:
+// the value of a bulk or simple reply, the number of an integer reply.
+func (r *Redis) Do(t testing.TB, args ...string) string {
+	t.Helper()
+	s, err := r.do(args...)
+	if err != nil {
+		t.Fatalf("redis %v: %v", args, err)
+	}
+	return s
+}
+
+// Command is Do without a test: for goroutines (DEBUG SLEEP).
+func (r *Redis) Command(args ...string) (string, error) { return r.do(args...) }
+
+func (r *Redis) do(args ...string) (string, error) {
+	c, err := net.DialTimeout("tcp", r.Addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	var b strings.Builder
+	b.WriteString("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b.WriteString("$" + strconv.Itoa(len(a)) + "\r\n" + a + "\r\n")
+	}
+	if _, err := c.Write([]byte(b.String())); err != nil {
+		return "", err
+	}
+	rd := bufio.NewReader(c)
+	line, err := rd.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", &redisError{line[1:]}
+	case '$':
+		n, _ := strconv.Atoi(line[1:])
+		if n < 0 {
+			return "", nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(rd, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
+	return line, nil
+}
+
+type redisError struct{ msg string }
+
+func (e *redisError) Error() string { return "redis: " + e.msg }
+
+// Calls returns the number of calls of each command since the server
+// started (or since CONFIG RESETSTAT), from INFO commandstats, keyed by
+// lower-case command name.
+func (r *Redis) Calls(t testing.TB) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	for _, line := range strings.Split(r.Do(t, "INFO", "commandstats"), "\n") {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "cmdstat_")
+		if !ok {
+			continue
+		}
+		name, stats, _ := strings.Cut(rest, ":")
+		for _, f := range strings.Split(stats, ",") {
+			if v, ok := strings.CutPrefix(f, "calls="); ok {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				out[name] = n
+			}
+		}
+	}
+	return out
+}
+
+// CallsBetween is the total number of commands other than INFO between two
+// Calls snapshots.
+func CallsBetween(before, after map[string]int64) int64 {
+	var n int64
+	for k, v := range after {
+		if k == "info" {
+			continue
+		}
+		n += v - before[k]
+	}
+	return n
+}
+
+// StoreStatus is the store section of a zone's admin view (the Redis store).
+type StoreStatus struct {
+	Type      string `json:"type"`
+	Degraded  bool   `json:"degraded"`
+	LastError string `json:"last_error"`
+	Failures  uint64 `json:"failures"`
+	Pending   int    `json:"pending"`
+	Pushed    uint64 `json:"pushed"`
+}
+
+// GetStore fetches the store section of a zone's admin view.
+func GetStore(t testing.TB, admin, zone string) StoreStatus {
+	t.Helper()
+	body := adminGet(t, admin+"/mcp_ratelimit/"+zone)
+	var z struct {
+		Store *StoreStatus `json:"store"`
+	}
+	if err := json.Unmarshal(body, &z); err != nil || z.Store == nil {
+		t.Fatalf("zone %s has no store section (%v): %s", zone, err, body)
+	}
+	return *z.Store
+}

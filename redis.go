@@ -1,0 +1,336 @@
+package mcplimit
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
+)
+
+// Probe backoff while the Redis store is unreachable.
+const (
+	redisProbeMin = time.Second
+	redisProbeMax = 5 * time.Second
+)
+
+// zoneRedis is a zone's Redis store and its outage bookkeeping: whether
+// it is degraded (requests are then decided locally), and the quota counts
+// made locally meanwhile, pushed to Redis when it answers again.
+type zoneRedis struct {
+	store    *redisstore.Store
+	cfg      RedisStore // as configured, to notice changes on reload
+	degraded atomic.Bool
+
+	mu        sync.Mutex
+	pending   map[deltaKey]int64
+	lastErr   string
+	lastErrAt time.Time
+	failures  uint64
+	backoff   time.Duration
+	nextProbe time.Time
+	pushed    uint64
+}
+
+// deltaKey is one quota count of one period made while degraded.
+type deltaKey struct {
+	key    string
+	period quota.Period
+	start  int64 // unix seconds of the period start
+}
+
+// redisTimeout is the configured timeout, or the default.
+func redisTimeout(rs *RedisStore) (time.Duration, error) {
+	if rs.Timeout == "" {
+		return redisstore.DefaultTimeout, nil
+	}
+	d, err := caddy.ParseDuration(rs.Timeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("store redis timeout %q: want a positive duration", rs.Timeout)
+	}
+	return d, nil
+}
+
+// expandRedisURL expands placeholders such as {env.REDIS_URL}.
+func expandRedisURL(rs *RedisStore) string {
+	return caddy.NewReplacer().ReplaceAll(rs.URL, "")
+}
+
+// checkRedisStore refuses a Redis configuration that cannot work: a bad
+// timeout, or a URL that is not redis:// or rediss:// once expanded.
+func checkRedisStore(rs *RedisStore, zone string) error {
+	timeout, err := redisTimeout(rs)
+	if err != nil {
+		return err
+	}
+	url := expandRedisURL(rs)
+	if url == "" {
+		return fmt.Errorf("store redis: url %q is empty once expanded", rs.URL)
+	}
+	s, err := redisstore.New(redisstore.Config{URL: url, Zone: zone, Timeout: timeout})
+	if err != nil {
+		return fmt.Errorf("store redis: %w", err)
+	}
+	return s.Close()
+}
+
+// openRedis opens the Redis store of pol (nil without one) and returns the
+// zone's fingerprint key: the one in Redis, which candidate (the key from
+// Caddy storage) becomes when no instance has stored one yet. Redis being
+// unreachable is not an error: the store starts degraded and the
+// candidate is used.
+func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, []byte, error) {
+	if pol.redis == nil {
+		return nil, candidate, nil
+	}
+	r, err := newZoneRedis(pol)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key, err := r.store.FingerprintKey(ctx, candidate)
+	if err != nil {
+		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key from Caddy storage",
+			zap.String("zone", pol.zone), zap.Error(err))
+		r.fail(err, time.Now())
+		return r, candidate, nil
+	}
+	return r, key, nil
+}
+
+func newZoneRedis(pol *policy) (*zoneRedis, error) {
+	timeout, err := redisTimeout(pol.redis)
+	if err != nil {
+		return nil, err
+	}
+	st, err := redisstore.New(redisstore.Config{URL: expandRedisURL(pol.redis), Zone: pol.zone, Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("store redis: %w", err)
+	}
+	return &zoneRedis{store: st, cfg: *pol.redis, pending: map[deltaKey]int64{}}, nil
+}
+
+// applyRedis follows a reload that adds, changes or removes the store. The
+// fingerprint key stays the one the zone was created with.
+func (z *zone) applyRedis(pol *policy) {
+	old := z.redis.Load()
+	if pol.redis == nil && old == nil || pol.redis != nil && old != nil && *pol.redis == old.cfg {
+		return
+	}
+	var r *zoneRedis
+	if pol.redis != nil {
+		var err error
+		if r, err = newZoneRedis(pol); err != nil {
+			// Provision checked the configuration; keep the old store.
+			z.logger.Load().Error("store redis", zap.String("zone", z.name), zap.Error(err))
+			return
+		}
+	}
+	if old != nil {
+		// Counts of an outage of the old store go to the new one.
+		old.mu.Lock()
+		if r != nil {
+			for k, n := range old.pending {
+				r.add(k, n)
+			}
+			if len(r.pending) > 0 {
+				r.degraded.Store(true)
+			}
+		}
+		old.mu.Unlock()
+	}
+	z.redis.Store(r)
+	z.setDegradedGauge()
+	if old != nil {
+		_ = old.store.Close()
+	}
+}
+
+// closeRedis pushes what is pending and closes the store.
+func (z *zone) closeRedis(ctx context.Context) {
+	r := z.redis.Load()
+	if r == nil {
+		return
+	}
+	if err := r.push(ctx); err != nil {
+		z.logger.Load().Error("redis store: counts made during the outage could not be pushed at shutdown",
+			zap.String("zone", z.name), zap.Error(err))
+	}
+	_ = r.store.Close()
+}
+
+// redisFailed marks the store degraded after a failed call.
+func (z *zone) redisFailed(r *zoneRedis, err error) {
+	z.metrics.storeErrs.Inc()
+	if r.fail(err, time.Now()) {
+		z.setDegradedGauge()
+		z.logger.Load().Error("redis store unavailable: deciding locally (fail open) until it returns",
+			zap.String("zone", z.name), zap.Error(err))
+	}
+}
+
+// fail records err; it returns true on the transition to degraded.
+func (r *zoneRedis) fail(err error, now time.Time) bool {
+	r.mu.Lock()
+	r.failures++
+	r.lastErr, r.lastErrAt = err.Error(), now
+	if !r.degraded.Load() {
+		r.backoff = redisProbeMin
+		r.nextProbe = now.Add(r.backoff)
+	}
+	r.mu.Unlock()
+	return r.degraded.CompareAndSwap(false, true)
+}
+
+// storeDegraded reports whether quotas cannot be counted in their store
+// right now: the Redis store is degraded, or the storage flush fails.
+func (z *zone) storeDegraded() bool {
+	if r := z.redis.Load(); r != nil && r.degraded.Load() {
+		return true
+	}
+	return z.quota.State().Degraded
+}
+
+// setDegradedGauge sets mcp_ratelimit_quota_degraded from both stores.
+func (z *zone) setDegradedGauge() {
+	if z.storeDegraded() {
+		z.metrics.degraded.Set(1)
+		return
+	}
+	z.metrics.degraded.Set(0)
+}
+
+// probeRedis runs once per tick of the zone's loop: it forgets expired
+// short-circuit entries, and while degraded pings Redis with backoff; once
+// Redis answers it pushes the counts made meanwhile and clears degraded.
+func (z *zone) probeRedis(ctx context.Context, now time.Time) {
+	r := z.redis.Load()
+	if r == nil {
+		return
+	}
+	r.store.Sweep(now)
+	if !r.degraded.Load() {
+		// Stragglers counted locally by requests that saw the flag just
+		// before it cleared.
+		if r.pendingLen() > 0 {
+			if err := r.push(ctx); err != nil {
+				z.redisFailed(r, err)
+			}
+		}
+		return
+	}
+	r.mu.Lock()
+	due := !now.Before(r.nextProbe)
+	r.mu.Unlock()
+	if !due {
+		return
+	}
+	err := r.store.Ping(ctx)
+	if err == nil {
+		err = r.push(ctx)
+	}
+	if err != nil {
+		z.metrics.storeErrs.Inc()
+		r.mu.Lock()
+		r.failures++
+		r.lastErr, r.lastErrAt = err.Error(), now
+		r.backoff = min(2*r.backoff, redisProbeMax)
+		r.nextProbe = now.Add(r.backoff)
+		r.mu.Unlock()
+		return
+	}
+	r.degraded.Store(false)
+	z.setDegradedGauge()
+	z.logger.Load().Info("redis store available again: counts made during the outage pushed", zap.String("zone", z.name))
+}
+
+// record adds (sign 1) or takes back (sign -1) quota counts made locally
+// while the store is degraded.
+func (r *zoneRedis) record(items []quota.Item, now time.Time, sign int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, it := range items {
+		if it.N == 0 || !it.Period.Valid() {
+			continue
+		}
+		r.add(deltaKey{key: it.Key, period: it.Period, start: it.Period.Start(now).Unix()}, sign*it.N)
+	}
+}
+
+func (r *zoneRedis) add(k deltaKey, n int64) {
+	if v := r.pending[k] + n; v != 0 {
+		r.pending[k] = v
+	} else {
+		delete(r.pending, k)
+	}
+}
+
+func (r *zoneRedis) pendingLen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.pending)
+}
+
+// push sends the pending counts to Redis; on failure they stay pending.
+func (r *zoneRedis) push(ctx context.Context) error {
+	r.mu.Lock()
+	batch := r.pending
+	r.pending = map[deltaKey]int64{}
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	deltas := make([]redisstore.Delta, 0, len(batch))
+	for k, n := range batch {
+		deltas = append(deltas, redisstore.Delta{Key: k.key, Period: k.period, Start: time.Unix(k.start, 0).UTC(), N: n})
+	}
+	if err := r.store.Push(ctx, deltas); err != nil {
+		r.mu.Lock()
+		for k, n := range batch {
+			r.add(k, n)
+		}
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Lock()
+	r.pushed += uint64(len(batch))
+	r.mu.Unlock()
+	return nil
+}
+
+// view is the store section of the zone's admin view.
+func (r *zoneRedis) view() map[string]any {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v := map[string]any{
+		"type":       "redis",
+		"degraded":   r.degraded.Load(),
+		"timeout":    r.store.Timeout().String(),
+		"last_error": r.lastErr,
+		"failures":   r.failures,
+		"pending":    len(r.pending),
+		"pushed":     r.pushed,
+		"remembered": r.store.Remembered(),
+	}
+	if !r.lastErrAt.IsZero() {
+		v["last_error_time"] = r.lastErrAt.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+// storeStatus is the `store` section of the zone's admin view: the Redis
+// store's state, or null without one.
+func (z *zone) storeStatus() any {
+	r := z.redis.Load()
+	if r == nil {
+		return nil
+	}
+	return r.view()
+}

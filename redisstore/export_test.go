@@ -1,0 +1,4 @@
+package redisstore
+
+// LuaDate exposes the scripts' calendar to the external tests.
+const LuaDate = luaDate

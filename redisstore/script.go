@@ -1,0 +1,139 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// luaDate is shared by the scripts: civil dates from day numbers (Howard
+// Hinnant's algorithms), so periods follow Redis server time in UTC.
+const luaDate = `
+local function civil(z)
+  z = z + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local y = yoe + era * 400
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp + 3
+  if mp >= 10 then m = mp - 9 end
+  if m <= 2 then y = y + 1 end
+  return y, m, d
+end
+local function days_from_civil(y, m, d)
+  if m <= 2 then y = y - 1 end
+  local era = math.floor(y / 400)
+  local yoe = y - era * 400
+  local mp = m + 9
+  if m > 2 then mp = m - 3 end
+  local doy = math.floor((153 * mp + 2) / 5) + d - 1
+  local doe = yoe * 365 + math.floor(yoe / 4) - math.floor(yoe / 100) + doy
+  return era * 146097 + doe - 719468
+end
+-- period returns the key suffix of the period containing sec and the
+-- unix second at which it ends.
+local function period(kind, sec)
+  local days = math.floor(sec / 86400)
+  local y, m, d = civil(days)
+  if kind == 1 then
+    return string.format(':d:%04d-%02d-%02d', y, m, d), (days + 1) * 86400
+  end
+  local ny, nm = y, m + 1
+  if nm > 12 then nm = 1; ny = y + 1 end
+  return string.format(':m:%04d-%02d', y, m), days_from_civil(ny, nm, 1) * 86400
+end
+`
+
+// decideScript decides every item of one request atomically.
+//
+// KEYS[i] is item i's key: a bucket's hash, or a quota's base key to which
+// the period suffix is appended. ARGV[1] is the TTL margin in seconds;
+// then four values per item: kind (1 bucket, 2 quota), then for a bucket
+// rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
+// limit, then the cost.
+//
+// It returns {0, 0} when every item fits (and charges them all), or {i,
+// wait_ms} for the first item i that does not fit, having written
+// nothing; wait_ms is -1 for a bucket whose burst is below the cost.
+var decideScript = redis.NewScript(luaDate + `
+local t = redis.call('TIME')
+local sec = tonumber(t[1])
+local now = sec * 1000000 + tonumber(t[2])
+local margin = tonumber(ARGV[1])
+local n = #KEYS
+local level, qkeys, resets = {}, {}, {}
+local adds = {}
+for i = 1, n do
+  local base = 2 + (i - 1) * 4
+  local kind, a, b, cost = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+  if kind == 1 then
+    local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts')
+    local tokens, ts = tonumber(h[1]), tonumber(h[2])
+    if tokens == nil or ts == nil then
+      tokens = b
+    else
+      local elapsed = now - ts
+      if elapsed < 0 then elapsed = 0 end
+      tokens = math.min(b, tokens + elapsed * a / 1000000)
+    end
+    if tokens < cost then
+      if cost > b then return {i, -1} end
+      return {i, math.ceil((cost - tokens) / a * 1000)}
+    end
+    level[i] = tokens - cost
+  else
+    local suffix, reset = period(a, sec)
+    local qk = KEYS[i] .. suffix
+    local used = tonumber(redis.call('GET', qk) or '0') + (adds[qk] or 0)
+    if used + cost > b then
+      return {i, math.ceil(reset * 1000 - now / 1000)}
+    end
+    adds[qk] = (adds[qk] or 0) + cost
+    qkeys[i], resets[i] = qk, reset
+  end
+end
+for i = 1, n do
+  local base = 2 + (i - 1) * 4
+  local a, b, cost = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+  if level[i] ~= nil then
+    redis.call('HSET', KEYS[i], 'tokens', tostring(level[i]), 'ts', tostring(now))
+    redis.call('PEXPIRE', KEYS[i], math.ceil(b / a * 1000) + margin * 1000)
+  elseif cost > 0 then
+    redis.call('INCRBY', qkeys[i], cost)
+    redis.call('EXPIREAT', qkeys[i], resets[i] + margin)
+  end
+end
+return {0, 0}
+`)
+
+// refundScript gives back what a successful decide took, with the same
+// KEYS and ARGV: tokens return to buckets (up to the burst) and quota
+// counts of the current period go down (never below zero).
+var refundScript = redis.NewScript(luaDate + `
+local t = redis.call('TIME')
+local sec = tonumber(t[1])
+local now = sec * 1000000 + tonumber(t[2])
+local margin = tonumber(ARGV[1])
+for i = 1, #KEYS do
+  local base = 2 + (i - 1) * 4
+  local kind, a, b, cost = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
+  if kind == 1 then
+    local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts')
+    local tokens, ts = tonumber(h[1]), tonumber(h[2])
+    if tokens ~= nil and ts ~= nil then
+      local elapsed = now - ts
+      if elapsed < 0 then elapsed = 0 end
+      tokens = math.min(b, tokens + elapsed * a / 1000000 + cost)
+      redis.call('HSET', KEYS[i], 'tokens', tostring(tokens), 'ts', tostring(now))
+      redis.call('PEXPIRE', KEYS[i], math.ceil(b / a * 1000) + margin * 1000)
+    end
+  else
+    local suffix = period(a, sec)
+    local qk = KEYS[i] .. suffix
+    local used = tonumber(redis.call('GET', qk) or '0')
+    if used > 0 then
+      redis.call('DECRBY', qk, math.min(used, cost))
+    end
+  end
+end
+return 0
+`)

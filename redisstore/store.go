@@ -1,0 +1,407 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// DefaultTimeout bounds one call when Config.Timeout is zero.
+const DefaultTimeout = 50 * time.Millisecond
+
+// ttlMargin is added to every expiry: a bucket's state outlives its full
+// refill, a quota count its period, by this much.
+const ttlMargin = 60 * time.Second
+
+// maxOver caps the short-circuit map; beyond it expired entries are swept
+// on insertion and, if still full, new refusals are not remembered.
+const maxOver = 100000
+
+// Kind says what an Item is.
+type Kind uint8
+
+const (
+	// Bucket is a token bucket: Rate tokens per second up to Burst.
+	Bucket Kind = iota + 1
+	// Quota is a count per UTC period, allowed up to Limit.
+	Quota
+)
+
+// Item is one layer of one request: N more tokens from a bucket, or N more
+// counts of a quota.
+type Item struct {
+	// Kind is Bucket or Quota.
+	Kind Kind
+	// Key names the bucket or the quota subject within the zone, e.g.
+	// "t/<fp hex>" or "i/<fp hex>". Buckets and quotas have separate key
+	// spaces.
+	Key string
+	// Rate is a bucket's refill, in tokens per second.
+	Rate float64
+	// Burst is a bucket's size.
+	Burst int64
+	// Period is a quota's period.
+	Period quota.Period
+	// Limit is a quota's largest count in one period.
+	Limit int64
+	// N is the cost: tokens or counts to take.
+	N int64
+}
+
+// Result is the outcome of Decide.
+type Result struct {
+	// OK is true when every item fit and all were charged.
+	OK bool
+	// Refused is the index of the first item that did not fit, -1 when OK.
+	Refused int
+	// Wait is how long until the refused item fits: for a bucket until
+	// enough tokens are back, for a quota until its period ends. It is
+	// negative for a bucket whose burst is below the cost (never fits).
+	Wait time.Duration
+	// Local is true when the refusal came from the short-circuit, without
+	// a round trip.
+	Local bool
+}
+
+// Delta is a count made outside Redis (during an outage) for a quota key
+// in the period starting at Start, to be added by Push.
+type Delta struct {
+	Key    string
+	Period quota.Period
+	Start  time.Time
+	N      int64
+}
+
+// Config configures a Store.
+type Config struct {
+	// URL is redis://[[user]:password@]host:port[/db] or rediss://….
+	URL string
+	// Zone names the key space: every key is mcprl:{<zone>}:…, one hash
+	// tag per zone, so one decision's keys share a cluster slot.
+	Zone string
+	// Timeout bounds each call. Default: DefaultTimeout.
+	Timeout time.Duration
+	// Clock is the local clock of the short-circuit. Default: time.Now.
+	Clock func() time.Time
+}
+
+// Store decides requests in Redis. It is safe for concurrent use.
+type Store struct {
+	client  *redis.Client
+	prefix  string
+	timeout time.Duration
+	clock   func() time.Time
+
+	mu   sync.RWMutex
+	over map[overKey]overEntry
+}
+
+// overKey names a remembered refusal.
+type overKey struct {
+	kind   Kind
+	period quota.Period
+	key    string
+}
+
+// overEntry is a key known to be over its limit until until, for a cost
+// of at least n under the same limits.
+type overEntry struct {
+	until      time.Time
+	n          int64
+	rate       float64
+	burst, lim int64
+}
+
+// New parses cfg.URL and returns a Store. It does not connect: the first
+// call does, and the client reconnects by itself after failures.
+func New(cfg Config) (*Store, error) {
+	opts, err := redis.ParseURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("parsing redis URL: %w", err)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	// A decision that misses its deadline is decided locally: retrying
+	// past it is pointless, and the context's deadline must be honoured.
+	opts.MaxRetries = -1
+	opts.ContextTimeoutEnabled = true
+	opts.DisableIdentity = true
+	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return &Store{
+		client:  redis.NewClient(opts),
+		prefix:  "mcprl:{" + cfg.Zone + "}:",
+		timeout: cfg.Timeout,
+		clock:   cfg.Clock,
+		over:    map[overKey]overEntry{},
+	}, nil
+}
+
+// Close closes the connections.
+func (s *Store) Close() error { return s.client.Close() }
+
+// Timeout returns the bound of each call.
+func (s *Store) Timeout() time.Duration { return s.timeout }
+
+// BucketKey returns the Redis key of a bucket.
+func (s *Store) BucketKey(key string) string { return s.prefix + "b:" + key }
+
+// QuotaKey returns the Redis key of a quota count in the period of kind p
+// containing t, e.g. mcprl:{zone}:q:i/<fp>:d:2026-11-30.
+func (s *Store) QuotaKey(key string, p quota.Period, t time.Time) string {
+	tag := ":d:"
+	if p == quota.Month {
+		tag = ":m:"
+	}
+	return s.prefix + "q:" + key + tag + p.ID(t)
+}
+
+func (s *Store) keyOf(it *Item) string {
+	if it.Kind == Bucket {
+		return s.BucketKey(it.Key)
+	}
+	return s.prefix + "q:" + it.Key
+}
+
+// args renders the script's KEYS and ARGV for items.
+func (s *Store) args(items []Item) ([]string, []any, error) {
+	keys := make([]string, len(items))
+	argv := make([]any, 1, 1+4*len(items))
+	argv[0] = int64(ttlMargin / time.Second)
+	for i := range items {
+		it := &items[i]
+		keys[i] = s.keyOf(it)
+		switch it.Kind {
+		case Bucket:
+			if it.Rate <= 0 || it.Burst <= 0 {
+				return nil, nil, fmt.Errorf("bucket %s: rate and burst must be positive", it.Key)
+			}
+			argv = append(argv, 1, strconv.FormatFloat(it.Rate, 'g', -1, 64), it.Burst, it.N)
+		case Quota:
+			if !it.Period.Valid() {
+				return nil, nil, fmt.Errorf("quota %s: invalid period", it.Key)
+			}
+			p := 1
+			if it.Period == quota.Month {
+				p = 2
+			}
+			argv = append(argv, 2, p, it.Limit, it.N)
+		default:
+			return nil, nil, fmt.Errorf("item %d: invalid kind %d", i, it.Kind)
+		}
+	}
+	return keys, argv, nil
+}
+
+// Decide checks every item and, only when all fit, charges them all, in
+// one round trip running one script on Redis server time. A refusing item
+// leaves every key untouched. Items known from an earlier refusal to be
+// over their limit are refused locally, without a round trip, until that
+// refusal's wait has passed.
+func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
+	if len(items) == 0 {
+		return Result{OK: true, Refused: -1}, nil
+	}
+	now := s.clock()
+	if r, ok := s.shortCircuit(items, now); ok {
+		return r, nil
+	}
+	keys, argv, err := s.args(items)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	vals, err := decideScript.Run(ctx, s.client, keys, argv...).Int64Slice()
+	if err != nil {
+		return Result{}, fmt.Errorf("deciding in redis: %w", err)
+	}
+	if len(vals) != 2 || vals[0] < 0 || vals[0] > int64(len(items)) {
+		return Result{}, fmt.Errorf("deciding in redis: unexpected reply %v", vals)
+	}
+	if vals[0] == 0 {
+		return Result{OK: true, Refused: -1}, nil
+	}
+	i := int(vals[0] - 1)
+	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond}
+	if vals[1] < 0 {
+		r.Wait = -1
+	} else {
+		s.remember(&items[i], now.Add(r.Wait))
+	}
+	return r, nil
+}
+
+// Refund gives back what a successful Decide of the same items took: for
+// a request that a later, local layer refused.
+func (s *Store) Refund(ctx context.Context, items []Item) error {
+	if len(items) == 0 {
+		return nil
+	}
+	keys, argv, err := s.args(items)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := refundScript.Run(ctx, s.client, keys, argv...).Err(); err != nil {
+		return fmt.Errorf("refunding in redis: %w", err)
+	}
+	return nil
+}
+
+// Push adds counts made elsewhere (locally, while Redis was unreachable)
+// to their periods' counters, in one transaction. Deltas of periods
+// already over are added too (they expire with their keys).
+func (s *Store) Push(ctx context.Context, deltas []Delta) error {
+	if len(deltas) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
+	defer cancel()
+	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for _, d := range deltas {
+			if !d.Period.Valid() || d.N == 0 {
+				continue
+			}
+			k := s.QuotaKey(d.Key, d.Period, d.Start)
+			p.IncrBy(ctx, k, d.N)
+			p.ExpireAt(ctx, k, d.Period.Next(d.Start).Add(ttlMargin))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("pushing %d counts to redis: %w", len(deltas), err)
+	}
+	return nil
+}
+
+// Ping checks that Redis answers within the timeout.
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
+	defer cancel()
+	if err := s.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("pinging redis: %w", err)
+	}
+	return nil
+}
+
+// FingerprintKey returns the zone's fingerprint key from Redis
+// (mcprl:{zone}:fpkey), storing candidate there first if no instance has
+// yet (SET NX, then GET), so every instance computes the same
+// fingerprints. A nil candidate is replaced by 32 random bytes.
+func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, error) {
+	if len(candidate) != 32 {
+		candidate = make([]byte, 32)
+		if _, err := rand.Read(candidate); err != nil {
+			return nil, fmt.Errorf("generating fingerprint key: %w", err)
+		}
+	}
+	name := s.prefix + "fpkey"
+	if err := s.client.SetNX(ctx, name, candidate, 0).Err(); err != nil {
+		return nil, fmt.Errorf("storing fingerprint key in redis: %w", err)
+	}
+	key, err := s.client.Get(ctx, name).Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("loading fingerprint key from redis: %w", err)
+	}
+	if len(key) != 32 {
+		return nil, fmt.Errorf("fingerprint key %s in redis: %d bytes, want 32", name, len(key))
+	}
+	return key, nil
+}
+
+// Used returns the count of a quota key in the period of kind p containing
+// t, as Redis holds it.
+func (s *Store) Used(ctx context.Context, key string, p quota.Period, t time.Time) (int64, error) {
+	n, err := s.client.Get(ctx, s.QuotaKey(key, p, t)).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("reading quota %s: %w", key, err)
+	}
+	return n, nil
+}
+
+// Tokens returns a bucket's stored level (without refill since its last
+// use) and whether Redis holds it.
+func (s *Store) Tokens(ctx context.Context, key string) (float64, bool, error) {
+	v, err := s.client.HGet(ctx, s.BucketKey(key), "tokens").Float64()
+	if errors.Is(err, redis.Nil) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("reading bucket %s: %w", key, err)
+	}
+	return v, true, nil
+}
+
+func overKeyOf(it *Item) overKey {
+	return overKey{kind: it.Kind, period: it.Period, key: it.Key}
+}
+
+// shortCircuit refuses items known to be over their limit.
+func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if len(s.over) == 0 {
+		return Result{}, false
+	}
+	for i := range items {
+		it := &items[i]
+		e, ok := s.over[overKeyOf(it)]
+		if !ok || !now.Before(e.until) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
+			continue
+		}
+		return Result{Refused: i, Wait: e.until.Sub(now), Local: true}, true
+	}
+	return Result{}, false
+}
+
+// remember records that it is over its limit until until.
+func (s *Store) remember(it *Item, until time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.over) >= maxOver {
+		s.sweepLocked(s.clock())
+		if len(s.over) >= maxOver {
+			return
+		}
+	}
+	s.over[overKeyOf(it)] = overEntry{until: until, n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit}
+}
+
+// Sweep forgets remembered refusals whose wait has passed.
+func (s *Store) Sweep(now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sweepLocked(now)
+}
+
+func (s *Store) sweepLocked(now time.Time) {
+	for k, e := range s.over {
+		if !now.Before(e.until) {
+			delete(s.over, k)
+		}
+	}
+}
+
+// Remembered returns how many refusals the short-circuit holds.
+func (s *Store) Remembered() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.over)
+}

@@ -1,0 +1,305 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
+)
+
+func newStore(t *testing.T, r *harness.Redis, zone string) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: zone, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func bucket(key string, rate float64, burst, n int64) redisstore.Item {
+	return redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: rate, Burst: burst, N: n}
+}
+
+func quotaItem(key string, p quota.Period, limit, n int64) redisstore.Item {
+	return redisstore.Item{Kind: redisstore.Quota, Key: key, Period: p, Limit: limit, N: n}
+}
+
+func decide(t *testing.T, s *redisstore.Store, items ...redisstore.Item) redisstore.Result {
+	t.Helper()
+	r, err := s.Decide(context.Background(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// serverTime is Redis's own clock.
+func serverTime(t *testing.T, r *harness.Redis) time.Time {
+	t.Helper()
+	// TIME is an array reply; the inline helper reads only its first line,
+	// so read the unix seconds through a script instead.
+	s := r.Do(t, "EVAL", "return redis.call('TIME')[1]", "0")
+	sec, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatalf("TIME: %q", s)
+	}
+	return time.Unix(sec, 0)
+}
+
+func TestDecideAllOrNothing(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	now := serverTime(t, r)
+	tests := []struct {
+		name  string
+		items []redisstore.Item
+	}{
+		{"a refusing global bucket leaves the tenant bucket and the quota untouched", []redisstore.Item{
+			bucket("t/a", 1, 10, 1), quotaItem("i/a", quota.Day, 100, 1), bucket("global", 1, 1, 2),
+		}},
+		{"a refusing quota leaves both buckets untouched", []redisstore.Item{
+			bucket("t/b", 1, 10, 1), quotaItem("i/b", quota.Day, 0, 1), bucket("global2", 1, 10, 1),
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := decide(t, s, tc.items...)
+			if res.OK || res.Refused != len(tc.items)-1 && tc.items[res.Refused].Kind == redisstore.Bucket && res.Refused == 0 {
+				t.Fatalf("result %+v, want a refusal", res)
+			}
+			for i, it := range tc.items {
+				if i == res.Refused {
+					continue
+				}
+				if it.Kind == redisstore.Bucket {
+					if _, ok, _ := s.Tokens(context.Background(), it.Key); ok {
+						t.Fatalf("bucket %s written by a refused decision", it.Key)
+					}
+				} else if n, _ := s.Used(context.Background(), it.Key, it.Period, now); n != 0 {
+					t.Fatalf("quota %s counted %d by a refused decision", it.Key, n)
+				}
+			}
+			if got := r.Do(t, "DBSIZE"); got != "0" {
+				t.Fatalf("DBSIZE %s after refused decisions, want 0", got)
+			}
+		})
+	}
+}
+
+func TestDecideBucketsAndQuotas(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	ctx := context.Background()
+	now := serverTime(t, r)
+	// A 1/h bucket of burst 3 admits exactly 3, then refuses with a wait
+	// of about an hour for one token.
+	for i := range 3 {
+		if res := decide(t, s, bucket("t/x", 1.0/3600, 3, 1)); !res.OK {
+			t.Fatalf("call %d refused: %+v", i, res)
+		}
+	}
+	res := decide(t, s, bucket("t/x", 1.0/3600, 3, 1))
+	if res.OK || res.Refused != 0 || res.Wait < 59*time.Minute || res.Wait > time.Hour+time.Second {
+		t.Fatalf("4th call: %+v, want a refusal with a wait of about 1h", res)
+	}
+	// A cost above the burst never fits.
+	if res := decide(t, s, bucket("t/y", 1, 3, 4)); res.OK || res.Wait >= 0 {
+		t.Fatalf("cost above burst: %+v, want a refusal with a negative wait", res)
+	}
+	// Quotas count exactly, per period, with several items of the same
+	// key adding up within one decision.
+	for i := range 5 {
+		if res := decide(t, s, quotaItem("i/q", quota.Day, 10, 2), quotaItem("i/q", quota.Month, 100, 2)); !res.OK {
+			t.Fatalf("quota call %d refused: %+v", i, res)
+		}
+	}
+	res = decide(t, s, quotaItem("i/q", quota.Day, 10, 1))
+	if res.OK {
+		t.Fatal("11th count of a 10/day quota admitted")
+	}
+	if want := quota.Day.Next(now).Sub(now); res.Wait < want-2*time.Second || res.Wait > want+2*time.Second {
+		t.Fatalf("quota wait %v, want about %v (the end of Redis's UTC day)", res.Wait, want)
+	}
+	if n, _ := s.Used(ctx, "i/q", quota.Day, now); n != 10 {
+		t.Fatalf("day count %d, want 10", n)
+	}
+	if n, _ := s.Used(ctx, "i/q", quota.Month, now); n != 10 {
+		t.Fatalf("month count %d, want 10", n)
+	}
+	// The keys are named from Redis server time and expire after their
+	// period; buckets expire once refilled.
+	dayKey := s.QuotaKey("i/q", quota.Day, now)
+	if !strings.HasSuffix(dayKey, ":d:"+now.UTC().Format(time.DateOnly)) {
+		t.Fatalf("day key %s", dayKey)
+	}
+	ttl, _ := strconv.Atoi(r.Do(t, "TTL", dayKey))
+	if want := int(quota.Day.Next(now).Sub(now).Seconds()); ttl < want || ttl > want+120 {
+		t.Fatalf("TTL of %s is %d, want about %d (+ margin)", dayKey, ttl, want)
+	}
+	monthKey := s.QuotaKey("i/q", quota.Month, now)
+	ttl, _ = strconv.Atoi(r.Do(t, "TTL", monthKey))
+	if want := int(quota.Month.Next(now).Sub(now).Seconds()); ttl < want || ttl > want+120 {
+		t.Fatalf("TTL of %s is %d, want about %d (+ margin)", monthKey, ttl, want)
+	}
+	ttl, _ = strconv.Atoi(r.Do(t, "TTL", s.BucketKey("t/x")))
+	if ttl < 3*3600 || ttl > 3*3600+120 {
+		t.Fatalf("bucket TTL %d, want the full-refill time 3h + margin", ttl)
+	}
+}
+
+func TestKeysShareOneHashTagPerZone(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "myzone")
+	if res := decide(t, s, bucket("t/k", 1, 5, 1), quotaItem("t/tool{x}/k", quota.Day, 5, 1), bucket("global", 10, 10, 1)); !res.OK {
+		t.Fatalf("refused: %+v", res)
+	}
+	now := serverTime(t, r)
+	slot := keySlot("{myzone}")
+	for _, k := range []string{s.BucketKey("t/k"), s.BucketKey("global"), s.QuotaKey("t/tool{x}/k", quota.Day, now)} {
+		if !strings.HasPrefix(k, "mcprl:{myzone}:") {
+			t.Fatalf("key %s lacks the zone's hash tag", k)
+		}
+		if got := keySlot(k); got != slot {
+			t.Fatalf("key %s in slot %d, the zone's is %d", k, got, slot)
+		}
+		if r.Do(t, "EXISTS", k) != "1" {
+			t.Fatalf("key %s not written", k)
+		}
+	}
+}
+
+// keySlot is Redis Cluster's slot of key: CRC16 (XMODEM) of its hash tag
+// (the part between the first { and the next }, when not empty) mod 16384.
+func keySlot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for i := 0; i < len(key); i++ {
+		crc ^= uint16(key[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc % 16384
+}
+
+func TestShortCircuitAnswersKnownRefusalsLocally(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	if res := decide(t, s, bucket("t/f", 1.0/60, 1, 1)); !res.OK {
+		t.Fatal("first call refused")
+	}
+	first := decide(t, s, bucket("t/f", 1.0/60, 1, 1))
+	if first.OK || first.Local {
+		t.Fatalf("second call %+v, want a refusal from Redis", first)
+	}
+	before := r.Calls(t)
+	for range 200 {
+		res := decide(t, s, bucket("t/f", 1.0/60, 1, 1))
+		if res.OK || !res.Local || res.Wait <= 0 || res.Wait > first.Wait {
+			t.Fatalf("flood call %+v, want a local refusal within the first wait %v", res, first.Wait)
+		}
+	}
+	if n := harness.CallsBetween(before, r.Calls(t)); n != 0 {
+		t.Fatalf("a flood of 200 known refusals cost %d Redis commands, want 0", n)
+	}
+	// Another key, or other limits for the same key (a raised limit), go to Redis.
+	if res := decide(t, s, bucket("t/g", 1.0/60, 1, 1)); !res.OK || res.Local {
+		t.Fatalf("another key: %+v", res)
+	}
+	before = r.Calls(t)
+	if res := decide(t, s, bucket("t/f", 1.0/60, 5, 1)); res.Local {
+		t.Fatalf("a raised burst: %+v, want a decision by Redis", res)
+	}
+	if n := harness.CallsBetween(before, r.Calls(t)); n < 1 {
+		t.Fatal("a raised burst was answered without Redis")
+	}
+}
+
+func TestPushAndFingerprintKey(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	ctx := context.Background()
+	now := serverTime(t, r)
+	day := quota.Day.Start(now)
+	if err := s.Push(ctx, []redisstore.Delta{{Key: "i/p", Period: quota.Day, Start: day, N: 7}, {Key: "i/p", Period: quota.Day, Start: day, N: -2}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.Used(ctx, "i/p", quota.Day, now); n != 5 {
+		t.Fatalf("pushed count %d, want 5", n)
+	}
+	// The decision sees the pushed counts.
+	if res := decide(t, s, quotaItem("i/p", quota.Day, 5, 1)); res.OK {
+		t.Fatal("a quota filled by pushed counts admitted one more")
+	}
+	k1, err := s.FingerprintKey(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := newStore(t, r, "z")
+	k2, err := other.FingerprintKey(ctx, make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(k1) != string(k2) || len(k1) != 32 {
+		t.Fatal("two instances got different fingerprint keys")
+	}
+}
+
+func TestFaultsAreErrorsWithinTheTimeout(t *testing.T) {
+	r := harness.StartRedis(t)
+	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: "z", Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if res := decide(t, s, bucket("t/a", 1, 5, 1)); !res.OK {
+		t.Fatal("refused")
+	}
+	// A slow server: the call gives up at its timeout.
+	go func() { _, _ = r.Command("DEBUG", "SLEEP", "0.5") }()
+	time.Sleep(50 * time.Millisecond)
+	start := time.Now()
+	if _, err := s.Decide(context.Background(), []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {
+		t.Fatal("a decision against a sleeping server succeeded")
+	}
+	if el := time.Since(start); el > 200*time.Millisecond {
+		t.Fatalf("a slow server held the decision %v, timeout 50ms", el)
+	}
+	// A dead server: an error, quickly.
+	r.Kill()
+	start = time.Now()
+	if _, err := s.Decide(context.Background(), []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {
+		t.Fatal("a decision against a dead server succeeded")
+	}
+	if el := time.Since(start); el > 200*time.Millisecond {
+		t.Fatalf("a dead server held the decision %v", el)
+	}
+	if err := s.Ping(context.Background()); err == nil {
+		t.Fatal("ping of a dead server succeeded")
+	}
+	// It comes back on the same port: the client reconnects by itself.
+	r.Start(t)
+	harness.Eventually(t, 5*time.Second, "the store to reconnect", func() bool {
+		return s.Ping(context.Background()) == nil
+	})
+	if _, err := redisstore.New(redisstore.Config{URL: "http://nope"}); err == nil {
+		t.Fatal("a non-redis URL was accepted")
+	}
+	if _, err := redisstore.New(redisstore.Config{URL: "rediss://:secret@127.0.0.1:1/3"}); err != nil {
+		t.Fatalf("rediss URL with password and DB: %v", err)
+	}
+}
