@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -319,5 +320,27 @@ func TestPreauthRefusalEchoesTheRequestIDs(t *testing.T) {
 	r.JSON(t, &answers)
 	if len(answers) != 2 || answers[0].ID != float64(5) || answers[1].ID != float64(6) {
 		t.Fatalf("batch refusal must answer each id: %s", r.Body)
+	}
+}
+
+func TestForwardedForWithoutTrustedProxiesWarnsOnce(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := start(t, "zone xffwarn\npreauth 100/s burst 100", opts)
+	e.call(1) // no header: no warning
+	for i := range 3 {
+		e.call(2+i, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
+	}
+	warnings := 0
+	harness.Eventually(t, 5*time.Second, "the warning to be logged", func() bool {
+		warnings = 0
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+				warnings++
+			}
+		}
+		return warnings > 0
+	})
+	if warnings != 1 {
+		t.Fatalf("%d warnings, want exactly one", warnings)
 	}
 }

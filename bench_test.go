@@ -15,6 +15,12 @@ import (
 
 // benchHandler provisions a handler on its own zone with file storage.
 func benchHandler(b *testing.B, h *Handler) *Handler {
+	return provisionForTest(b, h)
+}
+
+// provisionForTest compiles h and attaches it to a fresh zone on file
+// storage, without a running Caddy.
+func provisionForTest(b testing.TB, h *Handler) *Handler {
 	b.Helper()
 	pol, err := compile(h)
 	if err != nil {
