@@ -166,9 +166,9 @@ func (z *zone) Destruct() error {
 // quota counts every flush interval.
 func (z *zone) run(ctx context.Context) {
 	defer close(z.done)
-	tick := time.NewTicker(time.Second)
+	tick := time.NewTicker(readTick)
 	defer tick.Stop()
-	lastFlush := time.Now()
+	lastFlush, lastRead, lastSweep := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,24 +179,43 @@ func (z *zone) run(ctx context.Context) {
 			z.drainSampler()
 			return
 		case now := <-tick.C:
-			z.preauth.Sweep(now)
-			z.tenants.Sweep(now)
-			z.groups.Sweep(now)
-			z.known.Sweep(now)
-			z.drainSampler()
-			z.probeRedis(ctx, now)
+			if now.Sub(lastSweep)+readTick/2 >= time.Second {
+				lastSweep = now
+				z.preauth.Sweep(now)
+				z.tenants.Sweep(now)
+				z.groups.Sweep(now)
+				z.known.Sweep(now)
+				z.drainSampler()
+				z.probeRedis(ctx, now)
+			}
 			// Half a tick of slack: ticks jitter, and without it a tick
-			// landing a hair early would put the flush off by a whole
-			// second (a 1s flush_interval flushed only every 2s).
-			if now.Sub(lastFlush)+time.Second/2 >= z.pol.Load().flush {
-				lastFlush = now
+			// landing a hair early would put the work off by a whole tick.
+			interval := z.pol.Load().flush
+			switch {
+			case now.Sub(lastFlush)+readTick/2 >= interval:
+				lastFlush, lastRead = now, now
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				z.flush(fctx)
+				cancel()
+			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
+				// Between flushes, read the shared totals again: the others'
+				// counts, pushed at their own flushes, are then seen within
+				// a fraction of an interval instead of up to a whole one.
+				lastRead = now
+				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				_ = z.quota.Load(rctx)
 				cancel()
 			}
 		}
 	}
 }
+
+// The zone loop ticks every readTick; between two flushes it reads the
+// shared quota totals readsPerFlush-1 more times.
+const (
+	readTick      = 250 * time.Millisecond
+	readsPerFlush = 4
+)
 
 // flush pushes quota counts and the known-good set to storage.
 func (z *zone) flush(ctx context.Context) {
