@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 )
 
@@ -286,17 +287,17 @@ func positiveInt(name string, v *int, def int) error {
 }
 
 func compilePrefixes(p *policy) error {
+	if !clientip.ValidPrefix(p.v4, false) {
+		return fmt.Errorf("ipv4_prefix %d: out of range 1-32", p.v4)
+	}
+	if !clientip.ValidPrefix(p.v6, true) {
+		return fmt.Errorf("ipv6_prefix %d: out of range 1-128", p.v6)
+	}
 	if p.v4 == 0 {
 		p.v4 = defaultV4Prefix
 	}
 	if p.v6 == 0 {
 		p.v6 = defaultV6Prefix
-	}
-	if p.v4 < 1 || p.v4 > 32 {
-		return fmt.Errorf("ipv4_prefix %d: out of range 1-32", p.v4)
-	}
-	if p.v6 < 1 || p.v6 > 128 {
-		return fmt.Errorf("ipv6_prefix %d: out of range 1-128", p.v6)
 	}
 	return nil
 }

@@ -32,8 +32,3 @@ var layerCodes = [numLayers]string{
 }
 
 func (l layer) String() string { return layerNames[l] }
-
-// isQuota reports whether l refuses until a period resets.
-func (l layer) isQuota() bool {
-	return l == layerQuota || l == layerGroupQuota || l == layerToolQuota
-}
