@@ -10,7 +10,7 @@ func (s *Set[K]) Advance(now time.Time) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		at := sh.clock.since(now)
+		at := sh.clock.Since(now)
 		for _, idx := range sh.index {
 			sh.slab[idx].advance(at)
 		}

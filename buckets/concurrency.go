@@ -1,6 +1,10 @@
 package buckets
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
+)
 
 // Gauge counts in-flight work per key against a ceiling: [Gauge.Acquire]
 // before the work, [Gauge.Release] after it. A key is kept only while it has
@@ -10,7 +14,7 @@ import "sync"
 type Gauge[K comparable] struct {
 	hash   func(K) uint64
 	seed   uint64
-	shards [maxShards]gaugeShard[K]
+	shards [stripe.Max]gaugeShard[K]
 }
 
 type gaugeShard[K comparable] struct {
@@ -25,7 +29,7 @@ func NewGauge[K comparable](hash func(K) uint64) *Gauge[K] {
 	if hash == nil {
 		panic("buckets: NewGauge with nil hash")
 	}
-	g := &Gauge[K]{hash: hash, seed: newSeed()}
+	g := &Gauge[K]{hash: hash, seed: stripe.Seed()}
 	for i := range g.shards {
 		g.shards[i].inFlight = make(map[K]int32)
 	}
@@ -82,5 +86,5 @@ func (g *Gauge[K]) Len() int {
 }
 
 func (g *Gauge[K]) shard(key K) *gaugeShard[K] {
-	return &g.shards[mix(g.hash(key)^g.seed)>>shardShift(maxShards)]
+	return &g.shards[stripe.Mix(g.hash(key)^g.seed)>>stripe.Shift(stripe.Max)]
 }

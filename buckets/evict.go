@@ -45,7 +45,7 @@ func (s *Set[K]) Sweep(now time.Time) int {
 func (sh *shard[K]) sweep(now time.Time) int {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	at := sh.clock.since(now)
+	at := sh.clock.Since(now)
 	removed := 0
 	for key, idx := range sh.index {
 		if sh.slab[idx].untilFull(at) == 0 {

@@ -3,6 +3,8 @@ package buckets
 import (
 	"encoding/binary"
 	"net/netip"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
 )
 
 // HashFingerprint hashes a 16-byte identity fingerprint for [New] and
@@ -10,7 +12,7 @@ import (
 func HashFingerprint(fp [16]byte) uint64 {
 	lo := binary.LittleEndian.Uint64(fp[:8])
 	hi := binary.LittleEndian.Uint64(fp[8:])
-	return mix(lo ^ mix(hi))
+	return stripe.Mix(lo ^ stripe.Mix(hi))
 }
 
 // HashPrefix hashes a client address prefix for [New] and [NewGauge]. All 128
@@ -24,16 +26,5 @@ func HashPrefix(p netip.Prefix) uint64 {
 	if p.Addr().Is4() {
 		meta |= 1
 	}
-	return mix(lo ^ mix(hi^mix(meta)))
-}
-
-// mix is the 64-bit finalizer of MurmurHash3: every input bit affects every
-// output bit, so the top bits make a good shard index even for weak hashes.
-func mix(h uint64) uint64 {
-	h ^= h >> 33
-	h *= 0xff51afd7ed558ccd
-	h ^= h >> 33
-	h *= 0xc4ceb9fe1a85ec53
-	h ^= h >> 33
-	return h
+	return stripe.Mix(lo ^ stripe.Mix(hi^stripe.Mix(meta)))
 }

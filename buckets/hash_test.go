@@ -1,6 +1,7 @@
 package buckets
 
 import (
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
 	"net/netip"
 	"testing"
 )
@@ -28,8 +29,8 @@ func TestHashesSpreadOverShards(t *testing.T) {
 			for i := range keys {
 				seen[s.shardIndex(i)]++
 			}
-			if len(seen) != maxShards {
-				t.Fatalf("%d keys landed in %d of %d shards", keys, len(seen), maxShards)
+			if len(seen) != stripe.Max {
+				t.Fatalf("%d keys landed in %d of %d shards", keys, len(seen), stripe.Max)
 			}
 		})
 	}

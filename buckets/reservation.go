@@ -45,7 +45,7 @@ func (sh *shard[K]) cancel(idx int32, seq uint64, n int, now time.Time) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if int(idx) < len(sh.slab) && sh.slab[idx].seq == seq {
-		sh.slab[idx].give(n, sh.clock.since(now))
+		sh.slab[idx].give(n, sh.clock.Since(now))
 	}
 }
 

@@ -1,6 +1,7 @@
 package buckets
 
 import (
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,7 @@ type shard[K comparable] struct {
 	slab  []bucket
 	free  []int32 // slab slots to reuse
 	seq   uint64  // last bucket.seq handed out
-	clock clock
+	clock stripe.Clock
 	_     pad
 }
 
@@ -46,8 +47,8 @@ func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
 	if hash == nil {
 		panic("buckets: New with nil hash")
 	}
-	n := shardCount(capacity)
-	s := &Set[K]{hash: hash, seed: newSeed(), shift: shardShift(n), shards: make([]shard[K], n)}
+	n := stripe.Count(capacity)
+	s := &Set[K]{hash: hash, seed: stripe.Seed(), shift: stripe.Shift(n), shards: make([]shard[K], n)}
 	s.SetCapacity(capacity)
 	for i := range s.shards {
 		s.shards[i].index = make(map[K]int32)
@@ -92,7 +93,7 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	at := sh.clock.since(now)
+	at := sh.clock.Since(now)
 	if lim.Rate == rate.Inf {
 		if idx, found := sh.index[key]; found {
 			sh.remove(key, idx)
@@ -111,7 +112,7 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 	if n > lim.Burst {
 		return Reservation{}, refillWait(lim.Rate, lim.Burst), false, false
 	}
-	if len(sh.index) >= shareOf(s.capacity.Load(), len(s.shards), i) {
+	if len(sh.index) >= stripe.Share(s.capacity.Load(), len(s.shards), i) {
 		if wait, evicted := sh.evictOne(at); !evicted {
 			return Reservation{}, wait, false, true
 		}
@@ -131,7 +132,7 @@ func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
 	if !ok {
 		return 0, false
 	}
-	return sh.slab[idx].level(sh.clock.since(now)), true
+	return sh.slab[idx].level(sh.clock.Since(now)), true
 }
 
 // Len returns the number of buckets.
@@ -147,7 +148,7 @@ func (s *Set[K]) Len() int {
 }
 
 func (s *Set[K]) shardIndex(key K) int {
-	return int(mix(s.hash(key)^s.seed) >> s.shift)
+	return int(stripe.Mix(s.hash(key)^s.seed) >> s.shift)
 }
 
 // insert stores b for key in a free slot and returns the slot.

@@ -1,6 +1,7 @@
 package buckets
 
 import (
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
 	"testing"
 	"time"
 
@@ -298,10 +299,10 @@ func TestFloodStaysWithinCapacity(t *testing.T) {
 
 func TestShareOfSplitsTheCapacityExactly(t *testing.T) {
 	for _, capacity := range []int{1, 7, 8, 9, 100, 511, 512, 1000, 1 << 20} {
-		n := shardCount(capacity)
+		n := stripe.Count(capacity)
 		sum := 0
 		for i := range n {
-			sum += shareOf(int64(capacity), n, i)
+			sum += stripe.Share(int64(capacity), n, i)
 		}
 		if want := max(capacity, n); sum != want {
 			t.Errorf("capacity %d over %d shards: shares sum to %d, want %d", capacity, n, sum, want)

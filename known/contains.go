@@ -9,5 +9,5 @@ func (s *Set[K]) Contains(key K, now time.Time) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	i, ok := sh.index[key]
-	return ok && !s.expired(sh.entries[i].last, sh.clock.since(now))
+	return ok && !s.expired(sh.entries[i].last, sh.clock.Since(now))
 }

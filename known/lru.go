@@ -1,5 +1,7 @@
 package known
 
+import "github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
+
 import "sync"
 
 // none is the null entry index.
@@ -16,7 +18,7 @@ type shard[K comparable] struct {
 	free    int32 // first unused entry, chained through next
 	head    int32 // most recently used
 	tail    int32 // least recently used
-	clock   clock
+	clock   stripe.Clock
 	_       [64]byte // keeps neighbouring shards off each other's cache line
 }
 

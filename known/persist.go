@@ -19,7 +19,7 @@ func (s *Set[K]) Each(fn func(key K, lastUse time.Time)) {
 		sh := &s.shards[n]
 		sh.mu.Lock()
 		for i := sh.tail; i != none; i = sh.entries[i].prev {
-			all = append(all, saved{sh.entries[i].key, sh.clock.time(sh.entries[i].last)})
+			all = append(all, saved{sh.entries[i].key, sh.clock.Time(sh.entries[i].last)})
 		}
 		sh.mu.Unlock()
 	}
@@ -43,8 +43,8 @@ func (s *Set[K]) Restore(key K, lastUse time.Time, now time.Time) {
 	if _, ok := sh.index[key]; ok {
 		return
 	}
-	at := sh.clock.since(now)
-	last := min(sh.clock.since(lastUse), at)
+	at := sh.clock.Since(now)
+	last := min(sh.clock.Since(lastUse), at)
 	if s.expired(last, at) {
 		return
 	}

@@ -1,6 +1,7 @@
 package known
 
 import (
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
 	"sync/atomic"
 	"time"
 )
@@ -28,9 +29,9 @@ func New[K comparable](max int, ttl time.Duration, hash func(K) uint64) *Set[K] 
 	if hash == nil {
 		panic("known: New with nil hash")
 	}
-	n := shardCount(max)
-	s := &Set[K]{hash: hash, seed: newSeed(), shards: make([]shard[K], n)}
-	s.shift = uint(64 - bitsOf(n))
+	n := stripe.Count(max)
+	s := &Set[K]{hash: hash, seed: stripe.Seed(), shards: make([]shard[K], n)}
+	s.shift = stripe.Shift(n)
 	for i := range s.shards {
 		s.shards[i].init()
 	}
@@ -49,7 +50,7 @@ func (s *Set[K]) Proven(key K, now time.Time) bool {
 	if !ok {
 		return false
 	}
-	at := sh.clock.since(now)
+	at := sh.clock.Since(now)
 	if s.expired(sh.entries[i].last, at) {
 		sh.remove(i)
 		return false
@@ -66,7 +67,7 @@ func (s *Set[K]) Prove(key K, now time.Time) {
 	sh := &s.shards[n]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	at := sh.clock.since(now)
+	at := sh.clock.Since(now)
 	if i, ok := sh.index[key]; ok {
 		sh.touch(i, at)
 		return
@@ -124,7 +125,7 @@ func (s *Set[K]) Sweep(now time.Time) int {
 	for n := range s.shards {
 		sh := &s.shards[n]
 		sh.mu.Lock()
-		at := sh.clock.since(now)
+		at := sh.clock.Since(now)
 		for i := sh.tail; i != none; {
 			prev := sh.entries[i].prev
 			if s.expired(sh.entries[i].last, at) {
@@ -144,9 +145,9 @@ func (s *Set[K]) expired(last, at int64) bool {
 }
 
 func (s *Set[K]) share(n int) int {
-	return shareOf(s.max.Load(), len(s.shards), n)
+	return stripe.Share(s.max.Load(), len(s.shards), n)
 }
 
 func (s *Set[K]) shardIndex(key K) int {
-	return int(mix(s.hash(key)^s.seed) >> s.shift)
+	return int(stripe.Mix(s.hash(key)^s.seed) >> s.shift)
 }
