@@ -47,6 +47,7 @@ func (f *fingerprinter) sum(value string) [16]byte {
 	_, _ = st.mac.Write(st.scratch)
 	var full [sha256.Size]byte
 	st.mac.Sum(full[:0])
+	clear(st.scratch) // no credential bytes linger in pooled memory
 	f.pool.Put(st)
 	var fp [16]byte
 	copy(fp[:], full[:16])
