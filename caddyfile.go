@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -65,6 +66,7 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		return d.ArgErr()
 	}
 	seen := map[string]bool{}
+	groupQuotaAt := ""
 	for d.NextBlock(0) {
 		name := d.Val()
 		parse, ok := subdirectives[name]
@@ -77,9 +79,15 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 			}
 			seen[name] = true
 		}
+		if name == "group_quota" && groupQuotaAt == "" {
+			groupQuotaAt = fmt.Sprintf("%s:%d", d.File(), d.Line())
+		}
 		if err := parse(d, h); err != nil {
 			return err
 		}
+	}
+	if h.GroupQuota != nil && h.Group == nil {
+		return fmt.Errorf("group_quota requires group (the layer it counts for), at %s", groupQuotaAt)
 	}
 	return nil
 }
