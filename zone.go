@@ -203,7 +203,7 @@ func (z *zone) run(ctx context.Context) {
 				// a fraction of an interval instead of up to a whole one.
 				lastRead = now
 				rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				_ = z.quota.Load(rctx)
+				_ = z.quota.Refresh(rctx)
 				cancel()
 			}
 		}
