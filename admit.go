@@ -89,10 +89,10 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		}
 		return refusal{}, false
 	}
-	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+	if ce := headerValue(r.Header, "Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."), true
 	}
-	if cs := charset(r.Header.Get("Content-Type")); cs != "" && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+	if cs := charset(headerValue(r.Header, "Content-Type")); cs != "" && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
 		// A backend that decodes by charset (the TypeScript SDK does) would
 		// read a different message than the one classified here.
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."), true
@@ -412,14 +412,22 @@ func charset(ct string) string {
 // text/event-stream) from a legacy HTTP+SSE one (whose 2xx body is never
 // read).
 func acceptsEventStream(r *http.Request) bool {
-	for _, v := range r.Header.Values("Accept") {
-		if strings.Contains(strings.ToLower(v), "text/event-stream") {
+	for _, v := range r.Header["Accept"] {
+		if strings.Contains(v, "text/event-stream") || strings.Contains(strings.ToLower(v), "text/event-stream") {
 			return true
 		}
 	}
 	return false
 }
 
+// headerValue is Header.Get for a name already in canonical form, without
+// canonicalizing it again on every request.
+func headerValue(h http.Header, canonical string) string {
+	if v := h[canonical]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
 // bodyReader hands the inspected body on; closing it returns the buffer to
 // the pool once the next handler is done with it.
 type bodyReader struct {
