@@ -57,9 +57,15 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 	if err != nil {
 		return err
 	}
-	key, err := loadFingerprintKey(context.Background(), stor, zoneName, false)
+	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName)
 	if err != nil {
 		return err
+	}
+	if created {
+		// Preparing overrides before the first deploy is legitimate, but
+		// a mistyped zone or storage would silently print a fingerprint
+		// that matches nothing: say so.
+		fmt.Fprintf(os.Stderr, "note: zone %q had no fingerprint key in this storage yet; created one (Caddy will use it for this zone on this storage)\n", zoneName)
 	}
 	fp := newFingerprinter(key).sum(value)
 	_, err = fmt.Fprintln(out, fingerprintHex(fp))

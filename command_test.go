@@ -157,10 +157,16 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 			t.Errorf("stdin %q: no error (printed %q)", stdin, out)
 		}
 	}
-	// A zone that never ran on this storage has no key: an error, never a
-	// fingerprint that matches nothing.
-	if out, err := fp("no-such-zone", "Bearer abc-LOGGED\n"); err == nil || !strings.Contains(err.Error(), "no fingerprint key") {
-		t.Errorf("unknown zone: err %v, printed %q", err, out)
+	// A zone that never ran on this storage gets its key created now, so
+	// overrides can be prepared before the first deploy: another key,
+	// another fingerprint.
+	other, err := fp("not-yet-deployed", "Bearer abc-LOGGED\n")
+	if err != nil || strings.TrimSpace(other) == logged {
+		t.Errorf("new zone: printed %q (err %v); want a fingerprint under a new key", other, err)
+	}
+	again, _ := fp("not-yet-deployed", "Bearer abc-LOGGED\n")
+	if again != other {
+		t.Errorf("the created key was not kept: %q then %q", other, again)
 	}
 	// A config file that cannot be read is an error, not a fingerprint
 	// under some other key.

@@ -104,42 +104,32 @@ type keyStorage interface {
 	Load(ctx context.Context, key string) ([]byte, error)
 }
 
-// errNoKey means the zone has no fingerprint key in storage yet.
-var errNoKey = errors.New("no fingerprint key in storage for this zone (has Caddy run with it, on this storage?)")
-
 // loadFingerprintKey returns the zone's fingerprint key from storage,
-// creating it under the storage lock on first use when create is set.
-func loadFingerprintKey(parent context.Context, stor keyStorage, zone string, create bool) ([]byte, error) {
+// creating it under the storage lock on first use (created reports that).
+func loadFingerprintKey(parent context.Context, stor keyStorage, zone string) (key []byte, created bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 	defer cancel()
 	name := storagePrefix(zone) + "/fingerprint.key"
-	key, err := stor.Load(ctx, name)
-	if err == nil && len(key) == 32 {
-		return key, nil
-	}
-	if !create {
-		if err == nil || errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("zone %q: %w", zone, errNoKey)
-		}
-		return nil, fmt.Errorf("loading fingerprint key %s: %w", name, err)
+	if key, err := stor.Load(ctx, name); err == nil && len(key) == 32 {
+		return key, false, nil
 	}
 	if err := stor.Lock(ctx, name); err != nil {
-		return nil, fmt.Errorf("locking fingerprint key %s: %w", name, err)
+		return nil, false, fmt.Errorf("locking fingerprint key %s: %w", name, err)
 	}
 	defer func() { _ = stor.Unlock(context.Background(), name) }()
 	key, err = stor.Load(ctx, name)
 	if err == nil && len(key) == 32 {
-		return key, nil
+		return key, false, nil
 	}
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("loading fingerprint key %s: %w", name, err)
+		return nil, false, fmt.Errorf("loading fingerprint key %s: %w", name, err)
 	}
 	key = make([]byte, 32)
 	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("generating fingerprint key: %w", err)
+		return nil, false, fmt.Errorf("generating fingerprint key: %w", err)
 	}
 	if err := stor.Store(ctx, name, key); err != nil {
-		return nil, fmt.Errorf("storing fingerprint key %s: %w", name, err)
+		return nil, false, fmt.Errorf("storing fingerprint key %s: %w", name, err)
 	}
-	return key, nil
+	return key, true, nil
 }

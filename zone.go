@@ -85,7 +85,7 @@ func releaseZone(z *zone) error {
 func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, error) {
 	stor := &swapStorage{}
 	stor.set(st)
-	key, err := loadFingerprintKey(context.Background(), stor, pol.zone, true)
+	key, _, err := loadFingerprintKey(context.Background(), stor, pol.zone)
 	if err != nil {
 		return nil, err
 	}
