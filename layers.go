@@ -31,4 +31,5 @@ var layerCodes = [numLayers]string{
 	"STORE_UNAVAILABLE",
 }
 
+// String returns the layer's name as `data.limit` and metrics show it.
 func (l layer) String() string { return layerNames[l] }

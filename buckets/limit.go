@@ -15,7 +15,9 @@ import (
 // refills, so such a bucket hands out its Burst once. A negative Burst is
 // treated as 0, which refuses every request unless Rate is rate.Inf.
 type Limit struct {
-	Rate  rate.Limit
+	// Rate is the refill rate in tokens per second.
+	Rate rate.Limit
+	// Burst is the bucket size: the most tokens available at once.
 	Burst int
 }
 

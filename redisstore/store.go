@@ -75,10 +75,14 @@ type Result struct {
 // Delta is a count made outside Redis (during an outage) for a quota key
 // in the period starting at Start, to be added by Push.
 type Delta struct {
-	Key    string
+	// Key is the quota key, as in Item.Key.
+	Key string
+	// Period is the kind of period the count belongs to.
 	Period quota.Period
-	Start  time.Time
-	N      int64
+	// Start is when that period began (it selects the Redis key).
+	Start time.Time
+	// N is the count to add; negative for refunds made while offline.
+	N int64
 }
 
 // Config configures a Store.
