@@ -428,6 +428,7 @@ func headerValue(h http.Header, canonical string) string {
 	}
 	return ""
 }
+
 // bodyReader hands the inspected body on; closing it returns the buffer to
 // the pool once the next handler is done with it.
 type bodyReader struct {
