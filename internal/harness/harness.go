@@ -9,6 +9,7 @@ package harness
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -184,6 +186,13 @@ func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte) (int, []
 	return resp.StatusCode, out
 }
 
+// droppedUnanswered reports a connection closed or refused before any
+// response arrived.
+func droppedUnanswered(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
+
 // Response is a finished HTTP exchange.
 type Response struct {
 	Status int
@@ -223,10 +232,24 @@ func Post(t testing.TB, url, body string, hdr ...string) *Response {
 // idle connections) never break a test's next request.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// Do sends req and reads the whole response.
+// Do sends req and reads the whole response. A connection dropped before
+// any answer is retried a few times: during a config reload Caddy closes
+// the old listener, and connections still queued on it are reset without
+// ever reaching a handler.
 func Do(t testing.TB, req *http.Request) *Response {
 	t.Helper()
 	resp, err := client.Do(req)
+	for try := 0; err != nil && droppedUnanswered(err) && try < 5; try++ {
+		time.Sleep(20 * time.Millisecond)
+		if req.GetBody != nil {
+			body, berr := req.GetBody()
+			if berr != nil {
+				break
+			}
+			req.Body = body
+		}
+		resp, err = client.Do(req)
+	}
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
