@@ -4,7 +4,6 @@ import (
 	"path"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -53,9 +52,6 @@ type Counter struct {
 	buckets map[bucketID]*bucket
 	latest  [Month + 1]*bucket // newest bucket per kind: TryAdd fast path
 	status  status
-
-	interval atomic.Int64  // flush interval of Run, in nanoseconds
-	wake     chan struct{} // tells Run the interval changed
 }
 
 // bucketID identifies one period: its kind and its start in Unix seconds.
@@ -90,8 +86,9 @@ func (b *bucket) used(key string) int64 {
 	return b.shared[key] + b.pending[key] + b.inflight[key]
 }
 
-// New returns a Counter for cfg. Call Load once at startup and Run (or Flush
-// periodically) to share counts.
+// New returns a Counter for cfg. Call Load once at startup, then Flush every
+// interval (and Refresh between flushes, to see other instances sooner) to
+// share counts; one owner should drive both.
 func New(cfg Config) *Counter {
 	c := &Counter{
 		storage:     cfg.Storage,
@@ -101,7 +98,6 @@ func New(cfg Config) *Counter {
 		onDegraded:  cfg.OnDegraded,
 		lockTimeout: cfg.LockTimeout,
 		buckets:     map[bucketID]*bucket{},
-		wake:        make(chan struct{}, 1),
 	}
 	if c.clock == nil {
 		c.clock = time.Now
@@ -117,7 +113,6 @@ func New(cfg Config) *Counter {
 	if len(c.periods) == 0 {
 		c.periods = []Period{Day, Month}
 	}
-	c.interval.Store(int64(DefaultInterval))
 	return c
 }
 
