@@ -201,45 +201,6 @@ func TestAdminShowsQuotaStoreDegradedAndRecovered(t *testing.T) {
 	}
 }
 
-// handlerPath finds the /config/ path of the (first) mcp_ratelimit handler.
-func handlerPath(t *testing.T, c *harness.Caddy) string {
-	t.Helper()
-	status, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /config/: %d %s", status, body)
-	}
-	var cfg any
-	if err := json.Unmarshal(body, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	var walk func(v any, path string) string
-	walk = func(v any, path string) string {
-		switch v := v.(type) {
-		case map[string]any:
-			if v["handler"] == "mcp_ratelimit" {
-				return path
-			}
-			for _, k := range adminKeys(v) {
-				if p := walk(v[k], path+"/"+k); p != "" {
-					return p
-				}
-			}
-		case []any:
-			for i, x := range v {
-				if p := walk(x, fmt.Sprintf("%s/%d", path, i)); p != "" {
-					return p
-				}
-			}
-		}
-		return ""
-	}
-	p := walk(cfg, "/config")
-	if p == "" {
-		t.Fatalf("no mcp_ratelimit handler in %s", body)
-	}
-	return p
-}
-
 func TestPatchThroughConfigKeepsDrainedBucketAndOverridesApplyToOneIdentity(t *testing.T) {
 	e := start(t, "zone live\ntenant 1/m burst 3\nquota off\npreauth 1/m burst 5")
 	e.prove("valid-alice")
@@ -253,7 +214,7 @@ func TestPatchThroughConfigKeepsDrainedBucketAndOverridesApplyToOneIdentity(t *t
 		refusal(t, e.call(9, "Authorization", "Bearer valid-"+who), http.StatusTooManyRequests, "tenant")
 	}
 
-	hp := handlerPath(t, e.caddy)
+	hp := e.caddy.HandlerPath(t, "mcp_ratelimit")
 	if status, body := e.caddy.AdminDo(t, http.MethodPatch, hp+"/tenant", []byte(`{"rate":"2/m","burst":3}`)); status != http.StatusOK {
 		t.Fatalf("PATCH %s/tenant: %d %s", hp, status, body)
 	}

@@ -176,7 +176,7 @@ func TestOverrideRaisesOneTenantsQuotaLive(t *testing.T) {
 	refusal(t, e.callTool(3, "echo", b...), http.StatusTooManyRequests, "quota")
 
 	// The same through the JSON admin API: add one for B, lower A's.
-	path := handlerConfigPath(t, e.caddy, "mcp_ratelimit")
+	path := e.caddy.HandlerPath(t, "mcp_ratelimit")
 	if st, body := e.caddy.AdminDo(t, http.MethodPut, path+"/overrides/"+fpB, []byte(`{"quota":{"day":5}}`)); st != http.StatusOK {
 		t.Fatalf("PUT override for B: %d %s", st, body)
 	}
@@ -326,44 +326,4 @@ func identityQuotaUsed(t *testing.T, e *env, zone, fp string) map[string]int64 {
 		t.Fatalf("decoding %s: %v", body, err)
 	}
 	return v.QuotaUsed
-}
-
-// handlerConfigPath returns the admin /config/ path of the first handler
-// named handler in the running config.
-func handlerConfigPath(t *testing.T, c *harness.Caddy, handler string) string {
-	t.Helper()
-	st, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
-	if st != http.StatusOK {
-		t.Fatalf("GET /config/: %d %s", st, body)
-	}
-	var cfg any
-	if err := json.Unmarshal(body, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	var find func(v any, path string) string
-	find = func(v any, path string) string {
-		switch v := v.(type) {
-		case map[string]any:
-			if v["handler"] == handler {
-				return path
-			}
-			for k, c := range v {
-				if p := find(c, path+"/"+k); p != "" {
-					return p
-				}
-			}
-		case []any:
-			for i, c := range v {
-				if p := find(c, path+"/"+strconv.Itoa(i)); p != "" {
-					return p
-				}
-			}
-		}
-		return ""
-	}
-	p := find(cfg, "/config")
-	if p == "" {
-		t.Fatalf("no %s handler in %s", handler, body)
-	}
-	return p
 }

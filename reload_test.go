@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,42 +32,6 @@ func adminForceDo(t *testing.T, c *harness.Caddy, method, path string, body []by
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, out
-}
-
-// limiterConfigPath returns the /config/ path of the (only) mcp_ratelimit
-// handler in the running config.
-func limiterConfigPath(t *testing.T, c *harness.Caddy) string {
-	t.Helper()
-	st, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
-	if st != http.StatusOK {
-		t.Fatalf("GET /config/: %d %s", st, body)
-	}
-	var cfg any
-	if err := json.Unmarshal(body, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	var found []string
-	var walk func(v any, path string)
-	walk = func(v any, path string) {
-		switch x := v.(type) {
-		case map[string]any:
-			if x["handler"] == "mcp_ratelimit" {
-				found = append(found, path)
-			}
-			for k, c := range x {
-				walk(c, path+"/"+k)
-			}
-		case []any:
-			for i, c := range x {
-				walk(c, path+"/"+strconv.Itoa(i))
-			}
-		}
-	}
-	walk(cfg, "/config")
-	if len(found) != 1 {
-		t.Fatalf("want one mcp_ratelimit handler in the config, found %v in %s", found, body)
-	}
-	return found[0]
 }
 
 // zoneStatus returns GET /mcp_ratelimit/<zone>.
@@ -165,7 +128,7 @@ func TestReloadAndPatchKeepBucketsAndApplyTheNewLimit(t *testing.T) {
 	}
 
 	// 2. PATCH the tenant limit live: a larger burst and a faster rate.
-	path := limiterConfigPath(t, e.caddy)
+	path := e.caddy.HandlerPath(t, "mcp_ratelimit")
 	if st, body := e.caddy.AdminDo(t, http.MethodPatch, path+"/tenant", []byte(`{"rate":"2/m","burst":10}`)); st != http.StatusOK {
 		t.Fatalf("PATCH %s/tenant: %d %s", path, st, body)
 	}

@@ -10,18 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// sdkBearer adds an Authorization header to every request.
-type sdkBearer struct {
-	token string
-	next  http.RoundTripper
-}
-
-func (b sdkBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return b.next.RoundTrip(r)
-}
-
 // sdkSession connects the official Go SDK client to the site's /mcp
 // through Caddy with the given bearer token.
 func sdkSession(t *testing.T, e *env, token string) *mcp.ClientSession {
@@ -30,7 +18,7 @@ func sdkSession(t *testing.T, e *env, token string) *mcp.ClientSession {
 	defer cancel()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	hc := &http.Client{Transport: sdkBearer{token: token, next: tr}}
+	hc := &http.Client{Transport: bearer{token: token, next: tr}}
 	client := mcp.NewClient(&mcp.Implementation{Name: "sdk-test", Version: "1"}, nil)
 	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.mcp, HTTPClient: hc, MaxRetries: -1}, nil)
 	if err != nil {

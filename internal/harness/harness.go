@@ -296,3 +296,40 @@ func TempDir(t testing.TB, name string) string {
 	}
 	return dir
 }
+
+// HandlerPath returns the admin /config/ path of the one handler named
+// handler in the running config (e.g. "mcp_ratelimit"), failing the test
+// when there is not exactly one.
+func (c *Caddy) HandlerPath(t testing.TB, handler string) string {
+	t.Helper()
+	st, body := c.AdminDo(t, http.MethodGet, "/config/", nil)
+	if st != http.StatusOK {
+		t.Fatalf("GET /config/: %d %s", st, body)
+	}
+	var cfg any
+	if err := json.Unmarshal(body, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	var walk func(v any, path string)
+	walk = func(v any, path string) {
+		switch x := v.(type) {
+		case map[string]any:
+			if x["handler"] == handler {
+				found = append(found, path)
+			}
+			for k, v := range x {
+				walk(v, path+"/"+k)
+			}
+		case []any:
+			for i, v := range x {
+				walk(v, path+"/"+strconv.Itoa(i))
+			}
+		}
+	}
+	walk(cfg, "/config")
+	if len(found) != 1 {
+		t.Fatalf("want one %s handler in the config, found %v", handler, found)
+	}
+	return found[0]
+}
