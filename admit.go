@@ -55,10 +55,15 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 
 // admissionSteps are the layers after inspection, in SPEC order: tenant
 // before global, so a tenant over its own limit cannot spend shared
-// capacity. admitShared runs tenant, group, the store guard, quota and
-// global (see localShared), in Redis when the zone has a Redis store.
+// capacity. With a healthy Redis store, admitRedis decides tenant, group,
+// quota and global in one round trip and their local steps pass.
 var admissionSteps = []func(*decision) (refusal, bool){
-	(*decision).admitShared,
+	(*decision).admitRedis,
+	(*decision).admitTenant,
+	(*decision).admitGroup,
+	(*decision).admitStore,
+	(*decision).admitQuota,
+	(*decision).admitGlobal,
 	(*decision).admitAnonymous,
 	(*decision).admitConcurrency,
 }
@@ -232,6 +237,9 @@ func bucketRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal 
 }
 
 func (d *decision) admitTenant() (refusal, bool) {
+	if d.inRedis {
+		return refusal{}, true
+	}
 	if !d.proven || d.lim.tenantOff {
 		return refusal{}, true
 	}
@@ -239,6 +247,9 @@ func (d *decision) admitTenant() (refusal, bool) {
 }
 
 func (d *decision) admitGroup() (refusal, bool) {
+	if d.inRedis {
+		return refusal{}, true
+	}
 	if !d.hasGroup || d.pol.groupKey == "" {
 		return refusal{}, true
 	}
@@ -248,7 +259,7 @@ func (d *decision) admitGroup() (refusal, bool) {
 // admitStore refuses calls of fail_closed tools while the quota store is
 // degraded; every other call keeps failing open.
 func (d *decision) admitStore() (refusal, bool) {
-	if !d.pol.failClosed || d.req == nil || !d.z.storeDegraded() {
+	if d.inRedis || !d.pol.failClosed || d.req == nil || !d.z.storeDegraded() {
 		return refusal{}, true
 	}
 	var tool string
@@ -266,6 +277,9 @@ func (d *decision) admitStore() (refusal, bool) {
 // admitQuota checks and charges every quota of the request at once: the
 // identity's, its group's and each called tool's.
 func (d *decision) admitQuota() (refusal, bool) {
+	if d.inRedis {
+		return refusal{}, true
+	}
 	d.quotaItems()
 	if len(d.items) == 0 {
 		return refusal{}, true
@@ -273,6 +287,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
 	if ok {
 		d.quotaHeld = true
+		d.keepForRedis()
 		return refusal{}, true
 	}
 	it := d.items[failed]
@@ -286,13 +301,9 @@ func (d *decision) quotaItems() {
 	if d.proven {
 		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
 		if d.req != nil {
-			fpHex := ""
 			d.eachTool(func(name string) {
 				if tp := d.pol.tools[name]; tp != nil && tp.quota.any() {
-					if fpHex == "" {
-						fpHex = fingerprintHex(d.fp)
-					}
-					d.addItems(layerToolQuota, "t/"+name+"/"+fpHex, tp.quota, 1)
+					d.addItems(layerToolQuota, "t/"+name+"/"+d.identityQuotaKey()[2:], tp.quota, 1)
 				}
 			})
 		}
@@ -314,6 +325,9 @@ func (d *decision) addItems(l layer, key string, q quotaLimit, n int64) {
 }
 
 func (d *decision) admitGlobal() (refusal, bool) {
+	if d.inRedis {
+		return refusal{}, true
+	}
 	if d.pol.globalOff {
 		return refusal{}, true
 	}

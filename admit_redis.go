@@ -8,54 +8,42 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
-// localShared are the layers a Redis store decides, as the local
-// admission runs them: tenant, group, the fail-closed store guard, the
-// quotas, global.
-var localShared = [...]func(*decision) (refusal, bool){
-	(*decision).admitTenant,
-	(*decision).admitGroup,
-	(*decision).admitStore,
-	(*decision).admitQuota,
-	(*decision).admitGlobal,
-}
-
-// admitShared decides the tenant, group, quota and global layers: in
-// Redis, in one atomic round trip, when the zone has a healthy Redis
-// store; otherwise (no store, or Redis degraded or failing now) with the
-// local buckets and in-memory quota, exactly as the local admission does.
-// Counts made locally while Redis is degraded are kept for pushing when
-// it returns.
-func (d *decision) admitShared() (refusal, bool) {
+// admitRedis decides the tenant, group, quota and global layers in Redis,
+// in one atomic round trip, when the zone has a healthy Redis store; the
+// local steps for those layers then pass (d.inRedis). Without a store, or
+// while it is degraded or failing now, it passes and the local steps
+// decide, exactly as without Redis.
+func (d *decision) admitRedis() (refusal, bool) {
 	r := d.z.redis.Load()
-	if r != nil && !r.degraded.Load() {
-		ref, ok, err := d.admitRedis(r)
-		if err == nil {
-			return ref, ok
-		}
+	if r == nil || r.degraded.Load() {
+		return refusal{}, true
+	}
+	ref, ok, err := d.decideRedis(r)
+	if err != nil {
 		d.z.redisFailed(r, err)
+		return refusal{}, true
 	}
-	for _, step := range localShared {
-		if ref, ok := step(d); !ok {
-			if !d.pol.dryRun {
-				return ref, false
-			}
-			// As admit does for every step: record the would-be refusal
-			// and go on.
-			d.h.record(d, ref, true)
-		}
-	}
-	if r != nil && d.quotaHeld {
-		r.record(d.items, d.now, 1)
-		d.res[d.nres] = buckets.Compensate(func(time.Time) { r.record(d.items, d.now, -1) })
-		d.nres++
-	}
-	return refusal{}, true
+	d.inRedis = true
+	return ref, ok
 }
 
-// admitRedis builds the request's items (tenant, group, quotas, global, in
+// keepForRedis remembers quota counts made locally while a zone's Redis
+// store is degraded, to push them when it returns; a rollback takes them
+// back.
+func (d *decision) keepForRedis() {
+	r := d.z.redis.Load()
+	if r == nil {
+		return
+	}
+	r.record(d.items, d.now, 1)
+	d.res[d.nres] = buckets.Compensate(func(time.Time) { r.record(d.items, d.now, -1) })
+	d.nres++
+}
+
+// decideRedis builds the request's items (tenant, group, quotas, global, in
 // the local order) and has Redis decide them all at once. A later local
 // layer's refusal refunds them through the decision's rollback.
-func (d *decision) admitRedis(r *zoneRedis) (refusal, bool, error) {
+func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	d.quotaItems()
 	items := make([]redisstore.Item, 0, 3+len(d.items))
 	var (

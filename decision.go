@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/netip"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,12 +41,13 @@ type decision struct {
 	legacy  bool
 
 	rec        statusRecorder
-	res        [6]buckets.Reservation
+	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
 	items      []quota.Item
 	itemLayers []layer
 	quotaHeld  bool
 	quotaKey   string
+	inRedis    bool // the Redis store decided tenant, group, quota, global
 	concAll    bool
 	concID     bool
 }
@@ -75,7 +77,7 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 		// Only unproven callers are keyed by address (pre-auth).
 		d.addr = clientAddr(r, d.pol)
 	}
-	d.lim = d.pol.limitsFor(d)
+	d.lim = d.pol.limitsFor(r, d)
 	return d
 }
 
@@ -114,28 +116,28 @@ func trustsProxies(r *http.Request) bool {
 
 // limitsFor returns the limits in force for d's identity: an override
 // first, then the first matching tier, then the top-level limits.
-func (p *policy) limitsFor(d *decision) limits {
+func (p *policy) limitsFor(r *http.Request, d *decision) limits {
 	l := p.base
-	for i := range p.tiers {
-		t := &p.tiers[i]
-		v := d.repl.ReplaceAll(t.placeholder, "")
-		if v == "" {
-			continue
-		}
-		for _, want := range t.values {
-			if v == want {
-				l = t.limits
-				goto matched
-			}
-		}
+	if t := p.tierFor(r, d.repl); t != nil {
+		l = t.limits
 	}
-matched:
 	if d.hasID && len(p.overrides) > 0 {
 		if o := p.overrides[d.fp]; o != nil {
 			l = o.apply(l)
 		}
 	}
 	return l
+}
+
+// tierFor returns the first tier whose placeholder matches, or nil.
+func (p *policy) tierFor(r *http.Request, repl *caddy.Replacer) *tier {
+	for i := range p.tiers {
+		t := &p.tiers[i]
+		if v := placeholderValue(r, repl, t.placeholder); v != "" && slices.Contains(t.values, v) {
+			return t
+		}
+	}
+	return nil
 }
 
 // identityQuotaKey is the quota key of d's identity, computed once.
