@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	dto "github.com/prometheus/client_model/go"
 )
 
@@ -53,7 +54,7 @@ func BenchmarkServeHTTPAdmittedRedis(b *testing.B) {
 		Zone: "bench-admit-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
 		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
 		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: "1s"}},
+		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
 	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusOK)
 	b.StopTimer()
@@ -68,7 +69,7 @@ func BenchmarkServeHTTPRefusedRedis(b *testing.B) {
 	h := benchHandler(b, &Handler{
 		Zone: "bench-refuse-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
 		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},
-		Store: &Store{Redis: &RedisStore{URL: url, Timeout: "1s"}},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
 	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusTooManyRequests)
 	b.StopTimer()

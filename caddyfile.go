@@ -527,14 +527,9 @@ func parseStore(d *caddyfile.Dispenser, h *Handler) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "timeout":
-			var s string
-			if err := oneArg(d, &s); err != nil {
+			if err := durationArg(d, &rs.Timeout); err != nil {
 				return err
 			}
-			if dur, err := caddy.ParseDuration(s); err != nil || dur <= 0 {
-				return d.Errf("store timeout %q: want a positive duration", s)
-			}
-			rs.Timeout = s
 		default:
 			return d.Errf("store: unknown subdirective %q", d.Val())
 		}

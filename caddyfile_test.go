@@ -165,7 +165,7 @@ func TestCaddyfileEverySubdirectiveAdaptsToItsJSONField(t *testing.T) {
 			`{"costs":{"photo":3},"tools":{"photo":{"quota":{"day":5}}}}`},
 		{"store redis", "store redis redis://:secret@127.0.0.1:6379/2", `{"store":{"redis":{"url":"redis://:secret@127.0.0.1:6379/2"}}}`},
 		{"store redis timeout", "store redis rediss://r.example:6380 {\ntimeout 100ms\n}",
-			`{"store":{"redis":{"url":"rediss://r.example:6380","timeout":"100ms"}}}`},
+			`{"store":{"redis":{"url":"rediss://r.example:6380","timeout":100000000}}}`},
 		{"store redis env placeholder", "store redis {env.REDIS_URL}", `{"store":{"redis":{"url":"{env.REDIS_URL}"}}}`},
 		{"tier every limit", "tier paid {\nmatch {http.auth.user.plan} paid pro\ntenant 20/m\nquota 10000/month\nconcurrency 4 per_identity 2\ncost search 2\n}",
 			`{"tiers":[{"name":"paid","match":{"placeholder":"{http.auth.user.plan}","values":["paid","pro"]},"tenant":{"rate":"20/m"},"quota":{"month":10000},"concurrency":{"max":4,"per_identity":2},"costs":{"search":2}}]}`},

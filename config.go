@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"golang.org/x/time/rate"
 )
 
@@ -47,8 +48,9 @@ type Concurrency struct {
 	// instance. 0 means no zone-wide cap.
 	Max int `json:"max,omitempty"`
 
-	// PerIdentity is the most metered calls in flight for one identity
-	// (per client address for unproven callers). 0 means no per-identity cap.
+	// PerIdentity is the most metered calls in flight for one identity,
+	// proven or not; requests without an identity are covered by Max only.
+	// 0 means no per-identity cap.
 	PerIdentity int `json:"per_identity,omitempty"`
 }
 
@@ -145,8 +147,9 @@ type Tier struct {
 
 // Store selects where shared limits are decided.
 type Store struct {
-	// Redis decides the tenant, group, global and tool buckets and the
-	// quotas in Redis, atomically per request.
+	// Redis decides the tenant, group and global buckets and every quota
+	// (identity, group, tool) in Redis, atomically per request; pre-auth
+	// stays local.
 	Redis *RedisStore `json:"redis,omitempty"`
 }
 
@@ -158,7 +161,7 @@ type RedisStore struct {
 
 	// Timeout bounds one round trip; past it the request is decided
 	// locally (fail open). Default: 50ms.
-	Timeout string `json:"timeout,omitempty"`
+	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
 // parseRate parses `<n>/<s|m|h>`.

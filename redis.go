@@ -47,14 +47,13 @@ type deltaKey struct {
 
 // redisTimeout is the configured timeout, or the default.
 func redisTimeout(rs *RedisStore) (time.Duration, error) {
-	if rs.Timeout == "" {
+	switch {
+	case rs.Timeout == 0:
 		return redisstore.DefaultTimeout, nil
+	case rs.Timeout < 0:
+		return 0, fmt.Errorf("store redis timeout %v: want a positive duration", time.Duration(rs.Timeout))
 	}
-	d, err := caddy.ParseDuration(rs.Timeout)
-	if err != nil || d <= 0 {
-		return 0, fmt.Errorf("store redis timeout %q: want a positive duration", rs.Timeout)
-	}
-	return d, nil
+	return time.Duration(rs.Timeout), nil
 }
 
 // expandRedisURL expands placeholders such as {env.REDIS_URL}.
