@@ -264,3 +264,18 @@ func TestAdaptedJSONCanBeEditedAndPostedToLoad(t *testing.T) {
 		t.Fatalf("re-POSTing GET /config/: %d %s", st, body)
 	}
 }
+
+func TestZoneIsReleasedWhenNoConfigUsesIt(t *testing.T) {
+	e := start(t, "zone leaving\nquota off")
+	if st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/leaving", nil); st != http.StatusOK {
+		t.Fatalf("zone not there while in use: %d %s", st, body)
+	}
+	// The same site with another zone: "leaving" has no handler left.
+	e.reloadWith(t, "zone staying\nquota off")
+	if st, _ := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/leaving", nil); st != http.StatusNotFound {
+		t.Fatalf("a zone no config uses is still held: GET answered %d", st)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/staying", nil); st != http.StatusOK {
+		t.Fatalf("the new zone is missing: %d %s", st, body)
+	}
+}
