@@ -1,7 +1,6 @@
 package mcplimit_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -12,27 +11,6 @@ import (
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
-
-// adminForce sends a request to the admin endpoint with
-// `Cache-Control: must-revalidate`, which makes Caddy reload even an
-// unchanged config.
-func adminForceDo(t *testing.T, c *harness.Caddy, method, path string, body []byte) (int, []byte) {
-	t.Helper()
-	req, err := http.NewRequest(method, c.Admin+path, bytes.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", c.Admin)
-	req.Header.Set("Cache-Control", "must-revalidate")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	out, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, out
-}
 
 // zoneStatus returns GET /mcp_ratelimit/<zone>.
 func zoneStatusOf(t *testing.T, c *harness.Caddy, zone string) map[string]any {
@@ -92,6 +70,9 @@ func jsonEqual(t *testing.T, got any, want string) bool {
 	return reflect.DeepEqual(gv, w)
 }
 
+// forceReload makes Caddy reload even an unchanged config.
+var forceReload = []string{"Cache-Control", "must-revalidate"}
+
 func TestReloadAndPatchKeepBucketsAndApplyTheNewLimit(t *testing.T) {
 	e := start(t, "zone reload\npreauth 1/m burst 5\ntenant 1/m burst 3\nquota off")
 	const auth = "Bearer valid-rita"
@@ -110,7 +91,7 @@ func TestReloadAndPatchKeepBucketsAndApplyTheNewLimit(t *testing.T) {
 	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", cfg); st != http.StatusOK {
 		t.Fatalf("POST /load (same config): %d %s", st, body)
 	}
-	if st, body := adminForceDo(t, e.caddy, http.MethodPost, "/load", cfg); st != http.StatusOK {
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", cfg, forceReload...); st != http.StatusOK {
 		t.Fatalf("POST /load (forced reload): %d %s", st, body)
 	}
 	settleAfterReload(t, e, auth)
@@ -260,7 +241,7 @@ func TestAdaptedJSONCanBeEditedAndPostedToLoad(t *testing.T) {
 
 	// The round trip also works back: GET /config/ output POSTs cleanly.
 	_, now := e.caddy.AdminDo(t, http.MethodGet, "/config/", nil)
-	if st, body := adminForceDo(t, e.caddy, http.MethodPost, "/load", now); st != http.StatusOK {
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", now, forceReload...); st != http.StatusOK {
 		t.Fatalf("re-POSTing GET /config/: %d %s", st, body)
 	}
 }

@@ -168,8 +168,9 @@ func (c *Caddy) Load(t testing.TB, caddyfileText string) {
 	}
 }
 
-// AdminDo sends a request to the admin endpoint and returns status and body.
-func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte) (int, []byte) {
+// AdminDo sends a request to the admin endpoint, with extra headers as
+// name, value pairs, and returns status and body.
+func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte, hdr ...string) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, c.Admin+path, bytes.NewReader(body))
 	if err != nil {
@@ -177,6 +178,9 @@ func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte) (int, []
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", c.Admin)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
