@@ -16,7 +16,7 @@ import (
 // admit runs the request path of SPEC.md in order. It returns true when
 // the request was refused and the refusal written.
 func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
-	d.legacy = !acceptsEventStream(r)
+	d.accept = r.Header["Accept"]
 	// Pre-auth: an unproven caller pays one token of its address's budget
 	// before its body is even read.
 	if !d.proven {
@@ -422,11 +422,11 @@ func charset(ct string) string {
 	return ""
 }
 
-// acceptsEventStream tells a Streamable HTTP POST (which accepts
+// acceptsEventStream tells a Streamable HTTP POST (whose Accept lists
 // text/event-stream) from a legacy HTTP+SSE one (whose 2xx body is never
-// read).
-func acceptsEventStream(r *http.Request) bool {
-	for _, v := range r.Header["Accept"] {
+// read) by the request's Accept values.
+func acceptsEventStream(accept []string) bool {
+	for _, v := range accept {
 		if strings.Contains(v, "text/event-stream") || strings.Contains(strings.ToLower(v), "text/event-stream") {
 			return true
 		}

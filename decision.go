@@ -38,7 +38,7 @@ type decision struct {
 	bodyOwn bool
 	req     *jsonrpc.Request
 	cost    int64
-	legacy  bool
+	accept  []string // the request's Accept values, read only to answer a refusal
 
 	rec        statusRecorder
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous

@@ -246,7 +246,8 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	if !ref.body {
 		hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 		h.writeRateLimitHeaders(w, d)
-		if mode != refuseStatus && !d.legacy {
+		// A legacy HTTP+SSE POST's 2xx body is never read: refuse by status.
+		if mode != refuseStatus && acceptsEventStream(d.accept) {
 			status = http.StatusOK
 		}
 	} else {
