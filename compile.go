@@ -181,19 +181,19 @@ func compile(h *Handler) (*policy, error) {
 			return nil, fmt.Errorf("reject_status %d: must be a 4xx status", s)
 		}
 	}
-	if err := positive("known_ttl", int64(p.knownTTL), int64(defaultKnownTTL), &p.knownTTL); err != nil {
+	if err := orDefault("known_ttl", &p.knownTTL, defaultKnownTTL); err != nil {
 		return nil, err
 	}
-	if err := positiveInt("max_known", &p.maxKnown, defaultMaxKnown); err != nil {
+	if err := orDefault("max_known", &p.maxKnown, defaultMaxKnown); err != nil {
 		return nil, err
 	}
-	if err := positive("max_body", p.maxBody, defaultMaxBody, &p.maxBody); err != nil {
+	if err := orDefault("max_body", &p.maxBody, defaultMaxBody); err != nil {
 		return nil, err
 	}
-	if err := positiveInt("max_batch", &p.maxBatch, defaultMaxBatch); err != nil {
+	if err := orDefault("max_batch", &p.maxBatch, defaultMaxBatch); err != nil {
 		return nil, err
 	}
-	if err := positive("flush_interval", int64(p.flush), int64(defaultFlush), &p.flush); err != nil {
+	if err := orDefault("flush_interval", &p.flush, defaultFlush); err != nil {
 		return nil, err
 	}
 	if err := compilePrefixes(p); err != nil {
@@ -261,22 +261,8 @@ func compile(h *Handler) (*policy, error) {
 	return p, nil
 }
 
-func positive(name string, v, def int64, dst any) error {
-	if v < 0 {
-		return fmt.Errorf("%s: must be positive, got %d", name, v)
-	}
-	if v == 0 {
-		switch d := dst.(type) {
-		case *time.Duration:
-			*d = time.Duration(def)
-		case *int64:
-			*d = def
-		}
-	}
-	return nil
-}
-
-func positiveInt(name string, v *int, def int) error {
+// orDefault refuses a negative *v and replaces 0 (unset) by def.
+func orDefault[T ~int | ~int64](name string, v *T, def T) error {
 	if *v < 0 {
 		return fmt.Errorf("%s: must be positive, got %d", name, *v)
 	}
