@@ -338,7 +338,7 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 	}
 	cidrs := args[:i]
 	for _, c := range cidrs {
-		if _, err := parseCIDR(c); err != nil {
+		if _, err := caddyhttp.CIDRExpressionToPrefix(c); err != nil {
 			return d.Errf("gateway %q: not a CIDR or address", c)
 		}
 	}

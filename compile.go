@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 )
@@ -316,7 +318,7 @@ func compileGateways(p *policy, gws []Gateway) error {
 		}
 		var gw gateway
 		for _, c := range g.CIDRs {
-			pfx, err := parseCIDR(c)
+			pfx, err := caddyhttp.CIDRExpressionToPrefix(c)
 			if err != nil {
 				return fmt.Errorf("gateway %q: %w", c, err)
 			}
@@ -514,18 +516,6 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 		}
 	}
 	return nil
-}
-
-// parseCIDR parses a CIDR, or a single address as its own prefix.
-func parseCIDR(s string) (netip.Prefix, error) {
-	if pfx, err := netip.ParsePrefix(s); err == nil {
-		return pfx, nil
-	}
-	addr, err := netip.ParseAddr(s)
-	if err != nil {
-		return netip.Prefix{}, fmt.Errorf("not a CIDR or address")
-	}
-	return netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()), nil
 }
 
 // prefixesContain reports whether any of list contains the network of p.
