@@ -345,3 +345,26 @@ func TestForwardedForWithoutTrustedProxiesWarnsOnce(t *testing.T) {
 		t.Fatalf("%d warnings, want exactly one", warnings)
 	}
 }
+
+func TestRequestCostingMoreThanTheBurstIsToldItCanNeverPass(t *testing.T) {
+	e := start(t, "tenant 1/s burst 5\nquota off")
+	e.prove("valid-lou")
+	calls := make([]string, 6)
+	for i := range calls {
+		calls[i] = harness.ToolCall(i+1, "echo", nil)
+	}
+	r := e.post("["+strings.Join(calls, ",")+"]", "Authorization", "Bearer valid-lou")
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if r.Status != http.StatusTooManyRequests || len(answers) != 6 || answers[0].Error == nil {
+		t.Fatalf("batch of 6 against burst 5: %d %s", r.Status, r.Body)
+	}
+	msg := answers[0].Error.Message
+	if !strings.Contains(msg, "costs 6") || !strings.Contains(msg, "never be admitted") || strings.Contains(msg, "will work then") {
+		t.Fatalf("the message must say the request can never pass as sent, not to retry: %q", msg)
+	}
+	// The burst itself still passes: nothing was spent.
+	if r := e.post("["+strings.Join(calls[:5], ",")+"]", "Authorization", "Bearer valid-lou"); r.Status != http.StatusOK {
+		t.Fatalf("a batch of 5 after the refusal: %d %s", r.Status, r.Body)
+	}
+}

@@ -2,7 +2,6 @@ package mcplimit
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -218,22 +217,11 @@ func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucket
 			// A new key at a full set: nothing tells when room appears.
 			wait = time.Second
 		}
-		return bucketRefusal(l, lim, wait, n), false
+		return rateRefusal(l, lim, wait, n), false
 	}
 	d.res[d.nres] = res
 	d.nres++
 	return refusal{}, true
-}
-
-// bucketRefusal is the refusal of layer l's bucket for a request of cost
-// n that must wait wait.
-func bucketRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal {
-	ref := rateRefusal(l, lim, wait)
-	if n > lim.burst {
-		ref.msg = fmt.Sprintf("Rate limited: this request costs %d, more than the %s limit (%s, burst %d) admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request.",
-			n, lim.unitWord(), lim.text, lim.burst)
-	}
-	return ref
 }
 
 func (d *decision) admitTenant() (refusal, bool) {

@@ -103,7 +103,7 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	if wait < 0 {
 		wait = time.Hour
 	}
-	return bucketRefusal(layers[b], lims[b], wait, int(d.cost)), false, nil
+	return rateRefusal(layers[b], lims[b], wait, int(d.cost)), false, nil
 }
 
 // refundRedis gives back a Redis admission that a later local layer

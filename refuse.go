@@ -36,6 +36,7 @@ type refusal struct {
 
 	kind  refusalKind
 	lim   bucketLimit // kindRate
+	n     int         // kindRate: the request's cost
 	item  quota.Item  // kindQuota
 	max   int         // kindConcurrency
 	perID bool        // kindConcurrency
@@ -51,8 +52,10 @@ const (
 	kindConcurrency
 )
 
-func rateRefusal(l layer, lim bucketLimit, wait time.Duration) refusal {
-	return refusal{layer: l, status: http.StatusTooManyRequests, wait: wait, kind: kindRate, lim: lim}
+// rateRefusal is the refusal of layer l's bucket for a request of cost n
+// that must wait wait.
+func rateRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal {
+	return refusal{layer: l, status: http.StatusTooManyRequests, wait: wait, kind: kindRate, lim: lim, n: n}
 }
 
 func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
@@ -76,6 +79,16 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 	switch {
 	case ref.msg != "" || ref.kind == kindText:
 		return append(b, ref.msg...)
+	case ref.kind == kindRate && ref.n > ref.lim.burst:
+		b = append(b, "Rate limited: this request costs "...)
+		b = strconv.AppendInt(b, int64(ref.n), 10)
+		b = append(b, ", more than the "...)
+		b = append(b, ref.lim.unitWord()...)
+		b = append(b, " limit ("...)
+		b = append(b, ref.lim.text...)
+		b = append(b, ", burst "...)
+		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		return append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request."...)
 	case ref.kind == kindRate:
 		b = append(b, "Rate limited: "...)
 		switch ref.layer {
