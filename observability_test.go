@@ -299,6 +299,9 @@ func TestRefusalFloodIsSampledButRepresentsEveryRefusal(t *testing.T) {
 		if !ok || rc < 1 {
 			t.Fatalf("refusal event without a positive represents_count: %v", ev)
 		}
+		if ra, _ := ev["retry_after"].(float64); rc == 1 && (ev["layer"] != "preauth" || ra < 1) {
+			t.Fatalf("a single refusal's event must carry its layer and wait: %v", ev)
+		}
 		sum += rc
 	}
 	if sum != n {
