@@ -170,15 +170,15 @@ func (d *decision) checkArgs() (refusal, bool) {
 		}
 		var ref refusal
 		bad := false
-		e.Tools(func(name string) {
-			tp := tools[name]
+		e.Tools(func(name []byte) {
+			tp := tools[string(name)]
 			if bad || tp == nil {
 				return
 			}
 			for _, a := range tp.args {
 				max, numeric, present := e.Arg(a.name)
 				if present && (!numeric || max > a.max) {
-					ref, bad = argRefusal(name, a), true
+					ref, bad = argRefusal(string(name), a), true
 					return
 				}
 			}
@@ -251,9 +251,9 @@ func (d *decision) admitStore() (refusal, bool) {
 		return refusal{}, true
 	}
 	var tool string
-	d.eachTool(func(name string) {
-		if tp := d.pol.tools[name]; tp != nil && tp.failClosed && tool == "" {
-			tool = name
+	d.eachTool(func(name []byte) {
+		if tp := d.pol.tools[string(name)]; tp != nil && tp.failClosed && tool == "" {
+			tool = string(name)
 		}
 	})
 	if tool == "" {
@@ -289,9 +289,9 @@ func (d *decision) quotaItems() {
 	if d.proven {
 		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
 		if d.req != nil {
-			d.eachTool(func(name string) {
-				if tp := d.pol.tools[name]; tp != nil && tp.quota.any() {
-					d.addItems(layerToolQuota, "t/"+name+"/"+d.identityQuotaKey()[2:], tp.quota, 1)
+			d.eachTool(func(name []byte) {
+				if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
+					d.addItems(layerToolQuota, "t/"+string(name)+"/"+d.identityQuotaKey()[2:], tp.quota, 1)
 				}
 			})
 		}
@@ -373,7 +373,7 @@ func (d *decision) rollback() {
 
 // eachTool calls fn for every tool name any reading of any tools/call
 // entry names.
-func (d *decision) eachTool(fn func(string)) {
+func (d *decision) eachTool(fn func([]byte)) {
 	for i := 0; i < d.req.Scanned(); i++ {
 		e := d.req.Entry(i)
 		if e.HasMethod("tools/call") {

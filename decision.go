@@ -152,8 +152,8 @@ func (d *decision) identityQuotaKey() string {
 }
 
 // toolCost returns the cost of one call of tool under d's limits.
-func (d *decision) toolCost(tool string) int64 {
-	if c, ok := d.lim.costs[tool]; ok {
+func (d *decision) toolCost(tool []byte) int64 {
+	if c, ok := d.lim.costs[string(tool)]; ok {
 		return c
 	}
 	return 1

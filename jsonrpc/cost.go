@@ -35,7 +35,7 @@ func (m Meter) metered(method []byte) bool {
 //
 //   - 0 for a method that is not metered (and for an entry with no method),
 //   - toolCost(name) for a metered "tools/call", taking the highest cost over
-//     all params.name string readings, or toolCost("") when there is none,
+//     all params.name string readings, or toolCost(nil) when there is none,
 //   - 1 for any other metered method,
 //
 // and at least 1 for every entry when m.All is set. A body that is invalid,
@@ -43,10 +43,11 @@ func (m Meter) metered(method []byte) bool {
 // an invalid body costs whatever its scanned part costs if that is more.
 // A disabled Meter costs 0.
 //
-// toolCost must return at least 1 (smaller results count as 1) and must not
-// keep its argument, which aliases the body; nil means every tool costs 1.
+// toolCost must return at least 1 (smaller results count as 1) and must
+// neither modify nor keep its argument, which aliases the body; a nil
+// toolCost means every tool costs 1.
 // The sum saturates at math.MaxInt64.
-func (r *Request) Cost(m Meter, toolCost func(tool string) int64) int64 {
+func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 	if !m.Enabled() {
 		return 0
 	}
@@ -72,7 +73,7 @@ func addSat(a, b int64) int64 {
 }
 
 // cost returns the entry's cost; see Request.Cost.
-func (e *Entry) cost(m Meter, toolCost func(string) int64) int64 {
+func (e *Entry) cost(m Meter, toolCost func([]byte) int64) int64 {
 	var c int64
 	if m.All {
 		c = 1
@@ -96,17 +97,17 @@ func (e *Entry) cost(m Meter, toolCost func(string) int64) int64 {
 }
 
 // toolCost returns the highest cost over the entry's tool name readings.
-func (e *Entry) toolCost(toolCost func(string) int64) int64 {
+func (e *Entry) toolCost(toolCost func([]byte) int64) int64 {
 	if toolCost == nil {
 		return 1
 	}
 	names := e.r.tools[e.tools.lo:e.tools.hi]
 	if len(names) == 0 {
-		return max(1, toolCost(""))
+		return max(1, toolCost(nil))
 	}
 	c := int64(1)
 	for _, t := range names {
-		c = max(c, toolCost(e.r.str(t)))
+		c = max(c, toolCost(e.r.bytes(t)))
 	}
 	return c
 }

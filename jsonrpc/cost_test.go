@@ -224,15 +224,15 @@ func TestCostToolCostContract(t *testing.T) {
 	if got := r.Cost(toolsCallMeter, nil); got != 1 {
 		t.Errorf("nil toolCost: Cost() = %d, want 1", got)
 	}
-	if got := r.Cost(toolsCallMeter, func(string) int64 { return -3 }); got != 1 {
+	if got := r.Cost(toolsCallMeter, func([]byte) int64 { return -3 }); got != 1 {
 		t.Errorf("toolCost below 1: Cost() = %d, want 1", got)
 	}
 	var seen []string
-	parse(t, `{"method":"tools/call"}`).Cost(toolsCallMeter, func(s string) int64 { seen = append(seen, s); return 2 })
+	parse(t, `{"method":"tools/call"}`).Cost(toolsCallMeter, func(s []byte) int64 { seen = append(seen, string(s)); return 2 })
 	if len(seen) != 1 || seen[0] != "" {
 		t.Errorf("nameless tools/call asked toolCost for %q, want [\"\"]", seen)
 	}
-	huge := func(string) int64 { return math.MaxInt64 }
+	huge := func([]byte) int64 { return math.MaxInt64 }
 	if got := parse(t, `[{"method":"tools/call"},{"method":"tools/call"}]`).Cost(toolsCallMeter, huge); got != math.MaxInt64 {
 		t.Errorf("sum saturates: Cost() = %d, want MaxInt64", got)
 	}

@@ -40,7 +40,7 @@
 // body; only strings containing escapes or invalid UTF-8 are decoded, into
 // an arena owned by the Request. A pooled Request parses and costs typical
 // messages without allocating. The price is aliasing: a Request refers to the
-// body passed to Parse, and strings it hands out alias the body or the arena,
+// body passed to Parse, and the bytes it hands out alias the body or the arena,
 // until the next Reset.
 //
 // The body is interpreted as UTF-8. A handler in front of a backend that

@@ -46,23 +46,23 @@ func (e *Entry) HasMethod(m string) bool {
 }
 
 // Methods calls fn for every distinct reading of the method member, once
-// each, in order of appearance. The strings alias the body or the Request
-// and are valid until the next Reset; fn must copy them to keep them.
-func (e *Entry) Methods(fn func(method string)) {
+// each, in order of appearance. The bytes alias the body or the Request:
+// fn must neither modify nor keep them.
+func (e *Entry) Methods(fn func(method []byte)) {
 	e.r.distinct(e.r.methods[e.methods.lo:e.methods.hi], fn)
 }
 
 // Tools calls fn for every distinct params.name string over all readings
-// of params, once each, in order of appearance. The strings alias the body
-// or the Request and are valid until the next Reset.
-func (e *Entry) Tools(fn func(name string)) {
+// of params, once each, in order of appearance. The bytes alias the body or
+// the Request: fn must neither modify nor keep them.
+func (e *Entry) Tools(fn func(name []byte)) {
 	e.r.distinct(e.r.tools[e.tools.lo:e.tools.hi], fn)
 }
 
 // distinct calls fn for each distinct string of list. Short lists are
 // deduplicated by comparison; long ones, which only attackers send, with a
 // map so that the work stays linear.
-func (r *Request) distinct(list []text, fn func(string)) {
+func (r *Request) distinct(list []text, fn func([]byte)) {
 	const short = 16
 	if len(list) <= short {
 	outer:
@@ -73,16 +73,16 @@ func (r *Request) distinct(list []text, fn func(string)) {
 					continue outer
 				}
 			}
-			fn(r.str(t))
+			fn(b)
 		}
 		return
 	}
 	seen := make(map[string]struct{})
 	for _, t := range list {
-		s := r.str(t)
-		if _, dup := seen[s]; !dup {
-			seen[s] = struct{}{}
-			fn(s)
+		b := r.bytes(t)
+		if _, dup := seen[string(b)]; !dup {
+			seen[string(b)] = struct{}{}
+			fn(b)
 		}
 	}
 }

@@ -21,8 +21,8 @@ func Example() {
 	defer jsonrpc.PutRequest(req) // runs before buf.Release: req refers to buf
 
 	req.Parse(buf.Bytes())
-	toolCost := func(tool string) int64 {
-		if tool == "search" {
+	toolCost := func(tool []byte) int64 {
+		if string(tool) == "search" {
 			return 3
 		}
 		return 1
@@ -31,7 +31,7 @@ func Example() {
 	fmt.Println("valid:", req.Valid(), "entries:", req.Len(), "cost:", cost)
 
 	e := req.Entry(0)
-	e.Methods(func(m string) { fmt.Println("method reading:", m) })
+	e.Methods(func(m []byte) { fmt.Println("method reading:", string(m)) })
 	limit, numeric, present := e.Arg("limit")
 	fmt.Println("id:", string(e.ID()), "limit:", limit, numeric, present)
 	// Output:

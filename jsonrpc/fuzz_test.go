@@ -59,7 +59,7 @@ func refCost(method, name string) int64 {
 	if method != ToolsCall {
 		return 0
 	}
-	return max(1, tableCost(name))
+	return max(1, tableCost([]byte(name)))
 }
 
 // lastWinsCost costs data as encoding/json reads it; ok is false when
@@ -347,8 +347,8 @@ func exercise(r *Request) {
 		e.ID()
 		e.Notification()
 		e.HasMethod(ToolsCall)
-		e.Methods(func(string) {})
-		e.Tools(func(string) {})
+		e.Methods(func([]byte) {})
+		e.Tools(func([]byte) {})
 		e.Arg("limit")
 		e.Arg("")
 	}

@@ -10,8 +10,8 @@ var toolsCallMeter = Meter{Methods: []string{ToolsCall}}
 
 // tableCost is the per-tool cost table used by tests: big 5, photo 3, the
 // camera emoji 4, anything else 1.
-func tableCost(tool string) int64 {
-	switch tool {
+func tableCost(tool []byte) int64 {
+	switch string(tool) {
 	case "big":
 		return 5
 	case "photo":
@@ -38,13 +38,13 @@ func nest(open, inner, close string, depth int) string {
 // methods collects Entry.Methods.
 func methods(e *Entry) []string {
 	var out []string
-	e.Methods(func(m string) { out = append(out, m) })
+	e.Methods(func(m []byte) { out = append(out, string(m)) })
 	return out
 }
 
 // tools collects Entry.Tools.
 func tools(e *Entry) []string {
 	var out []string
-	e.Tools(func(n string) { out = append(out, n) })
+	e.Tools(func(n []byte) { out = append(out, string(n)) })
 	return out
 }

@@ -3,7 +3,6 @@ package jsonrpc
 import (
 	"math"
 	"sync"
-	"unsafe"
 )
 
 // Request is the inspection result of one HTTP body: the messages (entries)
@@ -209,14 +208,4 @@ func (r *Request) bytes(t text) []byte {
 		return r.arena[t.lo:t.hi]
 	}
 	return r.body[t.lo:t.hi]
-}
-
-// str returns the contents of a string reading as a string that aliases the
-// body or the arena, without copying.
-func (r *Request) str(t text) string {
-	b := r.bytes(t)
-	if len(b) == 0 {
-		return ""
-	}
-	return unsafe.String(&b[0], len(b))
 }
