@@ -125,13 +125,22 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		return ref, true
 	}
 	_ = r.Body.Close()
-	br := &bodyReader{buf: buf}
-	br.Reset(buf.Bytes())
+	return refusal{}, false
+}
+
+// handOn gives an admitted request the body inspect read, byte for byte.
+// The bodyReader takes the buffer over and returns it to the pool when
+// closed; a refused request's buffer is released with the decision.
+func (d *decision) handOn(r *http.Request) {
+	if d.body == nil || !d.bodyOwn {
+		return
+	}
+	br := &bodyReader{buf: d.body}
+	br.Reset(d.body.Bytes())
 	r.Body = br
 	d.bodyOwn = false
-	r.ContentLength = int64(len(buf.Bytes()))
+	r.ContentLength = int64(len(d.body.Bytes()))
 	r.TransferEncoding = nil
-	return refusal{}, false
 }
 
 // peekLimit bounds what a pre-auth refusal reads to echo request ids.
@@ -231,7 +240,11 @@ func (d *decision) admitTenant() (refusal, bool) {
 	if !d.proven || d.lim.tenantOff {
 		return refusal{}, true
 	}
-	return reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
+	ref, ok := reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
+	if ok {
+		d.tenantLeft, d.tenantHeld = d.res[d.nres-1].Left(), true
+	}
+	return ref, ok
 }
 
 func (d *decision) admitGroup() (refusal, bool) {
@@ -356,6 +369,7 @@ func (d *decision) rollback() {
 		d.res[i].Cancel(d.now)
 	}
 	d.nres = 0
+	d.tenantHeld = false
 	if d.quotaHeld {
 		d.z.quota.Refund(d.items, d.now)
 		d.quotaHeld = false

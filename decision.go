@@ -47,7 +47,9 @@ type decision struct {
 	itemLayers []layer
 	quotaHeld  bool
 	quotaKey   string
-	inRedis    bool // the Redis store decided tenant, group, quota, global
+	tenantLeft float64 // tokens the tenant's bucket kept after this request
+	tenantHeld bool    // tenantLeft is set and its reservation stands
+	inRedis    bool    // the Redis store decided tenant, group, quota, global
 	concAll    bool
 	concID     bool
 }

@@ -81,7 +81,10 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	b := arr[:0]
 	if !d.lim.tenantOff && d.lim.tenant.rate > 0 {
 		t := d.lim.tenant
-		tokens, ok := d.z.tenants.Tokens(d.fp, d.now)
+		tokens, ok := d.tenantLeft, d.tenantHeld
+		if !ok {
+			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
+		}
 		if !ok {
 			tokens = float64(t.burst)
 		}
@@ -99,7 +102,10 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		if len(b) > 0 {
 			b = append(b, ", "...)
 		}
-		used := d.z.quota.Used(d.identityQuotaKey(), p, d.now)
+		used, ok := d.quotaUsed(p)
+		if !ok {
+			used = d.z.quota.Used(d.identityQuotaKey(), p, d.now)
+		}
 		b = append(b, `"quota-`...)
 		b = append(b, p.String()...)
 		b = append(b, `";r=`...)
@@ -110,4 +116,18 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	hdr := w.Header()
 	hdr[hdrPolicy] = d.lim.rlPolicy
 	hdr[hdrRateLimit] = []string{string(b)}
+}
+
+// quotaUsed returns the identity's count in period p as the quota layer
+// charged it, when this decision holds that charge.
+func (d *decision) quotaUsed(p quota.Period) (int64, bool) {
+	if !d.quotaHeld {
+		return 0, false
+	}
+	for i, it := range d.items {
+		if d.itemLayers[i] == layerQuota && it.Period == p {
+			return it.Used, true
+		}
+	}
+	return 0, false
 }

@@ -27,10 +27,11 @@ type fingerprinter struct {
 	pool sync.Pool
 }
 
-// macState is a pooled HMAC with a scratch buffer for its input.
+// macState is a pooled HMAC with scratch buffers for its input and output.
 type macState struct {
 	mac     hash.Hash
 	scratch []byte
+	out     [sha256.Size]byte
 }
 
 func newFingerprinter(key []byte) *fingerprinter {
@@ -45,12 +46,11 @@ func (f *fingerprinter) sum(value string) [16]byte {
 	st.mac.Reset()
 	st.scratch = append(st.scratch[:0], value...)
 	_, _ = st.mac.Write(st.scratch)
-	var full [sha256.Size]byte
-	st.mac.Sum(full[:0])
+	st.mac.Sum(st.out[:0])
+	var fp [16]byte
+	copy(fp[:], st.out[:16])
 	clear(st.scratch) // no credential bytes linger in pooled memory
 	f.pool.Put(st)
-	var fp [16]byte
-	copy(fp[:], full[:16])
 	return fp
 }
 

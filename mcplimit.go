@@ -210,6 +210,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	h.zone.metrics.observe(start)
+	d.handOn(r)
 	h.writeRateLimitHeaders(w, d)
 	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d}
 	defer d.finish()

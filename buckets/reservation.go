@@ -10,7 +10,12 @@ type Reservation struct {
 	seq   uint64
 	n     int
 	idx   int32
+	left  float64
 }
+
+// Left returns the tokens the bucket held right after the reservation, so
+// that RateLimit headers need no second lookup.
+func (r Reservation) Left() float64 { return r.left }
 
 // canceler is the shard that holds a reservation's bucket.
 type canceler interface {
@@ -38,7 +43,8 @@ func (r Reservation) Cancel(now time.Time) {
 }
 
 func (sh *shard[K]) reservation(idx int32, n int) Reservation {
-	return Reservation{owner: sh, seq: sh.slab[idx].seq, n: n, idx: idx}
+	b := &sh.slab[idx]
+	return Reservation{owner: sh, seq: b.seq, n: n, idx: idx, left: b.tokens}
 }
 
 func (sh *shard[K]) cancel(idx int32, seq uint64, n int, now time.Time) {

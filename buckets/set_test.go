@@ -329,3 +329,22 @@ func TestAdvanceBanksTheOldRateUpToALimitChange(t *testing.T) {
 		t.Fatal("a limit change handed out a fresh burst")
 	}
 }
+
+func TestReserveReportsTokensLeft(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	s := New[uint8](100, func(k uint8) uint64 { return uint64(k) })
+	lim := Limit{Rate: 1, Burst: 10}
+	for _, want := range []float64{7, 4} {
+		res, _, ok, _ := s.Reserve(1, lim, 3, now)
+		if !ok || res.Left() != want {
+			t.Fatalf("Reserve = %v, Left %v; want ok, Left %v", ok, res.Left(), want)
+		}
+		if tokens, _ := s.Tokens(1, now); tokens != res.Left() {
+			t.Errorf("Left %v differs from Tokens %v", res.Left(), tokens)
+		}
+	}
+	res, _, ok, _ := s.Reserve(1, lim, 1, now.Add(2*time.Second))
+	if !ok || res.Left() != 5 {
+		t.Errorf("after 2s of refill: ok %v, Left %v; want 5", ok, res.Left())
+	}
+}

@@ -38,15 +38,22 @@ func (p Period) Start(t time.Time) time.Time {
 // It is when a quota exhausted at t resets (for a Retry-After header). It
 // returns the zero time for an invalid Period.
 func (p Period) Next(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
 	switch p {
-	case Day:
-		return time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)
+	case Day: // UTC days are 86400 Unix seconds; no calendar needed
+		s := t.Unix()
+		day := s / secondsPerDay
+		if s%secondsPerDay < 0 {
+			day--
+		}
+		return time.Unix((day+1)*secondsPerDay, 0).UTC()
 	case Month:
+		y, m, _ := t.UTC().Date()
 		return time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC)
 	}
 	return time.Time{}
 }
+
+const secondsPerDay = 24 * 60 * 60
 
 // prev returns the start of the period before the one starting at start.
 func (p Period) prev(start time.Time) time.Time {

@@ -13,12 +13,15 @@ type Item struct {
 	Limit int64
 	// N is the amount to charge; at least 0.
 	N int64
+	// Used is set by a successful TryAdd: the count of Key in the period
+	// once N is added, as this instance knows it.
+	Used int64
 }
 
 // TryAdd checks every item (used + N <= Limit) and, only when all fit, adds
 // them all, atomically with respect to concurrent TryAdd and Refund calls.
 // Counts are attributed to the period containing now. On success it returns
-// (-1, true). On refusal it returns the index of the first failing item and
+// (-1, true) and sets each item's Used. On refusal it returns the index of the first failing item and
 // false, and nothing is counted. An item with an invalid Key or Period or a
 // negative N is refused. TryAdd never waits on storage and does not allocate
 // for keys already tracked.
@@ -42,9 +45,11 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	}
 	for i := range items {
 		it := &items[i]
+		b := c.bucketLocked(it.Period, now, true)
 		if it.N != 0 {
-			c.bucketLocked(it.Period, now, true).pending[it.Key] += it.N
+			b.pending[it.Key] += it.N
 		}
+		it.Used = b.used(it.Key)
 	}
 	return -1, true
 }

@@ -121,6 +121,11 @@ func TestTryAdd(t *testing.T) {
 			if failed != tt.wantFailed || ok != tt.wantOK {
 				t.Errorf("TryAdd = %d, %v; want %d, %v", failed, ok, tt.wantFailed, tt.wantOK)
 			}
+			for _, it := range tt.items {
+				if got := c.Used(it.Key, it.Period, t0); ok && it.Used != got {
+					t.Errorf("item %s %s: Used = %d, want %d as Counter.Used says", it.Key, it.Period, it.Used, got)
+				}
+			}
 			for u, want := range tt.wantUsed {
 				if got := c.Used(u.key, u.p, t0); got != want {
 					t.Errorf("Used(%s, %s) = %d, want %d", u.key, u.p, got, want)

@@ -5,6 +5,7 @@
 // binds) in front of it.
 //
 //	go run ./bench/compare -mode throughput -rounds 6 -duration 3s -conns 32
+//	go run ./bench/compare -mode throughput -load wrk -rounds 10 -duration 5s -conns 32
 //	go run ./bench/compare -mode tenants -tenants 200000
 //	go run ./bench/compare -mode flood -requests 300000 -conns 32
 //
@@ -47,6 +48,7 @@ func main() {
 	rounds := flag.Int("rounds", 6, "throughput: rounds per configuration, interleaved")
 	duration := flag.Duration("duration", 3e9, "throughput: length of one round")
 	conns := flag.Int("conns", 32, "concurrent clients")
+	loadGen := flag.String("load", "go", "throughput: load generator, go (built in) or wrk")
 	tenants := flag.Int("tenants", 200000, "tenants: distinct proven tenants")
 	requests := flag.Int("requests", 300000, "flood: requests per configuration")
 	flag.Parse()
@@ -72,7 +74,18 @@ func main() {
 
 	switch *mode {
 	case "throughput":
-		throughput(targets, *rounds, *duration, *conns)
+		load := run
+		switch *loadGen {
+		case "go":
+		case "wrk":
+			w, err := newWrkRunner(dir)
+			check(err)
+			load = w.run
+		default:
+			fmt.Fprintf(os.Stderr, "unknown load generator %q\n", *loadGen)
+			os.Exit(2)
+		}
+		throughput(targets, *rounds, *duration, *conns, load)
 	case "tenants":
 		tenantMemory(targets, *tenants, *conns)
 	case "flood":

@@ -20,15 +20,16 @@ type result struct {
 	errors int64
 }
 
-// throughput runs interleaved rounds and prints a Markdown table.
-func throughput(targets []*caddyProc, rounds int, d time.Duration, conns int) {
+// throughput runs interleaved rounds with load (run or a wrkRunner's)
+// and prints a Markdown table.
+func throughput(targets []*caddyProc, rounds int, d time.Duration, conns int, load func(url string, conns int, d time.Duration) result) {
 	results := map[string][]result{}
 	for _, t := range targets { // warm up and prove the tokens
-		run(t.url, conns, time.Second)
+		load(t.url, conns, time.Second)
 	}
 	for i := range rounds {
 		for _, t := range targets {
-			r := run(t.url, conns, d)
+			r := load(t.url, conns, d)
 			results[t.name] = append(results[t.name], r)
 			fmt.Fprintf(os.Stderr, "round %d %-8s %8.0f req/s  p99 %v  errors %d\n", i+1, t.name, r.rps, r.p99, r.errors)
 		}

@@ -1,0 +1,93 @@
+package mcplimit_test
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// rateLimitField matches one item of the RateLimit header.
+var rateLimitField = regexp.MustCompile(`"([a-z-]+)";r=(\d+);t=(\d+)`)
+
+// rateLimit parses the RateLimit header into remaining and reset seconds
+// per policy name.
+func rateLimit(t *testing.T, r *harness.Response) map[string][2]int64 {
+	t.Helper()
+	v := r.Header.Get("RateLimit")
+	out := map[string][2]int64{}
+	for _, m := range rateLimitField.FindAllStringSubmatch(v, -1) {
+		left, _ := strconv.ParseInt(m[2], 10, 64)
+		reset, _ := strconv.ParseInt(m[3], 10, 64)
+		out[m[1]] = [2]int64{left, reset}
+	}
+	if len(out) == 0 {
+		t.Fatalf("no RateLimit fields in %q (status %d)", v, r.Status)
+	}
+	return out
+}
+
+// untilUTC returns the whole seconds from now to the start of the next
+// UTC day and month.
+func untilUTC(now time.Time) (day, month int64) {
+	y, m, d := now.UTC().Date()
+	next := func(t time.Time) int64 { return int64(t.Sub(now).Seconds()) + 1 }
+	return next(time.Date(y, m, d+1, 0, 0, 0, 0, time.UTC)), next(time.Date(y, m+1, 1, 0, 0, 0, 0, time.UTC))
+}
+
+func TestRateLimitHeadersCountDownExactly(t *testing.T) {
+	e := start(t, "tenant 1/m burst 5\nquota 100/day\nquota 1000/month")
+	e.prove("valid-carol")
+	for k := int64(1); k <= 3; k++ {
+		now := time.Now()
+		r := e.call(int(k), "Authorization", "Bearer valid-carol")
+		if r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", k, r.Status, r.Body)
+		}
+		if got, want := r.Header.Get("RateLimit-Policy"), `"tenant";q=5;w=300, "quota-day";q=100;w=86400, "quota-month";q=1000;w=2678400`; got != want {
+			t.Errorf("RateLimit-Policy = %q, want %q", got, want)
+		}
+		rl := rateLimit(t, r)
+		day, month := untilUTC(now)
+		checks := []struct {
+			name        string
+			left        int64
+			resetLo, hi int64
+		}{
+			{"tenant", 5 - k, 60*k - 1, 60 * k},
+			{"quota-day", 100 - k, day - 2, day},
+			{"quota-month", 1000 - k, month - 2, month},
+		}
+		for _, c := range checks {
+			f, ok := rl[c.name]
+			if !ok || f[0] != c.left || f[1] < c.resetLo || f[1] > c.hi {
+				t.Errorf("call %d: %s = %v, want r=%d and t in [%d, %d] (header %q)", k, c.name, f, c.left, c.resetLo, c.hi, r.Header.Get("RateLimit"))
+			}
+		}
+	}
+}
+
+func TestRateLimitHeadersOfARefusalShowWhatWasGivenBack(t *testing.T) {
+	// The tenant bucket is charged before the quota refuses; the refusal's
+	// header must show the tokens rolled back, not the ones taken.
+	e := start(t, "tenant 1/m burst 5\nquota 2/day")
+	e.prove("valid-dave")
+	for i := range 2 {
+		if r := e.call(i+1, "Authorization", "Bearer valid-dave"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	r := e.call(3, "Authorization", "Bearer valid-dave")
+	refusal(t, r, http.StatusTooManyRequests, "quota")
+	rl := rateLimit(t, r)
+	if got := rl["tenant"][0]; got != 3 {
+		t.Errorf("tenant r=%d after a quota refusal, want 3 (two taken, the third given back): %q", got, r.Header.Get("RateLimit"))
+	}
+	if got := rl["quota-day"][0]; got != 0 {
+		t.Errorf("quota-day r=%d, want 0: %s", got, fmt.Sprint(rl))
+	}
+}
