@@ -194,7 +194,7 @@ func (d *decision) learn(status int) {
 		d.z.metrics.upstreamThrottled()
 	case status >= 200 && status < 300:
 		if d.hasID && !d.proven {
-			d.z.known.Prove(d.fp, time.Now())
+			d.z.prove(d.fp, time.Now())
 		}
 		return
 	}

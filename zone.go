@@ -53,6 +53,10 @@ type zone struct {
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
+	// knownNew says an identity was proven since the known-good set was
+	// last saved; knownSaved is when that was, in Unix nanoseconds.
+	knownNew   atomic.Bool
+	knownSaved atomic.Int64
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -173,7 +177,7 @@ func (z *zone) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			z.flush(final)
+			z.flush(final, true)
 			z.closeRedis(final)
 			cancel()
 			z.drainSampler()
@@ -195,7 +199,7 @@ func (z *zone) run(ctx context.Context) {
 			case now.Sub(lastFlush)+readTick/2 >= interval:
 				lastFlush, lastRead = now, now
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				z.flush(fctx)
+				z.flush(fctx, false)
 				cancel()
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
@@ -218,10 +222,11 @@ const (
 	readsPerFlush = 10
 )
 
-// flush pushes quota counts and the known-good set to storage.
-func (z *zone) flush(ctx context.Context) {
+// flush pushes quota counts to storage, and the known-good set when it
+// must be saved (always when final).
+func (z *zone) flush(ctx context.Context, final bool) {
 	err := z.quota.Flush(ctx)
-	if err == nil {
+	if err == nil && (final || z.knownDue(time.Now())) {
 		err = z.saveKnown(ctx)
 	}
 	if err != nil {
@@ -242,6 +247,35 @@ func (z *zone) onDegraded(degraded bool, err error) {
 	log.Info("quota store available again: pending counts pushed", zap.String("zone", z.name))
 }
 
+// knownRefresh is how often the known-good set is saved when only last
+// uses changed: a 24th of known_ttl (an hour by default), and never more
+// often than quota flushes. Saving rewrites the whole set, O(tenants), so
+// it is not done every flush for last uses alone; a restart then may
+// expire an identity up to this much early, which costs it one more
+// proving request.
+func knownRefresh(pol *policy) time.Duration {
+	if pol.knownTTL <= 0 {
+		return time.Hour
+	}
+	return max(pol.knownTTL/24, pol.flush)
+}
+
+// knownDue reports whether the known-good set must be saved at this
+// flush: an identity was proven or forgotten since the last save, or last
+// uses have not been saved for knownRefresh.
+func (z *zone) knownDue(now time.Time) bool {
+	z.forgetMu.Lock()
+	forgot := len(z.forgets) > 0
+	z.forgetMu.Unlock()
+	return forgot || z.knownNew.Load() || now.Sub(time.Unix(0, z.knownSaved.Load())) >= knownRefresh(z.pol.Load())
+}
+
+// prove makes fp a proven identity and has it saved at the next flush.
+func (z *zone) prove(fp [16]byte, now time.Time) {
+	z.known.Prove(fp, now)
+	z.knownNew.Store(true)
+}
+
 // forget drops a proven identity and remembers the forget for the next
 // persistence of the known-good set.
 func (z *zone) forget(fp [16]byte, now time.Time) {
@@ -252,6 +286,8 @@ func (z *zone) forget(fp [16]byte, now time.Time) {
 }
 
 func (z *zone) saveKnown(ctx context.Context) error {
+	started := time.Now()
+	wasNew := z.knownNew.Swap(false)
 	adds := make(map[string]int64, z.known.Len())
 	z.known.Each(func(fp [16]byte, last time.Time) {
 		adds[hex.EncodeToString(fp[:])] = last.Unix()
@@ -269,8 +305,12 @@ func (z *zone) saveKnown(ctx context.Context) error {
 			}
 		}
 		z.forgetMu.Unlock()
+		if wasNew {
+			z.knownNew.Store(true)
+		}
 		return fmt.Errorf("saving known identities: %w", err)
 	}
+	z.knownSaved.Store(started.UnixNano())
 	return nil
 }
 
@@ -287,6 +327,7 @@ func (z *zone) restoreKnown(ctx context.Context, ttl time.Duration) {
 		}
 		z.known.Restore(fp, time.Unix(last, 0), now)
 	}
+	z.knownSaved.Store(now.UnixNano()) // what is stored is what is known
 }
 
 func hashSingle(k single) uint64 { return uint64(k) }
