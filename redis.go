@@ -88,7 +88,7 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 	if pol.redis == nil {
 		return nil, candidate, nil
 	}
-	r, err := newZoneRedis(pol)
+	r, err := newZoneRedis(pol, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -104,7 +104,8 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 	return r, key, nil
 }
 
-func newZoneRedis(pol *policy) (*zoneRedis, error) {
+func newZoneRedis(pol *policy, logger *zap.Logger) (*zoneRedis, error) {
+	goRedisLog.use(logger)
 	timeout, err := redisTimeout(pol.redis)
 	if err != nil {
 		return nil, err
@@ -126,7 +127,7 @@ func (z *zone) applyRedis(pol *policy) {
 	var r *zoneRedis
 	if pol.redis != nil {
 		var err error
-		if r, err = newZoneRedis(pol); err != nil {
+		if r, err = newZoneRedis(pol, z.logger.Load()); err != nil {
 			// Provision checked the configuration; keep the old store.
 			z.logger.Load().Error("store redis", zap.String("zone", z.name), zap.Error(err))
 			return
