@@ -1,8 +1,10 @@
 package mcplimit
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -149,17 +151,21 @@ func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 	now := time.Now()
 	pol := z.pol.Load()
 	proven := z.known.Contains(fp, now)
-	out := map[string]any{"fingerprint": fpHex, "proven": proven}
+	out := map[string]any{"fingerprint": fpHex, "proven": proven, "source": "local"}
 	seen := proven
-	if tokens, ok := z.tenants.Tokens(fp, now); ok {
-		out["tenant_tokens"] = tokens
-		seen = true
-	}
 	usage := map[string]int64{}
-	for _, p := range []quota.Period{quota.Day, quota.Month} {
-		if used := z.quota.Used("i/"+fpHex, p, now); used != 0 {
-			usage[p.String()] = used
+	if r := z.redis.Load(); r != nil && !r.degraded.Load() && redisUsage(r, fpHex, out, usage, now) {
+		seen = seen || len(usage) > 0 || out["tenant_tokens"] != nil
+	} else {
+		if tokens, ok := z.tenants.Tokens(fp, now); ok {
+			out["tenant_tokens"] = tokens
 			seen = true
+		}
+		for _, p := range []quota.Period{quota.Day, quota.Month} {
+			if used := z.quota.Used("i/"+fpHex, p, now); used != 0 {
+				usage[p.String()] = used
+				seen = true
+			}
 		}
 	}
 	out["quota_used"] = usage
@@ -261,3 +267,33 @@ func quotaView(q quotaLimit) any {
 
 // Interface guard
 var _ caddy.AdminRouter = (*AdminAPI)(nil)
+
+// redisUsage fills an identity's view from the Redis store, which holds
+// the counts of every instance: its quota use per period, and its tenant
+// bucket as stored at its last metered call (tenant_tokens_at, on Redis's
+// clock; the refill since depends on the limits the call ran under). It
+// reports false, filling nothing, when Redis does not answer in time.
+func redisUsage(r *zoneRedis, fpHex string, out map[string]any, usage map[string]int64, now time.Time) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	tokens, at, ok, err := r.store.Tokens(ctx, "t/"+fpHex)
+	if err != nil {
+		return false
+	}
+	used := map[string]int64{}
+	for _, p := range []quota.Period{quota.Day, quota.Month} {
+		n, err := r.store.Used(ctx, "i/"+fpHex, p, now)
+		if err != nil {
+			return false
+		}
+		if n != 0 {
+			used[p.String()] = n
+		}
+	}
+	maps.Copy(usage, used)
+	if ok {
+		out["tenant_tokens"], out["tenant_tokens_at"] = tokens, at.UTC().Format(time.RFC3339Nano)
+	}
+	out["source"] = "redis"
+	return true
+}

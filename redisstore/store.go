@@ -340,17 +340,25 @@ func (s *Store) Used(ctx context.Context, key string, p quota.Period, t time.Tim
 	return n, nil
 }
 
-// Tokens returns a bucket's stored level (without refill since its last
-// use) and whether Redis holds it.
-func (s *Store) Tokens(ctx context.Context, key string) (float64, bool, error) {
-	v, err := s.client.HGet(ctx, s.BucketKey(key), "tokens").Float64()
-	if errors.Is(err, redis.Nil) {
-		return 0, false, nil
-	}
+// Tokens returns a bucket's level as stored at its last charge (without
+// the refill since), when that charge was, on Redis's clock, and whether
+// Redis holds the bucket.
+func (s *Store) Tokens(ctx context.Context, key string) (tokens float64, at time.Time, ok bool, err error) {
+	v, err := s.client.HMGet(ctx, s.BucketKey(key), "tokens", "ts").Result()
 	if err != nil {
-		return 0, false, fmt.Errorf("reading bucket %s: %w", key, err)
+		return 0, time.Time{}, false, fmt.Errorf("reading bucket %s: %w", key, err)
 	}
-	return v, true, nil
+	ts, tsOK := v[1].(string)
+	level, levelOK := v[0].(string)
+	if !tsOK || !levelOK {
+		return 0, time.Time{}, false, nil
+	}
+	tokens, err1 := strconv.ParseFloat(level, 64)
+	us, err2 := strconv.ParseFloat(ts, 64)
+	if err1 != nil || err2 != nil {
+		return 0, time.Time{}, false, fmt.Errorf("bucket %s holds tokens %q at %q", key, level, ts)
+	}
+	return tokens, time.UnixMicro(int64(us)), true, nil
 }
 
 func overKeyOf(it *Item) overKey {

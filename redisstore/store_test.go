@@ -78,7 +78,7 @@ func TestDecideAllOrNothing(t *testing.T) {
 					continue
 				}
 				if it.Kind == redisstore.Bucket {
-					if _, ok, _ := s.Tokens(context.Background(), it.Key); ok {
+					if _, _, ok, _ := s.Tokens(context.Background(), it.Key); ok {
 						t.Fatalf("bucket %s written by a refused decision", it.Key)
 					}
 				} else if n, _ := s.Used(context.Background(), it.Key, it.Period, now); n != 0 {
@@ -107,6 +107,13 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 	res := decide(t, s, bucket("t/x", 1.0/3600, 3, 1))
 	if res.OK || res.Refused != 0 || res.Wait < 59*time.Minute || res.Wait > time.Hour+time.Second {
 		t.Fatalf("4th call: %+v, want a refusal with a wait of about 1h", res)
+	}
+	// The bucket is readable as Redis stored it at the last charge.
+	if tokens, at, ok, err := s.Tokens(ctx, "t/x"); err != nil || !ok || tokens > 0.01 || at.Sub(now).Abs() > 5*time.Second {
+		t.Fatalf("Tokens(t/x) = %v at %v, %v, %v; want about 0 at %v", tokens, at, ok, err, now)
+	}
+	if _, _, ok, err := s.Tokens(ctx, "t/none"); ok || err != nil {
+		t.Fatalf("Tokens of an absent bucket: %v, %v", ok, err)
 	}
 	// A cost above the burst never fits.
 	if res := decide(t, s, bucket("t/y", 1, 3, 4)); res.OK || res.Wait >= 0 {

@@ -258,3 +258,43 @@ func TestRedisFloodOfRefusalsStaysLocal(t *testing.T) {
 		t.Fatalf("mcp_ratelimit_store_local_hits_total = %v (found %v), want ≥ %d", v, ok, n-1)
 	}
 }
+
+func TestRedisAdminIdentityViewShowsEveryInstancesUse(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
+	for _, p := range ps {
+		prove(t, p, "valid-admin")
+	}
+	for range 2 {
+		mustCall(t, ps[0], "valid-admin", "ok")
+	}
+	for range 3 {
+		mustCall(t, ps[1], "valid-admin", "ok")
+	}
+	// The fingerprint, as Redis names the identity's quota key.
+	key := redisEval(t, r, `return redis.call('KEYS', ARGV[1])[1]`, "mcprl:{"+rzone+"}:q:i/*:d:*")
+	fp := strings.TrimSuffix(strings.TrimPrefix(key, "mcprl:{"+rzone+"}:q:i/"), ":d:"+time.Now().UTC().Format(time.DateOnly))
+	// Instance 0 shows the 5 calls of both instances, not its own 2.
+	resp, err := http.Get(ps[0].Admin + "/mcp_ratelimit/" + rzone + "/identities/" + fp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var id struct {
+		Source         string           `json:"source"`
+		QuotaUsed      map[string]int64 `json:"quota_used"`
+		TenantTokens   *float64         `json:"tenant_tokens"`
+		TenantTokensAt string           `json:"tenant_tokens_at"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&id); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("identity view of %s: %d, %v", fp, resp.StatusCode, err)
+	}
+	if id.Source != "redis" || id.QuotaUsed["day"] != 5 {
+		t.Fatalf("identity view %+v, want source redis and day 5 (both instances' calls)", id)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, id.TenantTokensAt); id.TenantTokens == nil || *id.TenantTokens < 4.9 || *id.TenantTokens > 5.1 ||
+		err != nil || time.Since(at).Abs() > time.Minute {
+		t.Fatalf("tenant bucket %v at %q, want 5 of 10 left as of the last call", id.TenantTokens, id.TenantTokensAt)
+	}
+}
