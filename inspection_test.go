@@ -61,6 +61,7 @@ func TestDrainedBucketNothingReachesTheBackend(t *testing.T) {
 		hdr  []string
 	}{
 		{"batch of 25", batch(100, 25), nil},
+		{"batch under a revision without batches", batch(100, 25), []string{"MCP-Protocol-Version", "2025-06-18"}},
 		{"content-type with semicolon", call, []string{"Content-Type", "application/json;"}},
 		{"content-type text/plain", call, []string{"Content-Type", "text/plain"}},
 		{"no content-type", call, []string{"Content-Type", ""}},
