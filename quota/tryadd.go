@@ -14,7 +14,8 @@ type Item struct {
 	// N is the amount to charge; at least 0.
 	N int64
 	// Used is set by a successful TryAdd: the count of Key in the period
-	// once N is added, as this instance knows it.
+	// once this item, and the items before it in the call, are added, as
+	// this instance knows it.
 	Used int64
 }
 
@@ -42,14 +43,13 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 		if used+it.N > it.Limit {
 			return i, false
 		}
+		it.Used = used + it.N
 	}
 	for i := range items {
 		it := &items[i]
-		b := c.bucketLocked(it.Period, now, true)
 		if it.N != 0 {
-			b.pending[it.Key] += it.N
+			c.bucketLocked(it.Period, now, true).pending[it.Key] += it.N
 		}
-		it.Used = b.used(it.Key)
 	}
 	return -1, true
 }

@@ -69,6 +69,15 @@ func TestTryAdd(t *testing.T) {
 			wantUsed: map[usage]int64{{"k", Day}: 0},
 		},
 		{
+			rule: "the same key twice in one call fitting together",
+			items: []Item{
+				{Key: "k", Period: Day, Limit: 5, N: 1},
+				{Key: "k", Period: Day, Limit: 5, N: 2},
+			},
+			wantFailed: -1, wantOK: true,
+			wantUsed: map[usage]int64{{"k", Day}: 3},
+		},
+		{
 			rule:       "zero N only checks",
 			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 5}},
 			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 0}},
@@ -117,13 +126,21 @@ func TestTryAdd(t *testing.T) {
 			if _, ok := c.TryAdd(tt.before, t0); !ok {
 				t.Fatal("setup TryAdd refused")
 			}
+			running := map[usage]int64{} // Used before the call, then each item added
+			for _, it := range tt.items {
+				if u := (usage{it.Key, it.Period}); it.Period.Valid() {
+					running[u] = c.Used(it.Key, it.Period, t0)
+				}
+			}
 			failed, ok := c.TryAdd(tt.items, t0)
 			if failed != tt.wantFailed || ok != tt.wantOK {
 				t.Errorf("TryAdd = %d, %v; want %d, %v", failed, ok, tt.wantFailed, tt.wantOK)
 			}
 			for _, it := range tt.items {
-				if got := c.Used(it.Key, it.Period, t0); ok && it.Used != got {
-					t.Errorf("item %s %s: Used = %d, want %d as Counter.Used says", it.Key, it.Period, it.Used, got)
+				u := usage{it.Key, it.Period}
+				running[u] += it.N
+				if ok && it.Used != running[u] {
+					t.Errorf("item %s %s: Used = %d, want %d (the count once it and the items before it are added)", it.Key, it.Period, it.Used, running[u])
 				}
 			}
 			for u, want := range tt.wantUsed {
