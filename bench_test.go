@@ -12,6 +12,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/caddyserver/certmagic"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/cputime"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"go.uber.org/zap"
 )
@@ -145,15 +146,22 @@ func BenchmarkZoneFlush100k(b *testing.B) {
 			}
 			use(now)
 			z.flush(b.Context(), true)
+			var cpu time.Duration
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
 				now = now.Add(time.Second)
 				use(now)
+				cpu0, _ := cputime.Process()
 				b.StartTimer()
 				z.flush(b.Context(), c.saveKnown)
+				b.StopTimer()
+				cpu1, _ := cputime.Process()
+				cpu += cpu1 - cpu0
+				b.StartTimer()
 			}
+			b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 		})
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/cputime"
 )
 
 func benchKeys(n int) []string {
@@ -31,17 +34,21 @@ func BenchmarkFlush100k(b *testing.B) {
 		b.Fatal(err)
 	}
 	var ops, written int64
+	var cpu time.Duration
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
 		b.StopTimer()
 		fill()
 		st.takeOps()
+		cpu0, _ := cputime.Process()
 		b.StartTimer()
 		if err := c.Flush(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		b.StopTimer()
+		cpu1, _ := cputime.Process()
+		cpu += cpu1 - cpu0
 		o, w := st.takeOps()
 		for _, v := range o {
 			ops += int64(v)
@@ -51,6 +58,7 @@ func BenchmarkFlush100k(b *testing.B) {
 	}
 	b.ReportMetric(float64(written)/float64(b.N), "stored-B/op")
 	b.ReportMetric(float64(ops)/float64(b.N), "storage-ops/op")
+	b.ReportMetric(float64(cpu.Milliseconds())/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkTryAdd measures TryAdd of one day and one month item for a key
