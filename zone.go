@@ -1,10 +1,13 @@
 package mcplimit
 
 import (
+	"cmp"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,10 +291,26 @@ func (z *zone) forget(fp [16]byte, now time.Time) {
 func (z *zone) saveKnown(ctx context.Context) error {
 	started := time.Now()
 	wasNew := z.knownNew.Swap(false)
-	adds := make(map[string]int64, z.known.Len())
+	// A fingerprint as two big-endian halves sorts like its hex form, so
+	// SaveKnown gets its adds sorted without comparing strings.
+	type entry struct{ hi, lo, last uint64 }
+	all := make([]entry, 0, z.known.Len())
 	z.known.Each(func(fp [16]byte, last time.Time) {
-		adds[hex.EncodeToString(fp[:])] = last.Unix()
+		all = append(all, entry{binary.BigEndian.Uint64(fp[:8]), binary.BigEndian.Uint64(fp[8:]), uint64(last.Unix())})
 	})
+	slices.SortFunc(all, func(a, b entry) int {
+		if c := cmp.Compare(a.hi, b.hi); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.lo, b.lo)
+	})
+	adds := make([]quota.KnownEntry, len(all))
+	var fp [16]byte
+	for i, e := range all {
+		binary.BigEndian.PutUint64(fp[:8], e.hi)
+		binary.BigEndian.PutUint64(fp[8:], e.lo)
+		adds[i] = quota.KnownEntry{Key: hex.EncodeToString(fp[:]), Last: int64(e.last)}
+	}
 	z.forgetMu.Lock()
 	forgets := z.forgets
 	z.forgets = map[string]int64{}
@@ -320,12 +339,14 @@ func (z *zone) restoreKnown(ctx context.Context, ttl time.Duration) {
 		return
 	}
 	now := time.Now()
-	for fpHex, last := range entries {
-		fp, err := parseFingerprint(fpHex)
+	// Oldest first: the order in which Restore rebuilds a set fastest.
+	slices.SortFunc(entries, func(a, b quota.KnownEntry) int { return cmp.Compare(a.Last, b.Last) })
+	for _, e := range entries {
+		fp, err := parseFingerprint(e.Key)
 		if err != nil {
 			continue
 		}
-		z.known.Restore(fp, time.Unix(last, 0), now)
+		z.known.Restore(fp, time.Unix(e.Last, 0), now)
 	}
 	z.knownSaved.Store(now.UnixNano()) // what is stored is what is known
 }

@@ -1,31 +1,29 @@
 package known
 
-import (
-	"slices"
-	"time"
-)
+import "time"
 
-// Each calls fn for every entry, with the time of its last use, from the least
-// to the most recently used: the order in which [Set.Restore] rebuilds a set
-// fastest. It visits a snapshot taken shard by shard, so fn may call into the
-// Set. Expired entries not yet removed are included; Restore skips them.
+// Each calls fn for every entry, with the time of its last use, shard by
+// shard, each shard's from the least to the most recently used. It visits a
+// snapshot of each shard, so fn may call into the Set. Expired entries not
+// yet removed are included; Restore skips them. Restoring in increasing
+// last use, which a caller gets by sorting, is the fastest order.
 func (s *Set[K]) Each(fn func(key K, lastUse time.Time)) {
 	type saved struct {
 		key  K
 		last time.Time
 	}
-	var all []saved
+	var batch []saved
 	for n := range s.shards {
 		sh := &s.shards[n]
 		sh.mu.Lock()
+		batch = batch[:0]
 		for i := sh.tail; i != none; i = sh.entries[i].prev {
-			all = append(all, saved{sh.entries[i].key, sh.clock.Time(sh.entries[i].last)})
+			batch = append(batch, saved{sh.entries[i].key, sh.clock.Time(sh.entries[i].last)})
 		}
 		sh.mu.Unlock()
-	}
-	slices.SortStableFunc(all, func(a, b saved) int { return a.last.Compare(b.last) })
-	for _, e := range all {
-		fn(e.key, e.last)
+		for _, e := range batch {
+			fn(e.key, e.last)
+		}
 	}
 }
 
@@ -34,7 +32,7 @@ func (s *Set[K]) Each(fn func(key K, lastUse time.Time)) {
 // recent). A lastUse after now counts as now. The entry takes its place in
 // the least-recently-used order by lastUse, and the least recently used entry
 // of its shard is evicted if the shard is full, which may be the restored
-// entry itself. Restoring in the order Each visits costs O(1) per entry.
+// entry itself. Restoring in increasing last use costs O(1) per entry.
 func (s *Set[K]) Restore(key K, lastUse time.Time, now time.Time) {
 	n := s.shardIndex(key)
 	sh := &s.shards[n]

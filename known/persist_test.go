@@ -1,6 +1,7 @@
 package known
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -89,26 +90,24 @@ func TestEachThenRestoreRebuildsTheSet(t *testing.T) {
 		a.Prove(fp(i%150), t0.Add(time.Duration(i)*time.Second))
 	}
 	now := t0.Add(time.Hour)
-	saved := snapshot(a)
-	for i := 1; i < len(saved); i++ {
-		if saved[i].last.Before(saved[i-1].last) {
-			t.Fatalf("Each visits %v after %v: not oldest first", saved[i].last, saved[i-1].last)
-		}
-	}
+	snap := snapshot(a)
+	// Restore oldest first, as a caller loading a saved set does.
+	oldestFirst := slices.Clone(snap)
+	slices.SortStableFunc(oldestFirst, func(x, y saved) int { return x.last.Compare(y.last) })
 	b := New(100, ttl, hashFP)
 	b.seed = a.seed // same shards; a new seed may overfill some and evict their oldest
-	for _, e := range saved {
+	for _, e := range oldestFirst {
 		// Saved times lose their monotonic reading, as they would on disk.
 		b.Restore(e.key, time.Unix(0, e.last.UnixNano()), now)
 	}
 	checkInvariants(t, b)
 	restored := snapshot(b)
-	if len(restored) != len(saved) {
-		t.Fatalf("restored %d entries, saved %d", len(restored), len(saved))
+	if len(restored) != len(snap) {
+		t.Fatalf("restored %d entries, saved %d", len(restored), len(snap))
 	}
-	for i := range saved {
-		if restored[i].key != saved[i].key || !restored[i].last.Equal(saved[i].last) {
-			t.Fatalf("entry %d: restored %x at %v, saved %x at %v", i, restored[i].key, restored[i].last, saved[i].key, saved[i].last)
+	for i := range snap { // the same shards in the same least-recently-used order
+		if restored[i].key != snap[i].key || !restored[i].last.Equal(snap[i].last) {
+			t.Fatalf("entry %d: restored %x at %v, saved %x at %v", i, restored[i].key, restored[i].last, snap[i].key, snap[i].last)
 		}
 	}
 }

@@ -121,31 +121,6 @@ func mergeCountsSlow(data []byte, deltas map[string]int64) (map[string]int64, []
 	return totals, out, malformed
 }
 
-// parseLatest parses "<key> <int>" lines keeping the largest value per key.
-func parseLatest(data []byte) map[string]int64 {
-	m := make(map[string]int64, bytes.Count(data, []byte{'\n'})+1)
-	for s := string(data); s != ""; {
-		var line string
-		line, s = nextLine(s)
-		k, v, ok := splitLine(line)
-		if !ok {
-			continue
-		}
-		if old, seen := m[k]; !seen || v > old {
-			m[k] = v
-		}
-	}
-	return m
-}
-
-// appendLines appends one "<key> <value>\n" line per entry of m, in map order.
-func appendLines(buf []byte, m map[string]int64) []byte {
-	for k, v := range m {
-		buf = appendLine(buf, k, v)
-	}
-	return buf
-}
-
 // appendLine appends the line "<key> <value>\n".
 func appendLine(buf []byte, k string, v int64) []byte {
 	buf = append(buf, k...)

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"maps"
+	"slices"
 	"testing"
 )
 
@@ -31,19 +32,23 @@ func TestParseCounts(t *testing.T) {
 	}
 }
 
-func TestAppendLinesRoundTrip(t *testing.T) {
+func TestAppendLineRoundTrip(t *testing.T) {
 	in := map[string]int64{"i/0123456789abcdef0123456789abcdef": 5000, "t/tool/x": -2, "g/y": 1}
-	got, malformed := parseCounts(appendLines(nil, in), 0)
+	var buf []byte
+	for k, v := range in {
+		buf = appendLine(buf, k, v)
+	}
+	got, malformed := parseCounts(buf, 0)
 	if !maps.Equal(got, in) || malformed != 0 {
 		t.Errorf("round trip = %v, %d", got, malformed)
 	}
 }
 
-func TestParseLatestKeepsMax(t *testing.T) {
-	got := parseLatest([]byte("a 5\na 3\nb 1\nbad\n"))
-	want := map[string]int64{"a": 5, "b": 1}
-	if !maps.Equal(got, want) {
-		t.Errorf("parseLatest = %v, want %v", got, want)
+func TestLatestByKeyKeepsMaxSorted(t *testing.T) {
+	got := latestByKey(parseKnown([]byte("b 1\na 5\nbad\na 3\nc x\n")))
+	want := []KnownEntry{{"a", 5}, {"b", 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("latestByKey = %v, want %v", got, want)
 	}
 }
 

@@ -58,6 +58,12 @@ func TestSaveKnown(t *testing.T) {
 			want:   map[string]int64{"old": 1},
 		},
 		{
+			rule:   "an unsorted store with a key twice keeps its later use",
+			stored: "bb 5\naa 9\nbb 7\n",
+			adds:   map[string]int64{"cc": 3, "aa": 8},
+			want:   map[string]int64{"aa": 9, "bb": 7, "cc": 3},
+		},
+		{
 			rule:   "malformed lines and invalid adds are dropped",
 			stored: "aa 9000\ngarbage\nbb notanumber\n",
 			adds:   map[string]int64{"bad key": 9000, "": 1},
@@ -71,15 +77,19 @@ func TestSaveKnown(t *testing.T) {
 				st.put(testPrefix+"/known", tt.stored)
 			}
 			c := newTestCounter(st, newFakeClock(now))
-			if err := c.SaveKnown(t.Context(), tt.adds, tt.forgets, tt.ttl, now); err != nil {
+			if err := c.SaveKnown(t.Context(), entriesOf(tt.adds), tt.forgets, tt.ttl, now); err != nil {
 				t.Fatal(err)
 			}
 			if held := st.heldLocks(); len(held) != 0 {
 				t.Errorf("locks held: %v", held)
 			}
-			got, err := c.LoadKnown(t.Context())
+			loaded, err := c.LoadKnown(t.Context())
 			if err != nil {
 				t.Fatal(err)
+			}
+			got := map[string]int64{}
+			for _, e := range loaded {
+				got[e.Key] = e.Last
 			}
 			if !maps.Equal(got, tt.want) {
 				t.Errorf("known = %v, want %v", got, tt.want)
@@ -107,7 +117,7 @@ func TestKnownStorageErrors(t *testing.T) {
 			st.setFail(tt.op, errDown)
 			var err error
 			if tt.save {
-				err = c.SaveKnown(t.Context(), map[string]int64{"aa": 1}, nil, 0, t0)
+				err = c.SaveKnown(t.Context(), []KnownEntry{{"aa", 1}}, nil, 0, t0)
 			} else {
 				_, err = c.LoadKnown(t.Context())
 			}
@@ -123,7 +133,7 @@ func TestKnownStorageErrors(t *testing.T) {
 
 func TestKnownWithoutStorage(t *testing.T) {
 	c := New(Config{})
-	if err := c.SaveKnown(t.Context(), map[string]int64{"aa": 1}, nil, 0, t0); err != nil {
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"aa", 1}}, nil, 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	if m, err := c.LoadKnown(t.Context()); err != nil || len(m) != 0 {
@@ -136,10 +146,45 @@ func TestSaveKnownSkipsUnchangedStore(t *testing.T) {
 	st.put(testPrefix+"/known", "aa 9000\n")
 	c := newTestCounter(st, newFakeClock(t0))
 	st.takeOps()
-	if err := c.SaveKnown(t.Context(), map[string]int64{"aa": 8000}, map[string]int64{"zz": 1}, 0, t0); err != nil {
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"aa", 8000}}, map[string]int64{"zz": 1}, 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	if ops, _ := st.takeOps(); ops["Store"] != 0 || ops["Lock"] != 1 || ops["Unlock"] != 1 {
 		t.Errorf("ops = %v, want no Store", ops)
+	}
+}
+
+// entriesOf turns a test's map of adds into SaveKnown's slice.
+func entriesOf(m map[string]int64) []KnownEntry {
+	var out []KnownEntry
+	for k, v := range m {
+		out = append(out, KnownEntry{k, v})
+	}
+	return out
+}
+
+func TestSaveKnownWritesSortedLines(t *testing.T) {
+	st := newFakeStorage()
+	st.put(testPrefix+"/known", "bb 5\naa 9\n")
+	c := newTestCounter(st, newFakeClock(t0))
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"cc", 3}, {"ab", 1}, {"cc", 4}}, nil, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Load(t.Context(), testPrefix+"/known")
+	if want := "aa 9\nab 1\nbb 5\ncc 4\n"; string(got) != want {
+		t.Errorf("stored %q, want %q", got, want)
+	}
+}
+
+func TestSaveKnownOfAForgottenAddWritesNothing(t *testing.T) {
+	st := newFakeStorage()
+	st.put(testPrefix+"/known", "aa 9000\n")
+	c := newTestCounter(st, newFakeClock(t0))
+	st.takeOps()
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"new", 5}}, map[string]int64{"new": 6}, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if ops, _ := st.takeOps(); ops["Store"] != 0 {
+		t.Errorf("ops = %v, want no Store: the only add was forgotten", ops)
 	}
 }
