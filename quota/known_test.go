@@ -142,15 +142,27 @@ func TestKnownWithoutStorage(t *testing.T) {
 }
 
 func TestSaveKnownSkipsUnchangedStore(t *testing.T) {
-	st := newFakeStorage()
-	st.put(testPrefix+"/known", "aa 9000\n")
-	c := newTestCounter(st, newFakeClock(t0))
-	st.takeOps()
-	if err := c.SaveKnown(t.Context(), []KnownEntry{{"aa", 8000}}, map[string]int64{"zz": 1}, 0, t0); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		rule    string
+		adds    []KnownEntry
+		forgets map[string]int64
+	}{
+		{"an older use and a forget of an absent key", []KnownEntry{{"aa", 8000}}, map[string]int64{"zz": 1}},
+		{"the only add is forgotten", []KnownEntry{{"new", 5}}, map[string]int64{"new": 6}},
 	}
-	if ops, _ := st.takeOps(); ops["Store"] != 0 || ops["Lock"] != 1 || ops["Unlock"] != 1 {
-		t.Errorf("ops = %v, want no Store", ops)
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			st := newFakeStorage()
+			st.put(testPrefix+"/known", "aa 9000\n")
+			c := newTestCounter(st, newFakeClock(t0))
+			st.takeOps()
+			if err := c.SaveKnown(t.Context(), tt.adds, tt.forgets, 0, t0); err != nil {
+				t.Fatal(err)
+			}
+			if ops, _ := st.takeOps(); ops["Store"] != 0 || ops["Lock"] != 1 || ops["Unlock"] != 1 {
+				t.Errorf("ops = %v, want no Store", ops)
+			}
+		})
 	}
 }
 
@@ -173,18 +185,5 @@ func TestSaveKnownWritesSortedLines(t *testing.T) {
 	got, _ := st.Load(t.Context(), testPrefix+"/known")
 	if want := "aa 9\nab 1\nbb 5\ncc 4\n"; string(got) != want {
 		t.Errorf("stored %q, want %q", got, want)
-	}
-}
-
-func TestSaveKnownOfAForgottenAddWritesNothing(t *testing.T) {
-	st := newFakeStorage()
-	st.put(testPrefix+"/known", "aa 9000\n")
-	c := newTestCounter(st, newFakeClock(t0))
-	st.takeOps()
-	if err := c.SaveKnown(t.Context(), []KnownEntry{{"new", 5}}, map[string]int64{"new": 6}, 0, t0); err != nil {
-		t.Fatal(err)
-	}
-	if ops, _ := st.takeOps(); ops["Store"] != 0 {
-		t.Errorf("ops = %v, want no Store: the only add was forgotten", ops)
 	}
 }
