@@ -88,16 +88,10 @@ func TestAdminAPIShape(t *testing.T) {
 	wantKeys(t, "single zone", one, "limits", "refusals", "quota_store")
 
 	fp := fingerprintOf(t, e.caddy.Storage, "adm", "Bearer valid-adm")
-	status, body = e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/adm/identities/"+fp, nil)
-	if status != http.StatusOK {
-		t.Fatalf("identity: %d %s", status, body)
-	}
 	var id map[string]any
-	if err := json.Unmarshal(body, &id); err != nil {
-		t.Fatal(err)
-	}
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/adm/identities/"+fp, &id)
 	if id["proven"] != true || id["fingerprint"] != fp {
-		t.Fatalf("identity %s: want proven true", body)
+		t.Fatalf("identity %v: want proven true", id)
 	}
 	if used, _ := id["quota_used"].(map[string]any); used["day"] != float64(1) {
 		t.Errorf("identity quota_used %v, want day 1", id["quota_used"])
@@ -191,13 +185,8 @@ func TestAdminShowsQuotaStoreDegradedAndRecovered(t *testing.T) {
 		p, _ := s["pending"].(float64)
 		return p == 0
 	})
-	_, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/deg/identities/"+fp, nil)
-	var id struct {
-		QuotaUsed map[string]int64 `json:"quota_used"`
-	}
-	_ = json.Unmarshal(body, &id)
-	if id.QuotaUsed["day"] != 3 {
-		t.Errorf("quota used %v after recovery, want day 3 (%s)", id.QuotaUsed, body)
+	if used := identityQuotaUsed(t, e, "deg", fp); used["day"] != 3 {
+		t.Errorf("quota used %v after recovery, want day 3", used)
 	}
 }
 

@@ -167,19 +167,13 @@ func refusalEvents(events []map[string]any, zone, layer string) []map[string]any
 // adminZone returns GET /mcp_ratelimit/<zone> decoded.
 func adminZone(t *testing.T, c *harness.Caddy, zone string) map[string]any {
 	t.Helper()
-	status, body := c.AdminDo(t, http.MethodGet, "/mcp_ratelimit/", nil)
-	if status != http.StatusOK {
-		t.Fatalf("GET /mcp_ratelimit/: %d %s", status, body)
-	}
 	var all struct {
 		Zones map[string]map[string]any `json:"zones"`
 	}
-	if err := json.Unmarshal(body, &all); err != nil {
-		t.Fatalf("decoding %s: %v", body, err)
-	}
+	c.AdminJSON(t, "/mcp_ratelimit/", &all)
 	z, ok := all.Zones[zone]
 	if !ok {
-		t.Fatalf("zone %q missing from %s", zone, body)
+		t.Fatalf("zone %q missing from %v", zone, all.Zones)
 	}
 	return z
 }

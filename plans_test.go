@@ -1,7 +1,6 @@
 package mcplimit_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
@@ -315,15 +314,9 @@ func cliFingerprint(t *testing.T, e *env, zone, value string) string {
 // /mcp_ratelimit/<zone>/identities/<fp>.
 func identityQuotaUsed(t *testing.T, e *env, zone, fp string) map[string]int64 {
 	t.Helper()
-	st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/"+zone+"/identities/"+fp, nil)
-	if st != http.StatusOK {
-		t.Fatalf("identity %s: %d %s", fp, st, body)
-	}
 	var v struct {
 		QuotaUsed map[string]int64 `json:"quota_used"`
 	}
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Fatalf("decoding %s: %v", body, err)
-	}
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/"+zone+"/identities/"+fp, &v)
 	return v.QuotaUsed
 }

@@ -1,7 +1,6 @@
 package mcplimit_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -186,19 +185,13 @@ func TestQuotaOffNeverRefuses(t *testing.T) {
 			t.Fatalf("RateLimit-Policy %q announces a quota while quota is off", r.Header.Get("RateLimit-Policy"))
 		}
 	}
-	status, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/default", nil)
-	if status != http.StatusOK {
-		t.Fatalf("admin: %d %s", status, body)
-	}
 	var z struct {
 		Limits struct {
 			Quota any `json:"quota"`
 		} `json:"limits"`
 		Tracked map[string]int `json:"tracked"`
 	}
-	if err := json.Unmarshal(body, &z); err != nil {
-		t.Fatalf("admin body %s: %v", body, err)
-	}
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/default", &z)
 	if z.Limits.Quota != "off" {
 		t.Fatalf("admin limits.quota = %v, want off", z.Limits.Quota)
 	}

@@ -15,14 +15,8 @@ import (
 // zoneStatus returns GET /mcp_ratelimit/<zone>.
 func zoneStatusOf(t *testing.T, c *harness.Caddy, zone string) map[string]any {
 	t.Helper()
-	st, body := c.AdminDo(t, http.MethodGet, "/mcp_ratelimit/"+zone, nil)
-	if st != http.StatusOK {
-		t.Fatalf("GET /mcp_ratelimit/%s: %d %s", zone, st, body)
-	}
 	var out map[string]any
-	if err := json.Unmarshal(body, &out); err != nil {
-		t.Fatalf("decoding %s: %v", body, err)
-	}
+	c.AdminJSON(t, "/mcp_ratelimit/"+zone, &out)
 	return out
 }
 

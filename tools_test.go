@@ -1,7 +1,6 @@
 package mcplimit_test
 
 import (
-	"encoding/json"
 	"net/http"
 	"os"
 	"strconv"
@@ -18,16 +17,22 @@ func groupSite(block string) string {
 	return "route {\n\tvars org {http.request.header.X-Org}\n\tmcp_ratelimit {\n" + block + "\n\t}\n\treverse_proxy $BACKEND\n}"
 }
 
+// member proves token as a principal of organization org and returns the
+// headers its calls carry.
+func (e *env) member(token, org string) []string {
+	e.t.Helper()
+	e.prove(token, "X-Org", org)
+	return []string{"Authorization", "Bearer " + token, "X-Org", org}
+}
+
 func TestGroupRateIsSharedByTheOrganization(t *testing.T) {
 	const block = "tenant 1/m burst 5\nquota off\ngroup {http.vars.org} 1/m burst 3"
 	e := startSite(t, groupSite(block))
-	p1 := []string{"Authorization", "Bearer valid-org-p1", "X-Org", "acme"}
-	p2 := []string{"Authorization", "Bearer valid-org-p2", "X-Org", "acme"}
-	p3 := []string{"Authorization", "Bearer valid-org-p3", "X-Org", "other"}
+	p1 := e.member("valid-org-p1", "acme")
+	p2 := e.member("valid-org-p2", "acme")
+	p3 := e.member("valid-org-p3", "other")
+	e.prove("valid-org-solo")
 	solo := []string{"Authorization", "Bearer valid-org-solo"}
-	for _, h := range [][]string{p1, p2, p3, solo} {
-		e.prove(strings.TrimPrefix(h[1], "Bearer "), h[2:]...)
-	}
 	e.passes(2, "echo", p1...)
 	e.passes(1, "echo", p2...)
 	before := e.backend.ToolCalls()
@@ -60,10 +65,8 @@ func TestGroupTokensComeBackWhenALaterLayerRefuses(t *testing.T) {
 	// p1's own daily quota of 1 refuses after the group layer reserved a
 	// token: the organization must get it back.
 	e := startSite(t, groupSite("tenant off\nquota 1/day\ngroup {http.vars.org} 1/m burst 3"))
-	p1 := []string{"Authorization", "Bearer valid-later-p1", "X-Org", "acme"}
-	p2 := []string{"Authorization", "Bearer valid-later-p2", "X-Org", "acme"}
-	e.prove("valid-later-p1", "X-Org", "acme")
-	e.prove("valid-later-p2", "X-Org", "acme")
+	p1 := e.member("valid-later-p1", "acme")
+	p2 := e.member("valid-later-p2", "acme")
 	e.passes(1, "echo", p1...)
 	for i := range 5 {
 		refusal(t, e.callTool(i, "echo", p1...), http.StatusTooManyRequests, "quota")
@@ -71,20 +74,16 @@ func TestGroupTokensComeBackWhenALaterLayerRefuses(t *testing.T) {
 	// 2 group tokens are left, whatever p1's refused calls did.
 	e.passes(1, "echo", p2...)
 	refusal(t, e.callTool(9, "echo", p2...), http.StatusTooManyRequests, "quota")
-	p4 := []string{"Authorization", "Bearer valid-later-p4", "X-Org", "acme"}
-	e.prove("valid-later-p4", "X-Org", "acme")
+	p4 := e.member("valid-later-p4", "acme")
 	e.passes(1, "echo", p4...)
-	p5 := []string{"Authorization", "Bearer valid-later-p5", "X-Org", "acme"}
-	e.prove("valid-later-p5", "X-Org", "acme")
+	p5 := e.member("valid-later-p5", "acme")
 	refusal(t, e.callTool(10, "echo", p5...), http.StatusTooManyRequests, "group")
 }
 
 func TestGroupQuotaIsSharedByTheOrganization(t *testing.T) {
 	e := startSite(t, groupSite("tenant off\nquota 100/day\ngroup {http.vars.org} 100/s burst 100\ngroup_quota 4/day"))
-	p1 := []string{"Authorization", "Bearer valid-gq-p1", "X-Org", "acme"}
-	p2 := []string{"Authorization", "Bearer valid-gq-p2", "X-Org", "acme"}
-	e.prove("valid-gq-p1", "X-Org", "acme")
-	e.prove("valid-gq-p2", "X-Org", "acme")
+	p1 := e.member("valid-gq-p1", "acme")
+	p2 := e.member("valid-gq-p2", "acme")
 	e.passes(2, "echo", p1...)
 	e.passes(2, "echo", p2...)
 	before := e.backend.ToolCalls()
@@ -99,8 +98,7 @@ func TestGroupQuotaIsSharedByTheOrganization(t *testing.T) {
 		t.Fatal("a group quota refusal reached the backend")
 	}
 	// Another organization has its own count.
-	p3 := []string{"Authorization", "Bearer valid-gq-p3", "X-Org", "other"}
-	e.prove("valid-gq-p3", "X-Org", "other")
+	p3 := e.member("valid-gq-p3", "other")
 	e.passes(4, "echo", p3...)
 }
 
@@ -250,18 +248,12 @@ func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 		t.Fatal(err)
 	}
 	degraded := func() bool {
-		st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/default", nil)
-		if st != http.StatusOK {
-			t.Fatalf("admin: %d %s", st, body)
-		}
 		var z struct {
 			QuotaStore struct {
 				Degraded bool `json:"degraded"`
 			} `json:"quota_store"`
 		}
-		if err := json.Unmarshal(body, &z); err != nil {
-			t.Fatal(err)
-		}
+		e.caddy.AdminJSON(t, "/mcp_ratelimit/default", &z)
 		return z.QuotaStore.Degraded
 	}
 	e.passes(1, "echo", h...) // a pending count to push
@@ -332,19 +324,13 @@ func TestUpstream429PassesThroughAndIsCountedApart(t *testing.T) {
 			t.Fatalf("an upstream 429 counted as our refusal: %s", line)
 		}
 	}
-	st, body = e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/upstream", nil)
-	if st != http.StatusOK {
-		t.Fatalf("admin: %d %s", st, body)
-	}
 	var z struct {
 		Upstream int              `json:"upstream_throttled"`
 		Refusals map[string]int64 `json:"refusals"`
 	}
-	if err := json.Unmarshal(body, &z); err != nil {
-		t.Fatal(err)
-	}
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/upstream", &z)
 	if z.Upstream != 3 {
-		t.Fatalf("admin upstream_throttled = %d, want 3: %s", z.Upstream, body)
+		t.Fatalf("admin upstream_throttled = %d, want 3: %+v", z.Upstream, z)
 	}
 	for l, n := range z.Refusals {
 		if n != 0 {

@@ -29,6 +29,17 @@ func site(limit int) string {
 
 // skipNearMidnight skips tests that would straddle the UTC day boundary,
 // where the daily quota resets.
+// startProven starts one Caddy process with quota limit on its own
+// storage directory and proves token on it.
+func startProven(t *testing.T, limit int, token string) (*harness.Process, *harness.Backend, string) {
+	t.Helper()
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	p := harness.StartProcess(t, harness.BuildCaddy(t), site(limit), backend.Addr, storage, "")
+	prove(t, p, token)
+	return p, backend, storage
+}
+
 func skipNearMidnight(t *testing.T) {
 	t.Helper()
 	now := time.Now().UTC()
@@ -213,12 +224,8 @@ func TestQuotaSharedAcrossInstances(t *testing.T) {
 func TestQuotaStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 	skipNearMidnight(t)
 	const limit = 1000
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
-	storage := harness.TempDir(t, "storage")
-	p := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
 	const token = "valid-outage"
-	prove(t, p, token)
+	p, backend, storage := startProven(t, limit, token)
 	admitted := int64(0)
 	callN := func(n int) {
 		t.Helper()
@@ -289,12 +296,8 @@ func TestQuotaStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 func TestQuotaKillLosesAtMostOneInterval(t *testing.T) {
 	skipNearMidnight(t)
 	const limit = 20
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
-	storage := harness.TempDir(t, "storage")
-	p := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
 	const token = "valid-kill"
-	prove(t, p, token)
+	p, _, storage := startProven(t, limit, token)
 	for range 5 {
 		mustCall(t, p, token, "ok")
 	}
@@ -335,12 +338,8 @@ func TestQuotaKillLosesAtMostOneInterval(t *testing.T) {
 func TestQuotaRestartKeepsRefusingWithoutReproving(t *testing.T) {
 	skipNearMidnight(t)
 	const limit = 5
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
-	storage := harness.TempDir(t, "storage")
-	p := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
 	const token = "valid-restart"
-	prove(t, p, token)
+	p, backend, storage := startProven(t, limit, token)
 	for range limit {
 		mustCall(t, p, token, "ok")
 	}

@@ -190,6 +190,19 @@ func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte, hdr ...s
 	return resp.StatusCode, out
 }
 
+// AdminJSON GETs path from the admin endpoint and decodes its JSON answer
+// into v, failing t unless the answer is a 200 that decodes.
+func (c *Caddy) AdminJSON(t testing.TB, path string, v any) {
+	t.Helper()
+	status, body := c.AdminDo(t, http.MethodGet, path, nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET %s: %d %s", path, status, body)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		t.Fatalf("GET %s: decoding %s: %v", path, body, err)
+	}
+}
+
 // droppedUnanswered reports a connection closed or refused before any
 // response arrived.
 func droppedUnanswered(err error) bool {
