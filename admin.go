@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"net/http"
 	"sort"
 	"strings"
@@ -149,35 +148,36 @@ func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
 	}
 	now := time.Now()
-	pol := z.pol.Load()
 	proven := z.known.Contains(fp, now)
-	out := map[string]any{"fingerprint": fpHex, "proven": proven, "source": "local"}
-	seen := proven
-	usage := map[string]int64{}
-	if r := z.redis.Load(); r != nil && !r.degraded.Load() && redisUsage(r, fpHex, out, usage, now) {
-		seen = seen || len(usage) > 0 || out["tenant_tokens"] != nil
-	} else {
-		if tokens, ok := z.tenants.Tokens(fp, now); ok {
-			out["tenant_tokens"] = tokens
-			seen = true
-		}
-		for _, p := range []quota.Period{quota.Day, quota.Month} {
-			if used := z.quota.Used("i/"+fpHex, p, now); used != 0 {
-				usage[p.String()] = used
-				seen = true
-			}
-		}
+	out := map[string]any{"fingerprint": fpHex, "proven": proven}
+	if r := z.redis.Load(); r == nil || r.degraded.Load() || !redisUsage(r, fpHex, out, now) {
+		z.localUsage(fp, fpHex, out, now)
 	}
-	out["quota_used"] = usage
 	out["inflight"] = z.perID.Count(fp)
-	if o := pol.overrides[fp]; o != nil {
+	_, override := z.pol.Load().overrides[fp]
+	if override {
 		out["override"] = true
-		seen = true
 	}
-	if !seen {
+	_, tokens := out["tenant_tokens"]
+	if !proven && !tokens && !override && len(out["quota_used"].(map[string]int64)) == 0 {
 		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown identity %s in zone %s", fpHex, z.name)}
 	}
 	return out, nil
+}
+
+// localUsage fills an identity's view from this instance's tenant bucket
+// and quota counts.
+func (z *zone) localUsage(fp [16]byte, fpHex string, out map[string]any, now time.Time) {
+	if tokens, ok := z.tenants.Tokens(fp, now); ok {
+		out["tenant_tokens"] = tokens
+	}
+	usage := map[string]int64{}
+	for _, p := range quotaPeriods {
+		if used := z.quota.Used("i/"+fpHex, p, now); used != 0 {
+			usage[p.String()] = used
+		}
+	}
+	out["quota_used"], out["source"] = usage, "local"
 }
 
 // view is the policy as the admin API shows it.
@@ -273,27 +273,26 @@ var _ caddy.AdminRouter = (*AdminAPI)(nil)
 // bucket as stored at its last metered call (tenant_tokens_at, on Redis's
 // clock; the refill since depends on the limits the call ran under). It
 // reports false, filling nothing, when Redis does not answer in time.
-func redisUsage(r *zoneRedis, fpHex string, out map[string]any, usage map[string]int64, now time.Time) bool {
+func redisUsage(r *zoneRedis, fpHex string, out map[string]any, now time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	tokens, at, ok, err := r.store.Tokens(ctx, "t/"+fpHex)
 	if err != nil {
 		return false
 	}
-	used := map[string]int64{}
-	for _, p := range []quota.Period{quota.Day, quota.Month} {
+	usage := map[string]int64{}
+	for _, p := range quotaPeriods {
 		n, err := r.store.Used(ctx, "i/"+fpHex, p, now)
 		if err != nil {
 			return false
 		}
 		if n != 0 {
-			used[p.String()] = n
+			usage[p.String()] = n
 		}
 	}
-	maps.Copy(usage, used)
 	if ok {
 		out["tenant_tokens"], out["tenant_tokens_at"] = tokens, at.UTC().Format(time.RFC3339Nano)
 	}
-	out["source"] = "redis"
+	out["quota_used"], out["source"] = usage, "redis"
 	return true
 }

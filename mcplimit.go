@@ -50,7 +50,9 @@ type Handler struct {
 	RejectStatus []int `json:"reject_status,omitempty"`
 
 	// KnownTTL is how long a proven identity stays proven after its last
-	// use. Default: 24h.
+	// use. Proven identities are saved to storage at the flush after one
+	// is proven or forgotten; last uses alone every 24th of KnownTTL, so a
+	// restart may expire an identity up to that much early. Default: 24h.
 	KnownTTL caddy.Duration `json:"known_ttl,omitempty"`
 
 	// MaxKnown caps the proven identities kept (least recently used are
@@ -107,7 +109,8 @@ type Handler struct {
 	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
 
 	// FlushInterval is how often quota counts are pushed to and read from
-	// Caddy's storage. Default: 30s.
+	// Caddy's storage (and changes to the proven identities saved).
+	// Default: 30s.
 	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
 
 	// ErrorCode is the JSON-RPC error code of refusals; it must lie
