@@ -287,7 +287,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 	}
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
 	if ok {
-		d.quotaHeld = true
+		d.quotaHeld, d.quotaCounted = true, true
 		d.keepForRedis()
 		return refusal{}, true
 	}
@@ -369,7 +369,7 @@ func (d *decision) rollback() {
 		d.res[i].Cancel(d.now)
 	}
 	d.nres = 0
-	d.tenantHeld = false
+	d.tenantHeld, d.quotaCounted = false, false
 	if d.quotaHeld {
 		d.z.quota.Refund(d.items, d.now)
 		d.quotaHeld = false

@@ -85,6 +85,7 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	if res.OK {
 		d.res[d.nres] = buckets.Compensate(func(time.Time) { d.z.refundRedis(r, items) })
 		d.nres++
+		d.chargedInRedis(items, res.After, firstQuota)
 		return refusal{}, true, nil
 	}
 	i := res.Refused
@@ -104,6 +105,22 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		wait = time.Hour
 	}
 	return rateRefusal(layers[b], lims[b], wait, int(d.cost)), false, nil
+}
+
+// chargedInRedis records what Redis holds after charging items, for the
+// RateLimit headers: the tenant bucket's tokens left and each quota's
+// count, every instance's calls included.
+func (d *decision) chargedInRedis(items []redisstore.Item, after []float64, firstQuota int) {
+	if len(after) != len(items) {
+		return
+	}
+	if d.proven && !d.lim.tenantOff { // the tenant's bucket is item 0
+		d.tenantLeft, d.tenantHeld = after[0], true
+	}
+	for q := range d.items {
+		d.items[q].Used = int64(after[firstQuota+q])
+	}
+	d.quotaCounted = true
 }
 
 // refundRedis gives back a Redis admission that a later local layer

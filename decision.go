@@ -45,13 +45,16 @@ type decision struct {
 	nres       int
 	items      []quota.Item
 	itemLayers []layer
-	quotaHeld  bool
-	quotaKey   string
-	tenantLeft float64 // tokens the tenant's bucket kept after this request
-	tenantHeld bool    // tenantLeft is set and its reservation stands
-	inRedis    bool    // the Redis store decided tenant, group, quota, global
-	concAll    bool
-	concID     bool
+	quotaHeld  bool // the local quota counted the items (Refund on rollback)
+	// quotaCounted says items' Used are the counts once charged, by the
+	// local quota or by Redis.
+	quotaCounted bool
+	quotaKey     string
+	tenantLeft   float64 // tokens the tenant's bucket kept after this request
+	tenantHeld   bool    // tenantLeft is set and its reservation stands
+	inRedis      bool    // the Redis store decided tenant, group, quota, global
+	concAll      bool
+	concID       bool
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}

@@ -119,9 +119,9 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 }
 
 // quotaUsed returns the identity's count in period p as the quota layer
-// charged it, when this decision holds that charge.
+// (local or in Redis) charged it, when this decision holds that charge.
 func (d *decision) quotaUsed(p quota.Period) (int64, bool) {
-	if !d.quotaHeld {
+	if !d.quotaCounted {
 		return 0, false
 	}
 	for i, it := range d.items {

@@ -51,16 +51,18 @@ end
 // rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
 // limit, then the cost.
 //
-// It returns {0, 0} when every item fits (and charges them all), or {i,
-// wait_ms} for the first item i that does not fit, having written
-// nothing; wait_ms is -1 for a bucket whose burst is below the cost.
+// It returns {0, 0, after_1, ..., after_n} when every item fits (and
+// charges them all), where after_i is what item i holds once charged: a
+// bucket's tokens left in thousandths, a quota's count. Otherwise it
+// returns {i, wait_ms} for the first item i that does not fit, having
+// written nothing; wait_ms is -1 for a bucket whose burst is below the cost.
 var decideScript = redis.NewScript(luaDate + `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
 local margin = tonumber(ARGV[1])
 local n = #KEYS
-local level, qkeys, resets = {}, {}, {}
+local level, qkeys, resets, after = {}, {}, {}, {}
 local adds = {}
 for i = 1, n do
   local base = 2 + (i - 1) * 4
@@ -80,6 +82,7 @@ for i = 1, n do
       return {i, math.ceil((cost - tokens) / a * 1000)}
     end
     level[i] = tokens - cost
+    after[i] = math.floor(level[i] * 1000)
   else
     local suffix, reset = period(a, sec)
     local qk = KEYS[i] .. suffix
@@ -88,7 +91,7 @@ for i = 1, n do
       return {i, math.ceil(reset * 1000 - now / 1000)}
     end
     adds[qk] = (adds[qk] or 0) + cost
-    qkeys[i], resets[i] = qk, reset
+    qkeys[i], resets[i], after[i] = qk, reset, used + cost
   end
 end
 for i = 1, n do
@@ -102,7 +105,9 @@ for i = 1, n do
     redis.call('EXPIREAT', qkeys[i], resets[i] + margin)
   end
 end
-return {0, 0}
+local reply = {0, 0}
+for i = 1, n do reply[2 + i] = after[i] end
+return reply
 `)
 
 // refundScript gives back what a successful decide took, with the same

@@ -70,6 +70,9 @@ type Result struct {
 	// Local is true when the refusal came from the short-circuit, without
 	// a round trip.
 	Local bool
+	// After holds, when OK, what each item holds once charged, on Redis:
+	// a bucket's tokens left, a quota's count in its period.
+	After []float64
 }
 
 // Delta is a count made outside Redis (during an outage) for a quota key
@@ -232,11 +235,18 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("deciding in redis: %w", err)
 	}
-	if len(vals) != 2 || vals[0] < 0 || vals[0] > int64(len(items)) {
+	if len(vals) < 2 || vals[0] < 0 || vals[0] > int64(len(items)) || vals[0] == 0 && len(vals) != 2+len(items) {
 		return Result{}, fmt.Errorf("deciding in redis: unexpected reply %v", vals)
 	}
 	if vals[0] == 0 {
-		return Result{OK: true, Refused: -1}, nil
+		after := make([]float64, len(items))
+		for i, v := range vals[2:] {
+			after[i] = float64(v)
+			if items[i].Kind == Bucket {
+				after[i] /= 1000
+			}
+		}
+		return Result{OK: true, Refused: -1, After: after}, nil
 	}
 	i := int(vals[0] - 1)
 	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond}

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -100,8 +101,12 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 	// A 1/h bucket of burst 3 admits exactly 3, then refuses with a wait
 	// of about an hour for one token.
 	for i := range 3 {
-		if res := decide(t, s, bucket("t/x", 1.0/3600, 3, 1)); !res.OK {
+		res := decide(t, s, bucket("t/x", 1.0/3600, 3, 1))
+		if !res.OK {
 			t.Fatalf("call %d refused: %+v", i, res)
+		}
+		if left := float64(2 - i); len(res.After) != 1 || res.After[0] < left || res.After[0] > left+0.01 {
+			t.Fatalf("call %d: After %v, want about %v tokens left", i, res.After, left)
 		}
 	}
 	res := decide(t, s, bucket("t/x", 1.0/3600, 3, 1))
@@ -122,8 +127,12 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 	// Quotas count exactly, per period, with several items of the same
 	// key adding up within one decision.
 	for i := range 5 {
-		if res := decide(t, s, quotaItem("i/q", quota.Day, 10, 2), quotaItem("i/q", quota.Month, 100, 2)); !res.OK {
+		res := decide(t, s, quotaItem("i/q", quota.Day, 10, 2), quotaItem("i/q", quota.Month, 100, 2))
+		if !res.OK {
 			t.Fatalf("quota call %d refused: %+v", i, res)
+		}
+		if n := float64(2 * (i + 1)); !slices.Equal(res.After, []float64{n, n}) {
+			t.Fatalf("quota call %d: After %v, want day and month counts %v", i, res.After, n)
 		}
 	}
 	res = decide(t, s, quotaItem("i/q", quota.Day, 10, 1))

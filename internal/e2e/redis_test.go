@@ -259,6 +259,24 @@ func TestRedisFloodOfRefusalsStaysLocal(t *testing.T) {
 	}
 }
 
+func TestRedisRateLimitHeadersCountEveryInstancesCalls(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
+	for _, p := range ps {
+		prove(t, p, "valid-headers")
+	}
+	for range 3 {
+		mustCall(t, ps[1], "valid-headers", "ok")
+	}
+	// The 4th call, on the other instance, sees the 3 made on the first.
+	resp := harness.Post(t, ps[0].URL+"/mcp", harness.ToolCall(4, "echo", map[string]any{"text": "hi"}), "Authorization", "Bearer valid-headers")
+	rl := resp.Header.Get("RateLimit")
+	if resp.Status != http.StatusOK || !strings.Contains(rl, `"tenant";r=6;`) || !strings.Contains(rl, `"quota-day";r=96;`) {
+		t.Fatalf("RateLimit %q (status %d), want tenant r=6 and quota-day r=96 as Redis counts them", rl, resp.Status)
+	}
+}
+
 func TestRedisAdminIdentityViewShowsEveryInstancesUse(t *testing.T) {
 	skipNearMidnight(t)
 	r := harness.StartRedis(t)
