@@ -259,13 +259,21 @@ func TestRedisFloodOfRefusalsStaysLocal(t *testing.T) {
 	}
 }
 
-func TestRedisRateLimitHeadersCountEveryInstancesCalls(t *testing.T) {
-	skipNearMidnight(t)
+// twoProvenOnRedis starts two instances sharing only a Redis store (tenant
+// 1/h burst 10, quota 100/day) and proves token on both.
+func twoProvenOnRedis(t *testing.T, token string) ([]*harness.Process, *harness.Redis) {
+	t.Helper()
 	r := harness.StartRedis(t)
 	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
 	for _, p := range ps {
-		prove(t, p, "valid-headers")
+		prove(t, p, token)
 	}
+	return ps, r
+}
+
+func TestRedisRateLimitHeadersCountEveryInstancesCalls(t *testing.T) {
+	skipNearMidnight(t)
+	ps, _ := twoProvenOnRedis(t, "valid-headers")
 	for range 3 {
 		mustCall(t, ps[1], "valid-headers", "ok")
 	}
@@ -279,11 +287,7 @@ func TestRedisRateLimitHeadersCountEveryInstancesCalls(t *testing.T) {
 
 func TestRedisAdminIdentityViewShowsEveryInstancesUse(t *testing.T) {
 	skipNearMidnight(t)
-	r := harness.StartRedis(t)
-	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
-	for _, p := range ps {
-		prove(t, p, "valid-admin")
-	}
+	ps, r := twoProvenOnRedis(t, "valid-admin")
 	for range 2 {
 		mustCall(t, ps[0], "valid-admin", "ok")
 	}
