@@ -173,7 +173,7 @@ func (z *zone) localUsage(fp [16]byte, fpHex string, out map[string]any, now tim
 	}
 	usage := map[string]int64{}
 	for _, p := range quotaPeriods {
-		if used := z.quota.Used("i/"+fpHex, p, now); used != 0 {
+		if used := z.quota.Used([]byte("i/"+fpHex), p, now); used != 0 {
 			usage[p.String()] = used
 		}
 	}

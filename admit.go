@@ -135,7 +135,8 @@ func (d *decision) handOn(r *http.Request) {
 	if d.body == nil || !d.bodyOwn {
 		return
 	}
-	br := &bodyReader{buf: d.body}
+	br := &d.carry().body
+	br.buf = d.body
 	br.Reset(d.body.Bytes())
 	r.Body = br
 	d.bodyOwn = false
@@ -304,17 +305,17 @@ func (d *decision) quotaItems() {
 		if d.req != nil {
 			d.eachTool(func(name []byte) {
 				if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
-					d.addItems(layerToolQuota, "t/"+string(name)+"/"+d.identityQuotaKey()[2:], tp.quota, 1)
+					d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)
 				}
 			})
 		}
 	}
 	if d.hasGroup && d.pol.groupQuota.any() {
-		d.addItems(layerGroupQuota, "g/"+fingerprintHex(d.groupFP), d.pol.groupQuota, d.cost)
+		d.addItems(layerGroupQuota, d.quotaKey("g/", nil, d.groupFP), d.pol.groupQuota, d.cost)
 	}
 }
 
-func (d *decision) addItems(l layer, key string, q quotaLimit, n int64) {
+func (d *decision) addItems(l layer, key []byte, q quotaLimit, n int64) {
 	if q.day > 0 {
 		d.items = append(d.items, quota.Item{Key: key, Period: quota.Day, Limit: q.day, N: n})
 		d.itemLayers = append(d.itemLayers, l)
@@ -399,8 +400,8 @@ func (d *decision) eachTool(fn func([]byte)) {
 func toBuckets(b bucketLimit) buckets.Limit { return buckets.Limit{Rate: b.rate, Burst: b.burst} }
 
 // toolOfKey extracts the tool name of a tool-quota key.
-func toolOfKey(key string) string {
-	rest, ok := strings.CutPrefix(key, "t/")
+func toolOfKey(key []byte) string {
+	rest, ok := strings.CutPrefix(string(key), "t/")
 	if !ok {
 		return ""
 	}
@@ -443,6 +444,24 @@ func headerValue(h http.Header, canonical string) string {
 		return v[0]
 	}
 	return ""
+}
+
+// carried holds, in one allocation, what a request takes past the return of
+// ServeHTTP and so cannot live in the pooled decision: the reader that hands
+// its body on (the transport may read and close it later), and the backing
+// array of its RateLimit header value (access logs read headers after the
+// handler chain returned).
+type carried struct {
+	body      bodyReader
+	rateLimit [1]string
+}
+
+// carry returns d's carried values, allocating them on first use.
+func (d *decision) carry() *carried {
+	if d.carried == nil {
+		d.carried = new(carried)
+	}
+	return d.carried
 }
 
 // bodyReader hands the inspected body on; closing it returns the buffer to

@@ -57,14 +57,14 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		nb++
 	}
 	if d.proven && !d.lim.tenantOff {
-		addBucket(layerTenant, "t/"+d.identityQuotaKey()[2:], d.lim.tenant)
+		addBucket(layerTenant, "t/"+string(d.identityQuotaKey()[2:]), d.lim.tenant)
 	}
 	if d.hasGroup && d.pol.groupKey != "" {
 		addBucket(layerGroup, "g/"+fingerprintHex(d.groupFP), d.pol.group)
 	}
 	firstQuota := len(items)
 	for _, it := range d.items {
-		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: it.Key, Period: it.Period, Limit: it.Limit, N: it.N})
+		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: string(it.Key), Period: it.Period, Limit: it.Limit, N: it.N})
 	}
 	if !d.pol.globalOff {
 		addBucket(layerGlobal, "global", d.pol.global)
@@ -137,7 +137,7 @@ func (z *zone) refundRedis(r *zoneRedis, items []redisstore.Item) {
 	defer r.mu.Unlock()
 	for _, it := range items {
 		if it.Kind == redisstore.Quota {
-			r.add(deltaKey{key: it.Key, period: it.Period, start: it.Period.Start(now).Unix()}, -it.N)
+			r.add(deltaKey{key: string(it.Key), period: it.Period, start: it.Period.Start(now).Unix()}, -it.N)
 		}
 	}
 }

@@ -132,7 +132,7 @@ func BenchmarkZoneFlush100k(b *testing.B) {
 					var fp [16]byte
 					binary.BigEndian.PutUint64(fp[8:], uint64(i))
 					z.known.Proven(fp, now)
-					items[0] = quota.Item{Key: "i/" + fingerprintHex(fp), Period: quota.Day, Limit: 1 << 40, N: 1}
+					items[0] = quota.Item{Key: []byte("i/" + fingerprintHex(fp)), Period: quota.Day, Limit: 1 << 40, N: 1}
 					if _, ok := z.quota.TryAdd(items, now); !ok {
 						b.Fatal("quota refused")
 					}

@@ -39,6 +39,7 @@ type decision struct {
 	req     *jsonrpc.Request
 	cost    int64
 	accept  []string // the request's Accept values, read only to answer a refusal
+	carried *carried // what outlives the decision; see carry
 
 	rec        statusRecorder
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
@@ -49,7 +50,8 @@ type decision struct {
 	// quotaCounted says items' Used are the counts once charged, by the
 	// local quota or by Redis.
 	quotaCounted bool
-	quotaKey     string
+	keys         []byte  // the quota keys of items, back to back; kept across uses
+	idKey        []byte  // the identity's quota key, in keys once computed
 	tenantLeft   float64 // tokens the tenant's bucket kept after this request
 	tenantHeld   bool    // tenantLeft is set and its reservation stands
 	inRedis      bool    // the Redis store decided tenant, group, quota, global
@@ -146,14 +148,24 @@ func (p *policy) tierFor(r *http.Request, repl *caddy.Replacer) *tier {
 }
 
 // identityQuotaKey is the quota key of d's identity, computed once.
-func (d *decision) identityQuotaKey() string {
-	if d.quotaKey == "" {
-		var b [34]byte
-		b[0], b[1] = 'i', '/'
-		hex.Encode(b[2:], d.fp[:])
-		d.quotaKey = string(b[:])
+func (d *decision) identityQuotaKey() []byte {
+	if d.idKey == nil {
+		d.idKey = d.quotaKey("i/", nil, d.fp)
 	}
-	return d.quotaKey
+	return d.idKey
+}
+
+// quotaKey builds the quota key "<kind>[<tool>/]<hex of fp>" in d's key
+// buffer, which the next decision reuses: the quota copies a key the first
+// time it counts it.
+func (d *decision) quotaKey(kind string, tool []byte, fp [16]byte) []byte {
+	lo := len(d.keys)
+	d.keys = append(d.keys, kind...)
+	if tool != nil {
+		d.keys = append(append(d.keys, tool...), '/')
+	}
+	d.keys = hex.AppendEncode(d.keys, fp[:])
+	return d.keys[lo:len(d.keys):len(d.keys)]
 }
 
 // toolCost returns the cost of one call of tool under d's limits.
@@ -172,8 +184,8 @@ func (d *decision) release() {
 	if d.body != nil && d.bodyOwn {
 		d.body.Release()
 	}
-	items, layers := d.items[:0], d.itemLayers[:0]
-	*d = decision{items: items, itemLayers: layers}
+	items, layers, keys := d.items[:0], d.itemLayers[:0], d.keys[:0]
+	*d = decision{items: items, itemLayers: layers, keys: keys}
 	decisionPool.Put(d)
 }
 

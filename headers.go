@@ -115,7 +115,9 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	}
 	hdr := w.Header()
 	hdr[hdrPolicy] = d.lim.rlPolicy
-	hdr[hdrRateLimit] = []string{string(b)}
+	c := d.carry()
+	c.rateLimit[0] = string(b)
+	hdr[hdrRateLimit] = c.rateLimit[:]
 }
 
 // quotaUsed returns the identity's count in period p as the quota layer

@@ -260,7 +260,7 @@ func (r *zoneRedis) record(items []quota.Item, now time.Time, sign int64) {
 		if it.N == 0 || !it.Period.Valid() {
 			continue
 		}
-		r.add(deltaKey{key: it.Key, period: it.Period, start: it.Period.Start(now).Unix()}, sign*it.N)
+		r.add(deltaKey{key: string(it.Key), period: it.Period, start: it.Period.Start(now).Unix()}, sign*it.N)
 	}
 }
 

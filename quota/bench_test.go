@@ -66,8 +66,8 @@ func BenchmarkFlush100k(b *testing.B) {
 func BenchmarkTryAdd(b *testing.B) {
 	c := newTestCounter(newFakeStorage(), newFakeClock(t0), Day, Month)
 	items := []Item{
-		{Key: "i/0123456789abcdef0123456789abcdef", Period: Day, Limit: 1 << 62, N: 1},
-		{Key: "i/0123456789abcdef0123456789abcdef", Period: Month, Limit: 1 << 62, N: 1},
+		{Key: []byte("i/0123456789abcdef0123456789abcdef"), Period: Day, Limit: 1 << 62, N: 1},
+		{Key: []byte("i/0123456789abcdef0123456789abcdef"), Period: Month, Limit: 1 << 62, N: 1},
 	}
 	if _, ok := c.TryAdd(items, t0); !ok {
 		b.Fatal("refused")

@@ -10,8 +10,13 @@ import (
 // parse for 100k keys. Readers skip malformed lines instead of failing.
 
 // validKey reports whether key can be stored: not empty, no space, no newline.
-func validKey(key string) bool {
-	return key != "" && strings.IndexByte(key, ' ') < 0 && strings.IndexByte(key, '\n') < 0
+func validKey[K string | []byte](key K) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] == ' ' || key[i] == '\n' {
+			return false
+		}
+	}
+	return len(key) > 0
 }
 
 // nextLine splits s at its first newline.
@@ -63,7 +68,7 @@ func parseCounts(data []byte, extra int) (map[string]int64, int) {
 // is looked up in deltas and written out at once, so each key costs one
 // lookup and one insert. Keys whose total becomes 0 stay in totals but are not
 // written. A stored object with duplicate keys falls back to the plain path.
-func mergeCounts(data []byte, deltas map[string]int64) (totals map[string]int64, out []byte, malformed int) {
+func mergeCounts(data []byte, deltas deltas) (totals map[string]int64, out []byte, malformed int) {
 	lines := bytes.Count(data, []byte{'\n'}) + 1
 	totals = make(map[string]int64, lines+lines/4+len(deltas)/4) // slack: avoid table splits
 	out = make([]byte, 0, len(data)+len(deltas)*8)
@@ -80,7 +85,7 @@ func mergeCounts(data []byte, deltas map[string]int64) (totals map[string]int64,
 			continue
 		}
 		if d, ok := deltas[k]; ok {
-			v += d
+			v += *d
 			matched++
 		}
 		n := len(totals)
@@ -95,9 +100,9 @@ func mergeCounts(data []byte, deltas map[string]int64) (totals map[string]int64,
 	if matched < len(deltas) {
 		for k, d := range deltas {
 			if _, ok := totals[k]; !ok {
-				totals[k] = d
-				if d != 0 {
-					out = appendLine(out, k, d)
+				totals[k] = *d
+				if *d != 0 {
+					out = appendLine(out, k, *d)
 				}
 			}
 		}
@@ -107,10 +112,10 @@ func mergeCounts(data []byte, deltas map[string]int64) (totals map[string]int64,
 
 // mergeCountsSlow is mergeCounts for objects with duplicate keys: it sums
 // the duplicates first.
-func mergeCountsSlow(data []byte, deltas map[string]int64) (map[string]int64, []byte, int) {
+func mergeCountsSlow(data []byte, deltas deltas) (map[string]int64, []byte, int) {
 	totals, malformed := parseCounts(data, len(deltas))
 	for k, d := range deltas {
-		totals[k] += d
+		totals[k] += *d
 	}
 	out := make([]byte, 0, len(data)+len(deltas)*8)
 	for k, v := range totals {

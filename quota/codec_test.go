@@ -73,6 +73,15 @@ func TestValidKey(t *testing.T) {
 	}
 }
 
+// deltasOf returns m as deltas.
+func deltasOf(m map[string]int64) deltas {
+	d := deltas{}
+	for k, v := range m {
+		d[k] = &v
+	}
+	return d
+}
+
 func TestMergeCounts(t *testing.T) {
 	tests := []struct {
 		rule          string
@@ -93,7 +102,7 @@ func TestMergeCounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
-			totals, out, malformed := mergeCounts([]byte(tt.stored), tt.deltas)
+			totals, out, malformed := mergeCounts([]byte(tt.stored), deltasOf(tt.deltas))
 			written, bad := parseCounts(out, 0)
 			if !maps.Equal(written, tt.want) || bad != 0 {
 				t.Errorf("written = %v (%d bad), want %v", written, bad, tt.want)

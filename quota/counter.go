@@ -66,8 +66,8 @@ type bucket struct {
 	start, end time.Time
 	name       string           // storage object name, e.g. "day-2026-11-30"
 	shared     map[string]int64 // totals of all instances, last adopted
-	pending    map[string]int64 // counted here since the last successful push
-	inflight   map[string]int64 // deltas a running Flush is pushing; nil otherwise
+	pending    deltas           // counted here since the last successful push
+	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
 }
 
 func newBucket(p Period, start time.Time) *bucket {
@@ -77,13 +77,42 @@ func newBucket(p Period, start time.Time) *bucket {
 		end:     p.Next(start),
 		name:    objectName(p, start),
 		shared:  map[string]int64{},
-		pending: map[string]int64{},
+		pending: deltas{},
 	}
 }
 
 // used returns the count of key in b as this instance knows it.
-func (b *bucket) used(key string) int64 {
-	return b.shared[key] + b.pending[key] + b.inflight[key]
+func (b *bucket) used(key []byte) int64 {
+	return b.shared[string(key)] + b.pending.get(key) + b.inflight.get(key)
+}
+
+// deltas maps keys to counts through pointers, so that a key already
+// present is found and updated from its bytes: TryAdd turns a key into a
+// string only the first time the key is counted in a flush interval.
+type deltas map[string]*int64
+
+// get returns the count of key.
+func (d deltas) get(key []byte) int64 {
+	if p := d[string(key)]; p != nil {
+		return *p
+	}
+	return 0
+}
+
+// add adds n to the count of key, and drops the key when its count becomes
+// zero.
+func (d deltas) add(key []byte, n int64) {
+	p := d[string(key)]
+	switch {
+	case p == nil:
+		p = new(int64)
+		*p = n
+		d[string(key)] = p
+	case *p+n == 0:
+		delete(d, string(key))
+	default:
+		*p += n
+	}
 }
 
 // New returns a Counter for cfg. Call Load once at startup, then Flush every

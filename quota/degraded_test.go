@@ -67,7 +67,7 @@ func TestStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 			if !s.Degraded || s.Failures != 3 || s.Pending != 1 || s.LastError == "" || !s.LastErrorTime.Equal(t0) {
 				t.Errorf("degraded State = %+v", s)
 			}
-			if got := c.Used("k", Day, t0); got != 8 {
+			if got := c.Used([]byte("k"), Day, t0); got != 8 {
 				t.Errorf("Used while degraded = %d, want 8", got)
 			}
 			if got := tr.get(); !slices.Equal(got, []bool{true}) {
@@ -84,7 +84,7 @@ func TestStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 			if got := st.counts(key)["k"]; got != 8 {
 				t.Errorf("stored after recovery = %d, want 8 (every count of the outage)", got)
 			}
-			if got := c.Used("k", Day, t0); got != 8 {
+			if got := c.Used([]byte("k"), Day, t0); got != 8 {
 				t.Errorf("Used after recovery = %d, want 8", got)
 			}
 			s = c.State()
@@ -143,7 +143,7 @@ func TestLoadFailureDegradesButCounts(t *testing.T) {
 	if got := tr.get(); !slices.Equal(got, []bool{true, false}) {
 		t.Errorf("OnDegraded calls = %v", got)
 	}
-	if got := c.Used("k", Day, t0); got != 1 {
+	if got := c.Used([]byte("k"), Day, t0); got != 1 {
 		t.Errorf("Used = %d, want 1 (Load keeps pending counts)", got)
 	}
 }

@@ -261,6 +261,6 @@ func objKey(p Period, t time.Time) string {
 
 // add charges n for key in period p with no practical limit.
 func add(c *Counter, key string, p Period, n int64, now time.Time) bool {
-	_, ok := c.TryAdd([]Item{{Key: key, Period: p, Limit: 1 << 60, N: n}}, now)
+	_, ok := c.TryAdd([]Item{{Key: []byte(key), Period: p, Limit: 1 << 60, N: n}}, now)
 	return ok
 }

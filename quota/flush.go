@@ -63,7 +63,7 @@ func (c *Counter) beginFlush(now time.Time) []job {
 			// collected and its counts can no longer refuse anything.
 			c.dropLocked(b)
 		case len(b.pending) > 0:
-			b.inflight, b.pending = b.pending, map[string]int64{}
+			b.inflight, b.pending = b.pending, deltas{}
 			jobs = append(jobs, job{b: b, push: true})
 		case b.start.Before(cur):
 			c.dropLocked(b) // ended and fully pushed
@@ -178,10 +178,13 @@ func mergeDeltas(b *bucket) {
 		b.pending, b.inflight = b.inflight, b.pending
 	}
 	for k, d := range b.inflight {
-		if v := b.pending[k] + d; v != 0 {
-			b.pending[k] = v
-		} else {
+		switch p := b.pending[k]; {
+		case p == nil:
+			b.pending[k] = d
+		case *p+*d == 0:
 			delete(b.pending, k)
+		default:
+			*p += *d
 		}
 	}
 }
@@ -196,13 +199,13 @@ func (c *Counter) foldLocal(now time.Time) {
 			continue
 		}
 		for k, d := range b.pending {
-			if v := b.shared[k] + d; v != 0 {
+			if v := b.shared[k] + *d; v != 0 {
 				b.shared[k] = v
 			} else {
 				delete(b.shared, k)
 			}
 		}
-		b.pending = map[string]int64{}
+		b.pending = deltas{}
 	}
 }
 

@@ -29,7 +29,7 @@ func TestFlushSumsAcrossInstances(t *testing.T) {
 	}
 	for i, c := range cs {
 		for k, v := range want {
-			if got := c.Used(k, Day, t0); got != v {
+			if got := c.Used([]byte(k), Day, t0); got != v {
 				t.Errorf("counter %d: Used(%s) = %d, want %d", i, k, got, v)
 			}
 		}
@@ -53,10 +53,10 @@ func TestIdleCounterSeesOthers(t *testing.T) {
 	if err := idle.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := idle.Used("k", Day, t0); got != 7 {
+	if got := idle.Used([]byte("k"), Day, t0); got != 7 {
 		t.Errorf("idle Used(day) = %d, want 7", got)
 	}
-	if got := idle.Used("k", Month, t0); got != 9 {
+	if got := idle.Used([]byte("k"), Month, t0); got != 9 {
 		t.Errorf("idle Used(month) = %d, want 9", got)
 	}
 	ops, _ := st.takeOps()
@@ -77,10 +77,10 @@ func TestRestartContinuesFromFlushed(t *testing.T) {
 	if err := restarted.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := restarted.Used("k", Day, t0); got != 42 {
+	if got := restarted.Used([]byte("k"), Day, t0); got != 42 {
 		t.Fatalf("after restart Used = %d, want 42", got)
 	}
-	items := []Item{{Key: "k", Period: Day, Limit: 43, N: 1}}
+	items := []Item{{Key: []byte("k"), Period: Day, Limit: 43, N: 1}}
 	if _, ok := restarted.TryAdd(items, t0); !ok {
 		t.Error("43rd request refused")
 	}
@@ -103,9 +103,9 @@ func TestRefundAfterFlushPushesNegativeDelta(t *testing.T) {
 	}{
 		{"a counts 5", func() { add(a, "k", Day, 5, t0) }, a, 5},
 		{"b counts 4", func() { add(b, "k", Day, 4, t0) }, b, 9},
-		{"a refunds 2 after its push", func() { a.Refund([]Item{{Key: "k", Period: Day, N: 2}}, t0) }, a, 7},
-		{"b refunds all it counted", func() { b.Refund([]Item{{Key: "k", Period: Day, N: 4}}, t0) }, b, 3},
-		{"a refunds the rest: the line disappears", func() { a.Refund([]Item{{Key: "k", Period: Day, N: 3}}, t0) }, a, 0},
+		{"a refunds 2 after its push", func() { a.Refund([]Item{{Key: []byte("k"), Period: Day, N: 2}}, t0) }, a, 7},
+		{"b refunds all it counted", func() { b.Refund([]Item{{Key: []byte("k"), Period: Day, N: 4}}, t0) }, b, 3},
+		{"a refunds the rest: the line disappears", func() { a.Refund([]Item{{Key: []byte("k"), Period: Day, N: 3}}, t0) }, a, 0},
 	}
 	for _, s := range steps {
 		s.do()
@@ -115,7 +115,7 @@ func TestRefundAfterFlushPushesNegativeDelta(t *testing.T) {
 		if got := st.counts(key)["k"]; got != s.stored {
 			t.Fatalf("%s: stored = %d, want %d", s.rule, got, s.stored)
 		}
-		if got := s.flush.Used("k", Day, t0); got != s.stored {
+		if got := s.flush.Used([]byte("k"), Day, t0); got != s.stored {
 			t.Fatalf("%s: Used = %d, want %d", s.rule, got, s.stored)
 		}
 	}
@@ -166,7 +166,7 @@ func TestMalformedStoredLinesAreSkipped(t *testing.T) {
 	if err := c.Load(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if a, cc := c.Used("a", Day, t0), c.Used("c", Day, t0); a != 5 || cc != 7 {
+	if a, cc := c.Used([]byte("a"), Day, t0), c.Used([]byte("c"), Day, t0); a != 5 || cc != 7 {
 		t.Errorf("Used a, c = %d, %d; want 5, 7", a, cc)
 	}
 	add(c, "a", Day, 1, t0)

@@ -40,14 +40,14 @@ func TestTryAddDuringSlowFlush(t *testing.T) {
 		wantUsed int64
 	}{
 		{"inflight deltas still count while the flush runs", nil, true, 10},
-		{"a count during the flush is added", []Item{{Key: "k", Period: Day, Limit: 15, N: 5}}, true, 15},
-		{"the limit sees inflight plus pending", []Item{{Key: "k", Period: Day, Limit: 15, N: 1}}, false, 15},
+		{"a count during the flush is added", []Item{{Key: []byte("k"), Period: Day, Limit: 15, N: 5}}, true, 15},
+		{"the limit sees inflight plus pending", []Item{{Key: []byte("k"), Period: Day, Limit: 15, N: 1}}, false, 15},
 	}
 	for _, s := range steps {
 		if _, ok := c.TryAdd(s.items, t0); ok != s.wantOK {
 			t.Errorf("%s: TryAdd ok = %v", s.rule, ok)
 		}
-		if got := c.Used("k", Day, t0); got != s.wantUsed {
+		if got := c.Used([]byte("k"), Day, t0); got != s.wantUsed {
 			t.Errorf("%s: Used = %d, want %d", s.rule, got, s.wantUsed)
 		}
 	}
@@ -62,13 +62,13 @@ func TestTryAddDuringSlowFlush(t *testing.T) {
 	if got := st.counts(key)["k"]; got != 17 {
 		t.Errorf("stored = %d, want 7 + 10", got)
 	}
-	if got := c.Used("k", Day, t0); got != 22 {
+	if got := c.Used([]byte("k"), Day, t0); got != 22 {
 		t.Errorf("Used after adopt = %d, want 7 + 10 stored + 5 pending", got)
 	}
 	if err := c.Flush(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got, used := st.counts(key)["k"], c.Used("k", Day, t0); got != 22 || used != 22 {
+	if got, used := st.counts(key)["k"], c.Used([]byte("k"), Day, t0); got != 22 || used != 22 {
 		t.Errorf("after second flush stored, Used = %d, %d; want 22, 22", got, used)
 	}
 }
@@ -92,7 +92,7 @@ func TestConcurrentTryAddAndFlushes(t *testing.T) {
 						added.Add(1)
 					}
 					if i%100 == 0 {
-						c.Refund([]Item{{Key: k, Period: Day, N: 1}}, t0)
+						c.Refund([]Item{{Key: []byte(k), Period: Day, N: 1}}, t0)
 						added.Add(-1)
 					}
 				}
@@ -135,7 +135,7 @@ func TestConcurrentTryAddAndFlushes(t *testing.T) {
 	for i, c := range cs {
 		var used int64
 		for k := range 3 {
-			used += c.Used(fmt.Sprintf("k%d", k), Day, t0)
+			used += c.Used([]byte(fmt.Sprintf("k%d", k)), Day, t0)
 		}
 		if used != added.Load() {
 			t.Errorf("counter %d: Used total = %d, want %d", i, used, added.Load())

@@ -18,7 +18,7 @@ func TestRefreshAdoptsOthersCountsAndLeavesDegradedAlone(t *testing.T) {
 	if err := b.Refresh(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := b.Used("k", Day, t0); got != 4 {
+	if got := b.Used([]byte("k"), Day, t0); got != 4 {
 		t.Fatalf("after a refresh the other instance's 4 are seen as %d", got)
 	}
 	// A failed read neither marks the store degraded nor, later, healthy:
@@ -41,7 +41,7 @@ func TestRefreshAdoptsOthersCountsAndLeavesDegradedAlone(t *testing.T) {
 	if !b.State().Degraded {
 		t.Fatal("a successful refresh declared the store healthy before the pending count was pushed")
 	}
-	if got := b.Used("k", Day, t0); got != 5 {
+	if got := b.Used([]byte("k"), Day, t0); got != 5 {
 		t.Fatalf("used %d after refresh, want 4 stored + 1 pending", got)
 	}
 }

@@ -26,7 +26,7 @@ func TestRollover(t *testing.T) {
 			st := newFakeStorage()
 			clk := newFakeClock(tt.before)
 			c := newTestCounter(st, clk, tt.p)
-			item := []Item{{Key: "k", Period: tt.p, Limit: 3, N: 1}}
+			item := []Item{{Key: []byte("k"), Period: tt.p, Limit: 3, N: 1}}
 			for range 3 {
 				if _, ok := c.TryAdd(item, tt.before); !ok {
 					t.Fatal("refused within the limit")
@@ -43,10 +43,10 @@ func TestRollover(t *testing.T) {
 			if _, ok := c.TryAdd(item, tt.after); !ok {
 				t.Fatal("refused in the new period")
 			}
-			if got := c.Used("k", tt.p, tt.before); got != 3 {
+			if got := c.Used([]byte("k"), tt.p, tt.before); got != 3 {
 				t.Errorf("old period Used before flush = %d, want 3", got)
 			}
-			if got := c.Used("k", tt.p, tt.after); got != 1 {
+			if got := c.Used([]byte("k"), tt.p, tt.after); got != 1 {
 				t.Errorf("new period Used = %d, want 1", got)
 			}
 			if err := c.Flush(t.Context()); err != nil {

@@ -1,12 +1,16 @@
 package quota
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // Item is one quota to check and charge: N more for Key in the Period
 // containing the time of the call, allowed while used + N <= Limit.
 type Item struct {
 	// Key identifies the counted subject; not empty, no space, no newline.
-	Key string
+	// It is only read during the call, so it may live in a reused buffer.
+	Key []byte
 	// Period is the window the count belongs to.
 	Period Period
 	// Limit is the largest count allowed in the period.
@@ -36,7 +40,7 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 		}
 		used := c.bucketLocked(it.Period, now, true).used(it.Key)
 		for j := range i { // the same key twice in one call adds up
-			if items[j].Key == it.Key && items[j].Period == it.Period {
+			if bytes.Equal(items[j].Key, it.Key) && items[j].Period == it.Period {
 				used += items[j].N
 			}
 		}
@@ -48,7 +52,7 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	for i := range items {
 		it := &items[i]
 		if it.N != 0 {
-			c.bucketLocked(it.Period, now, true).pending[it.Key] += it.N
+			c.bucketLocked(it.Period, now, true).pending.add(it.Key, it.N)
 		}
 	}
 	return -1, true
@@ -65,18 +69,13 @@ func (c *Counter) Refund(items []Item, now time.Time) {
 		if !it.Period.Valid() || it.N <= 0 || !validKey(it.Key) {
 			continue
 		}
-		b := c.bucketLocked(it.Period, now, true)
-		if v := b.pending[it.Key] - it.N; v != 0 {
-			b.pending[it.Key] = v
-		} else {
-			delete(b.pending, it.Key)
-		}
+		c.bucketLocked(it.Period, now, true).pending.add(it.Key, -it.N)
 	}
 }
 
 // Used returns the count of key in the period of kind p containing now: the
 // shared total last adopted plus what this instance counted since.
-func (c *Counter) Used(key string, p Period, now time.Time) int64 {
+func (c *Counter) Used(key []byte, p Period, now time.Time) int64 {
 	if !p.Valid() {
 		return 0
 	}

@@ -21,30 +21,30 @@ func TestTryAdd(t *testing.T) {
 	}{
 		{
 			rule:       "within limit is counted",
-			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 3}},
 			wantFailed: -1, wantOK: true,
 			wantUsed: map[usage]int64{{"k", Day}: 3},
 		},
 		{
 			rule:       "exactly reaching the limit is allowed",
-			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 2}},
-			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			before:     []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 2}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 3}},
 			wantFailed: -1, wantOK: true,
 			wantUsed: map[usage]int64{{"k", Day}: 5},
 		},
 		{
 			rule:       "over the limit is refused and not counted",
-			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
-			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 3}},
+			before:     []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 3}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 3}},
 			wantFailed: 0, wantOK: false,
 			wantUsed: map[usage]int64{{"k", Day}: 3},
 		},
 		{
 			rule:   "all or nothing: day fits, month exhausted, nothing counted",
-			before: []Item{{Key: "k", Period: Month, Limit: 10, N: 10}},
+			before: []Item{{Key: []byte("k"), Period: Month, Limit: 10, N: 10}},
 			items: []Item{
-				{Key: "k", Period: Day, Limit: 100, N: 1},
-				{Key: "k", Period: Month, Limit: 10, N: 1},
+				{Key: []byte("k"), Period: Day, Limit: 100, N: 1},
+				{Key: []byte("k"), Period: Month, Limit: 10, N: 1},
 			},
 			wantFailed: 1, wantOK: false,
 			wantUsed: map[usage]int64{{"k", Day}: 0, {"k", Month}: 10},
@@ -52,9 +52,9 @@ func TestTryAdd(t *testing.T) {
 		{
 			rule: "all or nothing: several keys all fit, all counted",
 			items: []Item{
-				{Key: "i/a", Period: Day, Limit: 5, N: 1},
-				{Key: "g/b", Period: Day, Limit: 5, N: 2},
-				{Key: "i/a", Period: Month, Limit: 50, N: 1},
+				{Key: []byte("i/a"), Period: Day, Limit: 5, N: 1},
+				{Key: []byte("g/b"), Period: Day, Limit: 5, N: 2},
+				{Key: []byte("i/a"), Period: Month, Limit: 50, N: 1},
 			},
 			wantFailed: -1, wantOK: true,
 			wantUsed: map[usage]int64{{"i/a", Day}: 1, {"g/b", Day}: 2, {"i/a", Month}: 1},
@@ -62,8 +62,8 @@ func TestTryAdd(t *testing.T) {
 		{
 			rule: "the same key twice in one call adds up",
 			items: []Item{
-				{Key: "k", Period: Day, Limit: 5, N: 3},
-				{Key: "k", Period: Day, Limit: 5, N: 3},
+				{Key: []byte("k"), Period: Day, Limit: 5, N: 3},
+				{Key: []byte("k"), Period: Day, Limit: 5, N: 3},
 			},
 			wantFailed: 1, wantOK: false,
 			wantUsed: map[usage]int64{{"k", Day}: 0},
@@ -71,22 +71,22 @@ func TestTryAdd(t *testing.T) {
 		{
 			rule: "the same key twice in one call fitting together",
 			items: []Item{
-				{Key: "k", Period: Day, Limit: 5, N: 1},
-				{Key: "k", Period: Day, Limit: 5, N: 2},
+				{Key: []byte("k"), Period: Day, Limit: 5, N: 1},
+				{Key: []byte("k"), Period: Day, Limit: 5, N: 2},
 			},
 			wantFailed: -1, wantOK: true,
 			wantUsed: map[usage]int64{{"k", Day}: 3},
 		},
 		{
 			rule:       "zero N only checks",
-			before:     []Item{{Key: "k", Period: Day, Limit: 5, N: 5}},
-			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 0}},
+			before:     []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 5}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 0}},
 			wantFailed: -1, wantOK: true,
 			wantUsed: map[usage]int64{{"k", Day}: 5},
 		},
 		{
 			rule:       "zero limit refuses everything",
-			items:      []Item{{Key: "k", Period: Day, Limit: 0, N: 1}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 0, N: 1}},
 			wantFailed: 0, wantOK: false,
 		},
 		{
@@ -95,28 +95,28 @@ func TestTryAdd(t *testing.T) {
 		},
 		{
 			rule:       "invalid period is refused",
-			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: 1}, {Key: "k", Period: 0, Limit: 5, N: 1}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 1}, {Key: []byte("k"), Period: 0, Limit: 5, N: 1}},
 			wantFailed: 1, wantOK: false,
 			wantUsed: map[usage]int64{{"k", Day}: 0},
 		},
 		{
 			rule:       "key with a space is refused",
-			items:      []Item{{Key: "a b", Period: Day, Limit: 5, N: 1}},
+			items:      []Item{{Key: []byte("a b"), Period: Day, Limit: 5, N: 1}},
 			wantFailed: 0, wantOK: false,
 		},
 		{
 			rule:       "key with a newline is refused",
-			items:      []Item{{Key: "a\nb", Period: Day, Limit: 5, N: 1}},
+			items:      []Item{{Key: []byte("a\nb"), Period: Day, Limit: 5, N: 1}},
 			wantFailed: 0, wantOK: false,
 		},
 		{
 			rule:       "empty key is refused",
-			items:      []Item{{Key: "", Period: Day, Limit: 5, N: 1}},
+			items:      []Item{{Key: []byte(""), Period: Day, Limit: 5, N: 1}},
 			wantFailed: 0, wantOK: false,
 		},
 		{
 			rule:       "negative N is refused",
-			items:      []Item{{Key: "k", Period: Day, Limit: 5, N: -1}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: -1}},
 			wantFailed: 0, wantOK: false,
 		},
 	}
@@ -128,7 +128,7 @@ func TestTryAdd(t *testing.T) {
 			}
 			running := map[usage]int64{} // Used before the call, then each item added
 			for _, it := range tt.items {
-				if u := (usage{it.Key, it.Period}); it.Period.Valid() {
+				if u := (usage{string(it.Key), it.Period}); it.Period.Valid() {
 					running[u] = c.Used(it.Key, it.Period, t0)
 				}
 			}
@@ -137,14 +137,14 @@ func TestTryAdd(t *testing.T) {
 				t.Errorf("TryAdd = %d, %v; want %d, %v", failed, ok, tt.wantFailed, tt.wantOK)
 			}
 			for _, it := range tt.items {
-				u := usage{it.Key, it.Period}
+				u := usage{string(it.Key), it.Period}
 				running[u] += it.N
 				if ok && it.Used != running[u] {
 					t.Errorf("item %s %s: Used = %d, want %d (the count once it and the items before it are added)", it.Key, it.Period, it.Used, running[u])
 				}
 			}
 			for u, want := range tt.wantUsed {
-				if got := c.Used(u.key, u.p, t0); got != want {
+				if got := c.Used([]byte(u.key), u.p, t0); got != want {
 					t.Errorf("Used(%s, %s) = %d, want %d", u.key, u.p, got, want)
 				}
 			}
@@ -169,8 +169,8 @@ func TestRefund(t *testing.T) {
 			if tt.add > 0 && !add(c, "k", Day, tt.add, t0) {
 				t.Fatal("add refused")
 			}
-			c.Refund([]Item{{Key: "k", Period: Day, N: tt.refund}, {Key: "bad key", Period: Day, N: 1}, {Key: "k", N: 1}}, t0)
-			if got := c.Used("k", Day, t0); got != tt.wantUsed {
+			c.Refund([]Item{{Key: []byte("k"), Period: Day, N: tt.refund}, {Key: []byte("bad key"), Period: Day, N: 1}, {Key: []byte("k"), N: 1}}, t0)
+			if got := c.Used([]byte("k"), Day, t0); got != tt.wantUsed {
 				t.Errorf("Used = %d, want %d", got, tt.wantUsed)
 			}
 			if got := c.State().Pending; got != tt.wantPending {
@@ -196,7 +196,7 @@ func TestUsedUnknown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
-			if got := c.Used(tt.key, tt.p, tt.at); got != 0 {
+			if got := c.Used([]byte(tt.key), tt.p, tt.at); got != 0 {
 				t.Errorf("Used = %d, want 0", got)
 			}
 		})
@@ -214,7 +214,7 @@ func TestNoStorageFoldsLocally(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := c.State()
-	if got := c.Used("k", Day, t0); got != 4 || st.Pending != 0 || st.Tracked != 1 || st.Flushes != 1 {
+	if got := c.Used([]byte("k"), Day, t0); got != 4 || st.Pending != 0 || st.Tracked != 1 || st.Flushes != 1 {
 		t.Errorf("Used = %d, State = %+v", got, st)
 	}
 	clk.Set(t0.Add(24 * time.Hour))
