@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,8 +23,10 @@ func init() {
 // AdminAPI is the admin endpoint `/mcp_ratelimit/`: `GET /mcp_ratelimit/`
 // returns every zone's limits in force, tracked entries, refusals per
 // layer and quota store state; `GET /mcp_ratelimit/<zone>` one zone; and
-// `GET /mcp_ratelimit/<zone>/identities/<fingerprint>` one identity's
-// proven state, bucket levels and quota usage.
+// `GET /mcp_ratelimit/<zone>/identities[?limit=<n>]` the proven identities,
+// most recently used first (default 100 of them), so operators can learn
+// fingerprints; and `GET /mcp_ratelimit/<zone>/identities/<fingerprint>` one
+// identity's proven state, bucket levels and quota usage.
 type AdminAPI struct{}
 
 // CaddyModule returns the Caddy module information.
@@ -58,6 +62,16 @@ func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 			return err
 		}
 		body = z.status()
+	case len(parts) == 2 && parts[1] == "identities":
+		z, err := lookupZone(parts[0])
+		if err != nil {
+			return err
+		}
+		limit, err := listLimit(r.URL.Query().Get("limit"))
+		if err != nil {
+			return err
+		}
+		body = z.knownView(limit, time.Now())
 	case len(parts) == 3 && parts[1] == "identities":
 		z, err := lookupZone(parts[0])
 		if err != nil {
@@ -73,6 +87,46 @@ func (a *AdminAPI) serve(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	return json.NewEncoder(w).Encode(body)
+}
+
+// defaultListLimit is how many identities a listing shows without ?limit.
+const defaultListLimit = 100
+
+// listLimit parses the limit query parameter of a listing.
+func listLimit(v string) (int, error) {
+	if v == "" {
+		return defaultListLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		return 0, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: fmt.Errorf("limit %q: want a positive integer", v)}
+	}
+	return n, nil
+}
+
+// knownView lists the zone's proven identities on this instance, the most
+// recently used first, at most limit of them, with the total.
+func (z *zone) knownView(limit int, now time.Time) map[string]any {
+	type entry struct {
+		fp   [16]byte
+		last time.Time
+	}
+	ttl := z.pol.Load().knownTTL
+	var all []entry
+	z.known.Each(func(fp [16]byte, last time.Time) {
+		if ttl <= 0 || now.Sub(last) < ttl {
+			all = append(all, entry{fp, last})
+		}
+	})
+	slices.SortFunc(all, func(a, b entry) int { return b.last.Compare(a.last) })
+	list := make([]map[string]any, 0, min(limit, len(all)))
+	for _, e := range all[:min(limit, len(all))] {
+		list = append(list, map[string]any{
+			"fingerprint": fingerprintHex(e.fp),
+			"last_used":   e.last.UTC().Format(time.RFC3339Nano),
+		})
+	}
+	return map[string]any{"total": len(all), "identities": list}
 }
 
 func lookupZone(name string) (*zone, error) {

@@ -234,3 +234,48 @@ func TestPatchThroughConfigKeepsDrainedBucketAndOverridesApplyToOneIdentity(t *t
 		t.Errorf("identity view lacks override: %s", body)
 	}
 }
+
+// Operators learn fingerprints from the admin API: the zone's proven
+// identities, most recently used first.
+func TestAdminListsProvenIdentitiesMostRecentFirst(t *testing.T) {
+	e := start(t, "zone list\nquota 100/day")
+	e.prove("valid-one")
+	e.prove("valid-two")
+	if r := e.call(1, "Authorization", "Bearer valid-one"); r.Status != http.StatusOK {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	one := fingerprintOf(t, e.caddy.Storage, "list", "Bearer valid-one")
+	two := fingerprintOf(t, e.caddy.Storage, "list", "Bearer valid-two")
+	type listing struct {
+		Total      int `json:"total"`
+		Identities []struct {
+			Fingerprint string    `json:"fingerprint"`
+			LastUsed    time.Time `json:"last_used"`
+		} `json:"identities"`
+	}
+	fps := func(l listing) []string {
+		var out []string
+		for _, id := range l.Identities {
+			out = append(out, id.Fingerprint)
+		}
+		return out
+	}
+	var all listing
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/list/identities", &all)
+	if got := fps(all); all.Total != 2 || len(got) != 2 || got[0] != one || got[1] != two {
+		t.Fatalf("listing %v (total %d), want [%s %s]: the last used first", got, all.Total, one, two)
+	}
+	if !all.Identities[0].LastUsed.After(all.Identities[1].LastUsed) {
+		t.Errorf("last_used %v, want decreasing", all.Identities)
+	}
+	var first listing
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/list/identities?limit=1", &first)
+	if got := fps(first); first.Total != 2 || len(got) != 1 || got[0] != one {
+		t.Fatalf("limit=1: %v (total %d), want [%s] of 2", got, first.Total, one)
+	}
+	for _, bad := range []string{"0", "-1", "x"} {
+		if status, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/list/identities?limit="+bad, nil); status != http.StatusBadRequest {
+			t.Errorf("limit=%s: %d, want 400 (%s)", bad, status, body)
+		}
+	}
+}

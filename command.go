@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,11 +10,14 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/caddyserver/certmagic"
 	"github.com/spf13/cobra"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
 func init() {
@@ -25,8 +29,9 @@ func init() {
 The fingerprint subcommand reads an identity value on stdin exactly as the
 identity placeholders produce it (e.g. the whole Authorization header value
 "Bearer abc"; with several placeholders, one value per line), strips the
-trailing newline, and prints its fingerprint under the zone's key from the
-configured storage — the same fingerprint the handler logs, shows in the
+trailing newline, and prints its fingerprint under the zone's key — from
+the configured storage, or from the zone's Redis store when the config gives
+it one (store redis) — the same fingerprint the handler logs, shows in the
 admin API and accepts in "override".`,
 		CobraFunc: func(cmd *cobra.Command) {
 			fp := &cobra.Command{
@@ -53,13 +58,29 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 	if err != nil {
 		return err
 	}
-	stor, err := configuredStorage(configFile, adapter)
+	cfg, err := loadConfigJSON(configFile, adapter)
+	if err != nil {
+		return err
+	}
+	stor, err := configuredStorage(cfg, configFile)
 	if err != nil {
 		return err
 	}
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName)
 	if err != nil {
 		return err
+	}
+	rs, err := zoneRedisStore(cfg, zoneName)
+	if err != nil {
+		return err
+	}
+	if rs != nil {
+		// The handler uses the key in Redis; the one from storage only
+		// becomes it when no instance has stored one yet.
+		if key, err = redisFingerprintKey(rs, zoneName, key); err != nil {
+			return err
+		}
+		created = false
 	}
 	if created {
 		// Preparing overrides before the first deploy is legitimate, but
@@ -86,15 +107,20 @@ func readIdentity(in io.Reader) (string, error) {
 	return s, nil
 }
 
-// configuredStorage returns the storage of the given config (its
-// top-level `storage`), or Caddy's default storage.
-func configuredStorage(configFile, adapter string) (certmagic.Storage, error) {
+// loadConfigJSON returns the JSON of the config file, or nil without one.
+func loadConfigJSON(configFile, adapter string) ([]byte, error) {
 	if configFile == "" {
-		return caddy.DefaultStorage, nil
+		return nil, nil
 	}
 	cfg, _, _, err := caddycmd.LoadConfig(configFile, adapter)
-	if err != nil {
-		return nil, err
+	return cfg, err
+}
+
+// configuredStorage returns the storage of the config (its top-level
+// `storage`), or Caddy's default storage.
+func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error) {
+	if cfg == nil {
+		return caddy.DefaultStorage, nil
 	}
 	var holder struct {
 		StorageRaw json.RawMessage `json:"storage,omitempty" caddy:"namespace=caddy.storage inline_key=module"`
@@ -112,4 +138,64 @@ func configuredStorage(configFile, adapter string) (certmagic.Storage, error) {
 		return nil, fmt.Errorf("loading storage module: %w", err)
 	}
 	return val.(caddy.StorageConverter).CertMagicStorage()
+}
+
+// zoneRedisStore returns the `store redis` settings of the zone's handlers
+// in the config, or nil when none of them has one. Handlers may sit at any
+// depth (routes, subroutes, handle blocks), so the whole config is walked.
+func zoneRedisStore(cfg []byte, zone string) (*RedisStore, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	var tree any
+	if err := json.Unmarshal(cfg, &tree); err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	var found *RedisStore
+	var walk func(v any) error
+	walk = func(v any) error {
+		switch v := v.(type) {
+		case map[string]any:
+			if v["handler"] == "mcp_ratelimit" && found == nil {
+				raw, _ := json.Marshal(v)
+				var h Handler
+				if err := json.Unmarshal(raw, &h); err != nil {
+					return fmt.Errorf("reading an mcp_ratelimit handler: %w", err)
+				}
+				if cmp.Or(h.Zone, defaultZone) == zone && h.Store != nil && h.Store.Redis != nil {
+					found = h.Store.Redis
+				}
+			}
+			for _, c := range v {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		case []any:
+			for _, c := range v {
+				if err := walk(c); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return found, walk(tree)
+}
+
+// redisFingerprintKey returns the zone's fingerprint key from its Redis
+// store, as the handler does at start with candidate from storage.
+func redisFingerprintKey(rs *RedisStore, zone string, candidate []byte) ([]byte, error) {
+	s, err := redisstore.New(redisstore.Config{URL: expandRedisURL(rs), Zone: zone})
+	if err != nil {
+		return nil, fmt.Errorf("store redis: %w", err)
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	key, err := s.FingerprintKey(ctx, candidate)
+	if err != nil {
+		return nil, fmt.Errorf("zone %q keeps its fingerprint key in its Redis store: %w", zone, err)
+	}
+	return key, nil
 }

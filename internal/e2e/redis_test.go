@@ -285,6 +285,30 @@ func TestRedisRateLimitHeadersCountEveryInstancesCalls(t *testing.T) {
 	}
 }
 
+// redisFingerprint returns the fingerprint of the one identity that has a
+// quota count in zone r today, as Redis names its quota key.
+func redisFingerprint(t *testing.T, r *harness.Redis) string {
+	t.Helper()
+	key := redisEval(t, r, `return redis.call('KEYS', ARGV[1])[1]`, "mcprl:{"+rzone+"}:q:i/*:d:*")
+	return strings.TrimSuffix(strings.TrimPrefix(key, "mcprl:{"+rzone+"}:q:i/"), ":d:"+time.Now().UTC().Format(time.DateOnly))
+}
+
+// With store redis the handler fingerprints under the key in Redis, which
+// is not the one in each instance's own storage: the fingerprint command
+// must print what the handler uses, whichever instance's config it reads.
+func TestRedisFingerprintCommandUsesTheKeyInRedis(t *testing.T) {
+	skipNearMidnight(t)
+	ps, r := twoProvenOnRedis(t, "valid-fp")
+	mustCall(t, ps[0], "valid-fp", "ok")
+	want := redisFingerprint(t, r)
+	for i, p := range ps {
+		got := p.Exec(t, "Bearer valid-fp\n", "mcp-ratelimit", "fingerprint", "--zone", rzone, "--config", "{config}", "--adapter", "caddyfile")
+		if strings.TrimSpace(got) != want {
+			t.Errorf("instance %d: the command printed %q; the handler uses %s", i, got, want)
+		}
+	}
+}
+
 func TestRedisAdminIdentityViewShowsEveryInstancesUse(t *testing.T) {
 	skipNearMidnight(t)
 	ps, r := twoProvenOnRedis(t, "valid-admin")
@@ -294,9 +318,7 @@ func TestRedisAdminIdentityViewShowsEveryInstancesUse(t *testing.T) {
 	for range 3 {
 		mustCall(t, ps[1], "valid-admin", "ok")
 	}
-	// The fingerprint, as Redis names the identity's quota key.
-	key := redisEval(t, r, `return redis.call('KEYS', ARGV[1])[1]`, "mcprl:{"+rzone+"}:q:i/*:d:*")
-	fp := strings.TrimSuffix(strings.TrimPrefix(key, "mcprl:{"+rzone+"}:q:i/"), ":d:"+time.Now().UTC().Format(time.DateOnly))
+	fp := redisFingerprint(t, r)
 	// Instance 0 shows the 5 calls of both instances, not its own 2.
 	resp, err := http.Get(ps[0].Admin + "/mcp_ratelimit/" + rzone + "/identities/" + fp)
 	if err != nil {

@@ -7,7 +7,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -81,7 +83,7 @@ func (p *Process) start(t testing.TB) {
 	t.Helper()
 	p.out, p.mu = &bytes.Buffer{}, &sync.Mutex{}
 	cmd := exec.Command(p.bin, "run", "--config", p.config, "--adapter", "caddyfile")
-	cmd.Env = append(os.Environ(), "HOME="+p.Home, "XDG_DATA_HOME="+filepath.Join(p.Home, "data"), "XDG_CONFIG_HOME="+filepath.Join(p.Home, "config"))
+	cmd.Env = p.env()
 	w := &lockedWriter{buf: p.out, mu: p.mu}
 	cmd.Stdout, cmd.Stderr = w, w
 	if err := cmd.Start(); err != nil {
@@ -100,6 +102,32 @@ func (p *Process) start(t testing.TB) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Exec runs the process's binary with args (in which "{config}" stands for
+// the process's config file) in the process's environment, with stdin, and
+// returns its standard output.
+func (p *Process) Exec(t testing.TB, stdin string, args ...string) string {
+	t.Helper()
+	args = slices.Clone(args)
+	for i, a := range args {
+		args[i] = strings.ReplaceAll(a, "{config}", p.config)
+	}
+	cmd := exec.Command(p.bin, args...)
+	cmd.Env = p.env()
+	cmd.Stdin = strings.NewReader(stdin)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", p.bin, args, err, stderr.String())
+	}
+	return string(out)
+}
+
+// env is the environment of the process: its own HOME and data dirs.
+func (p *Process) env() []string {
+	return append(os.Environ(), "HOME="+p.Home, "XDG_DATA_HOME="+filepath.Join(p.Home, "data"), "XDG_CONFIG_HOME="+filepath.Join(p.Home, "config"))
 }
 
 // Restart stops the process gracefully and starts it again with the same
