@@ -288,7 +288,10 @@ func (d *decision) admitQuota() (refusal, bool) {
 	}
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
 	if ok {
-		d.quotaHeld, d.quotaCounted = true, true
+		d.quotaHeld = true
+		for q := range d.items {
+			d.knowUsed(q, d.items[q].Used)
+		}
 		d.keepForRedis()
 		return refusal{}, true
 	}
@@ -363,6 +366,12 @@ func (d *decision) admitConcurrency() (refusal, bool) {
 	return refusal{}, true
 }
 
+// forgetLevels drops the tenant and quota levels recorded for the
+// RateLimit header, once the charge they describe is given back.
+func (d *decision) forgetLevels() {
+	d.tenantHeld, d.idKnown = false, [quota.Month + 1]bool{}
+}
+
 // rollback gives back everything reserved so far: all-or-nothing
 // admission means a refused request consumes nothing.
 func (d *decision) rollback() {
@@ -370,7 +379,9 @@ func (d *decision) rollback() {
 		d.res[i].Cancel(d.now)
 	}
 	d.nres = 0
-	d.tenantHeld, d.quotaCounted = false, false
+	if !d.inRedis { // what Redis reported stands; its refund forgets it
+		d.forgetLevels()
+	}
 	if d.quotaHeld {
 		d.z.quota.Refund(d.items, d.now)
 		d.quotaHeld = false

@@ -83,15 +83,22 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
 	}
 	if res.OK {
-		d.res[d.nres] = buckets.Compensate(func(time.Time) { d.z.refundRedis(r, items) })
+		d.res[d.nres] = buckets.Compensate(func(time.Time) {
+			d.z.refundRedis(r, items)
+			d.forgetLevels()
+		})
 		d.nres++
-		d.chargedInRedis(items, res.After, firstQuota)
+		d.levelsInRedis(items, res.After, firstQuota)
 		return refusal{}, true, nil
 	}
+	d.levelsInRedis(items, res.Now, firstQuota)
 	i := res.Refused
 	if i >= firstQuota && i < firstQuota+len(d.items) {
 		q := i - firstQuota
 		it := d.items[q]
+		if res.Local {
+			d.knowUsed(q, int64(res.Held))
+		}
 		return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now), false, nil
 	}
 	b := 0 // which bucket: tenant/group come before the quotas, global after
@@ -104,23 +111,26 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	if wait < 0 {
 		wait = time.Hour
 	}
+	if res.Local && layers[b] == layerTenant {
+		d.tenantLeft, d.tenantHeld = res.Held, true
+	}
 	return rateRefusal(layers[b], lims[b], wait, int(d.cost)), false, nil
 }
 
-// chargedInRedis records what Redis holds after charging items, for the
-// RateLimit headers: the tenant bucket's tokens left and each quota's
-// count, every instance's calls included.
-func (d *decision) chargedInRedis(items []redisstore.Item, after []float64, firstQuota int) {
-	if len(after) != len(items) {
+// levelsInRedis records what Redis reported for items (after charging
+// them, or uncharged after a refusal), for the RateLimit headers: the
+// tenant bucket's tokens and the identity's quota counts, every
+// instance's calls included.
+func (d *decision) levelsInRedis(items []redisstore.Item, levels []float64, firstQuota int) {
+	if len(levels) != len(items) {
 		return
 	}
 	if d.proven && !d.lim.tenantOff { // the tenant's bucket is item 0
-		d.tenantLeft, d.tenantHeld = after[0], true
+		d.tenantLeft, d.tenantHeld = levels[0], true
 	}
 	for q := range d.items {
-		d.items[q].Used = int64(after[firstQuota+q])
+		d.knowUsed(q, int64(levels[firstQuota+q]))
 	}
-	d.quotaCounted = true
 }
 
 // refundRedis gives back a Redis admission that a later local layer

@@ -79,9 +79,10 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	}
 	var arr [160]byte
 	b := arr[:0]
-	if !d.lim.tenantOff && d.lim.tenant.rate > 0 {
+	// With Redis deciding, the local state stands still: a value Redis did
+	// not report is left out rather than read from there.
+	if tokens, ok := d.tenantLeft, d.tenantHeld; !d.lim.tenantOff && d.lim.tenant.rate > 0 && (ok || !d.inRedis) {
 		t := d.lim.tenant
-		tokens, ok := d.tenantLeft, d.tenantHeld
 		if !ok {
 			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
 		}
@@ -96,13 +97,13 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	}
 	for _, p := range quotaPeriods {
 		lim := d.lim.quota.of(p)
-		if lim <= 0 {
+		used, ok := d.idUsed[p], d.idKnown[p]
+		if lim <= 0 || !ok && d.inRedis {
 			continue
 		}
 		if len(b) > 0 {
 			b = append(b, ", "...)
 		}
-		used, ok := d.quotaUsed(p)
 		if !ok {
 			used = d.z.quota.Used(d.identityQuotaKey(), p, d.now)
 		}
@@ -115,21 +116,19 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	}
 	hdr := w.Header()
 	hdr[hdrPolicy] = d.lim.rlPolicy
+	if len(b) == 0 {
+		return
+	}
 	c := d.carry()
 	c.rateLimit[0] = string(b)
 	hdr[hdrRateLimit] = c.rateLimit[:]
 }
 
-// quotaUsed returns the identity's count in period p as the quota layer
-// (local or in Redis) charged it, when this decision holds that charge.
-func (d *decision) quotaUsed(p quota.Period) (int64, bool) {
-	if !d.quotaCounted {
-		return 0, false
+// knowUsed records n as the count of quota item q, when q is one of the
+// identity's own quotas, for the RateLimit header.
+func (d *decision) knowUsed(q int, n int64) {
+	if d.itemLayers[q] == layerQuota {
+		p := d.items[q].Period
+		d.idUsed[p], d.idKnown[p] = n, true
 	}
-	for i, it := range d.items {
-		if d.itemLayers[i] == layerQuota && it.Period == p {
-			return it.Used, true
-		}
-	}
-	return 0, false
 }

@@ -53,17 +53,19 @@ end
 //
 // It returns {0, 0, after_1, ..., after_n} when every item fits (and
 // charges them all), where after_i is what item i holds once charged: a
-// bucket's tokens left in thousandths, a quota's count. Otherwise it
-// returns {i, wait_ms} for the first item i that does not fit, having
-// written nothing; wait_ms is -1 for a bucket whose burst is below the cost.
+// bucket's tokens in thousandths, a quota's count. Otherwise it returns
+// {i, wait_ms, now_1, ..., now_n} for the first item i that does not fit,
+// having written nothing: now_j is what item j holds (uncharged), and
+// wait_ms is -1 for a bucket whose burst is below the cost.
 var decideScript = redis.NewScript(luaDate + `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
 local margin = tonumber(ARGV[1])
 local n = #KEYS
-local level, qkeys, resets, after = {}, {}, {}, {}
+local level, qkeys, resets, after, cur = {}, {}, {}, {}, {}
 local adds = {}
+local refused, wait = 0, 0
 for i = 1, n do
   local base = 2 + (i - 1) * 4
   local kind, a, b, cost = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
@@ -77,22 +79,36 @@ for i = 1, n do
       if elapsed < 0 then elapsed = 0 end
       tokens = math.min(b, tokens + elapsed * a / 1000000)
     end
-    if tokens < cost then
-      if cost > b then return {i, -1} end
-      return {i, math.ceil((cost - tokens) / a * 1000)}
+    cur[i] = math.floor(tokens * 1000)
+    if refused == 0 then
+      if tokens < cost then
+        refused, wait = i, math.ceil((cost - tokens) / a * 1000)
+        if cost > b then wait = -1 end
+      else
+        level[i] = tokens - cost
+        after[i] = math.floor(level[i] * 1000)
+      end
     end
-    level[i] = tokens - cost
-    after[i] = math.floor(level[i] * 1000)
   else
     local suffix, reset = period(a, sec)
     local qk = KEYS[i] .. suffix
-    local used = tonumber(redis.call('GET', qk) or '0') + (adds[qk] or 0)
-    if used + cost > b then
-      return {i, math.ceil(reset * 1000 - now / 1000)}
+    local stored = tonumber(redis.call('GET', qk) or '0')
+    cur[i] = stored
+    if refused == 0 then
+      local used = stored + (adds[qk] or 0)
+      if used + cost > b then
+        refused, wait = i, math.ceil(reset * 1000 - now / 1000)
+      else
+        adds[qk] = (adds[qk] or 0) + cost
+        qkeys[i], resets[i], after[i] = qk, reset, used + cost
+      end
     end
-    adds[qk] = (adds[qk] or 0) + cost
-    qkeys[i], resets[i], after[i] = qk, reset, used + cost
   end
+end
+if refused > 0 then
+  local reply = {refused, wait}
+  for i = 1, n do reply[2 + i] = cur[i] end
+  return reply
 end
 for i = 1, n do
   local base = 2 + (i - 1) * 4

@@ -73,6 +73,12 @@ type Result struct {
 	// After holds, when OK, what each item holds once charged, on Redis:
 	// a bucket's tokens left, a quota's count in its period.
 	After []float64
+	// Now holds, after a refusal by Redis, what each item holds there
+	// (nothing was charged); nil for a Local refusal.
+	Now []float64
+	// Held is, after a Local refusal, what the refused item held when Redis
+	// refused it, brought up to now: a bucket's tokens, a quota's count.
+	Held float64
 }
 
 // Delta is a count made outside Redis (during an outage) for a quota key
@@ -126,6 +132,8 @@ type overEntry struct {
 	n          int64
 	rate       float64
 	burst, lim int64
+	held       float64 // what the item held when Redis refused it
+	at         time.Time
 }
 
 // New parses cfg.URL and returns a Store. It does not connect: the first
@@ -235,25 +243,25 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("deciding in redis: %w", err)
 	}
-	if len(vals) < 2 || vals[0] < 0 || vals[0] > int64(len(items)) || vals[0] == 0 && len(vals) != 2+len(items) {
+	if len(vals) != 2+len(items) || vals[0] < 0 || vals[0] > int64(len(items)) {
 		return Result{}, fmt.Errorf("deciding in redis: unexpected reply %v", vals)
 	}
-	if vals[0] == 0 {
-		after := make([]float64, len(items))
-		for i, v := range vals[2:] {
-			after[i] = float64(v)
-			if items[i].Kind == Bucket {
-				after[i] /= 1000
-			}
+	levels := make([]float64, len(items))
+	for i, v := range vals[2:] {
+		levels[i] = float64(v)
+		if items[i].Kind == Bucket {
+			levels[i] /= 1000
 		}
-		return Result{OK: true, Refused: -1, After: after}, nil
+	}
+	if vals[0] == 0 {
+		return Result{OK: true, Refused: -1, After: levels}, nil
 	}
 	i := int(vals[0] - 1)
-	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond}
+	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond, Now: levels}
 	if vals[1] < 0 {
 		r.Wait = -1
 	} else {
-		s.remember(&items[i], now.Add(r.Wait))
+		s.remember(&items[i], now, now.Add(r.Wait), levels[i])
 	}
 	return r, nil
 }
@@ -388,13 +396,18 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		if !ok || !now.Before(e.until) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
 			continue
 		}
-		return Result{Refused: i, Wait: e.until.Sub(now), Local: true}, true
+		held := e.held
+		if it.Kind == Bucket {
+			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
+		}
+		return Result{Refused: i, Wait: e.until.Sub(now), Local: true, Held: held}, true
 	}
 	return Result{}, false
 }
 
-// remember records that it is over its limit until until.
-func (s *Store) remember(it *Item, until time.Time) {
+// remember records that it, holding held at now, is over its limit until
+// until.
+func (s *Store) remember(it *Item, now, until time.Time, held float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.over) >= maxOver {
@@ -403,7 +416,7 @@ func (s *Store) remember(it *Item, until time.Time) {
 			return
 		}
 	}
-	s.over[overKeyOf(it)] = overEntry{until: until, n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit}
+	s.over[overKeyOf(it)] = overEntry{until: until, n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit, held: held, at: now}
 }
 
 // Sweep forgets remembered refusals whose wait has passed.

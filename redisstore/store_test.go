@@ -113,6 +113,9 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 	if res.OK || res.Refused != 0 || res.Wait < 59*time.Minute || res.Wait > time.Hour+time.Second {
 		t.Fatalf("4th call: %+v, want a refusal with a wait of about 1h", res)
 	}
+	if len(res.Now) != 1 || res.Now[0] > 0.01 {
+		t.Fatalf("4th call: Now %v, want about 0 tokens", res.Now)
+	}
 	// The bucket is readable as Redis stored it at the last charge.
 	if tokens, at, ok, err := s.Tokens(ctx, "t/x"); err != nil || !ok || tokens > 0.01 || at.Sub(now).Abs() > 5*time.Second {
 		t.Fatalf("Tokens(t/x) = %v at %v, %v, %v; want about 0 at %v", tokens, at, ok, err, now)
@@ -135,9 +138,17 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 			t.Fatalf("quota call %d: After %v, want day and month counts %v", i, res.After, n)
 		}
 	}
-	res = decide(t, s, quotaItem("i/q", quota.Day, 10, 1))
-	if res.OK {
-		t.Fatal("11th count of a 10/day quota admitted")
+	res = decide(t, s, bucket("t/w", 1, 5, 1), quotaItem("i/q", quota.Day, 10, 1), quotaItem("i/q", quota.Month, 100, 1))
+	if res.OK || res.Refused != 1 {
+		t.Fatalf("11th count of a 10/day quota: %+v, want item 1 refused", res)
+	}
+	// A refusal says what every item holds, uncharged: the bucket before
+	// it is full, and the quota after the refused one is still read.
+	if !slices.Equal(res.Now, []float64{5, 10, 10}) {
+		t.Fatalf("refusal: Now %v, want [5 10 10]", res.Now)
+	}
+	if _, _, ok, _ := s.Tokens(ctx, "t/w"); ok {
+		t.Fatal("a refused decision charged the bucket before the refused item")
 	}
 	if want := quota.Day.Next(now).Sub(now); res.Wait < want-2*time.Second || res.Wait > want+2*time.Second {
 		t.Fatalf("quota wait %v, want about %v (the end of Redis's UTC day)", res.Wait, want)
@@ -228,6 +239,11 @@ func TestShortCircuitAnswersKnownRefusalsLocally(t *testing.T) {
 		if res.OK || !res.Local || res.Wait <= 0 || res.Wait > first.Wait {
 			t.Fatalf("flood call %+v, want a local refusal within the first wait %v", res, first.Wait)
 		}
+		// What the bucket holds, as Redis said, refilled since: about 0
+		// of the one token a minute.
+		if res.Held < first.Now[0] || res.Held > first.Now[0]+0.01 {
+			t.Fatalf("flood call holds %v, want about %v as Redis said", res.Held, first.Now)
+		}
 	}
 	if n := harness.CallsBetween(before, r.Calls(t)); n != 0 {
 		t.Fatalf("a flood of 200 known refusals cost %d Redis commands, want 0", n)
@@ -242,6 +258,22 @@ func TestShortCircuitAnswersKnownRefusalsLocally(t *testing.T) {
 	}
 	if n := harness.CallsBetween(before, r.Calls(t)); n < 1 {
 		t.Fatal("a raised burst was answered without Redis")
+	}
+}
+
+func TestShortCircuitQuotaHoldsWhatRedisCounted(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	for range 3 {
+		if res := decide(t, s, quotaItem("i/h", quota.Day, 3, 1)); !res.OK {
+			t.Fatalf("call refused: %+v", res)
+		}
+	}
+	if res := decide(t, s, quotaItem("i/h", quota.Day, 3, 1)); res.OK || res.Local || !slices.Equal(res.Now, []float64{3}) {
+		t.Fatalf("4th call %+v, want a refusal by Redis at count 3", res)
+	}
+	if res := decide(t, s, quotaItem("i/h", quota.Day, 3, 1)); !res.Local || res.Held != 3 {
+		t.Fatalf("5th call %+v, want a local refusal holding 3", res)
 	}
 }
 

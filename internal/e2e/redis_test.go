@@ -285,6 +285,53 @@ func TestRedisRateLimitHeadersCountEveryInstancesCalls(t *testing.T) {
 	}
 }
 
+// Refusals decided by Redis carry Redis's levels too, never the idle
+// local state's: the refused layer used up, the others as Redis holds
+// them. A refusal answered locally (a known refusal, no round trip) keeps
+// the refused layer's level and leaves out what it does not know.
+func TestRedisRefusalsCarryRedisRateLimitValues(t *testing.T) {
+	skipNearMidnight(t)
+	rateLimit := func(p *harness.Process, token, wantLimit string) string {
+		t.Helper()
+		resp := harness.Post(t, p.URL+"/mcp", harness.ToolCall(9, "echo", map[string]any{"text": "hi"}), "Authorization", "Bearer "+token)
+		if resp.Status != http.StatusTooManyRequests || !strings.Contains(string(resp.Body), `"limit":"`+wantLimit+`"`) {
+			t.Fatalf("status %d %s, want a %s refusal", resp.Status, resp.Body, wantLimit)
+		}
+		return resp.Header.Get("RateLimit")
+	}
+	t.Run("tenant", func(t *testing.T) {
+		ps, _ := twoProvenOnRedis(t, "valid-rt")
+		for i := range 10 {
+			mustCall(t, ps[i%2], "valid-rt", "ok")
+		}
+		if rl := rateLimit(ps[0], "valid-rt", "tenant"); !strings.Contains(rl, `"tenant";r=0;`) || !strings.Contains(rl, `"quota-day";r=90;`) {
+			t.Fatalf("refusal by Redis: RateLimit %q, want tenant r=0 and quota-day r=90", rl)
+		}
+		rl := rateLimit(ps[0], "valid-rt", "tenant")
+		if !strings.Contains(rl, `"tenant";r=0;`) || strings.Contains(rl, "quota-day") {
+			t.Fatalf("known refusal: RateLimit %q, want tenant r=0 and no guess for the quota", rl)
+		}
+	})
+	t.Run("quota", func(t *testing.T) {
+		r := harness.StartRedis(t)
+		ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 3/day"))
+		for i, p := range ps {
+			prove(t, p, "valid-rq")
+			mustCall(t, p, "valid-rq", "ok")
+			if i == 0 {
+				mustCall(t, p, "valid-rq", "ok")
+			}
+		}
+		if rl := rateLimit(ps[0], "valid-rq", "quota"); !strings.Contains(rl, `"tenant";r=7;`) || !strings.Contains(rl, `"quota-day";r=0;`) {
+			t.Fatalf("refusal by Redis: RateLimit %q, want tenant r=7 and quota-day r=0", rl)
+		}
+		rl := rateLimit(ps[0], "valid-rq", "quota")
+		if !strings.Contains(rl, `"quota-day";r=0;`) || strings.Contains(rl, "tenant") {
+			t.Fatalf("known refusal: RateLimit %q, want quota-day r=0 and no guess for the tenant", rl)
+		}
+	})
+}
+
 // redisFingerprint returns the fingerprint of the one identity that has a
 // quota count in zone r today, as Redis names its quota key.
 func redisFingerprint(t *testing.T, r *harness.Redis) string {
