@@ -1,8 +1,11 @@
 package mcplimit_test
 
 import (
+	"bufio"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -211,6 +214,13 @@ func TestTwoRoutesInOneZoneShareAnAllowance(t *testing.T) {
 	if r := harness.Do(t, req); r.Status != 200 {
 		t.Fatalf("rest call: %d %s", r.Status, r.Body)
 	}
+	// Each handler keeps its own settings: the allowance is spent, yet
+	// /mcp does not meter tools/list, whatever the REST route meters.
+	for i := range 3 {
+		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "Authorization", "Bearer valid-frank"); r.Status != http.StatusOK {
+			t.Fatalf("tools/list %d on /mcp: %d %s; only /v1 meters every request", i, r.Status, r.Body)
+		}
+	}
 	req, _ = http.NewRequest(http.MethodGet, e.caddy.URL+"/v1/things", nil)
 	req.Header.Set("Authorization", "Bearer valid-frank")
 	if r := harness.Do(t, req); r.Status != http.StatusTooManyRequests {
@@ -346,6 +356,32 @@ func TestForwardedForWithoutTrustedProxiesWarnsOnce(t *testing.T) {
 	}
 }
 
+// With trusted proxies configured, X-Forwarded-For is expected: no
+// warning, whether the request comes from a trusted proxy or not.
+func TestForwardedForWithTrustedProxiesDoesNotWarn(t *testing.T) {
+	for _, proxies := range []string{"127.0.0.1/32", "192.0.2.1/32"} {
+		t.Run(proxies, func(t *testing.T) {
+			opts, logPath := logOptions(t)
+			opts.Global += "\nservers {\n trusted_proxies static " + proxies + "\n}"
+			e := start(t, "zone xffquiet\npreauth 100/s burst 100", opts)
+			for i := range 3 {
+				if r := e.call(1+i, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)); r.Status != http.StatusOK {
+					t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+				}
+			}
+			harness.Eventually(t, 5*time.Second, "the calls to be logged", func() bool {
+				return len(logEvents(t, logPath)) > 0
+			})
+			time.Sleep(200 * time.Millisecond)
+			for _, ev := range logEvents(t, logPath) {
+				if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+					t.Fatalf("warned although trusted_proxies is set: %v", ev)
+				}
+			}
+		})
+	}
+}
+
 func TestRequestCostingMoreThanTheBurstIsToldItCanNeverPass(t *testing.T) {
 	e := start(t, "tenant 1/s burst 5\nquota off")
 	e.prove("valid-lou")
@@ -366,5 +402,80 @@ func TestRequestCostingMoreThanTheBurstIsToldItCanNeverPass(t *testing.T) {
 	// The burst itself still passes: nothing was spent.
 	if r := e.post("["+strings.Join(calls[:5], ",")+"]", "Authorization", "Bearer valid-lou"); r.Status != http.StatusOK {
 		t.Fatalf("a batch of 5 after the refusal: %d %s", r.Status, r.Body)
+	}
+}
+
+// A request carrying the identity header twice is refused: a backend that
+// checks the first value would prove or serve a caller whom the limiter
+// keyed by the joined values, so each variant would mint a fresh budget.
+func TestRepeatedIdentityHeaderIsRefused(t *testing.T) {
+	e := start(t, "tenant 10/s burst 100\nquota 2/day")
+	e.prove("valid-dup")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-dup"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(3, "Authorization", "Bearer valid-dup"), http.StatusTooManyRequests, "quota")
+	before := e.backend.ToolCalls()
+	for _, extra := range []string{"a", "Bearer valid-dup", ""} {
+		req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(4, "echo", map[string]any{"text": "hi"})))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Add("Authorization", "Bearer valid-dup")
+		req.Header.Add("Authorization", extra)
+		r := harness.Do(t, req)
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "Authorization") {
+			t.Fatalf("second Authorization %q: %d %s, want 400 naming the header", extra, r.Status, r.Body)
+		}
+	}
+	unchanged(t, e, before, "repeated Authorization")
+}
+
+// An unproven request costing more than the pre-auth burst is told so,
+// with its whole cost (the token paid before its body was read included).
+func TestUnprovenRequestOverThePreauthBurstIsToldItCanNeverPass(t *testing.T) {
+	e := start(t, "preauth 1/m burst 2")
+	for _, n := range []int{3, 5} {
+		calls := make([]string, n)
+		for i := range calls {
+			calls[i] = harness.ToolCall(i+1, "echo", nil)
+		}
+		r := e.post("[" + strings.Join(calls, ",") + "]")
+		var answers []rpcError
+		r.JSON(t, &answers)
+		if r.Status != http.StatusTooManyRequests || len(answers) != n || answers[0].Error == nil {
+			t.Fatalf("unproven batch of %d: %d %s", n, r.Status, r.Body)
+		}
+		msg := answers[0].Error.Message
+		if !strings.Contains(msg, fmt.Sprintf("costs %d", n)) || !strings.Contains(msg, "never be admitted") || strings.Contains(msg, "will work then") {
+			t.Fatalf("batch of %d: the message must say it costs %d and can never pass as sent: %q", n, n, msg)
+		}
+	}
+}
+
+// A pre-auth refusal reads a small body only to echo its ids; a body that
+// does not arrive must not hold the answer back.
+func TestPreauthRefusalDoesNotWaitForASlowBody(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1")
+	e.call(1)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	// 100 bytes announced, one sent; the rest never comes.
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", conn.RemoteAddr())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the body is pending: %v", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"id":null`) {
+		t.Fatalf("%d %s, want a pre-auth refusal with id null", resp.StatusCode, body)
 	}
 }

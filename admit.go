@@ -16,12 +16,19 @@ import (
 // the request was refused and the refusal written.
 func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	d.accept = r.Header["Accept"]
+	if d.ambiguous != "" {
+		// Which value the backend would check is anyone's guess: the
+		// first, the last or the joined list. A caller must not get to
+		// be proven under one and charged under another.
+		h.writeRefusal(w, d, bodyRefusal(http.StatusBadRequest, "Send exactly one "+d.ambiguous+" header: requests carrying several are not accepted here."))
+		return true
+	}
 	// Pre-auth: an unproven caller pays one token of its address's budget
 	// before its body is even read.
 	if !d.proven {
 		if ref, ok := d.reservePreauth(1); !ok {
 			if !d.pol.dryRun {
-				d.peekIDs(r)
+				d.peekIDs(w, r)
 			}
 			if h.refuse(d, w, ref) {
 				return true
@@ -34,6 +41,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	}
 	if !d.proven && d.cost > 1 {
 		if ref, ok := d.reservePreauth(int(d.cost - 1)); !ok {
+			ref.n = int(d.cost) // the refusal speaks of the whole request
 			if h.refuse(d, w, ref) {
 				return true
 			}
@@ -111,6 +119,12 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		}
 		return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."), true
 	}
+	if jsonrpc.WideEncoding(buf.Bytes()) {
+		// A backend that detects the encoding (Python's json does) would
+		// run every message of a body that reads as nothing in UTF-8.
+		buf.Release()
+		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."), true
+	}
 	d.body, d.bodyOwn = buf, true
 	d.req = jsonrpc.GetRequest()
 	d.req.Parse(buf.Bytes())
@@ -147,18 +161,37 @@ func (d *decision) handOn(r *http.Request) {
 // peekLimit bounds what a pre-auth refusal reads to echo request ids.
 const peekLimit = 64 << 10
 
+// peekWait bounds how long a pre-auth refusal waits for the body it reads
+// to echo ids, so that a caller sending its body slowly cannot hold the
+// handler: it is answered with id null instead.
+const peekWait = 500 * time.Millisecond
+
 // peekIDs reads a small body of a request refused before inspection, only
-// so the refusal can echo its JSON-RPC ids; a larger body is answered with
-// id null rather than read.
-func (d *decision) peekIDs(r *http.Request) {
-	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 || r.ContentLength > peekLimit {
+// so the refusal can echo its JSON-RPC ids; a larger body, one that does
+// not arrive within peekWait, or one whose wait cannot be bounded is
+// answered with id null rather than read.
+func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	rc := http.NewResponseController(w)
+	if r.ContentLength > peekLimit {
+		// Not read, and not waited for either: net/http would otherwise
+		// drain up to 256 KiB of it before sending the refusal.
+		_ = rc.SetReadDeadline(time.Now())
+		return
+	}
+	if rc.SetReadDeadline(time.Now().Add(peekWait)) != nil {
 		return
 	}
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, peekLimit)
 	if err != nil || tooLarge {
+		// The deadline stays, so the server does not wait for the rest
+		// of this body either.
 		buf.Release()
 		return
 	}
+	_ = rc.SetReadDeadline(time.Time{})
 	d.body, d.bodyOwn = buf, true
 	d.req = jsonrpc.GetRequest()
 	d.req.Parse(buf.Bytes())

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/netip"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -40,6 +41,9 @@ type decision struct {
 	cost    int64
 	accept  []string // the request's Accept values, read only to answer a refusal
 	carried *carried // what outlives the decision; see carry
+	// ambiguous names an identity header the request carries more than
+	// once; such a request is refused before anything else.
+	ambiguous string
 
 	rec        statusRecorder
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
@@ -66,12 +70,13 @@ var decisionPool = sync.Pool{New: func() any { return new(decision) }}
 // it is proven, and the limits in force for it.
 func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	d := decisionPool.Get().(*decision)
-	d.h, d.z, d.pol, d.now = h, h.zone, h.zone.pol.Load(), now
+	d.h, d.z, d.pol, d.now = h, h.zone, h.pol, now
 	d.repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if d.repl == nil {
 		d.repl = caddy.NewReplacer()
 	}
 	h.warnForwardedFor(r)
+	d.ambiguous = repeatedHeader(r, d.pol.identity)
 	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
 		d.fp, d.hasID = d.z.fpKey.sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
@@ -116,10 +121,24 @@ func (h *Handler) warnForwardedFor(r *http.Request) {
 }
 
 // trustsProxies reports whether the serving Caddy server has
-// trusted_proxies configured.
+// trusted_proxies configured. A request from a trusted proxy says so in
+// the trusted_proxy var; for others, Caddy keeps the loaded source in an
+// unexported field once provisioned (TrustedProxiesRaw is cleared then),
+// so its presence is read by reflection. This runs at most until the one
+// warning is logged.
 func trustsProxies(r *http.Request) bool {
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); trusted {
+		return true
+	}
 	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	return ok && srv != nil && len(srv.TrustedProxiesRaw) > 0
+	if !ok || srv == nil {
+		return false
+	}
+	if len(srv.TrustedProxiesRaw) > 0 {
+		return true
+	}
+	f := reflect.ValueOf(srv).Elem().FieldByName("trustedProxies")
+	return f.IsValid() && f.Kind() == reflect.Interface && !f.IsNil()
 }
 
 // limitsFor returns the limits in force for d's identity: an override

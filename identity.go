@@ -73,18 +73,42 @@ func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string)
 	return strings.Join(parts, "\n")
 }
 
+// repeatedHeader returns the name of a request header among the identity
+// placeholders that r carries more than once, or "".
+func repeatedHeader(r *http.Request, placeholders []string) string {
+	for _, ph := range placeholders {
+		if name, ok := headerPlaceholder(ph); ok && len(headerValues(r, name)) > 1 {
+			return textproto.CanonicalMIMEHeaderKey(name)
+		}
+	}
+	return ""
+}
+
+// headerPlaceholder returns the header name of a lone request-header
+// placeholder such as {http.request.header.Authorization}.
+func headerPlaceholder(ph string) (string, bool) {
+	name, ok := strings.CutPrefix(ph, "{http.request.header.")
+	if !ok || !strings.HasSuffix(name, "}") || strings.ContainsAny(name[:len(name)-1], "{}") {
+		return "", false
+	}
+	return name[:len(name)-1], true
+}
+
+// headerValues returns the values of the request header name.
+func headerValues(r *http.Request, name string) []string {
+	if vals, ok := r.Header[name]; ok { // already canonical, as most configs write it
+		return vals
+	}
+	return r.Header[textproto.CanonicalMIMEHeaderKey(name)]
+}
+
 // placeholderValue evaluates one placeholder. A lone request-header
 // placeholder is read straight from the header, exactly as Caddy's
 // replacer computes it (values joined with commas), without the
 // replacer's allocations.
 func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
-	if name, ok := strings.CutPrefix(ph, "{http.request.header."); ok && strings.HasSuffix(name, "}") &&
-		!strings.ContainsAny(name[:len(name)-1], "{}") {
-		name = name[:len(name)-1]
-		vals, ok := r.Header[name] // already canonical, as most configs write it
-		if !ok {
-			vals = r.Header[textproto.CanonicalMIMEHeaderKey(name)]
-		}
+	if name, ok := headerPlaceholder(ph); ok {
+		vals := headerValues(r, name)
 		if len(vals) == 1 {
 			return vals[0]
 		}

@@ -3,11 +3,13 @@ package mcplimit_test
 import (
 	"bytes"
 	"compress/gzip"
+	"encoding/binary"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
@@ -387,4 +389,30 @@ func TestNonUTF8CharsetIsRefusedOnAMeteredRoute(t *testing.T) {
 	if r := e.post(harness.ToolCall(2, "echo", map[string]any{"text": "hi"}), "Content-Type", "application/json; charset=UTF-8"); r.Status != http.StatusOK {
 		t.Fatalf("charset=UTF-8 must pass: %d %s", r.Status, r.Body)
 	}
+}
+
+// A backend that detects JSON's encoding (Python's json.loads does) runs
+// every call of a UTF-16 or UTF-32 body, which reads as nothing in UTF-8:
+// such bodies are refused, whatever Content-Type says.
+func TestUTF16And32BodiesAreRefused(t *testing.T) {
+	const tok = "valid-wide"
+	e := start(t, "tenant 10/s burst 100\nquota off")
+	e.prove(tok)
+	call := batch(1, 3)
+	var le16, be32 []byte
+	for _, u := range utf16.Encode([]rune(call)) {
+		le16 = binary.LittleEndian.AppendUint16(le16, u)
+	}
+	be32 = binary.BigEndian.AppendUint32(be32, 0xFEFF)
+	for _, r := range call {
+		be32 = binary.BigEndian.AppendUint32(be32, uint32(r))
+	}
+	before := e.backend.ToolCalls()
+	for name, body := range map[string][]byte{"UTF-16LE": le16, "UTF-32BE with BOM": be32} {
+		r := e.post(string(body), "Authorization", "Bearer "+tok)
+		if r.Status != http.StatusUnsupportedMediaType || !bytes.Contains(r.Body, []byte(`"error"`)) {
+			t.Fatalf("%s body: status %d %s, want 415 with a JSON-RPC error", name, r.Status, r.Body)
+		}
+	}
+	unchanged(t, e, before, "UTF-16/32")
 }

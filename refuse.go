@@ -93,7 +93,7 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, "Rate limited: "...)
 		switch ref.layer {
 		case layerPreauth:
-			b = append(b, "too many requests from this network address without an accepted credential exceeded its "...)
+			b = append(b, "requests from this network address without an accepted credential exceeded their "...)
 		case layerGroup:
 			b = append(b, "this API key's organization exceeded its shared "...)
 		case layerGlobal:
@@ -259,9 +259,12 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	if !ref.body {
 		hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 		h.writeRateLimitHeaders(w, d)
-		// A legacy HTTP+SSE POST's 2xx body is never read: refuse by status.
+		// A legacy HTTP+SSE POST's 2xx body is never read: it is refused
+		// by status, with the JSON-RPC error, whatever refuse_with says.
 		if mode != refuseStatus && acceptsEventStream(d.accept) {
 			status = http.StatusOK
+		} else {
+			mode = refuseStatus
 		}
 	} else {
 		mode = refuseStatus

@@ -154,3 +154,22 @@ func TestLegacySSEClientSeesEveryRefusalPromptly(t *testing.T) {
 		})
 	}
 }
+
+// A legacy POST (Accept without text/event-stream) is refused as
+// `status` whatever refuse_with says: HTTP 429 with the JSON-RPC error,
+// never a 200 or a tool result its client would not read.
+func TestLegacyPOSTRefusalIsAnsweredAsStatus(t *testing.T) {
+	for _, mode := range []string{"jsonrpc", "tool_result"} {
+		t.Run("refuse_with "+mode, func(t *testing.T) {
+			e := start(t, "tenant 1/m burst 1\nquota off\nrefuse_with "+mode)
+			e.prove("valid-old")
+			e.call(1, "Authorization", "Bearer valid-old")
+			for _, accept := range []string{"application/json", "*/*", ""} {
+				r := e.call(2, "Authorization", "Bearer valid-old", "Accept", accept)
+				if got := refusal(t, r, http.StatusTooManyRequests, "tenant"); got.ID != float64(2) {
+					t.Fatalf("Accept %q: %s", accept, r.Body)
+				}
+			}
+		})
+	}
+}
