@@ -479,3 +479,21 @@ func TestPreauthRefusalDoesNotWaitForASlowBody(t *testing.T) {
 		t.Fatalf("%d %s, want a pre-auth refusal with id null", resp.StatusCode, body)
 	}
 }
+
+// Backends accept a bearer token under any spelling of the scheme and
+// whitespace (the Go SDK does): every spelling is the one identity, so a
+// tenant cannot mint fresh budgets by respelling its header.
+func TestRespelledCredentialsAreOneIdentity(t *testing.T) {
+	e := start(t, "tenant 10/s burst 100\nquota 2/day")
+	e.prove("valid-spell")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-spell"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	before := e.backend.ToolCalls()
+	for _, v := range []string{"Bearer valid-spell", "bearer valid-spell", "BEARER valid-spell", "Bearer  valid-spell", "Bearer\tvalid-spell"} {
+		refusal(t, e.call(3, "Authorization", v), http.StatusTooManyRequests, "quota")
+	}
+	unchanged(t, e, before, "respelled credentials")
+}

@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,8 +30,9 @@ func init() {
 		Long: `
 The fingerprint subcommand reads an identity value on stdin exactly as the
 identity placeholders produce it (e.g. the whole Authorization header value
-"Bearer abc"; with several placeholders, one value per line), strips the
-trailing newline, and prints its fingerprint under the zone's key — from
+"Bearer abc", whose scheme and whitespace may be spelled any way, as the
+handler reads them; with several placeholders, one value per line), strips
+the trailing newline, and prints its fingerprint under the zone's key — from
 the configured storage, or from the zone's Redis store when the config gives
 it one (store redis) — the same fingerprint the handler logs, shows in the
 admin API and accepts in "override".`,
@@ -70,18 +73,19 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 	if err != nil {
 		return err
 	}
-	rs, err := zoneRedisStore(cfg, zoneName)
+	h, err := zoneHandler(cfg, zoneName)
 	if err != nil {
 		return err
 	}
-	if rs != nil {
+	if h.Store != nil && h.Store.Redis != nil {
 		// The handler uses the key in Redis; the one from storage only
 		// becomes it when no instance has stored one yet.
-		if key, err = redisFingerprintKey(rs, zoneName, key); err != nil {
+		if key, err = redisFingerprintKey(h.Store.Redis, zoneName, key); err != nil {
 			return err
 		}
 		created = false
 	}
+	value = asPlaceholdersProduce(value, h.Identity)
 	if created {
 		// Preparing overrides before the first deploy is legitimate, but
 		// a mistyped zone or storage would silently print a fingerprint
@@ -140,34 +144,57 @@ func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error)
 	return val.(caddy.StorageConverter).CertMagicStorage()
 }
 
-// zoneRedisStore returns the `store redis` settings of the zone's handlers
-// in the config, or nil when none of them has one. Handlers may sit at any
-// depth (routes, subroutes, handle blocks), so the whole config is walked.
-func zoneRedisStore(cfg []byte, zone string) (*RedisStore, error) {
+// asPlaceholdersProduce returns the identity value read on stdin as the
+// identity placeholders produce it: credentials headers (Authorization by
+// default) spelled canonically, one line per placeholder.
+func asPlaceholdersProduce(value string, placeholders []string) string {
+	if len(placeholders) == 0 {
+		placeholders = []string{defaultIdentity}
+	}
+	lines := []string{value}
+	if len(placeholders) > 1 {
+		lines = strings.Split(value, "\n")
+	}
+	if len(lines) != len(placeholders) {
+		return value
+	}
+	for i, ph := range placeholders {
+		if name, ok := headerPlaceholder(ph); ok && isCredentialsHeader(name) {
+			lines[i] = canonicalCredentials(lines[i])
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// zoneHandler returns the configuration of the zone's handler in the
+// config (the last one, as Caddy loads them), or an empty one when the
+// config has none. Handlers may sit at any depth
+// (routes, subroutes, handle blocks), so the whole config is walked.
+func zoneHandler(cfg []byte, zone string) (*Handler, error) {
+	found := &Handler{}
 	if cfg == nil {
-		return nil, nil
+		return found, nil
 	}
 	var tree any
 	if err := json.Unmarshal(cfg, &tree); err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
 	}
-	var found *RedisStore
 	var walk func(v any) error
 	walk = func(v any) error {
 		switch v := v.(type) {
 		case map[string]any:
-			if v["handler"] == "mcp_ratelimit" && found == nil {
+			if v["handler"] == "mcp_ratelimit" {
 				raw, _ := json.Marshal(v)
 				var h Handler
 				if err := json.Unmarshal(raw, &h); err != nil {
 					return fmt.Errorf("reading an mcp_ratelimit handler: %w", err)
 				}
-				if cmp.Or(h.Zone, defaultZone) == zone && h.Store != nil && h.Store.Redis != nil {
-					found = h.Store.Redis
+				if cmp.Or(h.Zone, defaultZone) == zone {
+					found = &h
 				}
 			}
-			for _, c := range v {
-				if err := walk(c); err != nil {
+			for _, k := range slices.Sorted(maps.Keys(v)) { // servers in a stable order
+				if err := walk(v[k]); err != nil {
 					return err
 				}
 			}

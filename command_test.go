@@ -130,8 +130,9 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 		{"trailing newline stripped", "z", "Bearer abc-LOGGED\n", true},
 		{"no trailing newline", "z", "Bearer abc-LOGGED", true},
 		{"CRLF stripped", "z", "Bearer abc-LOGGED\r\n", true},
-		{"only one newline stripped", "z", "Bearer abc-LOGGED\n\n", false},
-		{"leading space kept", "z", " Bearer abc-LOGGED\n", false},
+		{"a credential holds no line breaks", "z", "Bearer abc-LOGGED\n\n", true},
+		{"scheme case and whitespace read as the handler reads them", "z", "bearer  abc-LOGGED\n", true},
+		{"the token's case kept", "z", "Bearer ABC-LOGGED\n", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -109,12 +109,80 @@ func headerValues(r *http.Request, name string) []string {
 func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
 	if name, ok := headerPlaceholder(ph); ok {
 		vals := headerValues(r, name)
+		var v string
 		if len(vals) == 1 {
-			return vals[0]
+			v = vals[0]
+		} else {
+			v = strings.Join(vals, ",")
 		}
-		return strings.Join(vals, ",")
+		if isCredentialsHeader(name) {
+			v = canonicalCredentials(v)
+		}
+		return v
 	}
 	return repl.ReplaceAll(ph, "")
+}
+
+// isCredentialsHeader reports whether the header name carries RFC 9110
+// credentials: Authorization or Proxy-Authorization.
+func isCredentialsHeader(name string) bool {
+	return strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
+}
+
+// canonicalCredentials spells a credentials value ("<scheme> <token>")
+// one way. RFC 9110 makes the auth-scheme case-insensitive and lets the
+// whitespace vary, and backends (the official SDKs among them) accept
+// every variant, so "bearer  abc" and "Bearer abc" must be one identity,
+// or each variant would earn a budget of its own. The parts are separated
+// by single spaces (split as strings.Fields splits them), the scheme is
+// capitalized ("Bearer") when credentials follow it, and the credentials
+// keep their case; a lone token is only trimmed. A value already in that
+// form, as clients send it, is returned as is.
+func canonicalCredentials(v string) string {
+	if isCanonicalCredentials(v) {
+		return v
+	}
+	fields := strings.Fields(v)
+	if len(fields) > 1 {
+		fields[0] = capitalized(fields[0])
+	}
+	return strings.Join(fields, " ")
+}
+
+// capitalized returns the ASCII word s with its first letter upper case
+// and the others lower case.
+func capitalized(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case i == 0 && 'a' <= c && c <= 'z':
+			b[i] = c - 'a' + 'A'
+		case i > 0 && 'A' <= c && c <= 'Z':
+			b[i] = c - 'A' + 'a'
+		}
+	}
+	return string(b)
+}
+
+// isCanonicalCredentials reports whether canonicalCredentials would leave
+// v unchanged: printable ASCII, single spaces between parts, and a
+// capitalized scheme when a space follows it.
+func isCanonicalCredentials(v string) bool {
+	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
+		return false
+	}
+	sp := strings.IndexByte(v, ' ')
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c < ' ' || c >= 0x7F:
+			return false // control or non-ASCII bytes, maybe whitespace: the slow path decides
+		case c == ' ' && v[i-1] == ' ':
+			return false
+		case sp > 0 && i == 0 && 'a' <= c && c <= 'z', sp > 0 && i > 0 && i < sp && 'A' <= c && c <= 'Z':
+			return false
+		}
+	}
+	return true
 }
 
 // fingerprintHex formats a fingerprint as operators see it.

@@ -120,8 +120,11 @@ func (b *Backend) guard(next http.Handler) http.Handler {
 			}
 		}
 		if auth := r.Header.Get("Authorization"); auth != "" {
-			tok, ok := strings.CutPrefix(auth, "Bearer ")
-			if !ok || !(strings.HasPrefix(tok, "valid") || strings.HasPrefix(tok, "demo")) {
+			// Parsed as the Go SDK's auth.RequireBearerToken does: any
+			// whitespace, and the scheme in any case.
+			f := strings.Fields(auth)
+			ok := len(f) == 2 && strings.EqualFold(f[0], "bearer")
+			if !ok || !(strings.HasPrefix(f[1], "valid") || strings.HasPrefix(f[1], "demo")) {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="demo"`)
 				http.Error(w, "invalid credential", http.StatusUnauthorized)
 				return
