@@ -240,14 +240,19 @@ func (d *decision) reservePreauth(n int) (refusal, bool) {
 	if pol.preauthOff {
 		return refusal{}, true
 	}
-	lim := pol.preauth
+	lim, rl := pol.preauth, pol.preauthPolicy
 	for _, g := range pol.gateways {
 		if prefixesContain(g.prefixes, d.addr) {
-			lim = g.limit
+			lim, rl = g.limit, g.rlPolicy
 			break
 		}
 	}
-	return reserveIn(d, d.z.preauth, d.addr, lim, n, layerPreauth)
+	d.preauthLim, d.preauthPolicy = lim, rl
+	ref, ok := reserveIn(d, d.z.preauth, d.addr, lim, n, layerPreauth)
+	if ok {
+		d.preauthLeft, d.preauthHeld = d.res[d.nres-1].Left(), true
+	}
+	return ref, ok
 }
 
 // reserveIn takes n tokens from key's bucket in set, recording the
@@ -403,6 +408,7 @@ func (d *decision) admitConcurrency() (refusal, bool) {
 // RateLimit header, once the charge they describe is given back.
 func (d *decision) forgetLevels() {
 	d.tenantHeld, d.idKnown = false, [quota.Month + 1]bool{}
+	d.preauthHeld = false
 }
 
 // rollback gives back everything reserved so far: all-or-nothing

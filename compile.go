@@ -112,6 +112,7 @@ type tier struct {
 type gateway struct {
 	prefixes []netip.Prefix
 	limit    bucketLimit
+	rlPolicy []string // RateLimit-Policy value of its pre-auth bucket
 }
 
 // policy is the compiled, immutable form of a Handler's configuration.
@@ -127,6 +128,7 @@ type policy struct {
 	maxBatch      int
 	preauth       bucketLimit
 	preauthOff    bool
+	preauthPolicy []string // RateLimit-Policy value of the pre-auth bucket
 	gateways      []gateway
 	base          limits
 	global        bucketLimit
@@ -248,6 +250,7 @@ func compile(h *Handler) (*policy, error) {
 		return nil, err
 	}
 	p.base.rlPolicy = policyHeader(p.base)
+	p.preauthPolicy = []string{string(appendBucketPolicy(nil, "preauth", p.preauth))}
 	for i := range p.tiers {
 		p.tiers[i].limits.rlPolicy = policyHeader(p.tiers[i].limits)
 	}
@@ -331,7 +334,7 @@ func compileGateways(p *policy, gws []Gateway) error {
 		if err != nil {
 			return fmt.Errorf("gateway %v: %w", g.CIDRs, err)
 		}
-		gw.limit = lim
+		gw.limit, gw.rlPolicy = lim, []string{string(appendBucketPolicy(nil, "preauth", lim))}
 		p.gateways = append(p.gateways, gw)
 	}
 	return nil

@@ -53,15 +53,20 @@ type decision struct {
 	quotaHeld  bool // the local quota counted the items (Refund on rollback)
 	// idUsed is the identity's quota count per period as the deciding
 	// layer (local or Redis) reported it, where idKnown says so.
-	idUsed     [quota.Month + 1]int64
-	idKnown    [quota.Month + 1]bool
-	keys       []byte  // the quota keys of items, back to back; kept across uses
-	idKey      []byte  // the identity's quota key, in keys once computed
-	tenantLeft float64 // tokens the tenant's bucket holds, as its layer reported
-	tenantHeld bool    // tenantLeft is set and stands
-	inRedis    bool    // the Redis store decided tenant, group, quota, global
-	concAll    bool
-	concID     bool
+	idUsed  [quota.Month + 1]int64
+	idKnown [quota.Month + 1]bool
+	keys    []byte // the quota keys of items, back to back; kept across uses
+	idKey   []byte // the identity's quota key, in keys once computed
+	// The pre-auth bucket that charged an unproven caller, for RateLimit.
+	preauthLim    bucketLimit
+	preauthPolicy []string // nil until the pre-auth layer ran
+	preauthLeft   float64
+	preauthHeld   bool
+	tenantLeft    float64 // tokens the tenant's bucket holds, as its layer reported
+	tenantHeld    bool    // tenantLeft is set and stands
+	inRedis       bool    // the Redis store decided tenant, group, quota, global
+	concAll       bool
+	concID        bool
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}

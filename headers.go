@@ -16,6 +16,12 @@ import (
 //	RateLimit-Policy: "tenant";q=20;w=4, "quota-day";q=5000;w=86400
 //	RateLimit: "tenant";r=19;t=1, "quota-day";r=4990;t=3600
 //
+// and for the pre-auth bucket that charges every request of an unproven
+// caller:
+//
+//	RateLimit-Policy: "preauth";q=5;w=5
+//	RateLimit: "preauth";r=4;t=1
+//
 // For the token bucket, q is the burst, w the seconds to refill it from
 // empty, r the whole tokens left and t the seconds until it is full again.
 // For a quota, q is the limit, w the period, r what is left and t the
@@ -45,10 +51,7 @@ func policyHeader(l limits) []string {
 		}
 	}
 	if !l.tenantOff && l.tenant.rate > 0 {
-		b = append(b, `"tenant";q=`...)
-		b = strconv.AppendInt(b, int64(l.tenant.burst), 10)
-		b = append(b, ";w="...)
-		b = strconv.AppendInt(b, int64(math.Ceil(float64(l.tenant.burst)/float64(l.tenant.rate))), 10)
+		b = appendBucketPolicy(b, "tenant", l.tenant)
 	}
 	ref := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, p := range quotaPeriods {
@@ -72,9 +75,38 @@ func policyHeader(l limits) []string {
 	return []string{string(b)}
 }
 
-// writeRateLimitHeaders sets RateLimit-Policy and RateLimit.
+// appendBucketPolicy appends the RateLimit-Policy item of a token bucket:
+// its burst, and the seconds to refill it from empty.
+func appendBucketPolicy(b []byte, name string, l bucketLimit) []byte {
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `";q=`...)
+	b = strconv.AppendInt(b, int64(l.burst), 10)
+	b = append(b, ";w="...)
+	return strconv.AppendInt(b, int64(math.Ceil(float64(l.burst)/float64(l.rate))), 10)
+}
+
+// appendBucketLeft appends the RateLimit item of a token bucket holding
+// tokens: the whole tokens left, and the seconds until it is full.
+func appendBucketLeft(b []byte, name string, l bucketLimit, tokens float64) []byte {
+	tokens = math.Max(0, math.Min(tokens, float64(l.burst)))
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `";r=`...)
+	b = strconv.AppendInt(b, int64(math.Floor(tokens)), 10)
+	b = append(b, ";t="...)
+	return strconv.AppendInt(b, int64(math.Ceil((float64(l.burst)-tokens)/float64(l.rate))), 10)
+}
+
+// writeRateLimitHeaders sets RateLimit-Policy and RateLimit: for a
+// proven identity's metered request, its tenant and quota policies; for
+// an unproven caller, the pre-auth bucket that charged it.
 func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
-	if d.cost <= 0 || !d.proven || d.lim.rlPolicy == nil {
+	if !d.proven {
+		h.writePreauthHeaders(w, d)
+		return
+	}
+	if d.cost <= 0 || d.lim.rlPolicy == nil {
 		return
 	}
 	var arr [160]byte
@@ -89,11 +121,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		if !ok {
 			tokens = float64(t.burst)
 		}
-		tokens = math.Max(0, math.Min(tokens, float64(t.burst)))
-		b = append(b, `"tenant";r=`...)
-		b = strconv.AppendInt(b, int64(math.Floor(tokens)), 10)
-		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, int64(math.Ceil((float64(t.burst)-tokens)/float64(t.rate))), 10)
+		b = appendBucketLeft(b, "tenant", t, tokens)
 	}
 	for _, p := range quotaPeriods {
 		lim := d.lim.quota.of(p)
@@ -114,13 +142,36 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		b = append(b, ";t="...)
 		b = strconv.AppendInt(b, ceilSeconds(p.Next(d.now).Sub(d.now)), 10)
 	}
+	d.setRateLimit(w, d.lim.rlPolicy, b)
+}
+
+// writePreauthHeaders describes the pre-auth bucket that charged (or
+// refused) an unproven caller's request.
+func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision) {
+	if d.preauthPolicy == nil {
+		return
+	}
+	tokens, ok := d.preauthLeft, d.preauthHeld
+	if !ok {
+		tokens, ok = d.z.preauth.Tokens(d.addr, d.now)
+	}
+	if !ok {
+		tokens = float64(d.preauthLim.burst)
+	}
+	var arr [48]byte
+	d.setRateLimit(w, d.preauthPolicy, appendBucketLeft(arr[:0], "preauth", d.preauthLim, tokens))
+}
+
+// setRateLimit sets RateLimit-Policy to policy and RateLimit to value, if
+// any.
+func (d *decision) setRateLimit(w http.ResponseWriter, policy []string, value []byte) {
 	hdr := w.Header()
-	hdr[hdrPolicy] = d.lim.rlPolicy
-	if len(b) == 0 {
+	hdr[hdrPolicy] = policy
+	if len(value) == 0 {
 		return
 	}
 	c := d.carry()
-	c.rateLimit[0] = string(b)
+	c.rateLimit[0] = string(value)
 	hdr[hdrRateLimit] = c.rateLimit[:]
 }
 

@@ -91,3 +91,41 @@ func TestRateLimitHeadersOfARefusalShowWhatWasGivenBack(t *testing.T) {
 		t.Errorf("quota-day r=%d, want 0: %s", got, fmt.Sprint(rl))
 	}
 }
+
+// An unproven caller is charged by the pre-auth bucket of its address,
+// and its responses say how much of that bucket is left — a gateway's
+// own limits included.
+func TestRateLimitHeadersOfUnprovenCallersDescribePreauth(t *testing.T) {
+	for _, tc := range []struct {
+		name, block, policy string
+		burst               int64
+	}{
+		{"default bucket", "preauth 1/m burst 3", `"preauth";q=3;w=180`, 3},
+		{"gateway bucket", "preauth 1/m burst 3\ngateway 127.0.0.1/32 1/m burst 4", `"preauth";q=4;w=240`, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, tc.block)
+			for k := int64(1); k <= tc.burst; k++ {
+				// Rejected by the backend: the caller stays unproven.
+				r := e.call(int(k), "Authorization", "Bearer rejected")
+				if r.Status != http.StatusUnauthorized {
+					t.Fatalf("call %d: %d %s", k, r.Status, r.Body)
+				}
+				if got := r.Header.Get("RateLimit-Policy"); got != tc.policy {
+					t.Fatalf("call %d: RateLimit-Policy %q, want %q", k, got, tc.policy)
+				}
+				if left := rateLimit(t, r)["preauth"]; left[0] != tc.burst-k || left[1] < 60*k-1 || left[1] > 60*k {
+					t.Fatalf("call %d: preauth r=%d t=%d, want r=%d t≈%d", k, left[0], left[1], tc.burst-k, 60*k)
+				}
+			}
+			r := e.call(9)
+			refusal(t, r, http.StatusTooManyRequests, "preauth")
+			if got := r.Header.Get("RateLimit-Policy"); got != tc.policy {
+				t.Fatalf("refusal: RateLimit-Policy %q, want %q", got, tc.policy)
+			}
+			if left := rateLimit(t, r)["preauth"]; left[0] != 0 {
+				t.Fatalf("refusal: preauth r=%d, want 0", left[0])
+			}
+		})
+	}
+}
