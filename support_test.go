@@ -81,6 +81,17 @@ func (e *env) post(body string, hdr ...string) *harness.Response {
 }
 
 // prove makes token a proven identity by having the backend accept it.
+// spend makes n metered calls with token (ids 0 to n-1), each of which
+// must be admitted.
+func (e *env) spend(token string, n int) {
+	e.t.Helper()
+	for i := range n {
+		if r := e.call(i, "Authorization", "Bearer "+token); r.Status != http.StatusOK {
+			e.t.Fatalf("call %d with %s: %d %s", i, token, r.Status, r.Body)
+		}
+	}
+}
+
 func (e *env) prove(token string, hdr ...string) {
 	e.t.Helper()
 	r := e.post(harness.Initialize(1), append([]string{"Authorization", "Bearer " + token}, hdr...)...)

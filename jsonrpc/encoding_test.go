@@ -8,36 +8,32 @@ import (
 
 func TestWideEncoding(t *testing.T) {
 	msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`
-	utf16le := func(s string, bom bool) []byte {
+	// encode writes s in UTF-16 (width 2) or UTF-32 (width 4) in order,
+	// after a byte order mark if bom.
+	encode := func(s string, width int, order binary.AppendByteOrder, bom bool) []byte {
 		var b []byte
+		put := func(u rune) {
+			if width == 2 {
+				b = order.AppendUint16(b, uint16(u))
+			} else {
+				b = order.AppendUint32(b, uint32(u))
+			}
+		}
 		if bom {
-			b = append(b, 0xFF, 0xFE)
-		}
-		for _, u := range utf16.Encode([]rune(s)) {
-			b = binary.LittleEndian.AppendUint16(b, u)
-		}
-		return b
-	}
-	utf16be := func(s string, bom bool) []byte {
-		var b []byte
-		if bom {
-			b = append(b, 0xFE, 0xFF)
-		}
-		for _, u := range utf16.Encode([]rune(s)) {
-			b = binary.BigEndian.AppendUint16(b, u)
-		}
-		return b
-	}
-	utf32 := func(s string, order binary.AppendByteOrder, bom bool) []byte {
-		var b []byte
-		if bom {
-			b = order.AppendUint32(b, 0xFEFF)
+			put(0xFEFF)
 		}
 		for _, r := range s {
-			b = order.AppendUint32(b, uint32(r))
+			if width == 2 {
+				for _, u := range utf16.Encode([]rune{r}) {
+					put(rune(u))
+				}
+			} else {
+				put(r)
+			}
 		}
 		return b
 	}
+	le, be := binary.LittleEndian, binary.BigEndian
 	tests := []struct {
 		name string
 		body []byte
@@ -49,15 +45,15 @@ func TestWideEncoding(t *testing.T) {
 		{"UTF-8 batch", []byte("[" + msg + "]"), false},
 		{"empty", nil, false},
 		{"one byte", []byte("{"), false},
-		{"UTF-16LE", utf16le(msg, false), true},
-		{"UTF-16LE with BOM", utf16le(msg, true), true},
-		{"UTF-16BE", utf16be(msg, false), true},
-		{"UTF-16BE with BOM", utf16be(msg, true), true},
-		{"UTF-16LE after a space", utf16le(" "+msg, false), true},
-		{"UTF-32LE", utf32(msg, binary.LittleEndian, false), true},
-		{"UTF-32LE with BOM", utf32(msg, binary.LittleEndian, true), true},
-		{"UTF-32BE", utf32(msg, binary.BigEndian, false), true},
-		{"UTF-32BE with BOM", utf32(msg, binary.BigEndian, true), true},
+		{"UTF-16LE", encode(msg, 2, le, false), true},
+		{"UTF-16LE with BOM", encode(msg, 2, le, true), true},
+		{"UTF-16BE", encode(msg, 2, be, false), true},
+		{"UTF-16BE with BOM", encode(msg, 2, be, true), true},
+		{"UTF-16LE after a space", encode(" "+msg, 2, le, false), true},
+		{"UTF-32LE", encode(msg, 4, le, false), true},
+		{"UTF-32LE with BOM", encode(msg, 4, le, true), true},
+		{"UTF-32BE", encode(msg, 4, be, false), true},
+		{"UTF-32BE with BOM", encode(msg, 4, be, true), true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
