@@ -481,3 +481,25 @@ func TestRespelledCredentialsAreOneIdentity(t *testing.T) {
 	}
 	unchanged(t, e, before, "respelled credentials")
 }
+
+// Bearer and Basic credentials are one token: a backend that reads the
+// first token and ignores the rest (the TypeScript SDK does) would prove
+// every suffix, each a fresh identity with its own budget.
+func TestCredentialsWithExtraTokensAreRefused(t *testing.T) {
+	e := start(t, "tenant 10/s burst 100\nquota 2/day")
+	e.prove("valid-extra")
+	before := e.backend.ToolCalls()
+	for _, v := range []string{"Bearer valid-extra x1", "bearer valid-extra  x2", "Basic dXNlcjpwYXNz x3"} {
+		r := e.call(1, "Authorization", v)
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "one token") {
+			t.Fatalf("%q: %d %s, want 400 saying credentials are one token", v, r.Status, r.Body)
+		}
+	}
+	unchanged(t, e, before, "credentials with extra tokens")
+	// Schemes whose credentials are parameters keep their spaces.
+	if r := e.call(2, "Authorization", `Digest username="u", realm="r"`); r.Status == http.StatusBadRequest {
+		t.Fatalf("Digest parameters refused: %s", r.Body)
+	}
+}

@@ -16,11 +16,11 @@ import (
 // the request was refused and the refusal written.
 func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	d.accept = r.Header["Accept"]
-	if d.ambiguous != "" {
-		// Which value the backend would check is anyone's guess: the
-		// first, the last or the joined list. A caller must not get to
-		// be proven under one and charged under another.
-		h.writeRefusal(w, d, bodyRefusal(http.StatusBadRequest, "Send exactly one "+d.ambiguous+" header: requests carrying several are not accepted here."))
+	if d.unreadable != "" {
+		// Which credential the backend would check is anyone's guess: a
+		// caller must not get to be proven under one and charged under
+		// another.
+		h.writeRefusal(w, d, bodyRefusal(http.StatusBadRequest, d.unreadable))
 		return true
 	}
 	// Pre-auth: an unproven caller pays one token of its address's budget
@@ -101,10 +101,10 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		}
 		return refusal{}, false
 	}
-	if ce := headerValue(r.Header, "Content-Encoding"); ce != "" && !strings.EqualFold(strings.TrimSpace(ce), "identity") {
+	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."), true
 	}
-	if cs := charset(headerValue(r.Header, "Content-Type")); cs != "" && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
 		// A backend that decodes by charset (the TypeScript SDK does) would
 		// read a different message than the one classified here.
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."), true
@@ -461,18 +461,48 @@ func toolOfKey(key []byte) string {
 	return rest
 }
 
-// charset returns the charset parameter of a Content-Type value, if any.
-func charset(ct string) string {
-	_, params, _ := strings.Cut(ct, ";")
-	for params != "" {
-		var param string
-		param, params, _ = strings.Cut(params, ";")
-		name, value, ok := strings.Cut(strings.TrimSpace(param), "=")
-		if ok && strings.EqualFold(strings.TrimSpace(name), "charset") {
-			return strings.Trim(strings.TrimSpace(value), `"`)
+// bodyEncoding returns a content coding other than identity among the
+// Content-Encoding values, each a comma-separated list: a backend may read
+// any field line, or all of them.
+func bodyEncoding(values []string) (string, bool) {
+	for _, v := range values {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return c, true
+			}
 		}
 	}
-	return ""
+	return "", false
+}
+
+// foreignCharset returns a charset other than UTF-8 that the Content-Type
+// values name anywhere: in any parameter, quoted or not, first or last,
+// plain or extended (charset*=). Parsers disagree on quoted strings and
+// duplicate parameters (the TypeScript SDK's read the last charset, or
+// the one after a quoted ";charset=utf-8"), so any foreign one counts.
+func foreignCharset(cts []string) (string, bool) {
+	for _, ct := range cts {
+		lower := strings.ToLower(ct)
+		for rest := lower; ; {
+			i := strings.Index(rest, "charset")
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len("charset"):]
+			v, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t*"), "=")
+			if !ok {
+				continue
+			}
+			v = strings.TrimLeft(v, " \t\"'")
+			if end := strings.IndexAny(v, "\"'; \t,"); end >= 0 {
+				v = v[:end]
+			}
+			if v != "utf-8" && v != "utf8" {
+				return v, true
+			}
+		}
+	}
+	return "", false
 }
 
 // acceptsEventStream tells a Streamable HTTP POST (whose Accept lists

@@ -41,9 +41,9 @@ type decision struct {
 	cost    int64
 	accept  []string // the request's Accept values, read only to answer a refusal
 	carried *carried // what outlives the decision; see carry
-	// ambiguous names an identity header the request carries more than
-	// once; such a request is refused before anything else.
-	ambiguous string
+	// unreadable says why the identity headers do not name one credential
+	// as backends read it; such a request is refused before anything else.
+	unreadable string
 
 	rec        statusRecorder
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
@@ -81,7 +81,7 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 		d.repl = caddy.NewReplacer()
 	}
 	h.warnForwardedFor(r)
-	d.ambiguous = repeatedHeader(r, d.pol.identity)
+	d.unreadable = unreadableIdentity(r, d.pol.identity)
 	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
 		d.fp, d.hasID = d.z.fpKey.sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)

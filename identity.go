@@ -73,15 +73,46 @@ func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string)
 	return strings.Join(parts, "\n")
 }
 
-// repeatedHeader returns the name of a request header among the identity
-// placeholders that r carries more than once, or "".
-func repeatedHeader(r *http.Request, placeholders []string) string {
+// unreadableIdentity returns why r's identity headers do not name one
+// credential the way every backend reads it, or "" when they do: a header
+// carried more than once (backends check the first value, the last or the
+// joined list), or Bearer or Basic credentials with more than one token
+// (the TypeScript SDK reads the first and ignores the rest, so each suffix
+// would be an identity of its own, proven by the one real token).
+func unreadableIdentity(r *http.Request, placeholders []string) string {
 	for _, ph := range placeholders {
-		if name, ok := headerPlaceholder(ph); ok && len(headerValues(r, name)) > 1 {
-			return textproto.CanonicalMIMEHeaderKey(name)
+		name, ok := headerPlaceholder(ph)
+		if !ok {
+			continue
+		}
+		switch vals := headerValues(r, name); {
+		case len(vals) > 1:
+			return "Send exactly one " + textproto.CanonicalMIMEHeaderKey(name) + " header: requests carrying several are not accepted here."
+		case len(vals) == 1 && isCredentialsHeader(name) && extraTokens(vals[0]):
+			return "Malformed " + textproto.CanonicalMIMEHeaderKey(name) + " header: Bearer and Basic credentials are one token after the scheme."
 		}
 	}
 	return ""
+}
+
+// extraTokens reports whether v is Bearer or Basic credentials with more
+// than one token after the scheme. A value with at most one space and no
+// other whitespace, as clients send them, is decided without splitting.
+func extraTokens(v string) bool {
+	spaces := 0
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c == ' ' {
+			spaces++
+		} else if c < ' ' || c >= 0x7F {
+			spaces = 2 // maybe other whitespace: split to know
+			break
+		}
+	}
+	if spaces < 2 {
+		return false
+	}
+	f := strings.Fields(v)
+	return len(f) > 2 && (strings.EqualFold(f[0], "Bearer") || strings.EqualFold(f[0], "Basic"))
 }
 
 // headerPlaceholder returns the header name of a lone request-header

@@ -379,9 +379,17 @@ func echoText(t *testing.T, r *harness.Response) string {
 func TestNonUTF8CharsetIsRefusedOnAMeteredRoute(t *testing.T) {
 	e := start(t, "quota off")
 	before := e.backend.ToolCalls()
-	r := e.post(harness.ToolCall(1, "echo", map[string]any{"text": "hi"}), "Content-Type", "application/json; charset=utf-16")
-	if r.Status != http.StatusUnsupportedMediaType {
-		t.Fatalf("charset=utf-16: status %d, want 415: %s", r.Status, r.Body)
+	for _, ct := range []string{
+		"application/json; charset=utf-16",
+		// Spellings that hide a UTF-7 charset from a first-parameter,
+		// quote-blind reading: the TypeScript SDK's parsers find it.
+		`application/json; x="a;charset=utf-8"; charset=utf-7`,
+		"application/json; charset=utf-8; charset=utf-7",
+	} {
+		r := e.post(harness.ToolCall(1, "echo", map[string]any{"text": "hi"}), "Content-Type", ct)
+		if r.Status != http.StatusUnsupportedMediaType {
+			t.Fatalf("%s: status %d, want 415: %s", ct, r.Status, r.Body)
+		}
 	}
 	if e.backend.ToolCalls() != before {
 		t.Fatal("a refused body reached the backend")
