@@ -503,3 +503,34 @@ func TestCredentialsWithExtraTokensAreRefused(t *testing.T) {
 		t.Fatalf("Digest parameters refused: %s", r.Body)
 	}
 }
+
+// Frameworks answer OPTIONS (Express for every route) and often HEAD
+// themselves, before authentication runs: their 2xx proves nothing.
+func TestOptionsAndHeadNeverProve(t *testing.T) {
+	e := start(t, "zone blind\npreauth 100/s burst 100")
+	known := func() int {
+		var l struct {
+			Total int `json:"total"`
+		}
+		e.caddy.AdminJSON(t, "/mcp_ratelimit/blind/identities", &l)
+		return l.Total
+	}
+	for _, method := range []string{http.MethodOptions, http.MethodHead} {
+		req, _ := http.NewRequest(method, e.mcp, nil)
+		req.Header.Set("Authorization", "Bearer garbage-"+method)
+		req.Header.Set("X-Demo-Status", "200") // answered without checking the credential
+		if r := harness.Do(t, req); r.Status != http.StatusOK {
+			t.Fatalf("%s: %d", method, r.Status)
+		}
+	}
+	if n := known(); n != 0 {
+		t.Fatalf("%d identities proven by OPTIONS or HEAD, want 0", n)
+	}
+	// The same answer to a POST proves.
+	if r := e.call(1, "Authorization", "Bearer garbage-POST", "X-Demo-Status", "200"); r.Status != http.StatusOK {
+		t.Fatalf("POST: %d", r.Status)
+	}
+	if n := known(); n != 1 {
+		t.Fatalf("%d identities proven after a POST's 2xx, want 1", n)
+	}
+}

@@ -388,16 +388,24 @@ func (d *decision) admitAnonymous() (refusal, bool) {
 // refuse while a slot is held.
 func (d *decision) admitConcurrency() (refusal, bool) {
 	c := d.lim.concurrency
+	if c.Max <= 0 && (c.PerIdentity <= 0 || !d.hasID) {
+		return refusal{}, true
+	}
+	// A batch's calls may all run at once: each takes a slot.
+	d.concN = 1
+	if d.req != nil {
+		d.concN = d.req.Calls(d.pol.meter)
+	}
 	if c.Max > 0 {
-		if !d.z.all.Acquire(globalKey, c.Max) {
-			return concurrencyRefusal(c.Max, false), false
+		if !d.z.all.Acquire(globalKey, d.concN, c.Max) {
+			return concurrencyRefusal(c.Max, false, d.concN), false
 		}
 		d.concAll = true
-		d.z.metrics.inflightAdd(1)
+		d.z.metrics.inflightAdd(int64(d.concN))
 	}
 	if c.PerIdentity > 0 && d.hasID {
-		if !d.z.perID.Acquire(d.fp, c.PerIdentity) {
-			return concurrencyRefusal(c.PerIdentity, true), false
+		if !d.z.perID.Acquire(d.fp, d.concN, c.PerIdentity) {
+			return concurrencyRefusal(c.PerIdentity, true, d.concN), false
 		}
 		d.concID = true
 	}
@@ -425,15 +433,8 @@ func (d *decision) rollback() {
 		d.z.quota.Refund(d.items, d.now)
 		d.quotaHeld = false
 	}
-	if d.concAll {
-		d.z.all.Release(globalKey)
-		d.z.metrics.inflightAdd(-1)
-		d.concAll = false
-	}
-	if d.concID {
-		d.z.perID.Release(d.fp)
-		d.concID = false
-	}
+	d.finish()
+	d.concAll, d.concID = false, false
 }
 
 // eachTool calls fn for every tool name any reading of any tools/call

@@ -44,6 +44,8 @@ type decision struct {
 	// unreadable says why the identity headers do not name one credential
 	// as backends read it; such a request is refused before anything else.
 	unreadable string
+	// answeredBlind marks a method whose 2xx does not prove the identity.
+	answeredBlind bool
 
 	rec        statusRecorder
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
@@ -65,8 +67,9 @@ type decision struct {
 	tenantLeft    float64 // tokens the tenant's bucket holds, as its layer reported
 	tenantHeld    bool    // tenantLeft is set and stands
 	inRedis       bool    // the Redis store decided tenant, group, quota, global
-	concAll       bool
-	concID        bool
+	concAll       bool    // holds concN slots of the zone's cap
+	concID        bool    // holds concN slots of the identity's cap
+	concN         int
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}
@@ -82,6 +85,10 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	}
 	h.warnForwardedFor(r)
 	d.unreadable = unreadableIdentity(r, d.pol.identity)
+	// Frameworks answer OPTIONS (and often HEAD) themselves, before any
+	// authentication runs (Express does for every route): such a 2xx
+	// says nothing about the credential.
+	d.answeredBlind = r.Method == http.MethodOptions || r.Method == http.MethodHead
 	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
 		d.fp, d.hasID = d.z.fpKey.sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
@@ -217,11 +224,11 @@ func (d *decision) release() {
 // finish frees the concurrency slots once the response is complete.
 func (d *decision) finish() {
 	if d.concAll {
-		d.z.all.Release(globalKey)
-		d.z.metrics.inflightAdd(-1)
+		d.z.all.Release(globalKey, d.concN)
+		d.z.metrics.inflightAdd(-int64(d.concN))
 	}
 	if d.concID {
-		d.z.perID.Release(d.fp)
+		d.z.perID.Release(d.fp, d.concN)
 	}
 }
 
@@ -233,7 +240,7 @@ func (d *decision) learn(status int) {
 	case status == http.StatusTooManyRequests:
 		d.z.metrics.upstreamThrottled()
 	case status >= 200 && status < 300:
-		if d.hasID && !d.proven {
+		if d.hasID && !d.proven && !d.answeredBlind {
 			d.z.prove(d.fp, time.Now())
 		}
 		return

@@ -66,10 +66,10 @@ func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
 	}
 }
 
-func concurrencyRefusal(max int, perIdentity bool) refusal {
+func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
 	return refusal{
 		layer: layerConcurrency, status: http.StatusTooManyRequests, wait: time.Second,
-		kind: kindConcurrency, max: max, perID: perIdentity,
+		kind: kindConcurrency, max: max, perID: perIdentity, n: calls,
 	}
 }
 
@@ -143,17 +143,28 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, ". Do not retry with this key until the quota resets at "...)
 		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
 		return append(b, "; report the exhausted quota to the user."...)
+	case ref.kind == kindConcurrency && ref.n > ref.max: // a batch over the cap
+		b = append(b, "Too many calls in flight: this request runs "...)
+		b = strconv.AppendInt(b, int64(ref.n), 10)
+		b = append(b, " calls at once, more than the limit of "...)
+		b = strconv.AppendInt(b, int64(ref.max), 10)
+		b = append(b, ref.concurrencyScope()...)
+		return append(b, "; it will never be admitted as sent. Send fewer calls per request."...)
 	default: // kindConcurrency
-		b = append(b, "Too many calls in flight "...)
-		if ref.perID {
-			b = append(b, "for this API key"...)
-		} else {
-			b = append(b, "on this server"...)
-		}
+		b = append(b, "Too many calls in flight"...)
+		b = append(b, ref.concurrencyScope()...)
 		b = append(b, " (limit "...)
 		b = strconv.AppendInt(b, int64(ref.max), 10)
 		return append(b, "). Retry in 1s, once a running call has finished; the same call will work then."...)
 	}
+}
+
+// concurrencyScope says whose in-flight calls a concurrency refusal counts.
+func (ref *refusal) concurrencyScope() string {
+	if ref.perID {
+		return " for this API key"
+	}
+	return " on this server"
 }
 
 func storeRefusal(tool string, wait time.Duration) refusal {

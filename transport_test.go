@@ -173,3 +173,26 @@ func TestLegacyPOSTRefusalIsAnsweredAsStatus(t *testing.T) {
 		})
 	}
 }
+
+// A batch's calls may all run at once: each takes a concurrency slot, so
+// a batch cannot put more calls in flight than the cap allows.
+func TestBatchTakesASlotPerCall(t *testing.T) {
+	e := start(t, "concurrency 10 per_identity 2\ntenant 100/s burst 100\nquota off")
+	e.prove("valid-batch")
+	before := e.backend.ToolCalls()
+	r := e.post(batch(1, 3), "Authorization", "Bearer valid-batch")
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if r.Status != http.StatusTooManyRequests || len(answers) != 3 || answers[0].Error == nil ||
+		answers[0].Error.Data.Limit != "concurrency" || !strings.Contains(answers[0].Error.Message, "runs 3 calls at once") ||
+		!strings.Contains(answers[0].Error.Message, "never be admitted") {
+		t.Fatalf("a batch of 3 under per_identity 2: %d %s", r.Status, r.Body)
+	}
+	unchanged(t, e, before, "a batch over the concurrency cap")
+	if r := e.post(batch(4, 2), "Authorization", "Bearer valid-batch"); r.Status == http.StatusTooManyRequests {
+		t.Fatalf("a batch of 2 under per_identity 2: %d %s", r.Status, r.Body)
+	}
+	if n := e.inflight("default"); n != 0 {
+		t.Fatalf("%d calls still counted in flight after the batches", n)
+	}
+}

@@ -15,7 +15,7 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 	now := t0
 	fps.Reserve(fp(1), lim, 1, now)
 	prefixes.Reserve(prefix, lim, 1, now)
-	gauge.Acquire(fp(1), 10)
+	gauge.Acquire(fp(1), 1, 10)
 	tests := []struct {
 		name string
 		f    func()
@@ -40,8 +40,8 @@ func TestHotPathsDoNotAllocate(t *testing.T) {
 			fps.Tokens(fp(1), now)
 		}},
 		{"Gauge Acquire and Release on a present key do not allocate", func() {
-			gauge.Acquire(fp(1), 10)
-			gauge.Release(fp(1))
+			gauge.Acquire(fp(1), 1, 10)
+			gauge.Release(fp(1), 1)
 		}},
 	}
 	for _, tt := range tests {

@@ -88,11 +88,11 @@ func BenchmarkReserve(b *testing.B) {
 func BenchmarkGauge(b *testing.B) {
 	g := NewGauge(HashFingerprint)
 	key := fp(1)
-	g.Acquire(key, 100) // keep the key present
+	g.Acquire(key, 1, 100) // keep the key present
 	b.ReportAllocs()
 	for b.Loop() {
-		g.Acquire(key, 100)
-		g.Release(key)
+		g.Acquire(key, 1, 100)
+		g.Release(key, 1)
 	}
 }
 

@@ -36,31 +36,30 @@ func NewGauge[K comparable](hash func(K) uint64) *Gauge[K] {
 	return g
 }
 
-// Acquire counts one more unit of work in flight for key and returns true,
-// unless key already has max in flight (or max <= 0): then it returns false
-// and counts nothing.
-func (g *Gauge[K]) Acquire(key K, max int) bool {
+// Acquire counts n more units of work in flight for key and returns true,
+// unless that would put more than max in flight (or n < 1): then it
+// returns false and counts nothing.
+func (g *Gauge[K]) Acquire(key K, n, max int) bool {
 	sh := g.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	n := sh.inFlight[key]
-	if int(n) >= max {
+	cur := int(sh.inFlight[key])
+	if n < 1 || cur+n > max {
 		return false
 	}
-	sh.inFlight[key] = n + 1
+	sh.inFlight[key] = int32(cur + n)
 	return true
 }
 
-// Release counts one unit of key's work as done, forgetting key when none is
-// left. Releasing a key with nothing in flight does nothing.
-func (g *Gauge[K]) Release(key K) {
+// Release counts n units of key's work as done, forgetting key when none
+// is left. Releasing more than key has in flight releases what it has.
+func (g *Gauge[K]) Release(key K, n int) {
 	sh := g.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	switch n := sh.inFlight[key]; {
-	case n > 1:
-		sh.inFlight[key] = n - 1
-	case n == 1:
+	if left := int(sh.inFlight[key]) - n; left > 0 {
+		sh.inFlight[key] = int32(left)
+	} else {
 		delete(sh.inFlight, key)
 	}
 }

@@ -10,6 +10,7 @@ func TestGauge(t *testing.T) {
 	type call struct {
 		release bool
 		key     int
+		n       int // units; 0 means 1
 		max     int
 		want    bool // for Acquire
 	}
@@ -54,15 +55,31 @@ func TestGauge(t *testing.T) {
 			{key: 1, max: 1, want: true},
 			{key: 1, max: 1, want: false},
 		}, map[int]int{1: 1}, 1},
+		{"several units at once fit only whole", []call{
+			{key: 1, n: 3, max: 4, want: true},
+			{key: 1, n: 2, max: 4, want: false},
+			{key: 1, n: 1, max: 4, want: true},
+			{key: 1, n: 5, max: 4, want: false},
+		}, map[int]int{1: 4}, 1},
+		{"more units than max never fit", []call{
+			{key: 1, n: 3, max: 2, want: false},
+		}, map[int]int{1: 0}, 0},
+		{"releasing several units", []call{
+			{key: 1, n: 3, max: 3, want: true},
+			{release: true, key: 1, n: 2},
+			{key: 1, n: 2, max: 3, want: true},
+			{release: true, key: 1, n: 9},
+		}, map[int]int{1: 0}, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewGauge(HashFingerprint)
 			for i, c := range tt.calls {
+				n := max(c.n, 1)
 				if c.release {
-					g.Release(fp(c.key))
-				} else if got := g.Acquire(fp(c.key), c.max); got != c.want {
-					t.Fatalf("call %d: Acquire(key %d, %d) = %v, want %v", i, c.key, c.max, got, c.want)
+					g.Release(fp(c.key), n)
+				} else if got := g.Acquire(fp(c.key), n, c.max); got != c.want {
+					t.Fatalf("call %d: Acquire(key %d, %d, %d) = %v, want %v", i, c.key, n, c.max, got, c.want)
 				}
 			}
 			for k, want := range tt.wantCount {
@@ -85,14 +102,14 @@ func TestGaugeNeverExceedsMaxUnderContention(t *testing.T) {
 	for range goroutines {
 		wg.Go(func() {
 			for range rounds {
-				if !g.Acquire(fp(7), max) {
+				if !g.Acquire(fp(7), 1, max) {
 					continue
 				}
 				n := inFlight.Add(1)
 				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 				}
 				inFlight.Add(-1)
-				g.Release(fp(7))
+				g.Release(fp(7), 1)
 			}
 		})
 	}

@@ -64,6 +64,25 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 	return total
 }
 
+// Calls returns how many calls the request puts in flight under m: its
+// entries that cost something (a batch's calls may all run at once), and
+// at least 1 when the request costs anything at all.
+func (r *Request) Calls(m Meter) int {
+	if !m.Enabled() {
+		return 0
+	}
+	n := 0
+	for i := range r.entries {
+		if r.entries[i].cost(m, nil) > 0 {
+			n++
+		}
+	}
+	if m.All {
+		n += r.count - len(r.entries)
+	}
+	return max(n, 1)
+}
+
 // addSat returns a+b for b >= 0, saturating at math.MaxInt64.
 func addSat(a, b int64) int64 {
 	if a > math.MaxInt64-b {

@@ -237,3 +237,29 @@ func TestCostToolCostContract(t *testing.T) {
 		t.Errorf("sum saturates: Cost() = %d, want MaxInt64", got)
 	}
 }
+
+func TestCalls(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`
+	list := `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+	note := `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	all := Meter{All: true}
+	tests := []struct {
+		body  string
+		meter Meter
+		want  int
+	}{
+		{call, toolsCallMeter, 1},
+		{list, toolsCallMeter, 1}, // costs nothing, yet is one request
+		{"[" + call + "," + call + "," + list + "," + call + "]", toolsCallMeter, 3},
+		{"[" + call + "," + note + "]", toolsCallMeter, 1},
+		{"[" + call + "," + list + "," + note + "," + `5` + "]", all, 4},
+		{"not json", toolsCallMeter, 1},
+		{call, Meter{}, 0},
+	}
+	for _, tt := range tests {
+		r := parse(t, tt.body)
+		if got := r.Calls(tt.meter); got != tt.want {
+			t.Errorf("Calls(%s, %+v) = %d, want %d", tt.body, tt.meter, got, tt.want)
+		}
+	}
+}
