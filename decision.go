@@ -90,12 +90,12 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	// says nothing about the credential.
 	d.answeredBlind = r.Method == http.MethodOptions || r.Method == http.MethodHead
 	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
-		d.fp, d.hasID = d.z.fpKey.sum(v), true
+		d.fp, d.hasID = d.z.fpKey.Load().sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
 	}
 	if d.pol.groupKey != "" {
 		if g := placeholderValue(r, d.repl, d.pol.groupKey); g != "" {
-			d.groupFP, d.hasGroup = d.z.fpKey.sum(g), true
+			d.groupFP, d.hasGroup = d.z.fpKey.Load().sum(g), true
 		}
 	}
 	if !d.proven {

@@ -24,6 +24,7 @@ import (
 // storage, so every instance and every restart computes the same
 // fingerprint, and raw credentials never need to be kept anywhere.
 type fingerprinter struct {
+	key  []byte
 	pool sync.Pool
 }
 
@@ -35,7 +36,7 @@ type macState struct {
 }
 
 func newFingerprinter(key []byte) *fingerprinter {
-	f := &fingerprinter{}
+	f := &fingerprinter{key: key}
 	f.pool.New = func() any { return &macState{mac: hmac.New(sha256.New, key)} }
 	return f
 }

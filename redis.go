@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -27,6 +28,9 @@ type zoneRedis struct {
 	store    *redisstore.Store
 	cfg      RedisStore // as configured, to notice changes on reload
 	degraded atomic.Bool
+	// keyAdopted says the zone fingerprints under the key this store
+	// holds; until then, the store must not decide.
+	keyAdopted atomic.Bool
 
 	mu        sync.Mutex
 	pending   map[deltaKey]int64
@@ -96,11 +100,12 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 	defer cancel()
 	key, err := r.store.FingerprintKey(ctx, candidate)
 	if err != nil {
-		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key from Caddy storage",
+		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key from Caddy storage until it returns",
 			zap.String("zone", pol.zone), zap.Error(err))
 		r.fail(err, time.Now())
 		return r, candidate, nil
 	}
+	r.keyAdopted.Store(true)
 	return r, key, nil
 }
 
@@ -146,11 +151,41 @@ func (z *zone) applyRedis(pol *policy) {
 		}
 		old.mu.Unlock()
 	}
+	if r != nil {
+		// A store added to a running zone decides with the fingerprints
+		// every other instance computes, or not at all.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := z.adoptRedisKey(ctx, r); err != nil && r.fail(err, time.Now()) {
+			z.logger.Load().Error("redis store unreachable: deciding locally until it returns", zap.String("zone", z.name), zap.Error(err))
+		}
+		cancel()
+	}
 	z.redis.Store(r)
 	z.setDegradedGauge()
 	if old != nil {
 		_ = old.store.Close()
 	}
+}
+
+// adoptRedisKey makes the zone fingerprint under the key in r (which the
+// zone's current key becomes if no instance stored one yet), so that
+// every instance computes the same fingerprints. An instance that started
+// while Redis was unreachable, or a zone that gains a store on reload, may
+// hold another key: identities proven under it prove themselves again,
+// and what was counted under it does not carry over.
+func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
+	cur := z.fpKey.Load()
+	key, err := r.store.FingerprintKey(ctx, cur.key)
+	if err != nil {
+		return err
+	}
+	if !bytes.Equal(key, cur.key) {
+		z.fpKey.Store(newFingerprinter(key))
+		z.logger.Load().Warn("fingerprint key replaced by the zone's key in redis: identities proven under the old key prove themselves again",
+			zap.String("zone", z.name))
+	}
+	r.keyAdopted.Store(true)
+	return nil
 }
 
 // closeRedis pushes what is pending and closes the store.
@@ -233,6 +268,9 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		return
 	}
 	err := r.store.Ping(ctx)
+	if err == nil && !r.keyAdopted.Load() {
+		err = z.adoptRedisKey(ctx, r)
+	}
 	if err == nil {
 		err = r.push(ctx)
 	}

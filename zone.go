@@ -39,7 +39,7 @@ type zone struct {
 	name      string
 	pol       atomic.Pointer[policy]
 	logger    atomic.Pointer[zap.Logger]
-	fpKey     *fingerprinter
+	fpKey     atomic.Pointer[fingerprinter]
 	preauth   *buckets.Set[netip.Prefix]
 	tenants   *buckets.Set[[16]byte]
 	groups    *buckets.Set[[16]byte]
@@ -102,7 +102,6 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	}
 	z := &zone{
 		name:    pol.zone,
-		fpKey:   newFingerprinter(key),
 		preauth: buckets.New[netip.Prefix](pol.maxKnown, buckets.HashPrefix),
 		tenants: buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
 		groups:  buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
@@ -116,6 +115,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		forgets: map[string]int64{},
 		done:    make(chan struct{}),
 	}
+	z.fpKey.Store(newFingerprinter(key))
 	z.logger.Store(logger)
 	z.redis.Store(rz)
 	z.quota = quota.New(quota.Config{

@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -387,5 +390,69 @@ func TestRedisAdminIdentityViewShowsEveryInstancesUse(t *testing.T) {
 	if at, err := time.Parse(time.RFC3339Nano, id.TenantTokensAt); id.TenantTokens == nil || *id.TenantTokens < 4.9 || *id.TenantTokens > 5.1 ||
 		err != nil || time.Since(at).Abs() > time.Minute {
 		t.Fatalf("tenant bucket %v at %q, want 5 of 10 left as of the last call", id.TenantTokens, id.TenantTokensAt)
+	}
+}
+
+// An instance that starts while Redis is unreachable fingerprints under
+// the key in its own storage; when Redis returns it must adopt the key
+// every other instance uses there, or each instance would hand out its
+// own allowance.
+func TestRedisInstanceStartedDuringAnOutageAdoptsTheSharedKey(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	r.Kill()
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	site := redisSite(r.URL, "tenant 1/h burst 4\n quota 100/day")
+	a := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageA"), "")
+	r.Start(t)
+	b := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageB"), "")
+	harness.Eventually(t, 30*time.Second, "instance A to decide in Redis again", func() bool {
+		return !harness.GetStore(t, a.Admin, rzone).Degraded
+	})
+	for _, p := range []*harness.Process{a, b} {
+		prove(t, p, "valid-outage-key")
+	}
+	for i := range 4 {
+		mustCall(t, []*harness.Process{a, b}[i%2], "valid-outage-key", "ok")
+	}
+	// One burst of 4 for both instances, as Redis holds one bucket.
+	for _, p := range []*harness.Process{a, b} {
+		mustCall(t, p, "valid-outage-key", "tenant")
+	}
+	if keys := redisEval(t, r, `return #redis.call('KEYS', ARGV[1])`, "mcprl:{"+rzone+"}:b:t/*"); keys != "1" {
+		t.Fatalf("%s tenant buckets in Redis for one token, want 1: the instances fingerprint differently", keys)
+	}
+}
+
+// A zone that gains `store redis` on a reload fingerprints under the key
+// the other instances already keep in Redis, not its own.
+func TestRedisStoreAddedOnReloadAdoptsTheSharedKey(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	const sharedKey = "0123456789abcdef0123456789abcdef" // stored by another instance
+	r.Do(t, "SET", "mcprl:{"+rzone+"}:fpkey", sharedKey)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	p := harness.StartProcess(t, bin, fmt.Sprintf("mcp_ratelimit {\n zone %s\n}\nreverse_proxy $BACKEND", rzone), backend.Addr, storage, "")
+	cfg := harness.Config(redisSite(r.URL, "tenant 1/h burst 4"), backend.Addr, p.Port, p.AdminPort, storage, "")
+	resp, err := http.Post(p.Admin+"/load", "text/caddyfile", strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload with store redis: %d %s", resp.StatusCode, body)
+	}
+	prove(t, p, "valid-reload")
+	mustCall(t, p, "valid-reload", "ok")
+	m := hmac.New(sha256.New, []byte(sharedKey))
+	m.Write([]byte("Bearer valid-reload"))
+	fp := hex.EncodeToString(m.Sum(nil)[:16])
+	if n := redisEval(t, r, `return #redis.call('KEYS', ARGV[1])`, "mcprl:{"+rzone+"}:b:t/"+fp); n != "1" {
+		t.Fatalf("no tenant bucket under the fingerprint of the shared key (%s); keys: %s", fp,
+			redisEval(t, r, `return table.concat(redis.call('KEYS', ARGV[1]), ' ')`, "mcprl:{"+rzone+"}:*"))
 	}
 }
