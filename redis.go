@@ -195,8 +195,13 @@ func (z *zone) closeRedis(ctx context.Context) {
 		return
 	}
 	if err := r.push(ctx); err != nil {
-		z.logger.Load().Error("redis store: counts made during the outage could not be pushed at shutdown",
-			zap.String("zone", z.name), zap.Error(err))
+		if serr := z.saveRedisPending(ctx, r); serr != nil {
+			z.logger.Load().Error("redis store: counts made during the outage could be neither pushed nor saved at shutdown",
+				zap.String("zone", z.name), zap.Error(err), zap.NamedError("save_error", serr))
+		} else {
+			z.logger.Load().Warn("redis store: counts made during the outage saved in storage, to be pushed by the next start",
+				zap.String("zone", z.name), zap.Error(err))
+		}
 	}
 	_ = r.store.Close()
 }

@@ -136,6 +136,12 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
 	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
+	if rz != nil {
+		// Pushed by the zone's run loop once Redis answers.
+		if err := z.loadRedisPending(loadCtx, rz); err != nil {
+			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage", zap.String("zone", z.name), zap.Error(err))
+		}
+	}
 	z.setDegradedGauge()
 	bg, cancel := context.WithCancel(context.Background())
 	z.cancel = cancel

@@ -456,3 +456,27 @@ func TestRedisStoreAddedOnReloadAdoptsTheSharedKey(t *testing.T) {
 			redisEval(t, r, `return table.concat(redis.call('KEYS', ARGV[1]), ' ')`, "mcprl:{"+rzone+"}:*"))
 	}
 }
+
+// Counts made during a Redis outage that the instance could not push
+// before it stopped are saved in Caddy storage and pushed by its next
+// start once Redis answers: "nothing lost" holds across a restart.
+func TestRedisOutageCountsSurviveARestart(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
+	p := ps[0]
+	prove(t, p, "valid-restart")
+	r.Kill()
+	for range 3 {
+		mustCall(t, p, "valid-restart", "ok") // decided locally while Redis is down
+	}
+	p.Restart(t) // Redis still down: the counts cannot be pushed at shutdown
+	r.Start(t)   // back, and empty: persistence is off
+	harness.Eventually(t, 30*time.Second, "the outage's counts to reach Redis", func() bool {
+		return sumQuota(t, r) == 3
+	})
+	time.Sleep(2 * time.Second) // and only once
+	if n := sumQuota(t, r); n != 3 {
+		t.Fatalf("Redis counts %d, want the outage's 3", n)
+	}
+}
