@@ -321,12 +321,27 @@ func (r *zoneRedis) pendingLen() int {
 	return len(r.pending)
 }
 
-// push sends the pending counts to Redis; on failure they stay pending.
-func (r *zoneRedis) push(ctx context.Context) error {
+// take removes and returns the pending counts.
+func (r *zoneRedis) take() map[deltaKey]int64 {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	batch := r.pending
 	r.pending = map[deltaKey]int64{}
-	r.mu.Unlock()
+	return batch
+}
+
+// putBack adds counts that could not be sent back to the pending ones.
+func (r *zoneRedis) putBack(batch map[deltaKey]int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, n := range batch {
+		r.add(k, n)
+	}
+}
+
+// push sends the pending counts to Redis; on failure they stay pending.
+func (r *zoneRedis) push(ctx context.Context) error {
+	batch := r.take()
 	if len(batch) == 0 {
 		return nil
 	}
@@ -335,11 +350,7 @@ func (r *zoneRedis) push(ctx context.Context) error {
 		deltas = append(deltas, redisstore.Delta{Key: k.key, Period: k.period, Start: time.Unix(k.start, 0).UTC(), N: n})
 	}
 	if err := r.store.Push(ctx, deltas); err != nil {
-		r.mu.Lock()
-		for k, n := range batch {
-			r.add(k, n)
-		}
-		r.mu.Unlock()
+		r.putBack(batch)
 		return err
 	}
 	r.mu.Lock()

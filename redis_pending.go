@@ -26,10 +26,7 @@ func redisPendingDir(zone string) string { return path.Join(storagePrefix(zone),
 
 // saveRedisPending stores r's pending counts, if any, in a new object.
 func (z *zone) saveRedisPending(ctx context.Context, r *zoneRedis) error {
-	r.mu.Lock()
-	batch := r.pending
-	r.pending = map[deltaKey]int64{}
-	r.mu.Unlock()
+	batch := r.take()
 	if len(batch) == 0 {
 		return nil
 	}
@@ -41,11 +38,7 @@ func (z *zone) saveRedisPending(ctx context.Context, r *zoneRedis) error {
 	_, _ = rand.Read(id[:])
 	name := path.Join(redisPendingDir(z.name), strconv.FormatInt(time.Now().UnixNano(), 10)+"-"+hex.EncodeToString(id[:]))
 	if err := z.storage.Store(ctx, name, b); err != nil {
-		r.mu.Lock()
-		for k, n := range batch {
-			r.add(k, n)
-		}
-		r.mu.Unlock()
+		r.putBack(batch)
 		return err
 	}
 	return nil
