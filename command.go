@@ -160,7 +160,7 @@ func asPlaceholdersProduce(value string, placeholders []string) string {
 	}
 	for i, ph := range placeholders {
 		if name, ok := headerPlaceholder(ph); ok && isCredentialsHeader(name) {
-			lines[i] = canonicalCredentials(lines[i])
+			lines[i], _ = canonicalCredentials(lines[i])
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -42,7 +42,8 @@ type QuotaLimit struct {
 	Off bool `json:"off,omitempty"`
 }
 
-// Concurrency caps metered calls in flight.
+// Concurrency caps metered calls in flight. A batch takes one slot per
+// metered call, since backends may run its calls at once.
 type Concurrency struct {
 	// Max is the most metered calls in flight for the whole zone on this
 	// instance. 0 means no zone-wide cap.

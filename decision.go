@@ -84,12 +84,12 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 		d.repl = caddy.NewReplacer()
 	}
 	h.warnForwardedFor(r)
-	d.unreadable = unreadableIdentity(r, d.pol.identity)
 	// Frameworks answer OPTIONS (and often HEAD) themselves, before any
 	// authentication runs (Express does for every route): such a 2xx
 	// says nothing about the credential.
 	d.answeredBlind = r.Method == http.MethodOptions || r.Method == http.MethodHead
-	if v := identityValue(r, d.repl, d.pol.identity); v != "" {
+	var v string
+	if v, d.unreadable = identityValue(r, d.repl, d.pol.identity); v != "" {
 		d.fp, d.hasID = d.z.fpKey.Load().sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
 	}

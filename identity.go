@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -57,63 +58,65 @@ func (f *fingerprinter) sum(value string) [16]byte {
 
 // identityValue is the one function that computes a request's identity:
 // the identity placeholders' values joined with newlines. Every check
-// and every mark uses it, so they cannot drift apart.
-func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string) string {
+// and every mark uses it, so they cannot drift apart. It also returns why
+// the identity headers do not name one credential the way every backend
+// reads it ("" when they do); such a request must be refused.
+func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string) (value, unreadable string) {
 	if len(placeholders) == 1 {
-		return placeholderValue(r, repl, placeholders[0])
+		return readPlaceholder(r, repl, placeholders[0])
 	}
 	parts := make([]string, len(placeholders))
 	empty := true
 	for i, p := range placeholders {
-		parts[i] = placeholderValue(r, repl, p)
+		var why string
+		parts[i], why = readPlaceholder(r, repl, p)
 		empty = empty && parts[i] == ""
+		unreadable = cmp.Or(unreadable, why)
 	}
 	if empty {
-		return ""
+		return "", unreadable
 	}
-	return strings.Join(parts, "\n")
+	return strings.Join(parts, "\n"), unreadable
 }
 
-// unreadableIdentity returns why r's identity headers do not name one
-// credential the way every backend reads it, or "" when they do: a header
-// carried more than once (backends check the first value, the last or the
-// joined list), or Bearer or Basic credentials with more than one token
-// (the TypeScript SDK reads the first and ignores the rest, so each suffix
-// would be an identity of its own, proven by the one real token).
-func unreadableIdentity(r *http.Request, placeholders []string) string {
-	for _, ph := range placeholders {
-		name, ok := headerPlaceholder(ph)
-		if !ok {
-			continue
-		}
-		switch vals := headerValues(r, name); {
-		case len(vals) > 1:
-			return "Send exactly one " + textproto.CanonicalMIMEHeaderKey(name) + " header: requests carrying several are not accepted here."
-		case len(vals) == 1 && isCredentialsHeader(name) && extraTokens(vals[0]):
-			return "Malformed " + textproto.CanonicalMIMEHeaderKey(name) + " header: Bearer and Basic credentials are one token after the scheme."
-		}
-	}
-	return ""
+// placeholderValue evaluates one placeholder, as identityValue reads it.
+func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
+	v, _ := readPlaceholder(r, repl, ph)
+	return v
 }
 
-// extraTokens reports whether v is Bearer or Basic credentials with more
-// than one token after the scheme. A value with at most one space and no
-// other whitespace, as clients send them, is decided without splitting.
-func extraTokens(v string) bool {
-	spaces := 0
-	for i := 0; i < len(v); i++ {
-		if c := v[i]; c == ' ' {
-			spaces++
-		} else if c < ' ' || c >= 0x7F {
-			spaces = 2 // maybe other whitespace: split to know
-			break
+// readPlaceholder evaluates one placeholder. A lone request-header
+// placeholder is read straight from the header, exactly as Caddy's
+// replacer computes it (values joined with commas), without the
+// replacer's allocations; a credentials header is spelled canonically.
+// unreadable says why the header does not name one credential as every
+// backend reads it: it is carried more than once (backends check the
+// first value, the last or the joined list), or it holds Bearer or Basic
+// credentials with more than one token (the TypeScript SDK reads the
+// first and ignores the rest, so each suffix would be an identity of its
+// own, proven by the one real token).
+func readPlaceholder(r *http.Request, repl *caddy.Replacer, ph string) (value, unreadable string) {
+	name, ok := headerPlaceholder(ph)
+	if !ok {
+		return repl.ReplaceAll(ph, ""), ""
+	}
+	vals := headerValues(r, name)
+	switch len(vals) {
+	case 0:
+		return "", ""
+	case 1:
+		value = vals[0]
+	default:
+		value = strings.Join(vals, ",")
+		unreadable = "Send exactly one " + textproto.CanonicalMIMEHeaderKey(name) + " header: requests carrying several are not accepted here."
+	}
+	if isCredentialsHeader(name) {
+		var extra bool
+		if value, extra = canonicalCredentials(value); extra && unreadable == "" {
+			unreadable = "Malformed " + textproto.CanonicalMIMEHeaderKey(name) + " header: Bearer and Basic credentials are one token after the scheme."
 		}
 	}
-	if spaces < 2 {
-		return false
-	}
-	f := strings.Fields(v)
-	return len(f) > 2 && (strings.EqualFold(f[0], "Bearer") || strings.EqualFold(f[0], "Basic"))
+	return value, unreadable
 }
 
 // headerPlaceholder returns the header name of a lone request-header
@@ -134,27 +137,6 @@ func headerValues(r *http.Request, name string) []string {
 	return r.Header[textproto.CanonicalMIMEHeaderKey(name)]
 }
 
-// placeholderValue evaluates one placeholder. A lone request-header
-// placeholder is read straight from the header, exactly as Caddy's
-// replacer computes it (values joined with commas), without the
-// replacer's allocations.
-func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
-	if name, ok := headerPlaceholder(ph); ok {
-		vals := headerValues(r, name)
-		var v string
-		if len(vals) == 1 {
-			v = vals[0]
-		} else {
-			v = strings.Join(vals, ",")
-		}
-		if isCredentialsHeader(name) {
-			v = canonicalCredentials(v)
-		}
-		return v
-	}
-	return repl.ReplaceAll(ph, "")
-}
-
 // isCredentialsHeader reports whether the header name carries RFC 9110
 // credentials: Authorization or Proxy-Authorization.
 func isCredentialsHeader(name string) bool {
@@ -169,16 +151,22 @@ func isCredentialsHeader(name string) bool {
 // by single spaces (split as strings.Fields splits them), the scheme is
 // capitalized ("Bearer") when credentials follow it, and the credentials
 // keep their case; a lone token is only trimmed. A value already in that
-// form, as clients send it, is returned as is.
-func canonicalCredentials(v string) string {
-	if isCanonicalCredentials(v) {
-		return v
+// form, as clients send it, is returned as is, read in one pass. extra
+// reports Bearer or Basic credentials with more than one token.
+func canonicalCredentials(v string) (canonical string, extra bool) {
+	if spaces, ok := canonicalSpaces(v); ok {
+		return v, spaces > 1 && tokenScheme(v[:strings.IndexByte(v, ' ')])
 	}
 	fields := strings.Fields(v)
 	if len(fields) > 1 {
 		fields[0] = capitalized(fields[0])
 	}
-	return strings.Join(fields, " ")
+	return strings.Join(fields, " "), len(fields) > 2 && tokenScheme(fields[0])
+}
+
+// tokenScheme reports whether scheme takes a single token: Bearer, Basic.
+func tokenScheme(scheme string) bool {
+	return strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic")
 }
 
 // capitalized returns the ASCII word s with its first letter upper case
@@ -196,25 +184,28 @@ func capitalized(s string) string {
 	return string(b)
 }
 
-// isCanonicalCredentials reports whether canonicalCredentials would leave
-// v unchanged: printable ASCII, single spaces between parts, and a
-// capitalized scheme when a space follows it.
-func isCanonicalCredentials(v string) bool {
+// canonicalSpaces reports whether canonicalCredentials would leave v
+// unchanged (printable ASCII, single spaces between parts, and a
+// capitalized scheme when a space follows it) and, if so, how many spaces
+// separate its parts.
+func canonicalSpaces(v string) (spaces int, ok bool) {
 	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
-		return false
+		return 0, false
 	}
 	sp := strings.IndexByte(v, ' ')
 	for i := 0; i < len(v); i++ {
 		switch c := v[i]; {
 		case c < ' ' || c >= 0x7F:
-			return false // control or non-ASCII bytes, maybe whitespace: the slow path decides
+			return 0, false // control or non-ASCII bytes, maybe whitespace: the slow path decides
 		case c == ' ' && v[i-1] == ' ':
-			return false
+			return 0, false
+		case c == ' ':
+			spaces++
 		case sp > 0 && i == 0 && 'a' <= c && c <= 'z', sp > 0 && i > 0 && i < sp && 'A' <= c && c <= 'Z':
-			return false
+			return 0, false
 		}
 	}
-	return true
+	return spaces, true
 }
 
 // fingerprintHex formats a fingerprint as operators see it.

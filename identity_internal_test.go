@@ -6,44 +6,51 @@ import (
 )
 
 func TestCanonicalCredentials(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"Bearer abc", "Bearer abc"},
-		{"bearer abc", "Bearer abc"},
-		{"BEARER abc", "Bearer abc"},
-		{"bEaReR abc", "Bearer abc"},
-		{"Bearer  abc", "Bearer abc"},
-		{" Bearer abc ", "Bearer abc"},
-		{"Bearer\tabc", "Bearer abc"},
-		{"Bearer\u00a0abc", "Bearer abc"},
-		{"Bearer AbC", "Bearer AbC"},                 // the token keeps its case
-		{"Basic dXNlcjpwYXNz", "Basic dXNlcjpwYXNz"}, // so does base64
-		{"abcDEF", "abcDEF"},                         // a lone token is not a scheme
-		{" abcDEF ", "abcDEF"},                       // only trimmed
-		{"Digest a=1,  b=2", "Digest a=1, b=2"},      // parameters: whitespace only
-		{"", ""},
-		{"   ", ""},
+	tests := []struct {
+		in, want string
+		extra    bool // Bearer or Basic with more than one token
+	}{
+		{"Bearer abc", "Bearer abc", false},
+		{"bearer abc", "Bearer abc", false},
+		{"BEARER abc", "Bearer abc", false},
+		{"bEaReR abc", "Bearer abc", false},
+		{"Bearer  abc", "Bearer abc", false},
+		{" Bearer abc ", "Bearer abc", false},
+		{"Bearer\tabc", "Bearer abc", false},
+		{"Bearer\u00a0abc", "Bearer abc", false},
+		{"Bearer AbC", "Bearer AbC", false},                 // the token keeps its case
+		{"Basic dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false}, // so does base64
+		{"abcDEF", "abcDEF", false},                         // a lone token is not a scheme
+		{" abcDEF ", "abcDEF", false},                       // only trimmed
+		{"Digest a=1,  b=2", "Digest a=1, b=2", false},      // parameters: whitespace only
+		{"Bearer abc junk", "Bearer abc junk", true},
+		{"bearer  abc\tjunk", "Bearer abc junk", true},
+		{"Basic dXNlcjpwYXNz x", "Basic dXNlcjpwYXNz x", true},
+		{"", "", false},
+		{"   ", "", false},
 	}
 	for _, tt := range tests {
-		if got := canonicalCredentials(tt.in); got != tt.want {
-			t.Errorf("canonicalCredentials(%q) = %q, want %q", tt.in, got, tt.want)
+		if got, extra := canonicalCredentials(tt.in); got != tt.want || extra != tt.extra {
+			t.Errorf("canonicalCredentials(%q) = %q, %v; want %q, %v", tt.in, got, extra, tt.want, tt.extra)
 		}
 		// The fast path agrees with the slow one.
-		if isCanonicalCredentials(tt.in) && tt.in != tt.want {
+		if _, ok := canonicalSpaces(tt.in); ok && tt.in != tt.want {
 			t.Errorf("%q taken as canonical, but canonical is %q", tt.in, tt.want)
 		}
-		if got := canonicalCredentials(tt.want); got != tt.want {
+		if got, _ := canonicalCredentials(tt.want); got != tt.want {
 			t.Errorf("not idempotent: %q -> %q", tt.want, got)
 		}
 	}
-	if !isCanonicalCredentials("Bearer " + strings.Repeat("x", 40)) {
+	if _, ok := canonicalSpaces("Bearer " + strings.Repeat("x", 40)); !ok {
 		t.Error("a canonical bearer value takes the slow path")
 	}
 }
 
 // FuzzCanonicalCredentials checks that the fast path never keeps a value
-// the slow path would change, and that canonical values are fixed points.
+// the slow path would change, nor reads its tokens differently, and that
+// canonical values are fixed points.
 func FuzzCanonicalCredentials(f *testing.F) {
-	for _, s := range []string{"Bearer abc", "bearer  abc", " x ", "Basic a\tb", "Bearer\u00a0abc", "BEARER", "a  b  c", "Bearer\x00abc"} {
+	for _, s := range []string{"Bearer abc", "bearer  abc", " x ", "Basic a\tb", "Bearer\u00a0abc", "BEARER", "a  b  c", "Bearer\x00abc", "Bearer a b"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -52,10 +59,11 @@ func FuzzCanonicalCredentials(f *testing.F) {
 			fields[0] = capitalized(fields[0])
 		}
 		want := strings.Join(fields, " ")
-		if got := canonicalCredentials(s); got != want {
-			t.Fatalf("canonicalCredentials(%q) = %q, want %q", s, got, want)
+		wantExtra := len(fields) > 2 && tokenScheme(fields[0])
+		if got, extra := canonicalCredentials(s); got != want || extra != wantExtra {
+			t.Fatalf("canonicalCredentials(%q) = %q, %v; want %q, %v", s, got, extra, want, wantExtra)
 		}
-		if got := canonicalCredentials(want); got != want {
+		if got, _ := canonicalCredentials(want); got != want {
 			t.Fatalf("not a fixed point: %q -> %q", want, got)
 		}
 	})

@@ -33,11 +33,17 @@ func init() {
 type Handler struct {
 	// Zone names the state this handler shares: every handler with the same
 	// zone shares buckets, the known-good set and quota counts, across
-	// routes and across config reloads. Default: "default".
+	// routes and across config reloads. Each handler decides with its own
+	// settings; the zone-wide ones (flush_interval, known_ttl, max_known,
+	// store) are those of the zone's handler loaded last. Default: "default".
 	Zone string `json:"zone,omitempty"`
 
 	// Identity lists the placeholders whose values, joined with newlines,
 	// identify the caller. Only a keyed fingerprint of the value is kept.
+	// An Authorization or Proxy-Authorization value is read as backends
+	// read it: its scheme in any case and any whitespace are one identity.
+	// A request carrying an identity header twice, or Bearer or Basic
+	// credentials with more than one token, is refused with 400.
 	// Default: ["{http.request.header.Authorization}"].
 	Identity []string `json:"identity,omitempty"`
 
