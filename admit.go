@@ -518,15 +518,6 @@ func acceptsEventStream(accept []string) bool {
 	return false
 }
 
-// headerValue is Header.Get for a name already in canonical form, without
-// canonicalizing it again on every request.
-func headerValue(h http.Header, canonical string) string {
-	if v := h[canonical]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
-
 // carried holds, in one allocation, what a request takes past the return of
 // ServeHTTP and so cannot live in the pooled decision: the reader that hands
 // its body on (the transport may read and close it later), and the backing
