@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
@@ -40,21 +41,62 @@ func (d *decision) keepForRedis() {
 	d.nres++
 }
 
+// redisSlot says which layer an item of a Redis decision stands for.
+type redisSlot struct {
+	layer layer       // the bucket's layer; unused for a quota
+	lim   bucketLimit // the bucket's limit; unused for a quota
+	quota int         // index in d.items for a quota, -1 for a bucket
+}
+
 // decideRedis builds the request's items (tenant, group, quotas, global, in
 // the local order) and has Redis decide them all at once. A later local
 // layer's refusal refunds them through the decision's rollback.
+//
+// In dry run every layer decides as usual: a refusing layer is recorded,
+// left out, and Redis decides the others again, so they still charge.
 func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
+	items, slots := d.redisItems()
+	for len(items) > 0 {
+		start := time.Now()
+		res, err := r.store.Decide(context.Background(), items)
+		if err != nil {
+			return refusal{}, false, err
+		}
+		if res.Local {
+			d.z.metrics.storeHits.Inc()
+		} else {
+			d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
+		}
+		if res.OK {
+			d.res[d.nres] = buckets.Compensate(func(time.Time) {
+				d.z.refundRedis(r, items)
+				d.forgetLevels()
+			})
+			d.nres++
+			d.levelsInRedis(slots, res.After)
+			return refusal{}, true, nil
+		}
+		d.levelsInRedis(slots, res.Now)
+		ref := d.redisRefusal(slots[res.Refused], res)
+		if !d.pol.dryRun {
+			return ref, false, nil
+		}
+		d.h.record(d, ref, true)
+		items = slices.Delete(items, res.Refused, res.Refused+1)
+		slots = slices.Delete(slots, res.Refused, res.Refused+1)
+	}
+	return refusal{}, true, nil
+}
+
+// redisItems returns the items of the request's Redis decision and what
+// each stands for.
+func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 	d.quotaItems()
 	items := make([]redisstore.Item, 0, 3+len(d.items))
-	var (
-		layers [3]layer
-		lims   [3]bucketLimit
-		nb     int
-	)
+	slots := make([]redisSlot, 0, cap(items))
 	addBucket := func(l layer, key string, lim bucketLimit) {
 		items = append(items, redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: float64(lim.rate), Burst: int64(lim.burst), N: d.cost})
-		layers[nb], lims[nb] = l, lim
-		nb++
+		slots = append(slots, redisSlot{layer: l, lim: lim, quota: -1})
 	}
 	if d.proven && !d.lim.tenantOff {
 		addBucket(layerTenant, "t/"+string(d.identityQuotaKey()[2:]), d.lim.tenant)
@@ -62,74 +104,51 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	if d.hasGroup && d.pol.groupKey != "" {
 		addBucket(layerGroup, "g/"+fingerprintHex(d.groupFP), d.pol.group)
 	}
-	firstQuota := len(items)
-	for _, it := range d.items {
+	for q, it := range d.items {
 		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: string(it.Key), Period: it.Period, Limit: it.Limit, N: it.N})
+		slots = append(slots, redisSlot{quota: q})
 	}
 	if !d.pol.globalOff {
 		addBucket(layerGlobal, "global", d.pol.global)
 	}
-	if len(items) == 0 {
-		return refusal{}, true, nil
-	}
-	start := time.Now()
-	res, err := r.store.Decide(context.Background(), items)
-	if err != nil {
-		return refusal{}, false, err
-	}
-	if res.Local {
-		d.z.metrics.storeHits.Inc()
-	} else {
-		d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
-	}
-	if res.OK {
-		d.res[d.nres] = buckets.Compensate(func(time.Time) {
-			d.z.refundRedis(r, items)
-			d.forgetLevels()
-		})
-		d.nres++
-		d.levelsInRedis(items, res.After, firstQuota)
-		return refusal{}, true, nil
-	}
-	d.levelsInRedis(items, res.Now, firstQuota)
-	i := res.Refused
-	if i >= firstQuota && i < firstQuota+len(d.items) {
-		q := i - firstQuota
+	return items, slots
+}
+
+// redisRefusal is the refusal of the item Redis refused, which slot
+// describes.
+func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
+	if q := slot.quota; q >= 0 {
 		it := d.items[q]
 		if res.Local {
 			d.knowUsed(q, int64(res.Held))
 		}
-		return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now), false, nil
-	}
-	b := 0 // which bucket: tenant/group come before the quotas, global after
-	for j := 0; j < i; j++ {
-		if items[j].Kind == redisstore.Bucket {
-			b++
-		}
+		return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now)
 	}
 	wait := res.Wait
 	if wait < 0 {
 		wait = time.Hour
 	}
-	if res.Local && layers[b] == layerTenant {
+	if res.Local && slot.layer == layerTenant {
 		d.tenantLeft, d.tenantHeld = res.Held, true
 	}
-	return rateRefusal(layers[b], lims[b], wait, int(d.cost)), false, nil
+	return rateRefusal(slot.layer, slot.lim, wait, int(d.cost))
 }
 
-// levelsInRedis records what Redis reported for items (after charging
-// them, or uncharged after a refusal), for the RateLimit headers: the
-// tenant bucket's tokens and the identity's quota counts, every
-// instance's calls included.
-func (d *decision) levelsInRedis(items []redisstore.Item, levels []float64, firstQuota int) {
-	if len(levels) != len(items) {
+// levelsInRedis records what Redis reported for the items slots describe
+// (after charging them, or uncharged after a refusal), for the RateLimit
+// headers: the tenant bucket's tokens and the identity's quota counts,
+// every instance's calls included.
+func (d *decision) levelsInRedis(slots []redisSlot, levels []float64) {
+	if len(levels) != len(slots) {
 		return
 	}
-	if d.proven && !d.lim.tenantOff { // the tenant's bucket is item 0
-		d.tenantLeft, d.tenantHeld = levels[0], true
-	}
-	for q := range d.items {
-		d.knowUsed(q, int64(levels[firstQuota+q]))
+	for k, s := range slots {
+		switch {
+		case s.quota >= 0:
+			d.knowUsed(s.quota, int64(levels[k]))
+		case s.layer == layerTenant:
+			d.tenantLeft, d.tenantHeld = levels[k], true
+		}
 	}
 }
 

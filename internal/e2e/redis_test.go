@@ -480,3 +480,31 @@ func TestRedisOutageCountsSurviveARestart(t *testing.T) {
 		t.Fatalf("Redis counts %d, want the outage's 3", n)
 	}
 }
+
+// In dry run every layer decides as usual with Redis too: a layer that
+// would refuse is recorded and charges nothing, and the others still
+// decide and charge. Tenant burst 2, quota 3/day: calls 3 and 4 would be
+// tenant refusals, call 3 still counts towards the quota, so call 4 is a
+// would-be quota refusal as well — as without Redis.
+func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, backend := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 2\n quota 3/day\n global off\n dry_run"))
+	p := ps[0]
+	prove(t, p, "valid-dry")
+	for range 4 {
+		mustCall(t, p, "valid-dry", "ok")
+	}
+	if got := backend.ToolCalls(); got != 4 {
+		t.Fatalf("backend saw %d tool calls, want all 4 admitted in dry run", got)
+	}
+	for layer, want := range map[string]float64{"tenant": 2, "quota": 1} {
+		v, _ := harness.Metric(t, p.Admin, `mcp_ratelimit_dry_run_refusals_total{layer="`+layer+`",zone="r"}`)
+		if v != want {
+			t.Errorf("dry-run %s refusals = %v, want %v", layer, v, want)
+		}
+	}
+	if n := sumQuota(t, r); n != 3 {
+		t.Fatalf("Redis holds %d quota counts, want 3: the would-be tenant refusal still counts, the would-be quota refusal does not", n)
+	}
+}
