@@ -25,6 +25,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	}
 	// Pre-auth: an unproven caller pays one token of its address's budget
 	// before its body is even read.
+	preauthRefused := false // in dry run: the request goes on, refused once
 	if !d.proven {
 		if ref, ok := d.reservePreauth(1); !ok {
 			if !d.pol.dryRun {
@@ -33,13 +34,14 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 			if h.refuse(d, w, ref) {
 				return true
 			}
+			preauthRefused = true
 		}
 	}
 	if ref, refused := h.inspect(d, r); refused {
 		h.writeRefusal(w, d, ref)
 		return true
 	}
-	if !d.proven && d.cost > 1 {
+	if !d.proven && d.cost > 1 && !preauthRefused {
 		if ref, ok := d.reservePreauth(int(d.cost - 1)); !ok {
 			ref.n = int(d.cost) // the refusal speaks of the whole request
 			if h.refuse(d, w, ref) {

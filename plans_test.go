@@ -227,6 +227,26 @@ func TestDryRunRefusesNothingButCountsWouldBeRefusals(t *testing.T) {
 	}
 }
 
+// A dry-run request is refused by a layer at most once, as enforcing would
+// refuse it once: an unproven call of cost 3 that the pre-auth layer
+// refuses for its first token is not refused again for the other two.
+func TestDryRunCountsOneRefusalPerLayerAndRequest(t *testing.T) {
+	e := start(t, "zone dryp\ndry_run\npreauth 1/h burst 2\ncost echo 3")
+	for i := range 3 {
+		if r := e.call(i); r.Status != http.StatusOK {
+			t.Fatalf("unproven call %d in dry run: %d %s", i, r.Status, r.Body)
+		}
+	}
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	// Enforcing: each call is refused once (2 tokens left, 3 asked).
+	if dry := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="dryp"`); dry != 3 {
+		t.Fatalf("mcp_ratelimit_dry_run_refusals_total{layer=preauth} = %v after 3 calls, want 3", dry)
+	}
+}
+
 // settle waits after a config change until the site answers new
 // connections again (an old server shutting down may reset one), probing
 // with an unmetered GET carrying hdr (a proven identity's, so the probes
