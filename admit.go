@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -452,6 +453,21 @@ func (d *decision) eachTool(fn func([]byte)) {
 
 func toBuckets(b bucketLimit) buckets.Limit { return buckets.Limit{Rate: b.rate, Burst: b.burst} }
 
+// appendKeyTool appends a tool name to a quota key, with '%', space and
+// newline percent-encoded: other names, all that MCP clients send, stay
+// as they are.
+func appendKeyTool(key, tool []byte) []byte {
+	const hexDigits = "0123456789ABCDEF"
+	for _, c := range tool {
+		if c == '%' || c == ' ' || c == '\n' {
+			key = append(key, '%', hexDigits[c>>4], hexDigits[c&15])
+			continue
+		}
+		key = append(key, c)
+	}
+	return key
+}
+
 // toolOfKey extracts the tool name of a tool-quota key.
 func toolOfKey(key []byte) string {
 	rest, ok := strings.CutPrefix(string(key), "t/")
@@ -459,7 +475,10 @@ func toolOfKey(key []byte) string {
 		return ""
 	}
 	if i := strings.LastIndexByte(rest, '/'); i >= 0 {
-		return rest[:i]
+		rest = rest[:i]
+	}
+	if name, err := url.PathUnescape(rest); err == nil {
+		return name
 	}
 	return rest
 }

@@ -189,12 +189,13 @@ func (d *decision) identityQuotaKey() []byte {
 
 // quotaKey builds the quota key "<kind>[<tool>/]<hex of fp>" in d's key
 // buffer, which the next decision reuses: the quota copies a key the first
-// time it counts it.
+// time it counts it. The tool name is escaped (appendKeyTool), since a
+// stored quota line ends its key at the first space.
 func (d *decision) quotaKey(kind string, tool []byte, fp [16]byte) []byte {
 	lo := len(d.keys)
 	d.keys = append(d.keys, kind...)
 	if tool != nil {
-		d.keys = append(append(d.keys, tool...), '/')
+		d.keys = append(appendKeyTool(d.keys, tool), '/')
 	}
 	d.keys = hex.AppendEncode(d.keys, fp[:])
 	return d.keys[lo:len(d.keys):len(d.keys)]

@@ -122,6 +122,25 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 	refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
 }
 
+// A tool name with a space or a percent sign is counted like any other:
+// stored quota lines end their key at the first space, so the name is
+// escaped in the key, never refused as "exhausted".
+func TestToolQuotaCountsNamesWithSpaces(t *testing.T) {
+	for _, name := range []string{"photo tool", "50% off"} {
+		t.Run(name, func(t *testing.T) {
+			e := start(t, "tenant off\nquota off\nflush_interval 1s\ntool "+strconv.Quote(name)+" {\n quota 2/day\n}")
+			h := []string{"Authorization", "Bearer valid-spaces"}
+			e.prove("valid-spaces")
+			e.passes(2, name, h...)
+			r := e.callTool(1, name, h...)
+			got := refusal(t, r, http.StatusTooManyRequests, "tool_quota")
+			if got.Error.Data.Tool != name {
+				t.Fatalf("tool quota refusal names tool %q, want %q: %s", got.Error.Data.Tool, name, r.Body)
+			}
+		})
+	}
+}
+
 // argCall renders a tools/call of echo whose arguments object is the raw
 // JSON args.
 func argCall(id int, args string) string {
