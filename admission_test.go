@@ -534,3 +534,62 @@ func TestOptionsAndHeadNeverProve(t *testing.T) {
 		t.Fatalf("%d identities proven after a POST's 2xx, want 1", n)
 	}
 }
+
+// When several layers refuse, the refusal names the longest wait: a tenant
+// refusal's "retry in 1s" would be a lie while the quota is exhausted, or
+// while the global bucket needs a minute.
+func TestRefusalNamesTheLayerThatHoldsTheCallBackLongest(t *testing.T) {
+	t.Run("quota exhausted behind a tenant refusal", func(t *testing.T) {
+		e := start(t, "tenant 1/s burst 3\nquota 3/day")
+		e.prove("valid-longest")
+		e.spend("valid-longest", 3)
+		got := refusal(t, e.call(4, "Authorization", "Bearer valid-longest"), http.StatusTooManyRequests, "quota")
+		if got.Error.Data.RetryAfterSeconds < 2 {
+			t.Fatalf("quota refusal with Retry-After %d", got.Error.Data.RetryAfterSeconds)
+		}
+	})
+	t.Run("global needs longer than the tenant", func(t *testing.T) {
+		e := start(t, "tenant 1/s burst 1\nglobal 1/m burst 1\nquota off")
+		e.prove("valid-longest")
+		e.spend("valid-longest", 1)
+		r := e.call(2, "Authorization", "Bearer valid-longest")
+		refusal(t, r, http.StatusTooManyRequests, "global")
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 50 {
+			t.Fatalf("Retry-After %d, want the global bucket's minute", ra)
+		}
+	})
+}
+
+// An unproven request's pre-auth refusal names the wait for its whole
+// cost, not for the first token checked before the body was read.
+func TestPreauthRefusalWaitsForTheWholeCost(t *testing.T) {
+	e := start(t, "preauth 1/s burst 3\ncost echo 3")
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("first unproven call: %d %s", r.Status, r.Body)
+	}
+	r := e.call(2)
+	refusal(t, r, http.StatusTooManyRequests, "preauth")
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 2 {
+		t.Fatalf("Retry-After %d for a call costing 3 at 1/s on an empty bucket, want about 3", ra)
+	}
+}
+
+// A new caller refused because the bucket set is full is told so, with a
+// wait after which a bucket can make room, never "you exceeded your limit,
+// retry in 1s".
+func TestFullBucketSetRefusalSaysSoHonestly(t *testing.T) {
+	e := start(t, "max_known 2\npreauth 100/s burst 100\ntenant 1/m burst 1\nquota off")
+	for _, tok := range []string{"valid-full-a", "valid-full-b"} {
+		e.prove(tok)
+		e.spend(tok, 1)
+	}
+	e.prove("valid-full-c")
+	r := e.call(3, "Authorization", "Bearer valid-full-c")
+	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if !strings.Contains(got.Error.Message, "tracks as many") || strings.Contains(got.Error.Message, "exceeded") {
+		t.Fatalf("full-set refusal message: %s", got.Error.Message)
+	}
+	if got.Error.Data.RetryAfterSeconds < 50 {
+		t.Fatalf("Retry-After %d; no bucket can make room for about a minute", got.Error.Data.RetryAfterSeconds)
+	}
+}

@@ -16,12 +16,12 @@ import (
 // admit runs the request path of SPEC.md in order. It returns true when
 // the request was refused and the refusal written.
 func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
-	d.accept = r.Header["Accept"]
+	d.accept, d.post = r.Header["Accept"], r.Method == http.MethodPost
 	if d.unreadable != "" {
 		// Which credential the backend would check is anyone's guess: a
 		// caller must not get to be proven under one and charged under
 		// another.
-		h.writeRefusal(w, d, bodyRefusal(http.StatusBadRequest, d.unreadable))
+		h.refuseRequest(d, w, bodyRefusal(http.StatusBadRequest, d.unreadable))
 		return true
 	}
 	// Pre-auth: an unproven caller pays one token of its address's budget
@@ -31,6 +31,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		if ref, ok := d.reservePreauth(1); !ok {
 			if !d.pol.dryRun {
 				d.peekIDs(w, r)
+				ref = d.preauthWholeCost(ref)
 			}
 			if h.refuse(d, w, ref) {
 				return true
@@ -39,7 +40,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		}
 	}
 	if ref, refused := h.inspect(d, r); refused {
-		h.writeRefusal(w, d, ref)
+		h.refuseRequest(d, w, ref)
 		return true
 	}
 	if !d.proven && d.cost > 1 && !preauthRefused {
@@ -51,16 +52,53 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		}
 	}
 	if d.cost > 0 {
+		// After a refusal the later layers still decide (and the rollback
+		// gives back what they take), so that the refusal given is the
+		// one that holds the request back longest.
+		var worst refusal
+		refused := false
 		for _, step := range admissionSteps {
-			if ref, ok := step(d); !ok {
-				if h.refuse(d, w, ref) {
-					return true
-				}
+			ref, ok := step(d)
+			switch {
+			case ok:
+			case d.pol.dryRun:
+				h.refuse(d, w, ref)
+			case !refused || ref.outlasts(&worst):
+				worst, refused = ref, true
 			}
+		}
+		if refused {
+			return h.refuse(d, w, worst)
 		}
 	}
 	d.z.metrics.admit()
 	return false
+}
+
+// refuseRequest answers a request refused as sent (body rules, argument
+// bounds, identity headers), in dry run too: it can never pass.
+func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal) {
+	d.rollback()
+	h.record(d, ref, false)
+	h.writeRefusal(w, d, ref)
+}
+
+// preauthWholeCost turns a pre-auth refusal for the first token into one
+// for the request's whole cost, when peekIDs could read the body: the
+// wait it names must be enough for the same request.
+func (d *decision) preauthWholeCost(ref refusal) refusal {
+	if d.req == nil {
+		return ref
+	}
+	cost := d.req.Cost(d.pol.meter, d.toolCost)
+	if cost <= 1 {
+		return ref
+	}
+	whole, ok := d.reservePreauth(int(cost))
+	if ok { // it cannot fit when one token did not; the rollback returns it
+		return ref
+	}
+	return whole
 }
 
 // admissionSteps are the layers after inspection, in SPEC order: tenant
@@ -265,8 +303,7 @@ func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucket
 	res, wait, ok, full := set.Reserve(key, toBuckets(lim), n, d.now)
 	if !ok {
 		if full {
-			// A new key at a full set: nothing tells when room appears.
-			wait = time.Second
+			return capacityRefusal(l, wait), false
 		}
 		return rateRefusal(l, lim, wait, n), false
 	}

@@ -79,7 +79,7 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		d.levelsInRedis(slots, res.Now)
 		ref := d.redisRefusal(slots[res.Refused], res)
 		if !d.pol.dryRun {
-			return ref, false, nil
+			return d.outlastingInRedis(ref, items, slots, res.Now), false, nil
 		}
 		d.h.record(d, ref, true)
 		items = slices.Delete(items, res.Refused, res.Refused+1)
@@ -132,6 +132,32 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 		d.tenantLeft, d.tenantHeld = res.Held, true
 	}
 	return rateRefusal(slot.layer, slot.lim, wait, int(d.cost))
+}
+
+// outlastingInRedis returns, of ref and the refusals of the other items
+// levels say cannot fit either, the one that outlasts the others: Redis
+// reports only the first item that did not fit.
+func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots []redisSlot, levels []float64) refusal {
+	if len(levels) != len(items) {
+		return ref
+	}
+	for k, it := range items {
+		var other refusal
+		switch s := slots[k]; {
+		case s.quota >= 0 && int64(levels[k])+it.N > it.Limit:
+			q := d.items[s.quota]
+			other = quotaRefusal(d.itemLayers[s.quota], q, toolOfKey(q.Key), d.now)
+		case s.quota < 0 && levels[k] < float64(it.N) && it.Rate > 0:
+			wait := time.Duration((float64(it.N) - levels[k]) / it.Rate * float64(time.Second))
+			other = rateRefusal(s.layer, s.lim, wait, int(it.N))
+		default:
+			continue
+		}
+		if other.outlasts(&ref) {
+			ref = other
+		}
+	}
+	return ref
 }
 
 // levelsInRedis records what Redis reported for the items slots describe

@@ -40,6 +40,7 @@ type decision struct {
 	req     *jsonrpc.Request
 	cost    int64
 	accept  []string // the request's Accept values, read only to answer a refusal
+	post    bool     // the request is a POST, which may carry JSON-RPC messages
 	carried *carried // what outlives the decision; see carry
 	// unreadable says why the identity headers do not name one credential
 	// as backends read it; such a request is refused before anything else.

@@ -14,13 +14,14 @@ const (
 	layerConcurrency
 	layerAnonymous
 	layerStore
+	layerRequest // the request as sent: body rules, argument bounds, identity headers
 	numLayers
 )
 
 // layerNames are the values of `data.limit` and of the `layer` label.
 var layerNames = [numLayers]string{
 	"preauth", "tenant", "group", "quota", "group_quota", "tool_quota",
-	"global", "concurrency", "anonymous", "store",
+	"global", "concurrency", "anonymous", "store", "request",
 }
 
 // layerCodes are the values of `data.code`.
@@ -28,7 +29,7 @@ var layerCodes = [numLayers]string{
 	"PREAUTH_RATE_LIMITED", "TENANT_RATE_LIMITED", "GROUP_RATE_LIMITED",
 	"QUOTA_EXHAUSTED", "QUOTA_EXHAUSTED", "QUOTA_EXHAUSTED",
 	"GLOBAL_RATE_LIMITED", "CONCURRENCY_LIMITED", "ANONYMOUS_RATE_LIMITED",
-	"STORE_UNAVAILABLE",
+	"STORE_UNAVAILABLE", "INVALID_REQUEST",
 }
 
 // String returns the layer's name as `data.limit` and metrics show it.

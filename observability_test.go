@@ -363,3 +363,30 @@ func TestNoRawCredentialInLabelsLogsOrAdminAPI(t *testing.T) {
 		}
 	}
 }
+
+// Requests refused as sent (body rules, identity headers, argument bounds)
+// are refusals too: counted exactly, under layer "request".
+func TestRequestRefusalsAreCounted(t *testing.T) {
+	e := start(t, "zone reqs\nmax_body 300\ntool echo {\n arg limit max 5\n}")
+	e.prove("valid-reqs")
+	h := []string{"Authorization", "Bearer valid-reqs"}
+	if r := e.post(harness.ToolCall(1, "echo", map[string]any{"text": "hi"}), append(h, "Content-Encoding", "gzip")...); r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("gzip body: %d", r.Status)
+	}
+	if r := e.post(harness.ToolCall(2, "echo", map[string]any{"text": strings.Repeat("x", 400)}), h...); r.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversize body: %d", r.Status)
+	}
+	if r := e.post(argCall(3, `{"limit":50}`), h...); r.Status != http.StatusBadRequest {
+		t.Fatalf("argument over its bound: %d", r.Status)
+	}
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	if n := promValue(string(body), "mcp_ratelimit_refusals_total", `layer="request"`, `zone="reqs"`); n != 3 {
+		t.Fatalf("mcp_ratelimit_refusals_total{layer=request} = %v, want 3", n)
+	}
+	if z := harness.GetZone(t, e.caddy.Admin, "reqs"); z.Refusals["request"] != 3 {
+		t.Fatalf("admin API refusals %v, want request: 3", z.Refusals)
+	}
+}

@@ -50,12 +50,19 @@ const (
 	kindRate
 	kindQuota
 	kindConcurrency
+	kindCapacity
 )
 
 // rateRefusal is the refusal of layer l's bucket for a request of cost n
 // that must wait wait.
 func rateRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal {
 	return refusal{layer: l, status: http.StatusTooManyRequests, wait: wait, kind: kindRate, lim: lim, n: n}
+}
+
+// capacityRefusal refuses a new key of layer l's buckets, whose set holds
+// as many as it may and none can make room before wait.
+func capacityRefusal(l layer, wait time.Duration) refusal {
+	return refusal{layer: l, status: http.StatusTooManyRequests, wait: max(wait, time.Second), kind: kindCapacity}
 }
 
 func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
@@ -71,6 +78,22 @@ func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
 		layer: layerConcurrency, status: http.StatusTooManyRequests, wait: time.Second,
 		kind: kindConcurrency, max: max, perID: perIdentity, n: calls,
 	}
+}
+
+// never reports that the refused request can never pass as sent.
+func (ref *refusal) never() bool {
+	return ref.kind == kindRate && ref.n > ref.lim.burst || ref.kind == kindConcurrency && ref.n > ref.max
+}
+
+// outlasts reports whether ref holds a request back longer than o, in the
+// whole seconds of Retry-After. When several layers refuse, the one that
+// outlasts the others is given: the same call must work after the wait a
+// refusal names.
+func (ref *refusal) outlasts(o *refusal) bool {
+	if o.never() {
+		return false
+	}
+	return ref.never() || ceilSeconds(ref.wait) > ceilSeconds(o.wait)
 }
 
 // appendMessage appends the refusal's message, written for an agent to
@@ -89,6 +112,16 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, ", burst "...)
 		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
 		return append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request."...)
+	case ref.kind == kindCapacity:
+		b = append(b, "Rate limited: this server already tracks as many "...)
+		if ref.layer == layerPreauth {
+			b = append(b, "network addresses"...)
+		} else {
+			b = append(b, "callers"...)
+		}
+		b = append(b, " as it may, and none of them can make room for this one yet. Retry in "...)
+		b = strconv.AppendInt(b, ceilSeconds(ref.wait), 10)
+		return append(b, "s or later."...)
 	case ref.kind == kindRate:
 		b = append(b, "Rate limited: "...)
 		switch ref.layer {
@@ -155,7 +188,7 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, ref.concurrencyScope()...)
 		b = append(b, " (limit "...)
 		b = strconv.AppendInt(b, int64(ref.max), 10)
-		return append(b, "). Retry in 1s, once a running call has finished; the same call will work then."...)
+		return append(b, "). Retry once one of them has finished, in 1s or later."...)
 	}
 }
 
@@ -176,13 +209,13 @@ func storeRefusal(tool string, wait time.Duration) refusal {
 
 func argRefusal(tool string, a argBound) refusal {
 	return refusal{
-		status: http.StatusBadRequest, code: codeInvalidParams, body: true, tool: tool, arg: &a,
+		layer: layerRequest, status: http.StatusBadRequest, code: codeInvalidParams, body: true, tool: tool, arg: &a,
 		msg: fmt.Sprintf("Invalid params: argument %q of tool %q must be a number no greater than %s.", a.name, tool, formatFloat(a.max)),
 	}
 }
 
 func bodyRefusal(status int, msg string) refusal {
-	return refusal{status: status, code: codeInvalidRequest, body: true, msg: msg}
+	return refusal{layer: layerRequest, status: status, code: codeInvalidRequest, body: true, msg: msg}
 }
 
 // record counts a refusal and logs it, sampled once a flood passes the
@@ -270,9 +303,10 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	if !ref.body {
 		hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 		h.writeRateLimitHeaders(w, d)
-		// A legacy HTTP+SSE POST's 2xx body is never read: it is refused
-		// by status, with the JSON-RPC error, whatever refuse_with says.
-		if mode != refuseStatus && acceptsEventStream(d.accept) {
+		// A legacy HTTP+SSE POST's 2xx body is never read, and a GET
+		// (an SSE stream) reads no JSON: both are refused by status, with
+		// the JSON-RPC error, whatever refuse_with says.
+		if mode != refuseStatus && d.post && acceptsEventStream(d.accept) {
 			status = http.StatusOK
 		} else {
 			mode = refuseStatus

@@ -40,7 +40,11 @@ func TestConcurrencyCapRefusesTheThirdAndFreesOnDisconnect(t *testing.T) {
 			defer cancelOne()
 			go func() {
 				harness.Eventually(t, 10*time.Second, "two calls in flight", func() bool { return e.inflight("default") == 2 })
-				refusal(t, e.call(3, "Authorization", "Bearer valid-gina"), http.StatusTooManyRequests, "concurrency")
+				got := refusal(t, e.call(3, "Authorization", "Bearer valid-gina"), http.StatusTooManyRequests, "concurrency")
+				// Nothing tells when a call in flight ends: no promise.
+				if strings.Contains(got.Error.Message, "will work then") {
+					t.Errorf("concurrency refusal promises a retry works: %s", got.Error.Message)
+				}
 				cancelOne() // the client of the second slow call disconnects
 			}()
 		}
@@ -194,5 +198,23 @@ func TestBatchTakesASlotPerCall(t *testing.T) {
 	}
 	if n := e.inflight("default"); n != 0 {
 		t.Fatalf("%d calls still counted in flight after the batches", n)
+	}
+}
+
+// A GET (an SSE listen stream) carries no JSON-RPC message to answer: its
+// refusal is a 429 whatever refuse_with says, never a 200 that reads as
+// the stream opening.
+func TestGETRefusalIsAnsweredAsStatus(t *testing.T) {
+	for _, mode := range []string{"jsonrpc", "tool_result"} {
+		t.Run("refuse_with "+mode, func(t *testing.T) {
+			e := start(t, "preauth 1/m burst 1\nrefuse_with "+mode)
+			get := func() *harness.Response {
+				req, _ := http.NewRequest(http.MethodGet, e.mcp, nil)
+				req.Header.Set("Accept", "text/event-stream")
+				return harness.Do(t, req)
+			}
+			get() // spends the pre-auth token
+			refusal(t, get(), http.StatusTooManyRequests, "preauth")
+		})
 	}
 }

@@ -26,13 +26,16 @@ type Item struct {
 // TryAdd checks every item (used + N <= Limit) and, only when all fit, adds
 // them all, atomically with respect to concurrent TryAdd and Refund calls.
 // Counts are attributed to the period containing now. On success it returns
-// (-1, true) and sets each item's Used. On refusal it returns the index of the first failing item and
-// false, and nothing is counted. An item with an invalid Key or Period or a
+// (-1, true) and sets each item's Used. On refusal it returns false and the
+// index of the failing item whose period ends last (the first of them on a
+// tie): the earliest time the same items can all fit again is that item's
+// reset. Nothing is counted then. An item with an invalid Key or Period or a
 // negative N is refused. TryAdd never waits on storage and does not allocate
 // for keys already tracked.
 func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	failed = -1
 	for i := range items {
 		it := &items[i]
 		if !it.Period.Valid() || it.N < 0 || !validKey(it.Key) {
@@ -45,9 +48,15 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 			}
 		}
 		if used+it.N > it.Limit {
-			return i, false
+			if failed < 0 || it.Period.Next(now).After(items[failed].Period.Next(now)) {
+				failed = i
+			}
+			continue
 		}
 		it.Used = used + it.N
+	}
+	if failed >= 0 {
+		return failed, false
 	}
 	for i := range items {
 		it := &items[i]

@@ -225,3 +225,26 @@ func TestNoStorageFoldsLocally(t *testing.T) {
 		t.Errorf("ended day still tracked: %+v", st)
 	}
 }
+
+// With day and month both exhausted, the refusal must name the month: the
+// same call fits again only at its reset, not at the day's.
+func TestTryAddReportsTheQuotaThatResetsLast(t *testing.T) {
+	mid := time.Date(2026, 11, 15, 12, 0, 0, 0, time.UTC)
+	c := New(Config{Clock: newFakeClock(mid).Now})
+	full := []Item{
+		{Key: []byte("k"), Period: Day, Limit: 3, N: 3},
+		{Key: []byte("k"), Period: Month, Limit: 3, N: 3},
+	}
+	if _, ok := c.TryAdd(full, mid); !ok {
+		t.Fatal("setup TryAdd refused")
+	}
+	for _, items := range [][]Item{
+		{{Key: []byte("k"), Period: Day, Limit: 3, N: 1}, {Key: []byte("k"), Period: Month, Limit: 3, N: 1}},
+		{{Key: []byte("k"), Period: Month, Limit: 3, N: 1}, {Key: []byte("k"), Period: Day, Limit: 3, N: 1}},
+	} {
+		failed, ok := c.TryAdd(items, mid)
+		if ok || failed < 0 || items[failed].Period != Month {
+			t.Fatalf("TryAdd(%v) = %d, %v; want the month item refused", items, failed, ok)
+		}
+	}
+}

@@ -508,3 +508,18 @@ func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
 		t.Fatalf("Redis holds %d quota counts, want 3: the would-be tenant refusal still counts, the would-be quota refusal does not", n)
 	}
 }
+
+// Redis reports the first item that does not fit; the refusal still names
+// the layer that holds the call back longest, from the levels Redis
+// returns: an exhausted quota behind an empty tenant bucket.
+func TestRedisRefusalNamesTheLongestWait(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/s burst 3\n quota 3/day\n global off"))
+	p := ps[0]
+	prove(t, p, "valid-longest")
+	for range 3 {
+		mustCall(t, p, "valid-longest", "ok")
+	}
+	mustCall(t, p, "valid-longest", "quota")
+}
