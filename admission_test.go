@@ -160,6 +160,28 @@ func TestGatewayGetsMoreButIsStillBounded(t *testing.T) {
 	}
 }
 
+// A gateway is the address listed, with a budget of its own: one IPv6 host
+// under the default /64 gets it, and a neighbour in the same /64 (or /24
+// under ipv4_prefix 24) neither gets it nor spends it.
+func TestGatewayIsMatchedByItsOwnAddress(t *testing.T) {
+	e := start(t, "ipv4_prefix 24\npreauth 1/m burst 1\ngateway 2001:db8:7::10 198.51.100.9 1/m burst 4",
+		harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	for from, want := range map[string]int{
+		"2001:db8:7::10": 4, "198.51.100.9": 4, // gateways: their burst
+		"2001:db8:7::77": 1, "198.51.100.77": 1, // neighbours: the pre-auth burst
+	} {
+		n := 0
+		for i := range 6 {
+			if r := e.call(i, "X-Forwarded-For", from); r.Status == http.StatusOK {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%s passed %d unproven calls, want %d", from, n, want)
+		}
+	}
+}
+
 func TestGlobalRefusalDoesNotChargeTheTenant(t *testing.T) {
 	e := start(t, "tenant 1/m burst 2\nglobal 1/m burst 1\nquota off")
 	e.prove("valid-erin")

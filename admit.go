@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -283,8 +284,11 @@ func (d *decision) reservePreauth(n int) (refusal, bool) {
 	}
 	lim, rl := pol.preauth, pol.preauthPolicy
 	for _, g := range pol.gateways {
-		if prefixesContain(g.prefixes, d.addr) {
+		if containsAddr(g.prefixes, d.ip) {
+			// A gateway's budget is its own, not its network's: the
+			// neighbours its key would otherwise share must not spend it.
 			lim, rl = g.limit, g.rlPolicy
+			d.addr = netip.PrefixFrom(d.ip, d.ip.BitLen())
 			break
 		}
 	}

@@ -521,10 +521,12 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 	return nil
 }
 
-// prefixesContain reports whether any of list contains the network of p.
-func prefixesContain(list []netip.Prefix, p netip.Prefix) bool {
+// containsAddr reports whether any of list contains addr. A gateway is
+// one address (or range) as listed, never the whole network its key
+// stands for under ipv4_prefix / ipv6_prefix.
+func containsAddr(list []netip.Prefix, addr netip.Addr) bool {
 	for _, l := range list {
-		if l.Contains(p.Addr()) {
+		if l.Contains(addr) {
 			return true
 		}
 	}

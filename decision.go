@@ -27,7 +27,8 @@ type decision struct {
 	now  time.Time
 	repl *caddy.Replacer
 
-	addr     netip.Prefix
+	ip       netip.Addr   // the client address of an unproven caller
+	addr     netip.Prefix // its key: the network of ip
 	fp       [16]byte
 	hasID    bool
 	proven   bool
@@ -101,15 +102,16 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	}
 	if !d.proven {
 		// Only unproven callers are keyed by address (pre-auth).
-		d.addr = clientAddr(r, d.pol)
+		d.ip, d.addr = clientAddr(r, d.pol)
 	}
 	d.lim = d.pol.limitsFor(r, d)
 	return d
 }
 
-// clientAddr keys the client address from Caddy's own resolution (the
-// client_ip var, which honours trusted_proxies), never from a header.
-func clientAddr(r *http.Request, pol *policy) netip.Prefix {
+// clientAddr returns the client address from Caddy's own resolution (the
+// client_ip var, which honours trusted_proxies), never from a header, and
+// its key (the address's network under ipv4_prefix / ipv6_prefix).
+func clientAddr(r *http.Request, pol *policy) (netip.Addr, netip.Prefix) {
 	s, _ := caddyhttp.GetVar(r.Context(), caddyhttp.ClientIPVarKey).(string)
 	if s == "" {
 		s = r.RemoteAddr
@@ -118,7 +120,7 @@ func clientAddr(r *http.Request, pol *policy) netip.Prefix {
 	if err != nil {
 		addr = netip.IPv4Unspecified()
 	}
-	return clientip.Key(addr, pol.v4, pol.v6)
+	return addr.Unmap(), clientip.Key(addr, pol.v4, pol.v6)
 }
 
 // warnForwardedFor logs, once per zone, that a request carries
