@@ -615,3 +615,28 @@ func TestFullBucketSetRefusalSaysSoHonestly(t *testing.T) {
 		t.Fatalf("Retry-After %d; no bucket can make room for about a minute", got.Error.Data.RetryAfterSeconds)
 	}
 }
+
+// Reading an unproven request's body costs its address a token even when
+// the request is then refused, for its body or for the rest of its cost:
+// otherwise a body too costly to pass would be read and parsed for free.
+func TestUnprovenRefusedBodiesStillSpendTheFirstToken(t *testing.T) {
+	batch := make([]string, 25)
+	for i := range batch {
+		batch[i] = harness.ToolCall(i, "echo", map[string]any{"text": "hi"})
+	}
+	for zone, body := range map[string]string{
+		"costly":  "[" + strings.Join(batch, ",") + "]", // a batch costing more than the burst
+		"badargs": argCall(1, `{"limit":50}`),           // an argument over its bound
+	} {
+		t.Run(zone, func(t *testing.T) {
+			e := start(t, "zone "+zone+"\npreauth 1/m burst 3\ntool echo {\n arg limit max 5\n}")
+			for i := range 3 {
+				if r := e.post(body); r.Status == http.StatusOK {
+					t.Fatalf("request %d admitted: %s", i, r.Body)
+				}
+			}
+			// Three bodies read: the address's three tokens are spent.
+			refusal(t, e.call(9), http.StatusTooManyRequests, "preauth")
+		})
+	}
+}

@@ -46,6 +46,9 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	}
 	if !d.proven && d.cost > 1 && !preauthRefused {
 		if ref, ok := d.reservePreauth(int(d.cost - 1)); !ok {
+			// The token that paid for reading and parsing the body is
+			// kept, or a body too costly to pass would be read for free.
+			d.nres = 0
 			ref.n = int(d.cost) // the refusal speaks of the whole request
 			if h.refuse(d, w, ref) {
 				return true
@@ -77,9 +80,9 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 }
 
 // refuseRequest answers a request refused as sent (body rules, argument
-// bounds, identity headers), in dry run too: it can never pass.
+// bounds, identity headers), in dry run too: it can never pass. The
+// pre-auth token it paid is kept: reading its body was the work.
 func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal) {
-	d.rollback()
 	h.record(d, ref, false)
 	h.writeRefusal(w, d, ref)
 }
