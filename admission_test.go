@@ -640,3 +640,34 @@ func TestUnprovenRefusedBodiesStillSpendTheFirstToken(t *testing.T) {
 		})
 	}
 }
+
+// Handlers stacked in one route: a refusal written by the inner one (a 200
+// under refuse_with jsonrpc) is not the backend accepting the credential,
+// so the outer one must not prove it — nor count its 429s as the
+// backend's throttling.
+func TestInnerHandlersRefusalProvesNothingInTheOuterOne(t *testing.T) {
+	for _, mode := range []string{"jsonrpc", "status"} {
+		t.Run(mode, func(t *testing.T) {
+			outer := "outer" + mode
+			e := startSite(t, "route {\n\tmcp_ratelimit {\n\t\tzone "+outer+"\n\t\tpreauth 1/m burst 5\n\t}\n"+
+				"\tmcp_ratelimit {\n\t\tzone inner"+mode+"\n\t\tpreauth 1/m burst 1\n\t\trefuse_with "+mode+"\n\t}\n\treverse_proxy $BACKEND\n}")
+			h := []string{"Authorization", "Bearer junk-stacked"}
+			if r := e.call(1, h...); r.Status != http.StatusUnauthorized {
+				t.Fatalf("first call with a garbage credential: %d %s", r.Status, r.Body)
+			}
+			for i := range 2 {
+				if r := e.call(2+i, h...); !strings.Contains(string(r.Body), `"limit":"preauth"`) {
+					t.Fatalf("call %d: %d %s, want the inner pre-auth refusal", 2+i, r.Status, r.Body)
+				}
+			}
+			st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/"+outer+"/identities", nil)
+			if st != http.StatusOK || strings.Contains(string(body), `"fingerprint"`) {
+				t.Fatalf("outer zone's proven identities after inner refusals: %d %s", st, body)
+			}
+			_, metrics := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+			if n := promValue(string(metrics), "mcp_ratelimit_upstream_throttled_total", `zone="`+outer+`"`); n > 0 {
+				t.Fatalf("outer zone counted %v inner refusals as upstream throttling", n)
+			}
+		})
+	}
+}

@@ -15,13 +15,18 @@ type statusRecorder struct {
 	caddyhttp.ResponseWriterWrapper
 	d      *decision
 	status int
+	// refusal marks an answer that a later mcp_ratelimit handler wrote
+	// (a refusal), which says nothing about the credential.
+	refusal bool
 }
 
 // WriteHeader implements http.ResponseWriter.
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 && code >= 200 {
 		s.status = code
-		s.d.learn(code)
+		if !s.refusal {
+			s.d.learn(code)
+		}
 	}
 	s.ResponseWriterWrapper.WriteHeader(code)
 }
@@ -30,7 +35,27 @@ func (s *statusRecorder) WriteHeader(code int) {
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.status = http.StatusOK
-		s.d.learn(http.StatusOK)
+		if !s.refusal {
+			s.d.learn(http.StatusOK)
+		}
 	}
 	return s.ResponseWriterWrapper.Write(b)
+}
+
+// markRefusal tells every mcp_ratelimit handler earlier in the chain, whose
+// status recorders w wraps, that the answer about to be written is a
+// refusal of ours, not the backend's verdict: it neither proves nor
+// forgets a credential (a 200 under refuse_with jsonrpc would prove one),
+// nor counts as upstream throttling.
+func markRefusal(w http.ResponseWriter) {
+	for {
+		if rec, ok := w.(*statusRecorder); ok {
+			rec.refusal = true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return
+		}
+		w = u.Unwrap()
+	}
 }

@@ -295,6 +295,7 @@ func retryAfterValue(secs int64) []string {
 // writeRefusal answers a refused request: status, Retry-After,
 // Cache-Control: no-store and a JSON-RPC answer per request entry.
 func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) {
+	markRefusal(w)
 	hdr := w.Header()
 	hdr["Content-Type"] = hdrJSON
 	hdr["Cache-Control"] = hdrNoStore
