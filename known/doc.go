@@ -14,18 +14,18 @@
 // dropped when they are next looked at, and all at once by [Set.Sweep].
 //
 // The maximum holds under any flood: every insertion beyond it evicts the
-// least recently used entry, in O(1), so 300k fresh identities cost no more
-// memory than max of them, 65 to 70 bytes each for 16-byte keys (see
+// least recently used entry, so 300k fresh identities cost no more memory
+// than max of them, 65 to 70 bytes each for 16-byte keys (see
 // BenchmarkBytesPerEntry). The set is split into up to 64 shards, each with
-// its own lock, its own least-recently-used list and an equal share of the
-// maximum; the order of eviction is therefore least-recently-used within a
-// shard, which approximates the global order closely when shards hold many
-// entries. Keys go to shards by a caller-supplied hash, mixed with a random
-// per-set seed so that nobody outside can aim keys at one shard to flush it.
+// its own lock and its own least-recently-used list. The maximum is the
+// set's, not a shard's: nothing is evicted at or below it, however keys
+// spread, and an eviction takes the oldest of the shards' least recently
+// used entries, which is the set's (one shard lock at a time, a few
+// microseconds, and only beyond the maximum). Keys go to shards by a
+// caller-supplied hash, mixed with a random per-set seed so that nobody
+// outside can aim keys at one shard.
 //
 // [Set.Each] and [Set.Restore] carry the set across restarts: save what Each
 // visits, oldest first, and Restore it in that order into the new set, which
 // keeps each entry's last use and skips those that have expired meanwhile.
-// The new set places keys in shards differently, so restoring a set that was
-// full may evict a few of its least recently used entries.
 package known

@@ -25,6 +25,12 @@ func hashFP(k [16]byte) uint64 {
 // checkInvariants verifies every shard's list against its map and free chain.
 func checkInvariants[K comparable](t *testing.T, s *Set[K]) {
 	t.Helper()
+	total := 0
+	defer func() {
+		if int64(total) != s.count.Load() {
+			t.Fatalf("shards hold %d entries, the Set counts %d", total, s.count.Load())
+		}
+	}()
 	for n := range s.shards {
 		sh := &s.shards[n]
 		sh.mu.Lock()
@@ -46,6 +52,7 @@ func checkInvariants[K comparable](t *testing.T, s *Set[K]) {
 		for i := sh.free; i != none; i = sh.entries[i].next {
 			free++
 		}
+		total += live
 		if live != len(sh.index) || live+free != len(sh.entries) {
 			t.Fatalf("shard %d: %d listed, %d indexed, %d free, %d slots", n, live, len(sh.index), free, len(sh.entries))
 		}

@@ -1,8 +1,11 @@
 package known
 
-import "github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
+import (
+	"sync"
+	"sync/atomic"
 
-import "sync"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
+)
 
 // none is the null entry index.
 const none = -1
@@ -15,9 +18,10 @@ type shard[K comparable] struct {
 	mu      sync.Mutex
 	index   map[K]int32
 	entries []entry[K]
-	free    int32 // first unused entry, chained through next
-	head    int32 // most recently used
-	tail    int32 // least recently used
+	free    int32         // first unused entry, chained through next
+	head    int32         // most recently used
+	tail    int32         // least recently used
+	count   *atomic.Int64 // the Set's number of entries
 	clock   stripe.Clock
 	_       [64]byte // keeps neighbouring shards off each other's cache line
 }
@@ -28,8 +32,9 @@ type entry[K comparable] struct {
 	prev, next int32
 }
 
-func (sh *shard[K]) init() {
+func (sh *shard[K]) init(count *atomic.Int64) {
 	sh.index = make(map[K]int32)
+	sh.count = count
 	sh.free, sh.head, sh.tail = none, none, none
 }
 
@@ -45,6 +50,7 @@ func (sh *shard[K]) add(key K, last int64, at int32) int32 {
 	}
 	sh.entries[i] = entry[K]{key: key, last: last}
 	sh.index[key] = i
+	sh.count.Add(1)
 	sh.link(i, at)
 	return i
 }
@@ -53,6 +59,7 @@ func (sh *shard[K]) add(key K, last int64, at int32) int32 {
 func (sh *shard[K]) remove(i int32) {
 	e := &sh.entries[i]
 	delete(sh.index, e.key)
+	sh.count.Add(-1)
 	sh.unlink(i)
 	*e = entry[K]{next: sh.free} // zero the key: it may hold pointers
 	sh.free = i
@@ -65,13 +72,6 @@ func (sh *shard[K]) touch(i int32, at int64) {
 	if sh.head != i {
 		sh.unlink(i)
 		sh.link(i, none)
-	}
-}
-
-// evictBeyond removes least recently used entries until at most limit remain.
-func (sh *shard[K]) evictBeyond(limit int) {
-	for len(sh.index) > limit {
-		sh.remove(sh.tail)
 	}
 }
 

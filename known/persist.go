@@ -31,19 +31,19 @@ func (s *Set[K]) Each(fn func(key K, lastUse time.Time)) {
 // has expired by now or is already present (a live entry is at least as
 // recent). A lastUse after now counts as now. The entry takes its place in
 // the least-recently-used order by lastUse, and the least recently used entry
-// of its shard is evicted if the shard is full, which may be the restored
-// entry itself. Restoring in increasing last use costs O(1) per entry.
+// of the Set is evicted if the Set is full, which may be the restored entry
+// itself. Restoring in increasing last use costs O(1) per entry.
 func (s *Set[K]) Restore(key K, lastUse time.Time, now time.Time) {
-	n := s.shardIndex(key)
-	sh := &s.shards[n]
+	sh := &s.shards[s.shardIndex(key)]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	if _, ok := sh.index[key]; ok {
+		sh.mu.Unlock()
 		return
 	}
 	at := sh.clock.Since(now)
 	last := min(sh.clock.Since(lastUse), at)
 	if s.expired(last, at) {
+		sh.mu.Unlock()
 		return
 	}
 	after := int32(none) // the newest entry older than last goes behind the newer ones
@@ -51,5 +51,6 @@ func (s *Set[K]) Restore(key K, lastUse time.Time, now time.Time) {
 		after = j
 	}
 	sh.add(key, last, after)
-	sh.evictBeyond(s.share(n))
+	sh.mu.Unlock()
+	s.evictBeyondMax()
 }

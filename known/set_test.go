@@ -215,9 +215,41 @@ func TestFloodStaysWithinMax(t *testing.T) {
 	checkInvariants(t, s)
 	// Shrinking gives back the memory of a larger past.
 	s.SetLimits(10, time.Hour)
+	slots := 0
 	for n := range s.shards {
-		if got := len(s.shards[n].entries); got > 1 {
-			t.Fatalf("shard %d keeps %d slots after shrinking to 10 over %d shards", n, got, len(s.shards))
+		slots += len(s.shards[n].entries)
+	}
+	if slots > 10 {
+		t.Fatalf("%d slots kept after shrinking to 10", slots)
+	}
+	checkInvariants(t, s)
+}
+
+// The maximum is the whole Set's: however keys spread over the shards,
+// nothing goes while the Set holds at most max, and beyond it the least
+// recently used key of the Set goes, whichever shard it is in.
+func TestMaxIsTheSetsNotAShards(t *testing.T) {
+	const max = 1000 // 64 shards
+	s := New(max, time.Hour, hashFP)
+	for i := range max {
+		s.Prove(fp(i), t0.Add(time.Duration(i)))
+	}
+	if got := s.Len(); got != max {
+		t.Fatalf("Len() = %d after proving %d keys, want all of them kept", got, max)
+	}
+	// Key 0 is used again: key 1 is now the least recently used.
+	now := t0.Add(max)
+	if !s.Proven(fp(0), now) {
+		t.Fatal("key 0 dropped below max")
+	}
+	for i := range 3 {
+		s.Prove(fp(max+i), now.Add(time.Duration(i+1)))
+	}
+	later := now.Add(10)
+	for i := range max + 3 {
+		want := i == 0 || i > 3 // keys 1, 2 and 3 were the least recently used
+		if got := s.Proven(fp(i), later); got != want {
+			t.Fatalf("Proven(key %d) = %v after 3 keys beyond max, want %v", i, got, want)
 		}
 	}
 	checkInvariants(t, s)
