@@ -22,7 +22,7 @@
 //
 // A full bucket is indistinguishable from a bucket that does not exist yet, so
 // full buckets are free to drop, and only they are ever dropped: [Set.Sweep]
-// removes them periodically, and a new key arriving at a shard that is at
+// removes them periodically, and a new key arriving at a set that is at
 // capacity may evict one it finds among a few entries it samples. A bucket
 // that is not full is never dropped, since recreating it would hand out the
 // very tokens its refusals withheld. When nothing can be evicted, the new key

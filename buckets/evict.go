@@ -30,6 +30,30 @@ func (sh *shard[K]) evictOne(at int64) (wait time.Duration, evicted bool) {
 	return wait, false
 }
 
+// evictOthers is how many other shards a new key at capacity tries when its
+// own has no full bucket to evict.
+const evictOthers = 3
+
+// evictElsewhere tries to evict a full bucket in the shards after shard i,
+// for a new key of shard i, whose lock the caller holds: it only takes the
+// locks it gets at once (TryLock), so two callers never wait on each
+// other's shards. wait is shard i's; the shortest wait seen is returned.
+func (s *Set[K]) evictElsewhere(i int, now time.Time, wait time.Duration) (time.Duration, bool) {
+	for k := 1; k <= evictOthers && k < len(s.shards); k++ {
+		sh := &s.shards[(i+k)%len(s.shards)]
+		if !sh.mu.TryLock() {
+			continue
+		}
+		w, evicted := sh.evictOne(sh.clock.Since(now))
+		sh.mu.Unlock()
+		if evicted {
+			return 0, true
+		}
+		wait = min(wait, w)
+	}
+	return wait, false
+}
+
 // Sweep removes the buckets that are full at now and returns how many it
 // removed. A full bucket is indistinguishable from one that does not exist,
 // so this changes no decision; it only frees room. Call it periodically from

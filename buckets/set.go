@@ -16,6 +16,7 @@ type Set[K comparable] struct {
 	seed     uint64
 	shift    uint
 	capacity atomic.Int64
+	count    atomic.Int64 // buckets in all shards
 	shards   []shard[K]
 }
 
@@ -26,8 +27,9 @@ type shard[K comparable] struct {
 	mu    sync.Mutex
 	index map[K]int32
 	slab  []bucket
-	free  []int32 // slab slots to reuse
-	seq   uint64  // last bucket.seq handed out
+	free  []int32       // slab slots to reuse
+	seq   uint64        // last bucket.seq handed out
+	count *atomic.Int64 // the Set's number of buckets
 	clock stripe.Clock
 	_     pad
 }
@@ -36,13 +38,13 @@ type shard[K comparable] struct {
 // hash over shards, which must not be nil.
 //
 // The number of shards is chosen from the initial capacity: a power of two up
-// to 64, with 8 buckets per shard or more. Each shard holds its share of the
-// capacity (capacity/shards, rounded down or up so that the shares add up to
-// capacity), so Len never exceeds the capacity, or the number of shards if
-// that is larger. A new key arriving at a shard that holds its share evicts a
-// full bucket among the first 8 it examines (in map order, which is random),
-// or is refused; so a new key may be refused while other shards, or
-// unexamined buckets, could have made room. Sweep keeps that rare.
+// to 64, with 8 buckets per shard or more. The capacity is the Set's, not a
+// shard's: a new key is taken in while the Set holds fewer buckets, however
+// keys spread. At capacity, a new key evicts a full bucket among the first 8
+// it examines (in map order, which is random) in its shard, then in a few
+// other shards, or is refused; so a new key may be refused while unexamined
+// buckets could have made room. Sweep keeps that rare. Len exceeds the
+// capacity only by concurrent Reserve calls of new keys.
 func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
 	if hash == nil {
 		panic("buckets: New with nil hash")
@@ -52,6 +54,7 @@ func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
 	s.SetCapacity(capacity)
 	for i := range s.shards {
 		s.shards[i].index = make(map[K]int32)
+		s.shards[i].count = &s.count
 	}
 	return s
 }
@@ -112,8 +115,12 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 	if n > lim.Burst {
 		return Reservation{}, refillWait(lim.Rate, lim.Burst), false, false
 	}
-	if len(sh.index) >= stripe.Share(s.capacity.Load(), len(s.shards), i) {
-		if wait, evicted := sh.evictOne(at); !evicted {
+	if s.count.Load() >= s.capacity.Load() {
+		wait, evicted := sh.evictOne(at)
+		if !evicted {
+			wait, evicted = s.evictElsewhere(i, now, wait)
+		}
+		if !evicted {
 			return Reservation{}, wait, false, true
 		}
 	}
@@ -136,16 +143,7 @@ func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
 }
 
 // Len returns the number of buckets.
-func (s *Set[K]) Len() int {
-	n := 0
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.Lock()
-		n += len(sh.index)
-		sh.mu.Unlock()
-	}
-	return n
-}
+func (s *Set[K]) Len() int { return int(s.count.Load()) }
 
 func (s *Set[K]) shardIndex(key K) int {
 	return int(stripe.Mix(s.hash(key)^s.seed) >> s.shift)
@@ -165,12 +163,14 @@ func (sh *shard[K]) insert(key K, b bucket) int32 {
 		sh.slab = append(sh.slab, b)
 	}
 	sh.index[key] = idx
+	sh.count.Add(1)
 	return idx
 }
 
 // remove drops key, whose bucket is in slot idx.
 func (sh *shard[K]) remove(key K, idx int32) {
 	delete(sh.index, key)
+	sh.count.Add(-1)
 	sh.slab[idx] = bucket{}
 	sh.free = append(sh.free, idx)
 }

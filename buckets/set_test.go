@@ -1,7 +1,6 @@
 package buckets
 
 import (
-	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/stripe"
 	"testing"
 	"time"
 
@@ -297,16 +296,24 @@ func TestFloodStaysWithinCapacity(t *testing.T) {
 	}
 }
 
-func TestShareOfSplitsTheCapacityExactly(t *testing.T) {
-	for _, capacity := range []int{1, 7, 8, 9, 100, 511, 512, 1000, 1 << 20} {
-		n := stripe.Count(capacity)
-		sum := 0
-		for i := range n {
-			sum += stripe.Share(int64(capacity), n, i)
+// The capacity is the Set's: however keys spread over the shards, every new
+// key is taken in until the Set holds capacity buckets, and the next is
+// refused (every bucket drained, none to evict).
+func TestCapacityIsTheSetsNotAShards(t *testing.T) {
+	const capacity = 1000 // 64 shards
+	lim := Limit{Rate: 1, Burst: 100}
+	s := New(capacity, HashFingerprint)
+	for i := range capacity {
+		if _, _, ok, _ := s.Reserve(fp(i), lim, 1, t0); !ok {
+			t.Fatalf("new key %d refused while the Set holds %d of %d buckets", i, s.Len(), capacity)
 		}
-		if want := max(capacity, n); sum != want {
-			t.Errorf("capacity %d over %d shards: shares sum to %d, want %d", capacity, n, sum, want)
-		}
+	}
+	_, wait, ok, full := s.Reserve(fp(capacity), lim, 1, t0)
+	if ok || !full || wait != time.Second {
+		t.Fatalf("key beyond capacity: ok %v, full %v, wait %v; want refused as full, a bucket refilled in 1s", ok, full, wait)
+	}
+	if got := s.Len(); got != capacity {
+		t.Fatalf("Len() = %d, want %d", got, capacity)
 	}
 }
 

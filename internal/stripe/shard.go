@@ -1,7 +1,7 @@
 // Package stripe holds what the striped sets of buckets/ and known/ share:
-// how many shards a size gets, how a capacity splits among them, a hash
-// finalizer that makes any hash a good shard index, a random per-set seed,
-// and a compact clock that stores times as nanoseconds since an epoch.
+// how many shards a size gets, a hash finalizer that makes any hash a good
+// shard index, a random per-set seed, and a compact clock that stores times
+// as nanoseconds since an epoch.
 package stripe
 
 import (
@@ -13,8 +13,7 @@ import (
 const (
 	// Max bounds lock striping; more buys nothing on realistic cores.
 	Max = 64
-	// minPer keeps small sets in few shards, so that a per-shard capacity
-	// (and eviction order) still means something.
+	// minPer keeps small sets in few shards.
 	minPer = 8
 )
 
@@ -29,16 +28,6 @@ func Count(size int) int {
 // (a power of two). For n == 1 it is 64, and any uint64 >> 64 is 0.
 func Shift(n int) uint {
 	return uint(64 - bits.TrailingZeros(uint(n)))
-}
-
-// Share splits total among n shards as evenly as possible, shard i getting
-// one of the remainder when i < total%n; every shard gets at least 1.
-func Share(total int64, n, i int) int {
-	share := total / int64(n)
-	if int64(i) < total%int64(n) {
-		share++
-	}
-	return int(max(share, 1))
 }
 
 // Mix is the 64-bit finalizer of MurmurHash3: every input bit affects
