@@ -55,3 +55,20 @@ func TestKnownSetIsSavedWhenItMatters(t *testing.T) {
 		t.Fatalf("forgotten identity still stored: %v", stored)
 	}
 }
+
+// An identity forgotten and proven again within one second stays proven in
+// storage: forget times are whole seconds, so the save must not read the
+// new proof as older than the forget.
+func TestReprovenInTheForgetsSecondStaysSaved(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "known-reprove", FlushInterval: caddy.Duration(time.Second)})
+	z := h.zone
+	now := time.Now().Truncate(time.Second).Add(100 * time.Millisecond) // all in one second
+	z.prove([16]byte{2}, now)
+	z.flush(t.Context(), false)
+	z.forget([16]byte{2}, now.Add(time.Millisecond))
+	z.prove([16]byte{2}, now.Add(2*time.Millisecond))
+	z.flush(t.Context(), false)
+	if stored, err := z.quota.LoadKnown(t.Context()); err != nil || len(stored) != 1 {
+		t.Fatalf("stored known set %v, %v; want the identity proven again", stored, err)
+	}
+}

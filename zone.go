@@ -297,6 +297,12 @@ func (z *zone) forget(fp [16]byte, now time.Time) {
 func (z *zone) saveKnown(ctx context.Context) error {
 	started := time.Now()
 	wasNew := z.knownNew.Swap(false)
+	// Forgets are taken before the set is read: an identity in the set
+	// then was proven again after any of them (quota.SaveKnown).
+	z.forgetMu.Lock()
+	forgets := z.forgets
+	z.forgets = map[string]int64{}
+	z.forgetMu.Unlock()
 	// A fingerprint as two big-endian halves sorts like its hex form, so
 	// SaveKnown gets its adds sorted without comparing strings.
 	type entry struct{ hi, lo, last uint64 }
@@ -317,10 +323,6 @@ func (z *zone) saveKnown(ctx context.Context) error {
 		binary.BigEndian.PutUint64(fp[8:], e.lo)
 		adds[i] = quota.KnownEntry{Key: hex.EncodeToString(fp[:]), Last: int64(e.last)}
 	}
-	z.forgetMu.Lock()
-	forgets := z.forgets
-	z.forgets = map[string]int64{}
-	z.forgetMu.Unlock()
 	pol := z.pol.Load()
 	if err := z.quota.SaveKnown(ctx, adds, forgets, pol.knownTTL, time.Now()); err != nil {
 		z.forgetMu.Lock()

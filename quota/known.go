@@ -25,11 +25,16 @@ type KnownEntry struct {
 
 // SaveKnown merges changes into the known store under Lock(<Prefix>/known):
 // it loads the store, keeps the larger last use for every entry of adds,
-// deletes every entry of forgets whose last use is not after the forget
-// time, drops entries last used before now-ttl (ttl > 0), and stores the
+// deletes every stored entry of forgets whose last use is not after the
+// forget time, drops entries last used before now-ttl (ttl > 0), and stores the
 // result, sorted by key, unless nothing changed. Entries of adds with an
 // invalid key are ignored. SaveKnown reuses adds: it sorts and compacts the
 // slice in place.
+//
+// An entry of adds is never deleted by forgets: adds is the caller's own
+// set, read after its forgets were taken, so a key in it was proven again
+// since it was forgotten (forget times are whole seconds, too coarse to
+// tell a forget from a new proof in the same second).
 //
 // The merge is a join of two sorted lists, not a map: saving 100k
 // identities takes tens of milliseconds and no per-entry allocation.
@@ -69,10 +74,10 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	changed := false
 	for i, j := 0, 0; i < len(stored) || j < len(adds); {
 		var e KnownEntry
-		inStore := true
+		inStore, added := true, true
 		switch {
 		case j == len(adds) || i < len(stored) && stored[i].Key < adds[j].Key:
-			e = stored[i]
+			e, added = stored[i], false
 			i++
 		case i == len(stored) || adds[j].Key < stored[i].Key:
 			e, inStore = adds[j], false
@@ -85,7 +90,7 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 			i++
 			j++
 		}
-		if t, ok := forgets[e.Key]; ok && e.Last <= t || e.Last < cutoff {
+		if t, ok := forgets[e.Key]; ok && !added && e.Last <= t || e.Last < cutoff {
 			changed = changed || inStore
 			continue
 		}
