@@ -160,7 +160,7 @@ func (z *zone) status() map[string]any {
 		"admitted":           m.admittedN.Load(),
 		"inflight":           m.inflightN.Load(),
 		"upstream_throttled": m.upstreamN.Load(),
-		"quota_store":        storeView(z.quota.State()),
+		"quota_store":        storeView(z.quotaState()),
 		"store":              z.storeStatus(),
 	}
 }

@@ -69,7 +69,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 	if err != nil {
 		return err
 	}
-	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName)
+	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, newFingerprintKey())
 	if err != nil {
 		return err
 	}

@@ -219,9 +219,17 @@ type keyStorage interface {
 	Load(ctx context.Context, key string) ([]byte, error)
 }
 
-// loadFingerprintKey returns the zone's fingerprint key from storage,
-// creating it under the storage lock on first use (created reports that).
-func loadFingerprintKey(parent context.Context, stor keyStorage, zone string) (key []byte, created bool, err error) {
+// newFingerprintKey returns a new random fingerprint key.
+func newFingerprintKey() []byte {
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // never fails: crypto/rand crashes the program instead
+	return key
+}
+
+// loadFingerprintKey returns the zone's fingerprint key from storage. When
+// storage holds none, fresh becomes the key: it is stored under the
+// storage lock and returned (created reports that).
+func loadFingerprintKey(parent context.Context, stor keyStorage, zone string, fresh []byte) (key []byte, created bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 	defer cancel()
 	name := storagePrefix(zone) + "/fingerprint.key"
@@ -239,12 +247,8 @@ func loadFingerprintKey(parent context.Context, stor keyStorage, zone string) (k
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, false, fmt.Errorf("loading fingerprint key %s: %w", name, err)
 	}
-	key = make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, false, fmt.Errorf("generating fingerprint key: %w", err)
-	}
-	if err := stor.Store(ctx, name, key); err != nil {
+	if err := stor.Store(ctx, name, fresh); err != nil {
 		return nil, false, fmt.Errorf("storing fingerprint key %s: %w", name, err)
 	}
-	return key, true, nil
+	return fresh, true, nil
 }

@@ -181,6 +181,7 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	}
 	if !bytes.Equal(key, cur.key) {
 		z.fpKey.Store(newFingerprinter(key))
+		z.cacheKey(key)
 		z.logger.Load().Warn("fingerprint key replaced by the zone's key in redis: identities proven under the old key prove themselves again",
 			zap.String("zone", z.name))
 	}
@@ -230,12 +231,13 @@ func (r *zoneRedis) fail(err error, now time.Time) bool {
 }
 
 // storeDegraded reports whether quotas cannot be counted in their store
-// right now: the Redis store is degraded, or the storage flush fails.
+// right now: the Redis store is degraded, or the storage flush fails, or
+// the fingerprint key is not yet confirmed in storage.
 func (z *zone) storeDegraded() bool {
 	if r := z.redis.Load(); r != nil && r.degraded.Load() {
 		return true
 	}
-	return z.quota.State().Degraded
+	return z.quotaState().Degraded
 }
 
 // setDegradedGauge sets mcp_ratelimit_quota_degraded from both stores.

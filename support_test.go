@@ -3,11 +3,27 @@ package mcplimit_test
 import (
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
+
+// TestMain gives the tests their own Caddy data directory, where zones
+// cache their fingerprint keys: the tests' zones must not overwrite the
+// copies of a Caddy the user runs.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcprl-data-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_DATA_HOME", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
 
 // rpcError is the JSON-RPC error of a refusal.
 type rpcError struct {

@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -61,6 +62,10 @@ type zone struct {
 	knownNew   atomic.Bool
 	knownSaved atomic.Int64
 
+	// keyUnconfirmed is why fpKey is not yet known to be the key in
+	// storage (unreachable when the zone was created); nil once it is.
+	keyUnconfirmed atomic.Pointer[keyFailure]
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -92,10 +97,7 @@ func releaseZone(z *zone) error {
 func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, error) {
 	stor := &swapStorage{}
 	stor.set(st)
-	key, _, err := loadFingerprintKey(context.Background(), stor, pol.zone)
-	if err != nil {
-		return nil, err
-	}
+	key, keyErr := startKey(stor, pol.zone, logger)
 	rz, key, err := openRedis(pol, key, logger)
 	if err != nil {
 		return nil, err
@@ -116,7 +118,11 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		done:    make(chan struct{}),
 	}
 	z.fpKey.Store(newFingerprinter(key))
+	if keyErr != nil {
+		z.keyUnconfirmed.Store(&keyFailure{err: keyErr.Error(), at: time.Now()})
+	}
 	z.logger.Store(logger)
+	z.cacheKey(key)
 	z.redis.Store(rz)
 	z.quota = quota.New(quota.Config{
 		Storage:    stor,
@@ -186,6 +192,7 @@ func (z *zone) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			z.confirmKey(final) // else the counts flushed now may be under a key storage never holds
 			z.flush(final, true)
 			z.closeRedis(final)
 			cancel()
@@ -208,6 +215,7 @@ func (z *zone) run(ctx context.Context) {
 			case now.Sub(lastFlush)+readTick/2 >= interval:
 				lastFlush, lastRead = now, now
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				z.confirmKey(fctx)
 				z.flush(fctx, false)
 				cancel()
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
@@ -221,6 +229,84 @@ func (z *zone) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// keyFailure is the last failure to confirm a zone's fingerprint key in
+// storage, and when it happened.
+type keyFailure struct {
+	err string
+	at  time.Time
+}
+
+// startKey returns the fingerprint key a new zone starts with: the one in
+// storage (created there if there is none). When storage cannot be read
+// it returns the key cached on this host, or else a provisional random
+// one, with the storage error: the zone then starts and serves, and its
+// run loop confirms the key once storage answers (see confirmKey).
+func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) {
+	fresh := newFingerprintKey()
+	key, _, err := loadFingerprintKey(context.Background(), stor, zone, fresh)
+	if err == nil {
+		return key, nil
+	}
+	if key = readKeyCache(zone); key != nil {
+		logger.Error("fingerprint key unreadable in storage: fingerprinting with the key cached on this host until storage answers",
+			zap.String("zone", zone), zap.String("cache", keyCachePath(zone)), zap.Error(err))
+		return key, err
+	}
+	logger.Error("fingerprint key unreadable in storage and not cached on this host: fingerprinting with a provisional key until storage answers",
+		zap.String("zone", zone), zap.Error(err))
+	return fresh, err
+}
+
+// confirmKey runs before each flush while the zone's fingerprint key is
+// not confirmed in storage. When storage answers, the key becomes the zone's
+// key there if storage holds none; if storage holds another one (another
+// instance created it meanwhile), the zone adopts it, unless the zone
+// uses the key of its Redis store, which takes precedence.
+func (z *zone) confirmKey(ctx context.Context) {
+	if z.keyUnconfirmed.Load() == nil {
+		return
+	}
+	cur := z.fpKey.Load()
+	key, _, err := loadFingerprintKey(ctx, z.storage, z.name, cur.key)
+	if err != nil {
+		z.keyUnconfirmed.Store(&keyFailure{err: err.Error(), at: time.Now()})
+		return
+	}
+	log := z.logger.Load()
+	if r := z.redis.Load(); !bytes.Equal(key, cur.key) && (r == nil || !r.keyAdopted.Load()) {
+		z.fpKey.Store(newFingerprinter(key))
+		z.cacheKey(key)
+		log.Warn("storage answers with another fingerprint key, now in use: identities proven under the previous key prove themselves again, and quota counted under it stays under its fingerprints",
+			zap.String("zone", z.name))
+	} else {
+		log.Info("fingerprint key confirmed in storage", zap.String("zone", z.name))
+	}
+	z.keyUnconfirmed.Store(nil)
+	z.setDegradedGauge()
+}
+
+// cacheKey keeps a copy of key, the zone's fingerprint key, on this host
+// for a start while storage is unreachable. A failure only costs that
+// copy, so it is logged, not returned.
+func (z *zone) cacheKey(key []byte) {
+	if err := writeKeyCache(z.name, key); err != nil {
+		z.logger.Load().Warn("fingerprint key not cached on this host: a start while storage is unreachable will fingerprint with a provisional key",
+			zap.String("zone", z.name), zap.Error(err))
+	}
+}
+
+// quotaState is the quota counter's state, shown degraded, with the
+// key's error, while the zone's fingerprint key is not confirmed in
+// storage.
+func (z *zone) quotaState() quota.State {
+	st := z.quota.State()
+	if f := z.keyUnconfirmed.Load(); f != nil {
+		st.Degraded = true
+		st.LastError, st.LastErrorTime = f.err, f.at
+	}
+	return st
 }
 
 // The zone loop ticks every readTick; between two flushes it reads the

@@ -1,0 +1,395 @@
+package mcplimit_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
+	"github.com/caddyserver/certmagic"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+func init() {
+	caddy.RegisterModule(flakyStorage{})
+}
+
+// flakyStorage is file-system storage that is unreachable while the file
+// Down exists: every operation but Unlock then fails. Caddyfile:
+//
+//	storage mcprl_flaky <root> <down file>
+type flakyStorage struct {
+	Root string `json:"root"`
+	Down string `json:"down"`
+}
+
+// CaddyModule returns the Caddy module information.
+func (flakyStorage) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "caddy.storage.mcprl_flaky", New: func() caddy.Module { return new(flakyStorage) }}
+}
+
+// UnmarshalCaddyfile reads the root and the down file.
+func (s *flakyStorage) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	d.Next() // module name
+	if !d.Args(&s.Root, &s.Down) || d.NextArg() {
+		return d.ArgErr()
+	}
+	return nil
+}
+
+// CertMagicStorage implements caddy.StorageConverter.
+func (s *flakyStorage) CertMagicStorage() (certmagic.Storage, error) {
+	return &flakyFS{fs: &certmagic.FileStorage{Path: s.Root}, down: s.Down}, nil
+}
+
+type flakyFS struct {
+	fs   *certmagic.FileStorage
+	down string
+}
+
+var errOutage = errors.New("storage unreachable (test outage)")
+
+func (f *flakyFS) check() error {
+	if _, err := os.Stat(f.down); err == nil {
+		return errOutage
+	}
+	return nil
+}
+
+func (f *flakyFS) Lock(ctx context.Context, name string) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.fs.Lock(ctx, name)
+}
+
+// Unlock always works: a lock taken before an outage must not go stale.
+func (f *flakyFS) Unlock(ctx context.Context, name string) error { return f.fs.Unlock(ctx, name) }
+
+func (f *flakyFS) Store(ctx context.Context, key string, value []byte) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.fs.Store(ctx, key, value)
+}
+
+func (f *flakyFS) Load(ctx context.Context, key string) ([]byte, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f.fs.Load(ctx, key)
+}
+
+func (f *flakyFS) Delete(ctx context.Context, key string) error {
+	if err := f.check(); err != nil {
+		return err
+	}
+	return f.fs.Delete(ctx, key)
+}
+
+func (f *flakyFS) Exists(ctx context.Context, key string) bool {
+	return f.check() == nil && f.fs.Exists(ctx, key)
+}
+
+func (f *flakyFS) List(ctx context.Context, prefix string, recursive bool) ([]string, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	return f.fs.List(ctx, prefix, recursive)
+}
+
+func (f *flakyFS) Stat(ctx context.Context, key string) (certmagic.KeyInfo, error) {
+	if err := f.check(); err != nil {
+		return certmagic.KeyInfo{}, err
+	}
+	return f.fs.Stat(ctx, key)
+}
+
+// outage is one test's flaky storage and Caddy data directory.
+type outage struct {
+	t          *testing.T
+	root, down string
+	data       string // XDG_DATA_HOME
+}
+
+// newOutage gives the test a flaky storage, up, and a Caddy data
+// directory of its own (so no key cached by another test is found).
+func newOutage(t *testing.T) *outage {
+	dir := t.TempDir()
+	o := &outage{t: t, root: filepath.Join(dir, "storage"), down: filepath.Join(dir, "down"), data: filepath.Join(dir, "data")}
+	t.Setenv("XDG_DATA_HOME", o.data)
+	return o
+}
+
+// options makes Caddy use the flaky storage.
+func (o *outage) options() harness.Options {
+	return harness.Options{Global: fmt.Sprintf("storage mcprl_flaky %s %s", o.root, o.down)}
+}
+
+// set makes the storage unreachable (down) or reachable again.
+func (o *outage) set(down bool) {
+	o.t.Helper()
+	if !down {
+		if err := os.Remove(o.down); err != nil {
+			o.t.Fatal(err)
+		}
+		return
+	}
+	if err := os.WriteFile(o.down, nil, 0o600); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// storedKey is zone's fingerprint key in storage, nil when there is none.
+func (o *outage) storedKey(zone string) []byte {
+	o.t.Helper()
+	key, err := os.ReadFile(filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	return key
+}
+
+// cachedKey is zone's fingerprint key cached on this host, checking that
+// only its owner can read it.
+func (o *outage) cachedKey(zone string) []byte {
+	o.t.Helper()
+	name := filepath.Join(o.data, "caddy", "mcp_ratelimit-keycache", hex.EncodeToString([]byte(zone))+".key")
+	fi, err := os.Stat(name)
+	if err != nil {
+		o.t.Fatalf("cached key: %v", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		o.t.Errorf("cached key mode %v, want 0600", fi.Mode().Perm())
+	}
+	key, err := os.ReadFile(name)
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	return key
+}
+
+// onlyIdentity returns the fingerprint of the one proven identity of zone.
+func onlyIdentity(t *testing.T, e *env, zone string) string {
+	t.Helper()
+	var v struct {
+		Identities []struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"identities"`
+	}
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/"+zone+"/identities", &v)
+	if len(v.Identities) != 1 {
+		t.Fatalf("proven identities of %s: %+v, want one", zone, v.Identities)
+	}
+	return v.Identities[0].Fingerprint
+}
+
+// degradedOnKey checks that zone shows degraded, in the admin API and the
+// metric, because its fingerprint key is not confirmed in storage.
+func degradedOnKey(t *testing.T, e *env, zone string) {
+	t.Helper()
+	qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore
+	if !qs.Degraded || !strings.Contains(qs.LastError, "fingerprint key") {
+		t.Fatalf("quota_store %+v, want degraded on the fingerprint key", qs)
+	}
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v, want 1", v)
+	}
+}
+
+// recovers waits until storage answers zone's flushes again with nothing
+// pending, and checks the metric is back to 0.
+func recovers(t *testing.T, e *env, zone string) {
+	t.Helper()
+	harness.Eventually(t, 10*time.Second, "the zone to recover from the outage", func() bool {
+		qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore
+		return !qs.Degraded && qs.Pending == 0
+	})
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 0 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v after recovery, want 0", v)
+	}
+}
+
+func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
+	skipNearReset(t, nextDay)
+	const zone, token = "outage_restart", "valid-outage-restart"
+	block := "zone " + zone + "\nflush_interval 1s\nquota 1000/day"
+	o := newOutage(t)
+	e := start(t, block, o.options())
+	e.prove(token)
+	e.spend(token, 1)
+	fp := onlyIdentity(t, e, zone)
+	if err := caddy.Stop(); err != nil { // a graceful stop flushes
+		t.Fatal(err)
+	}
+
+	o.set(true)
+	e = start(t, block, o.options())
+	e.prove(token)
+	e.spend(token, 2)
+	if got := onlyIdentity(t, e, zone); got != fp {
+		t.Fatalf("fingerprint after a restart during the outage %s, want %s as before", got, fp)
+	}
+	degradedOnKey(t, e, zone)
+	if used := identityQuotaUsed(t, e, zone, fp); used["day"] != 2 {
+		t.Fatalf("quota used during the outage %v, want day 2 counted in memory", used)
+	}
+
+	o.set(false)
+	recovers(t, e, zone)
+	if got := harness.StoredDayCounts(t, o.root, zone)["i/"+fp]; got != 3 {
+		t.Fatalf("stored day count %d, want 3: the outage's counts pushed on top of the earlier one", got)
+	}
+	if used := identityQuotaUsed(t, e, zone, fp); used["day"] != 3 {
+		t.Fatalf("quota used after recovery %v, want day 3", used)
+	}
+	if !bytes.Equal(o.cachedKey(zone), o.storedKey(zone)) {
+		t.Fatal("the key cached on the host is not the stored key")
+	}
+}
+
+func TestZoneCreatedDuringStorageOutageStoresItsKey(t *testing.T) {
+	skipNearReset(t, nextDay)
+	for _, tc := range []struct {
+		name   string
+		reload bool
+	}{
+		{"a start during the outage", false},
+		{"a reload adding the zone during the outage", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const zone, token = "outage_new", "valid-outage-new"
+			block := "zone " + zone + "\nflush_interval 1s\nquota 1000/day"
+			o := newOutage(t)
+			var e *env
+			if tc.reload {
+				e = start(t, "zone outage_other\nflush_interval 1s", o.options())
+				o.set(true)
+				site := fmt.Sprintf("mcp_ratelimit {\n%s\n}\nreverse_proxy $BACKEND", block)
+				e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, o.options().Global))
+			} else {
+				o.set(true)
+				e = start(t, block, o.options())
+			}
+			e.prove(token)
+			e.spend(token, 1)
+			fp := onlyIdentity(t, e, zone)
+			degradedOnKey(t, e, zone)
+
+			o.set(false)
+			recovers(t, e, zone)
+			if got := fingerprintOf(t, o.root, zone, "Bearer "+token); got != fp {
+				t.Fatalf("fingerprint under the stored key %s, want %s: the zone's key must become the stored one", got, fp)
+			}
+			if !bytes.Equal(o.cachedKey(zone), o.storedKey(zone)) {
+				t.Fatal("the key cached on the host is not the stored key")
+			}
+			if got := harness.StoredDayCounts(t, o.root, zone)["i/"+fp]; got != 1 {
+				t.Fatalf("stored day count %d, want 1", got)
+			}
+		})
+	}
+}
+
+func TestZoneCreatedDuringStorageOutageAdoptsKeyStoredMeanwhile(t *testing.T) {
+	skipNearReset(t, nextDay)
+	const zone, token = "outage_adopt", "valid-outage-adopt"
+	o := newOutage(t)
+	o.set(true)
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 1000/day", o.options())
+	e.prove(token)
+	e.spend(token, 1)
+	provisional := onlyIdentity(t, e, zone)
+
+	// Another instance, which could reach storage, created the key.
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	dir := filepath.Join(o.root, "mcp_ratelimit", zone)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fingerprint.key"), key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	o.set(false)
+	recovers(t, e, zone)
+	if !bytes.Equal(o.storedKey(zone), key) {
+		t.Fatal("the stored key was replaced")
+	}
+	if !bytes.Equal(o.cachedKey(zone), key) {
+		t.Fatal("the key cached on the host is not the stored key")
+	}
+	fp := fingerprintOf(t, o.root, zone, "Bearer "+token)
+	if fp == provisional {
+		t.Fatal("the provisional key was the stored one")
+	}
+	// The identity now fingerprints under the stored key: it proves itself
+	// again and is counted there.
+	e.prove(token)
+	e.spend(token, 1)
+	if used := identityQuotaUsed(t, e, zone, fp); used["day"] != 1 {
+		t.Fatalf("quota used under the stored key %v, want day 1", used)
+	}
+}
+
+func TestRedisKeyKeepsPrecedenceOverStorageAfterOutage(t *testing.T) {
+	const zone, token = "outage_redis", "valid-outage-redis"
+	rd := harness.StartRedis(t)
+	inRedis := make([]byte, 32)
+	_, _ = rand.Read(inRedis)
+	rd.Do(t, "SET", "mcprl:{"+zone+"}:fpkey", string(inRedis))
+	o := newOutage(t)
+	// Storage holds another key (written before the store was added),
+	// and is unreachable when the zone starts.
+	inStorage := make([]byte, 32)
+	_, _ = rand.Read(inStorage)
+	dir := filepath.Join(o.root, "mcp_ratelimit", zone)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fingerprint.key"), inStorage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	o.set(true)
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nstore redis "+rd.URL, o.options())
+	e.prove(token)
+	e.spend(token, 1)
+	fp := onlyIdentity(t, e, zone)
+	m := hmac.New(sha256.New, inRedis)
+	m.Write([]byte("Bearer " + token))
+	if want := hex.EncodeToString(m.Sum(nil)[:16]); fp != want {
+		t.Fatalf("fingerprint %s, want %s under the key in redis", fp, want)
+	}
+	degradedOnKey(t, e, zone)
+
+	o.set(false)
+	recovers(t, e, zone)
+	e.prove(token)
+	e.spend(token, 1)
+	if got := onlyIdentity(t, e, zone); got != fp {
+		t.Fatalf("fingerprint after storage returned %s, want %s: the key in redis takes precedence", got, fp)
+	}
+	if !bytes.Equal(o.storedKey(zone), inStorage) {
+		t.Fatal("the key in storage was replaced")
+	}
+	if !bytes.Equal(o.cachedKey(zone), inRedis) {
+		t.Fatal("the key cached on the host is not the one in use")
+	}
+}
