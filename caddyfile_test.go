@@ -241,6 +241,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"rate negative", "tenant -1/s", "-1/s", "positive"},
 		{"rate not integer", "preauth 1.5/s", "1.5/s", "positive"},
 		{"rate empty count", "anonymous /s", "/s", "positive"},
+		{"rate with a plus sign", "tenant +5/s", "+5/s", "positive"},
 		{"burst zero", "tenant 5/s burst 0", "burst 0", "burst"},
 		{"burst negative", "tenant 5/s burst -3", "burst -3", "burst"},
 		{"burst not a number", "preauth 1/s burst many", "burst many", "burst"},

@@ -172,7 +172,7 @@ func parseRate(s string) (rate.Limit, int, error) {
 		return 0, 0, fmt.Errorf("rate %q: want <n>/<s|m|h>", s)
 	}
 	n, err := strconv.Atoi(num)
-	if err != nil || n <= 0 {
+	if err != nil || n <= 0 || num[0] == '+' { // messages quote the rate as written
 		return 0, 0, fmt.Errorf("rate %q: <n> must be a positive integer", s)
 	}
 	var per time.Duration
