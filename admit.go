@@ -56,8 +56,9 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		}
 	}
 	if d.cost > 0 {
-		// After a refusal the later layers still decide (and the rollback
-		// gives back what they take), so that the refusal given is the
+		// After a refusal the later layers still decide, without taking
+		// anything (d.probing: a refused tenant must not hold shared
+		// capacity even for a moment), so that the refusal given is the
 		// one that holds the request back longest.
 		var worst refusal
 		refused := false
@@ -69,6 +70,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 				h.refuse(d, w, ref)
 			case !refused || ref.outlasts(&worst):
 				worst, refused = ref, true
+				d.probing = true
 			}
 		}
 		if refused {
@@ -307,6 +309,12 @@ func (d *decision) reservePreauth(n int) (refusal, bool) {
 // reservation for rollback, or turns a refusal into one of layer l. A new
 // key arriving at a full set is refused too.
 func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucketLimit, n int, l layer) (refusal, bool) {
+	if d.probing {
+		if wait, ok := set.Wait(key, toBuckets(lim), n, d.now); !ok {
+			return rateRefusal(l, lim, wait, n), false
+		}
+		return refusal{}, true
+	}
 	res, wait, ok, full := set.Reserve(key, toBuckets(lim), n, d.now)
 	if !ok {
 		if full {
@@ -327,7 +335,7 @@ func (d *decision) admitTenant() (refusal, bool) {
 		return refusal{}, true
 	}
 	ref, ok := reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
-	if ok {
+	if ok && !d.probing {
 		d.tenantLeft, d.tenantHeld = d.res[d.nres-1].Left(), true
 	}
 	return ref, ok
@@ -369,6 +377,13 @@ func (d *decision) admitQuota() (refusal, bool) {
 	}
 	d.quotaItems()
 	if len(d.items) == 0 {
+		return refusal{}, true
+	}
+	if d.probing {
+		if failed, ok := d.z.quota.Fits(d.items, d.now); !ok {
+			it := d.items[failed]
+			return quotaRefusal(d.itemLayers[failed], it, toolOfKey(it.Key), d.now), false
+		}
 		return refusal{}, true
 	}
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
@@ -442,6 +457,17 @@ func (d *decision) admitConcurrency() (refusal, bool) {
 	d.concN = 1
 	if d.req != nil {
 		d.concN = d.req.Calls(d.pol.meter)
+	}
+	if d.probing {
+		// Only a request over a cap can be told more than "retry once a
+		// call has finished".
+		switch {
+		case c.Max > 0 && d.concN > c.Max:
+			return concurrencyRefusal(c.Max, false, d.concN), false
+		case c.PerIdentity > 0 && d.hasID && d.concN > c.PerIdentity:
+			return concurrencyRefusal(c.PerIdentity, true, d.concN), false
+		}
+		return refusal{}, true
 	}
 	if c.Max > 0 {
 		if !d.z.all.Acquire(globalKey, d.concN, c.Max) {

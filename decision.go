@@ -42,6 +42,9 @@ type decision struct {
 	cost    int64
 	accept  []string // the request's Accept values, read only to answer a refusal
 	post    bool     // the request is a POST, which may carry JSON-RPC messages
+	// probing makes the layers after a refusal decide without taking
+	// anything, to find the refusal that holds the request back longest.
+	probing bool
 	carried *carried // what outlives the decision; see carry
 	// unreadable says why the identity headers do not name one credential
 	// as backends read it; such a request is refused before anything else.

@@ -128,6 +128,26 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 	return sh.reservation(idx, n), 0, true, false
 }
 
+// Wait reports how long until n tokens would be in key's bucket under lim
+// at now (0 and ok when they are there now), as Reserve would, but takes
+// nothing and creates no bucket: a key without one has a full bucket.
+func (s *Set[K]) Wait(key K, lim Limit, n int, now time.Time) (wait time.Duration, ok bool) {
+	if n <= 0 || lim.Rate == rate.Inf {
+		return 0, true
+	}
+	sh := &s.shards[s.shardIndex(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	at := sh.clock.Since(now)
+	lim.Burst = max(lim.Burst, 0)
+	b := bucket{tokens: float64(lim.Burst), last: at, rate: lim.Rate, burst: lim.Burst}
+	if idx, found := sh.index[key]; found {
+		b = sh.slab[idx] // a copy: taking from it changes nothing
+		b.retune(lim, at)
+	}
+	return b.take(n, at)
+}
+
 // Tokens returns the number of tokens in key's bucket at now, for inspection
 // and RateLimit headers. ok is false when the key has no bucket, which means
 // its bucket would be full.

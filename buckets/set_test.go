@@ -355,3 +355,27 @@ func TestReserveReportsTokensLeft(t *testing.T) {
 		t.Errorf("after 2s of refill: ok %v, Left %v; want 5", ok, res.Left())
 	}
 }
+
+// Wait decides as Reserve would, and takes nothing: no bucket is created,
+// no token is taken.
+func TestWaitTakesNothing(t *testing.T) {
+	lim := Limit{Rate: 1, Burst: 2}
+	s := New(10, HashFingerprint)
+	if wait, ok := s.Wait(fp(1), lim, 2, t0); !ok || wait != 0 || s.Len() != 0 {
+		t.Fatalf("Wait on a new key = %v, %v with %d buckets; want ok, and none created", wait, ok, s.Len())
+	}
+	if _, _, ok, _ := s.Reserve(fp(1), lim, 2, t0); !ok {
+		t.Fatal("Reserve of the burst refused")
+	}
+	for range 2 {
+		if wait, ok := s.Wait(fp(1), lim, 1, t0); ok || wait != time.Second {
+			t.Fatalf("Wait on a drained bucket = %v, %v; want 1s", wait, ok)
+		}
+	}
+	if _, ok := s.Wait(fp(1), lim, 3, t0); ok {
+		t.Fatal("Wait for more than the burst fits")
+	}
+	if tokens, _ := s.Tokens(fp(1), t0.Add(time.Second)); tokens != 1 {
+		t.Fatalf("bucket holds %v tokens a second later, want 1: Wait took some", tokens)
+	}
+}

@@ -35,11 +35,35 @@ type Item struct {
 func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	failed = -1
+	if failed = c.checkLocked(items, now); failed >= 0 {
+		return failed, false
+	}
+	for i := range items {
+		it := &items[i]
+		if it.N != 0 {
+			c.bucketLocked(it.Period, now, true).pending.add(it.Key, it.N)
+		}
+	}
+	return -1, true
+}
+
+// Fits reports what TryAdd would, setting each item's Used the same way,
+// but counts nothing.
+func (c *Counter) Fits(items []Item, now time.Time) (failed int, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	failed = c.checkLocked(items, now)
+	return failed, failed < 0
+}
+
+// checkLocked is the check of TryAdd: the index of the refused item, or -1
+// when all fit.
+func (c *Counter) checkLocked(items []Item, now time.Time) int {
+	failed := -1
 	for i := range items {
 		it := &items[i]
 		if !it.Period.Valid() || it.N < 0 || !validKey(it.Key) {
-			return i, false
+			return i
 		}
 		used := c.bucketLocked(it.Period, now, true).used(it.Key)
 		for j := range i { // the same key twice in one call adds up
@@ -55,16 +79,7 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 		}
 		it.Used = used + it.N
 	}
-	if failed >= 0 {
-		return failed, false
-	}
-	for i := range items {
-		it := &items[i]
-		if it.N != 0 {
-			c.bucketLocked(it.Period, now, true).pending.add(it.Key, it.N)
-		}
-	}
-	return -1, true
+	return failed
 }
 
 // Refund takes back a successful TryAdd, for example when a later layer

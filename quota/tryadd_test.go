@@ -248,3 +248,21 @@ func TestTryAddReportsTheQuotaThatResetsLast(t *testing.T) {
 		}
 	}
 }
+
+// Fits reports what TryAdd would and counts nothing.
+func TestFitsCountsNothing(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	items := []Item{{Key: []byte("k"), Period: Day, Limit: 2, N: 2}}
+	for range 3 {
+		if failed, ok := c.Fits(items, t0); !ok || failed != -1 || items[0].Used != 2 {
+			t.Fatalf("Fits = %d, %v (Used %d); want it to fit with Used 2", failed, ok, items[0].Used)
+		}
+	}
+	if used := c.Used([]byte("k"), Day, t0); used != 0 {
+		t.Fatalf("Used = %d after Fits, want 0", used)
+	}
+	items[0].N = 3
+	if failed, ok := c.Fits(items, t0); ok || failed != 0 {
+		t.Fatalf("Fits over the limit = %d, %v; want item 0 refused", failed, ok)
+	}
+}
