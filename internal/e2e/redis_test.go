@@ -262,15 +262,23 @@ func TestRedisFloodOfRefusalsStaysLocal(t *testing.T) {
 	}
 }
 
+// provenOnRedis starts n instances sharing only a Redis store, with extra
+// in their mcp_ratelimit blocks, and proves token on each.
+func provenOnRedis(t *testing.T, n int, extra, token string) ([]*harness.Process, *harness.Backend, *harness.Redis) {
+	t.Helper()
+	r := harness.StartRedis(t)
+	ps, backend := startRedisProcesses(t, n, redisSite(r.URL, extra))
+	for _, p := range ps {
+		prove(t, p, token)
+	}
+	return ps, backend, r
+}
+
 // twoProvenOnRedis starts two instances sharing only a Redis store (tenant
 // 1/h burst 10, quota 100/day) and proves token on both.
 func twoProvenOnRedis(t *testing.T, token string) ([]*harness.Process, *harness.Redis) {
 	t.Helper()
-	r := harness.StartRedis(t)
-	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
-	for _, p := range ps {
-		prove(t, p, token)
-	}
+	ps, _, r := provenOnRedis(t, 2, "tenant 1/h burst 10\n quota 100/day", token)
 	return ps, r
 }
 
@@ -488,10 +496,8 @@ func TestRedisOutageCountsSurviveARestart(t *testing.T) {
 // would-be quota refusal as well — as without Redis.
 func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
 	skipNearMidnight(t)
-	r := harness.StartRedis(t)
-	ps, backend := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 2\n quota 3/day\n global off\n dry_run"))
+	ps, backend, r := provenOnRedis(t, 1, "tenant 1/h burst 2\n quota 3/day\n global off\n dry_run", "valid-dry")
 	p := ps[0]
-	prove(t, p, "valid-dry")
 	for range 4 {
 		mustCall(t, p, "valid-dry", "ok")
 	}
@@ -514,10 +520,8 @@ func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
 // returns: an exhausted quota behind an empty tenant bucket.
 func TestRedisRefusalNamesTheLongestWait(t *testing.T) {
 	skipNearMidnight(t)
-	r := harness.StartRedis(t)
-	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/s burst 3\n quota 3/day\n global off"))
+	ps, _, _ := provenOnRedis(t, 1, "tenant 1/s burst 3\n quota 3/day\n global off", "valid-longest")
 	p := ps[0]
-	prove(t, p, "valid-longest")
 	for range 3 {
 		mustCall(t, p, "valid-longest", "ok")
 	}
