@@ -153,6 +153,22 @@ func (o *outage) set(down bool) {
 	}
 }
 
+// putKey stores a new random fingerprint key for zone, as another instance
+// would, and returns it.
+func (o *outage) putKey(zone string) []byte {
+	o.t.Helper()
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	dir := filepath.Join(o.root, "mcp_ratelimit", zone)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		o.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "fingerprint.key"), key, 0o600); err != nil {
+		o.t.Fatal(err)
+	}
+	return key
+}
+
 // storedKey is zone's fingerprint key in storage, nil when there is none.
 func (o *outage) storedKey(zone string) []byte {
 	o.t.Helper()
@@ -318,15 +334,7 @@ func TestZoneCreatedDuringStorageOutageAdoptsKeyStoredMeanwhile(t *testing.T) {
 	provisional := onlyIdentity(t, e, zone)
 
 	// Another instance, which could reach storage, created the key.
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	dir := filepath.Join(o.root, "mcp_ratelimit", zone)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "fingerprint.key"), key, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	key := o.putKey(zone)
 
 	o.set(false)
 	recovers(t, e, zone)
@@ -358,15 +366,7 @@ func TestRedisKeyKeepsPrecedenceOverStorageAfterOutage(t *testing.T) {
 	o := newOutage(t)
 	// Storage holds another key (written before the store was added),
 	// and is unreachable when the zone starts.
-	inStorage := make([]byte, 32)
-	_, _ = rand.Read(inStorage)
-	dir := filepath.Join(o.root, "mcp_ratelimit", zone)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "fingerprint.key"), inStorage, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	inStorage := o.putKey(zone)
 	o.set(true)
 	e := start(t, "zone "+zone+"\nflush_interval 1s\nstore redis "+rd.URL, o.options())
 	e.prove(token)
