@@ -671,3 +671,25 @@ func TestInnerHandlersRefusalProvesNothingInTheOuterOne(t *testing.T) {
 		})
 	}
 }
+
+// A credential the Connection header names is dropped by reverse_proxy
+// before the backend sees it: a backend that serves anonymous requests
+// would answer 2xx and prove a credential it was never shown. Such a
+// request is refused, and proves nothing.
+func TestCredentialNamedByConnectionIsRefused(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100\ntenant 1/m burst 1")
+	before := e.backend.ToolCalls()
+	for i, conn := range []string{"Authorization", "keep-alive, authorization", " AUTHORIZATION "} {
+		r := e.call(i, "Authorization", "Bearer garbage-hop", "Connection", conn)
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "Connection") {
+			t.Fatalf("Connection %q: %d %s, want 400 naming the Connection header", conn, r.Status, r.Body)
+		}
+	}
+	unchanged(t, e, before, "credentials named by Connection")
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/default/identities", nil)
+	if st != http.StatusOK || strings.Contains(string(body), `"fingerprint"`) {
+		t.Fatalf("proven identities: %d %s", st, body)
+	}
+}

@@ -13,11 +13,13 @@ import (
 	"io/fs"
 	"net/http"
 	"net/textproto"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 )
 
 // fingerprinter turns identity values into keyed fingerprints: the first
@@ -116,7 +118,44 @@ func readPlaceholder(r *http.Request, repl *caddy.Replacer, ph string) (value, u
 			unreadable = "Malformed " + textproto.CanonicalMIMEHeaderKey(name) + " header: Bearer and Basic credentials are one token after the scheme."
 		}
 	}
+	if unreadable == "" && connectionNames(r, name) {
+		// A proxy drops the header before the backend sees it: its 2xx
+		// would prove a credential it was never shown.
+		unreadable = "The Connection header names " + textproto.CanonicalMIMEHeaderKey(name) + ", which a proxy removes before the server sees it: do not list it there."
+	}
 	return value, unreadable
+}
+
+// hopByHop are the headers reverse_proxy never forwards.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+// warnHopByHopIdentity warns about an identity header that reverse_proxy
+// never forwards (Proxy-Authorization, say): the backend then never sees
+// the credential, so its 2xx would prove whatever a caller sends.
+func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
+	if pol.trustIdentity {
+		return
+	}
+	for _, ph := range pol.identity {
+		name, ok := headerPlaceholder(ph)
+		if ok && slices.ContainsFunc(hopByHop, func(h string) bool { return strings.EqualFold(h, name) }) {
+			logger.Warn("identity header is hop-by-hop: reverse_proxy does not forward it, so the backend never checks the credential it carries and proves any value; use trust_identity with an auth handler, or another header",
+				zap.String("zone", pol.zone), zap.String("header", name))
+		}
+	}
+}
+
+// connectionNames reports whether the request's Connection header lists
+// the header name as hop-by-hop, which reverse_proxy then removes.
+func connectionNames(r *http.Request, name string) bool {
+	for _, v := range r.Header["Connection"] {
+		for f := range strings.SplitSeq(v, ",") {
+			if strings.EqualFold(textproto.TrimString(f), name) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // headerPlaceholder returns the header name of a lone request-header

@@ -3,6 +3,9 @@ package mcplimit
 import (
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestCanonicalCredentials(t *testing.T) {
@@ -67,4 +70,30 @@ func FuzzCanonicalCredentials(f *testing.F) {
 			t.Fatalf("not a fixed point: %q -> %q", want, got)
 		}
 	})
+}
+
+// An identity header that reverse_proxy never forwards is warned about at
+// provision: the backend would prove any value it carries.
+func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
+	for ident, want := range map[string]int{
+		"{http.request.header.Proxy-Authorization}": 1,
+		"{http.request.header.proxy-authorization}": 1,
+		"{http.request.header.Authorization}":       0,
+		"{http.request.header.X-Api-Key}":           0,
+	} {
+		pol, err := compile(&Handler{Identity: []string{ident}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		warnHopByHopIdentity(pol, zap.New(core))
+		if got := logs.Len(); got != want {
+			t.Errorf("identity %s: %d warnings, want %d", ident, got, want)
+		}
+		pol.trustIdentity = true
+		warnHopByHopIdentity(pol, zap.New(core))
+		if got := logs.Len(); got != want {
+			t.Errorf("identity %s with trust_identity: %d warnings, want %d", ident, got, want)
+		}
+	}
 }
