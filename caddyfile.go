@@ -168,6 +168,9 @@ func init() {
 			if err != nil || n == 0 {
 				return d.Errf("max_body %q: want a positive size such as 1MiB", s)
 			}
+			if n > maxMaxBody {
+				return d.Errf("max_body %q: at most 1GiB", s)
+			}
 			h.MaxBody = int64(n)
 			return nil
 		},

@@ -261,6 +261,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"gateway without rate", "gateway 10.0.0.0/8", "gateway", "gateway"},
 		{"max_body not a size", "max_body lots", "max_body", "max_body"},
 		{"max_body zero", "max_body 0", "max_body", "max_body"},
+		{"max_body over 1GiB", "max_body 3GiB", "max_body", "at most"},
 		{"max_batch zero", "max_batch 0", "max_batch", "positive"},
 		{"max_batch negative", "max_batch -1", "max_batch", "positive"},
 		{"max_known zero", "max_known 0", "max_known", "positive"},

@@ -30,6 +30,10 @@ const (
 	defaultQuotaDay  = 5000
 )
 
+// maxMaxBody bounds max_body: a body is held in memory while it is
+// classified, and the classifier reads at most 2GiB of it.
+const maxMaxBody = 1 << 30
+
 // refuseMode is how refusals are answered.
 type refuseMode uint8
 
@@ -193,6 +197,9 @@ func compile(h *Handler) (*policy, error) {
 	}
 	if err := orDefault("max_body", &p.maxBody, defaultMaxBody); err != nil {
 		return nil, err
+	}
+	if p.maxBody > maxMaxBody {
+		return nil, fmt.Errorf("max_body %d: at most %d bytes (1GiB)", p.maxBody, maxMaxBody)
 	}
 	if err := orDefault("max_batch", &p.maxBatch, defaultMaxBatch); err != nil {
 		return nil, err

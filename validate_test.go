@@ -46,6 +46,7 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"max_batch":-1}`, "max_batch"},
 		{`{"max_known":-5}`, "max_known"},
 		{`{"max_body":-1}`, "max_body"},
+		{`{"max_body":3221225472}`, "at most"},
 		{`{"known_ttl":-1}`, "known_ttl"},
 		{`{"flush_interval":-1000000000}`, "flush_interval"},
 		{`{"ipv4_prefix":40}`, "ipv4_prefix"},
