@@ -182,6 +182,33 @@ func TestGatewayIsMatchedByItsOwnAddress(t *testing.T) {
 	}
 }
 
+// A gateway range is keyed like any client: the addresses of an IPv6 /64
+// listed as gateways share one gateway budget, or one host owning the /64
+// would mint a budget per address. A gateway written IPv4-mapped matches
+// its IPv4 client.
+func TestGatewayRangeSharesOneBudgetPerKey(t *testing.T) {
+	e := start(t, "zone gwrange\npreauth 1/m burst 1\ngateway 2001:db8:1::/64 ::ffff:198.51.100.20 1/m burst 3",
+		harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	passed := 0
+	for i := range 6 {
+		if r := e.call(i, "X-Forwarded-For", fmt.Sprintf("2001:db8:1::%x", i+1)); r.Status == http.StatusOK {
+			passed++
+		}
+	}
+	if passed != 3 {
+		t.Fatalf("six addresses of a gateway /64 passed %d calls, want the one gateway burst of 3", passed)
+	}
+	passed = 0
+	for i := range 5 {
+		if r := e.call(i, "X-Forwarded-For", "198.51.100.20"); r.Status == http.StatusOK {
+			passed++
+		}
+	}
+	if passed != 3 {
+		t.Fatalf("the IPv4 client of a gateway written ::ffff:198.51.100.20 passed %d calls, want its burst of 3", passed)
+	}
+}
+
 func TestGlobalRefusalDoesNotChargeTheTenant(t *testing.T) {
 	e := start(t, "tenant 1/m burst 2\nglobal 1/m burst 1\nquota off")
 	e.prove("valid-erin")

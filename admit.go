@@ -289,11 +289,15 @@ func (d *decision) reservePreauth(n int) (refusal, bool) {
 	}
 	lim, rl := pol.preauth, pol.preauthPolicy
 	for _, g := range pol.gateways {
-		if containsAddr(g.prefixes, d.ip) {
-			// A gateway's budget is its own, not its network's: the
-			// neighbours its key would otherwise share must not spend it.
+		if gw, ok := gatewayOf(g.prefixes, d.ip); ok {
+			// A gateway listed narrower than the pre-auth key's network
+			// is its own key, so that its neighbours neither get nor
+			// spend its budget; one listed wider is keyed like any
+			// client, so that a range cannot mint a budget per address.
 			lim, rl = g.limit, g.rlPolicy
-			d.addr = netip.PrefixFrom(d.ip, d.ip.BitLen())
+			if gw.Bits() > d.addr.Bits() {
+				d.addr = netip.PrefixFrom(d.ip, gw.Bits()).Masked()
+			}
 			break
 		}
 	}

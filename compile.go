@@ -332,6 +332,9 @@ func compileGateways(p *policy, gws []Gateway) error {
 			if err != nil {
 				return fmt.Errorf("gateway %q: %w", c, err)
 			}
+			if pfx.Addr().Is4In6() && pfx.Bits() >= 96 { // the client address is unmapped too
+				pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+			}
 			gw.prefixes = append(gw.prefixes, pfx.Masked())
 		}
 		if g.Rate == "" {
@@ -528,16 +531,15 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 	return nil
 }
 
-// containsAddr reports whether any of list contains addr. A gateway is
-// one address (or range) as listed, never the whole network its key
-// stands for under ipv4_prefix / ipv6_prefix.
-func containsAddr(list []netip.Prefix, addr netip.Addr) bool {
+// gatewayOf returns the prefix of list that contains addr, matching the
+// client address itself, never the network its pre-auth key stands for.
+func gatewayOf(list []netip.Prefix, addr netip.Addr) (netip.Prefix, bool) {
 	for _, l := range list {
 		if l.Contains(addr) {
-			return true
+			return l, true
 		}
 	}
-	return false
+	return netip.Prefix{}, false
 }
 
 // parseFingerprint parses 32 lowercase hex characters.
