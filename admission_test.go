@@ -720,3 +720,32 @@ func TestCredentialNamedByConnectionIsRefused(t *testing.T) {
 		t.Fatalf("proven identities: %d %s", st, body)
 	}
 }
+
+// An unproven request refused for the rest of its cost keeps the token it
+// paid, so the wait it is told is for its whole cost from there: the same
+// request sent again after Retry-After is admitted.
+func TestPreauthRestOfCostRefusalWaitsForTheWholeCost(t *testing.T) {
+	e := start(t, "zone restcost\npreauth 1/s burst 5")
+	batch := func(n int) string {
+		calls := make([]string, n)
+		for i := range calls {
+			calls[i] = harness.ToolCall(i+1, "echo", map[string]any{"text": "hi"})
+		}
+		return "[" + strings.Join(calls, ",") + "]"
+	}
+	if r := e.post(batch(3)); r.Status != http.StatusOK {
+		t.Fatalf("batch of 3: %d %s", r.Status, r.Body)
+	}
+	r := e.post(batch(5))
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("batch of 5 with 2 tokens left: %d %s", r.Status, r.Body)
+	}
+	ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+	if ra < 4 {
+		t.Fatalf("Retry-After %d: one token kept of 2, 5 needed at 1/s, want 4", ra)
+	}
+	time.Sleep(time.Duration(ra) * time.Second)
+	if r := e.post(batch(5)); r.Status != http.StatusOK {
+		t.Fatalf("the same batch after Retry-After %ds: %d %s", ra, r.Status, r.Body)
+	}
+}

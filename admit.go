@@ -47,9 +47,13 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	if !d.proven && d.cost > 1 && !preauthRefused {
 		if ref, ok := d.reservePreauth(int(d.cost - 1)); !ok {
 			// The token that paid for reading and parsing the body is
-			// kept, or a body too costly to pass would be read for free.
+			// kept, or a body too costly to pass would be read for free;
+			// the wait named is then for the whole cost again.
 			d.nres = 0
 			ref.n = int(d.cost) // the refusal speaks of the whole request
+			if wait, fits := d.z.preauth.Wait(d.addr, toBuckets(d.preauthLim), ref.n, d.now); !fits {
+				ref.wait = wait
+			}
 			if h.refuse(d, w, ref) {
 				return true
 			}
