@@ -749,3 +749,17 @@ func TestPreauthRestOfCostRefusalWaitsForTheWholeCost(t *testing.T) {
 		t.Fatalf("the same batch after Retry-After %ds: %d %s", ra, r.Status, r.Body)
 	}
 }
+
+// A pre-auth refusal also asks the layers after it: while the anonymous
+// bucket needs a minute, "retry in 1s" would be a lie.
+func TestPreauthRefusalNamesALongerLaterWait(t *testing.T) {
+	e := start(t, "zone preauthlater\npreauth 1/s burst 1\nanonymous 1/m burst 1")
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("first anonymous call: %d %s", r.Status, r.Body)
+	}
+	r := e.call(2)
+	got := refusal(t, r, http.StatusTooManyRequests, "anonymous")
+	if got.Error.Data.RetryAfterSeconds < 50 {
+		t.Fatalf("Retry-After %d, want the anonymous bucket's minute", got.Error.Data.RetryAfterSeconds)
+	}
+}

@@ -54,35 +54,71 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 			if wait, fits := d.z.preauth.Wait(d.addr, toBuckets(d.preauthLim), ref.n, d.now); !fits {
 				ref.wait = wait
 			}
+			if !d.pol.dryRun {
+				ref = d.probe(0, ref)
+			}
 			if h.refuse(d, w, ref) {
 				return true
 			}
 		}
 	}
 	if d.cost > 0 {
-		// After a refusal the later layers still decide, without taking
-		// anything (d.probing: a refused tenant must not hold shared
-		// capacity even for a moment), so that the refusal given is the
-		// one that holds the request back longest.
-		var worst refusal
-		refused := false
-		for _, step := range admissionSteps {
-			ref, ok := step(d)
-			switch {
-			case ok:
-			case d.pol.dryRun:
-				h.refuse(d, w, ref)
-			case !refused || ref.outlasts(&worst):
-				worst, refused = ref, true
-				d.probing = true
-			}
-		}
-		if refused {
-			return h.refuse(d, w, worst)
+		if ref, refused := h.admitLayers(d, w); refused {
+			return h.refuse(d, w, ref)
 		}
 	}
 	d.z.metrics.admit()
 	return false
+}
+
+// admitLayers runs the layers after inspection and returns the refusal to
+// give, if any. In dry run every refusal is recorded and the next layer
+// decides. Otherwise the first refusal ends the taking, and the layers
+// after it only look (probe), so that the refusal given is the one that
+// holds the request back longest.
+func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) (refusal, bool) {
+	if !d.pol.dryRun {
+		// Anonymous and concurrency come after the shared layers but
+		// look first: a request they refuse must not hold global tokens
+		// or Redis counts even for the moment before a rollback, or a
+		// flood of such requests would crowd out other tenants.
+		d.probing = true
+		for _, step := range []func(*decision) (refusal, bool){(*decision).admitAnonymous, (*decision).admitConcurrency} {
+			if ref, ok := step(d); !ok {
+				return d.probe(0, ref), true
+			}
+		}
+		d.probing = false
+	}
+	for i, step := range admissionSteps {
+		ref, ok := step(d)
+		switch {
+		case ok:
+		case d.pol.dryRun:
+			h.refuse(d, w, ref)
+		default:
+			return d.probe(i+1, ref), true
+		}
+	}
+	return refusal{}, false
+}
+
+// probe has the layers from admissionSteps[from] on decide without taking
+// anything (a refused request must not hold capacity even for a moment)
+// and returns the refusal that holds the request back longest: ref or one
+// of theirs. The layers before from may have taken for this request, so
+// they are not asked again.
+func (d *decision) probe(from int, ref refusal) refusal {
+	if d.cost <= 0 {
+		return ref
+	}
+	d.probing = true
+	for _, step := range admissionSteps[from:] {
+		if other, ok := step(d); !ok && other.outlasts(&ref) {
+			ref = other
+		}
+	}
+	return ref
 }
 
 // refuseRequest answers a request refused as sent (body rules, argument
@@ -95,20 +131,29 @@ func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal)
 
 // preauthWholeCost turns a pre-auth refusal for the first token into one
 // for the request's whole cost, when peekIDs could read the body: the
-// wait it names must be enough for the same request.
+// wait it names must be enough for the same request, and the layers after
+// pre-auth look too, for a longer one.
 func (d *decision) preauthWholeCost(ref refusal) refusal {
 	if d.req == nil {
 		return ref
 	}
+	d.cost = d.requestCost()
+	if d.cost > 1 {
+		ref.n = int(d.cost)
+		if wait, fits := d.z.preauth.Wait(d.addr, toBuckets(d.preauthLim), ref.n, d.now); !fits {
+			ref.wait = wait
+		}
+	}
+	return d.probe(0, ref)
+}
+
+// requestCost is what the parsed request costs under the handler's meter.
+func (d *decision) requestCost() int64 {
 	cost := d.req.Cost(d.pol.meter, d.toolCost)
-	if cost <= 1 {
-		return ref
+	if d.pol.meter.All && cost < 1 {
+		cost = 1
 	}
-	whole, ok := d.reservePreauth(int(cost))
-	if ok { // it cannot fit when one token did not; the rollback returns it
-		return ref
-	}
-	return whole
+	return cost
 }
 
 // admissionSteps are the layers after inspection, in SPEC order: tenant
@@ -182,10 +227,7 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 	if d.req.Scanned() > pol.maxBatch {
 		return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request."), true
 	}
-	d.cost = d.req.Cost(pol.meter, d.toolCost)
-	if pol.meter.All && d.cost < 1 {
-		d.cost = 1
-	}
+	d.cost = d.requestCost()
 	if ref, bad := d.checkArgs(); bad {
 		return ref, true
 	}
@@ -458,7 +500,8 @@ func (d *decision) admitAnonymous() (refusal, bool) {
 // refuse while a slot is held.
 func (d *decision) admitConcurrency() (refusal, bool) {
 	c := d.lim.concurrency
-	if c.Max <= 0 && (c.PerIdentity <= 0 || !d.hasID) {
+	perID := c.PerIdentity > 0 && d.hasID
+	if c.Max <= 0 && !perID {
 		return refusal{}, true
 	}
 	// A batch's calls may all run at once: each takes a slot.
@@ -466,29 +509,22 @@ func (d *decision) admitConcurrency() (refusal, bool) {
 	if d.req != nil {
 		d.concN = d.req.Calls(d.pol.meter)
 	}
-	if d.probing {
-		// Only a request over a cap can be told more than "retry once a
-		// call has finished".
-		switch {
-		case c.Max > 0 && d.concN > c.Max:
-			return concurrencyRefusal(c.Max, false, d.concN), false
-		case c.PerIdentity > 0 && d.hasID && d.concN > c.PerIdentity:
+	// The identity's own cap first: a caller over it must not hold one of
+	// the zone's slots, even for a moment.
+	if perID {
+		if d.probing && d.z.perID.Count(d.fp)+d.concN > c.PerIdentity || !d.probing && !d.z.perID.Acquire(d.fp, d.concN, c.PerIdentity) {
 			return concurrencyRefusal(c.PerIdentity, true, d.concN), false
 		}
-		return refusal{}, true
+		d.concID = !d.probing
 	}
 	if c.Max > 0 {
-		if !d.z.all.Acquire(globalKey, d.concN, c.Max) {
+		if d.probing && d.z.all.Count(globalKey)+d.concN > c.Max || !d.probing && !d.z.all.Acquire(globalKey, d.concN, c.Max) {
 			return concurrencyRefusal(c.Max, false, d.concN), false
 		}
-		d.concAll = true
-		d.z.metrics.inflightAdd(int64(d.concN))
-	}
-	if c.PerIdentity > 0 && d.hasID {
-		if !d.z.perID.Acquire(d.fp, d.concN, c.PerIdentity) {
-			return concurrencyRefusal(c.PerIdentity, true, d.concN), false
+		if !d.probing {
+			d.concAll = true
+			d.z.metrics.inflightAdd(int64(d.concN))
 		}
-		d.concID = true
 	}
 	return refusal{}, true
 }

@@ -19,6 +19,12 @@ func (d *decision) admitRedis() (refusal, bool) {
 	if r == nil || r.degraded.Load() {
 		return refusal{}, true
 	}
+	if d.probing {
+		// A look costs no round trip, and the local layers Redis stands
+		// in for hold nothing to look at.
+		d.inRedis = true
+		return refusal{}, true
+	}
 	ref, ok, err := d.decideRedis(r)
 	if err != nil {
 		d.z.redisFailed(r, err)

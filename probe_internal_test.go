@@ -42,3 +42,38 @@ func TestLayersAfterARefusalTakeNothing(t *testing.T) {
 		t.Fatalf("after a tenant refusal the zone holds %d global buckets, want none", n)
 	}
 }
+
+// Anonymous and concurrency come after the shared layers but look first:
+// a call refused because its identity already runs its share of calls
+// takes no global token and none of the zone's slots, even for a moment.
+func TestConcurrencyRefusalTakesNothingFirst(t *testing.T) {
+	h := provisionForTest(t, &Handler{
+		Zone: "probe-conc", Tenant: &RateLimit{Rate: "100/s", Burst: 100},
+		Global: &RateLimit{Rate: "1/m", Burst: 5}, Quota: &QuotaLimit{Off: true},
+		Concurrency: &Concurrency{Max: 10, PerIdentity: 1},
+	})
+	const token = "Bearer valid-probe-conc"
+	fp := h.zone.fpKey.Load().sum(token)
+	h.zone.prove(fp, time.Now())
+	if !h.zone.perID.Acquire(fp, 1, 1) { // the identity's one call in flight
+		t.Fatal("setup: no slot")
+	}
+	req := httptest.NewRequest(http.MethodPost, "http://test/mcp",
+		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`)))
+	req.Header.Set("Authorization", token)
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	w := httptest.NewRecorder()
+	_ = h.ServeHTTP(w, req, caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		t.Error("a refused call reached the next handler")
+		return nil
+	}))
+	if w.Code != http.StatusTooManyRequests || !bytes.Contains(w.Body.Bytes(), []byte(`"concurrency"`)) {
+		t.Fatalf("a second call in flight for one identity: %d %s", w.Code, w.Body)
+	}
+	if n := h.zone.shared.Len(); n != 0 {
+		t.Fatalf("the refused call created %d global buckets, want none", n)
+	}
+	if n := h.zone.metrics.inflightN.Load(); n != 0 {
+		t.Fatalf("%d calls counted in flight zone-wide, want none", n)
+	}
+}
