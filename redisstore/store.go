@@ -260,18 +260,44 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond, Now: levels}
 	if vals[1] < 0 {
 		r.Wait = -1
-	} else {
-		s.remember(&items[i], now, now.Add(r.Wait), levels[i])
+	}
+	// Every item the levels show over its limit is remembered, not only
+	// the first: a later local refusal must still name the longest wait.
+	for k := range items {
+		wait := r.Wait
+		if k != i {
+			wait = overWait(&items[k], levels[k], now)
+		}
+		if wait > 0 {
+			s.remember(&items[k], now, now.Add(wait), levels[k])
+		}
 	}
 	return r, nil
 }
 
+// overWait is how long until it fits, by the level Redis reported for it:
+// 0 when it fits now, -1 when it never can (a cost above the burst).
+func overWait(it *Item, level float64, now time.Time) time.Duration {
+	switch {
+	case it.Kind == Quota && float64(it.N)+level > float64(it.Limit):
+		return it.Period.Next(now).Sub(now)
+	case it.Kind == Bucket && level < float64(it.N):
+		if it.N > it.Burst || it.Rate <= 0 {
+			return -1
+		}
+		return time.Duration((float64(it.N) - level) / it.Rate * float64(time.Second))
+	}
+	return 0
+}
+
 // Refund gives back what a successful Decide of the same items took: for
-// a request that a later, local layer refused.
+// a request that a later, local layer refused. The refusals remembered
+// for those keys are forgotten: what was given back may make them fit.
 func (s *Store) Refund(ctx context.Context, items []Item) error {
 	if len(items) == 0 {
 		return nil
 	}
+	s.forget(items)
 	keys, argv, err := s.args(items)
 	if err != nil {
 		return err
@@ -383,26 +409,40 @@ func overKeyOf(it *Item) overKey {
 	return overKey{kind: it.Kind, period: it.Period, key: it.Key}
 }
 
-// shortCircuit refuses items known to be over their limit.
+// shortCircuit refuses items known to be over their limit, naming the one
+// that stays over it longest.
 func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.over) == 0 {
 		return Result{}, false
 	}
+	r, found := Result{}, false
 	for i := range items {
 		it := &items[i]
 		e, ok := s.over[overKeyOf(it)]
 		if !ok || !now.Before(e.until) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
 			continue
 		}
+		if found && e.until.Sub(now) <= r.Wait {
+			continue
+		}
 		held := e.held
 		if it.Kind == Bucket {
 			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
 		}
-		return Result{Refused: i, Wait: e.until.Sub(now), Local: true, Held: held}, true
+		r, found = Result{Refused: i, Wait: e.until.Sub(now), Local: true, Held: held}, true
 	}
-	return Result{}, false
+	return r, found
+}
+
+// forget drops the remembered refusals of items' keys.
+func (s *Store) forget(items []Item) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range items {
+		delete(s.over, overKeyOf(&items[i]))
+	}
 }
 
 // remember records that it, holding held at now, is over its limit until

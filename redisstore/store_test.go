@@ -351,3 +351,43 @@ func TestFaultsAreErrorsWithinTheTimeout(t *testing.T) {
 		t.Fatalf("rediss URL with password and DB: %v", err)
 	}
 }
+
+// Redis reports the first item that does not fit; the short-circuit
+// remembers every item its levels show over the limit, so a local refusal
+// names the one that stays over it longest: an exhausted quota behind an
+// empty bucket.
+func TestShortCircuitNamesTheLongestWait(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	items := []redisstore.Item{bucket("t/l", 1, 1, 1), quotaItem("i/l", quota.Day, 1, 1)}
+	if res := decide(t, s, items...); !res.OK {
+		t.Fatalf("first call refused: %+v", res)
+	}
+	if res := decide(t, s, items...); res.OK || res.Local || res.Refused != 0 {
+		t.Fatalf("second call %+v, want Redis to refuse the bucket first", res)
+	}
+	res := decide(t, s, items...)
+	if !res.Local || res.Refused != 1 || res.Wait < time.Minute {
+		t.Fatalf("third call %+v, want a local refusal naming the quota until its reset", res)
+	}
+}
+
+// A refund may bring a remembered key back under its limit: the refusals
+// remembered for the refunded keys are forgotten.
+func TestRefundForgetsRememberedRefusals(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	held := []redisstore.Item{quotaItem("i/r", quota.Day, 2, 2)}
+	if res := decide(t, s, held...); !res.OK {
+		t.Fatalf("first call refused: %+v", res)
+	}
+	if res := decide(t, s, quotaItem("i/r", quota.Day, 2, 1)); res.OK || res.Local {
+		t.Fatalf("second call %+v, want a refusal by Redis", res)
+	}
+	if err := s.Refund(context.Background(), held); err != nil {
+		t.Fatal(err)
+	}
+	if res := decide(t, s, quotaItem("i/r", quota.Day, 2, 1)); !res.OK {
+		t.Fatalf("after the refund %+v, want admitted: the quota is back to 0 of 2", res)
+	}
+}
