@@ -437,6 +437,26 @@ func (d *decision) admitQuota() (refusal, bool) {
 		return refusal{}, true
 	}
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
+	for !ok && d.pol.dryRun {
+		// Dry run: each quota layer (identity, group, tool) decides. A
+		// refusing one is recorded once and left out, and the others
+		// are charged as they would be.
+		l := d.itemLayers[failed]
+		it := d.items[failed]
+		d.h.record(d, quotaRefusal(l, it, toolOfKey(it.Key), d.now), true)
+		kept := 0
+		for q := range d.items {
+			if d.itemLayers[q] != l {
+				d.items[kept], d.itemLayers[kept] = d.items[q], d.itemLayers[q]
+				kept++
+			}
+		}
+		d.items, d.itemLayers = d.items[:kept], d.itemLayers[:kept]
+		if kept == 0 {
+			return refusal{}, true
+		}
+		failed, ok = d.z.quota.TryAdd(d.items, d.now)
+	}
 	if ok {
 		d.quotaHeld = true
 		for q := range d.items {

@@ -2,7 +2,6 @@ package mcplimit
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
@@ -87,11 +86,28 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		if !d.pol.dryRun {
 			return d.outlastingInRedis(ref, items, slots, res.Now), false, nil
 		}
+		// Dry run: the refusing layer is recorded once and left out
+		// whole (a quota per day and per month are one layer), and Redis
+		// decides the others again.
 		d.h.record(d, ref, true)
-		items = slices.Delete(items, res.Refused, res.Refused+1)
-		slots = slices.Delete(slots, res.Refused, res.Refused+1)
+		kept := 0
+		for k := range items {
+			if d.slotLayer(slots[k]) != ref.layer {
+				items[kept], slots[kept] = items[k], slots[k]
+				kept++
+			}
+		}
+		items, slots = items[:kept], slots[:kept]
 	}
 	return refusal{}, true, nil
+}
+
+// slotLayer is the layer of the item slot describes.
+func (d *decision) slotLayer(s redisSlot) layer {
+	if s.quota >= 0 {
+		return d.itemLayers[s.quota]
+	}
+	return s.layer
 }
 
 // redisItems returns the items of the request's Redis decision and what

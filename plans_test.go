@@ -247,6 +247,23 @@ func TestDryRunCountsOneRefusalPerLayerAndRequest(t *testing.T) {
 	}
 }
 
+// In dry run each quota layer decides and is counted once per request: the
+// identity's quota (per day and per month, one layer) and the tool's.
+func TestDryRunCountsEachQuotaLayerOnce(t *testing.T) {
+	e := start(t, "zone dryq\ndry_run\ntenant 100/s burst 100\nquota 2/day\nquota 2/month\ntool echo {\n quota 2/day\n quota 2/month\n}")
+	e.prove("valid-dryq")
+	e.spend("valid-dryq", 4)
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	for _, layer := range []string{"quota", "tool_quota"} {
+		if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="`+layer+`"`, `zone="dryq"`); n != 2 {
+			t.Errorf("dry-run %s refusals after 2 calls over it = %v, want 2", layer, n)
+		}
+	}
+}
+
 // settle waits after a config change until the site answers new
 // connections again (an old server shutting down may reset one), probing
 // with an unmetered GET carrying hdr (a proven identity's, so the probes

@@ -527,3 +527,19 @@ func TestRedisRefusalNamesTheLongestWait(t *testing.T) {
 	}
 	mustCall(t, p, "valid-longest", "quota")
 }
+
+// In dry run with Redis each layer is counted once per request, as without
+// Redis: a quota per day and per month is one layer.
+func TestRedisDryRunCountsEachQuotaLayerOnce(t *testing.T) {
+	skipNearMidnight(t)
+	ps, _, _ := provenOnRedis(t, 1, "tenant 100/s burst 100\n quota 2/day\n quota 2/month\n tool echo {\n  quota 2/day\n  quota 2/month\n }\n dry_run", "valid-dryq")
+	p := ps[0]
+	for range 4 {
+		mustCall(t, p, "valid-dryq", "ok")
+	}
+	for _, layer := range []string{"quota", "tool_quota"} {
+		if v, _ := harness.Metric(t, p.Admin, `mcp_ratelimit_dry_run_refusals_total{layer="`+layer+`",zone="r"}`); v != 2 {
+			t.Errorf("dry-run %s refusals after 2 calls over it = %v, want 2", layer, v)
+		}
+	}
+}
