@@ -100,7 +100,13 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 	defer cancel()
 	key, err := r.store.FingerprintKey(ctx, candidate)
 	if err != nil {
-		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key from Caddy storage until it returns",
+		// The key this host last fingerprinted with is Redis's when the
+		// zone ever reached it: counts made now go under the same
+		// fingerprints as every instance's.
+		if cached := readKeyCache(pol.zone); cached != nil {
+			candidate = cached
+		}
+		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key last used on this host (or Caddy storage's) until it returns",
 			zap.String("zone", pol.zone), zap.Error(err))
 		r.fail(err, time.Now())
 		return r, candidate, nil

@@ -543,3 +543,32 @@ func TestRedisDryRunCountsEachQuotaLayerOnce(t *testing.T) {
 		}
 	}
 }
+
+// An instance with storage of its own restarted while Redis is unreachable
+// keeps fingerprinting with Redis's key, which it cached on its host when
+// it adopted it: the counts it makes meanwhile go to the tenant's one
+// fingerprint when Redis returns, not to one no instance uses.
+func TestRedisRestartDuringAnOutageKeepsRedisKey(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day")
+	harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageA"), "") // seeds Redis's key
+	b := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageB"), "")
+	prove(t, b, "valid-cached-key")
+	mustCall(t, b, "valid-cached-key", "ok")
+	r.Pause(t)
+	b.Restart(t)
+	prove(t, b, "valid-cached-key")
+	for range 2 {
+		mustCall(t, b, "valid-cached-key", "ok") // decided locally
+	}
+	r.Resume(t)
+	harness.Eventually(t, 30*time.Second, "the outage's counts to reach Redis", func() bool {
+		return sumQuota(t, r) == 3
+	})
+	if keys := redisEval(t, r, `return #redis.call('KEYS', ARGV[1])`, "mcprl:{"+rzone+"}:q:i/*"); keys != "1" {
+		t.Fatalf("the tenant's counts are under %s fingerprints, want 1", keys)
+	}
+}

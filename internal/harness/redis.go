@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -78,6 +79,25 @@ func (r *Redis) Kill() {
 	_ = r.cmd.Process.Kill()
 	_ = r.cmd.Wait()
 	r.cmd = nil
+}
+
+// Pause freezes the server (SIGSTOP): it keeps its data and its port, and
+// answers nothing until Resume.
+func (r *Redis) Pause(t testing.TB) { r.signal(t, syscall.SIGSTOP) }
+
+// Resume lets a paused server run again (SIGCONT).
+func (r *Redis) Resume(t testing.TB) { r.signal(t, syscall.SIGCONT) }
+
+func (r *Redis) signal(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cmd == nil || r.cmd.Process == nil {
+		t.Fatal("redis is not running")
+	}
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Do sends one command (inline protocol) and returns the reply's text:
