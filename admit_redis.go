@@ -19,9 +19,14 @@ func (d *decision) admitRedis() (refusal, bool) {
 		return refusal{}, true
 	}
 	if d.probing {
-		// A look costs no round trip, and the local layers Redis stands
-		// in for hold nothing to look at.
+		// A look costs no round trip: it asks what this instance already
+		// knows of Redis (the refusals it remembers), as the local layers
+		// Redis stands in for hold nothing to look at.
 		d.inRedis = true
+		items, slots := d.redisItems()
+		if res, known := r.store.KnownRefusal(items); known {
+			return d.redisRefusal(slots[res.Refused], res), false
+		}
 		return refusal{}, true
 	}
 	ref, ok, err := d.decideRedis(r)

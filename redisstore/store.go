@@ -424,16 +424,25 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		if !ok || !now.Before(e.until) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
 			continue
 		}
-		if found && e.until.Sub(now) <= r.Wait {
-			continue
-		}
-		held := e.held
+		held, wait := e.held, e.until.Sub(now)
 		if it.Kind == Bucket {
 			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
+			if it.N > e.n { // a costlier call waits for its own cost
+				wait = max(wait, overWait(it, held, now))
+			}
 		}
-		r, found = Result{Refused: i, Wait: e.until.Sub(now), Local: true, Held: held}, true
+		if found && wait <= r.Wait {
+			continue
+		}
+		r, found = Result{Refused: i, Wait: wait, Local: true, Held: held}, true
 	}
 	return r, found
+}
+
+// KnownRefusal returns, without a round trip, the refusal of items that
+// this Store already knows of (see Decide), if any.
+func (s *Store) KnownRefusal(items []Item) (Result, bool) {
+	return s.shortCircuit(items, s.clock())
 }
 
 // forget drops the remembered refusals of items' keys.

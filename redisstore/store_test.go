@@ -391,3 +391,20 @@ func TestRefundForgetsRememberedRefusals(t *testing.T) {
 		t.Fatalf("after the refund %+v, want admitted: the quota is back to 0 of 2", res)
 	}
 }
+
+// A remembered bucket refusal answers a costlier call locally with the
+// wait for that call's own cost.
+func TestShortCircuitWaitsForTheCallsOwnCost(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	if res := decide(t, s, bucket("t/c", 1, 5, 5)); !res.OK {
+		t.Fatalf("draining call refused: %+v", res)
+	}
+	if res := decide(t, s, bucket("t/c", 1, 5, 1)); res.OK || res.Local {
+		t.Fatalf("call of cost 1: %+v, want a refusal by Redis", res)
+	}
+	res := decide(t, s, bucket("t/c", 1, 5, 3))
+	if !res.Local || res.Wait < 2900*time.Millisecond {
+		t.Fatalf("call of cost 3: %+v, want a local refusal waiting about 3s", res)
+	}
+}

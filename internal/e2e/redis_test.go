@@ -572,3 +572,36 @@ func TestRedisRestartDuringAnOutageKeepsRedisKey(t *testing.T) {
 		t.Fatalf("the tenant's counts are under %s fingerprints, want 1", keys)
 	}
 }
+
+// A refusal by a local layer (here anonymous) asks what the instance knows
+// of Redis too: while Redis's global bucket is known to need a minute,
+// "retry in 1s" would be a lie.
+func TestRedisLocalRefusalNamesAKnownRedisWait(t *testing.T) {
+	ps, _, _ := provenOnRedis(t, 1, "tenant 100/s burst 100\n quota off\n global 1/m burst 3\n anonymous 1/s burst 1\n preauth 100/s burst 100", "valid-known")
+	p := ps[0]
+	if got := rawAnonymous(t, p); got != "ok" {
+		t.Fatalf("first anonymous call: %s", got)
+	}
+	for range 2 {
+		mustCall(t, p, "valid-known", "ok")
+	}
+	mustCall(t, p, "valid-known", "global") // Redis refuses: now known here
+	if got := rawAnonymous(t, p); got != "global" {
+		t.Fatalf("anonymous call while Redis's global bucket is known empty: %s, want the global refusal", got)
+	}
+}
+
+// rawAnonymous sends a tools/call without credentials and returns "ok" or
+// data.limit.
+func rawAnonymous(t *testing.T, p *harness.Process) string {
+	t.Helper()
+	r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "echo", map[string]any{"text": "hi"}))
+	if r.Status == http.StatusOK {
+		return "ok"
+	}
+	var rb refusalBody
+	if err := json.Unmarshal(r.Body, &rb); err != nil || rb.Error == nil {
+		t.Fatalf("status %d body %s: not a refusal", r.Status, r.Body)
+	}
+	return rb.Error.Data.Limit
+}
