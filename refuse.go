@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -62,6 +63,12 @@ func rateRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal {
 // capacityRefusal refuses a new key of layer l's buckets, whose set holds
 // as many as it may and none can make room before wait.
 func capacityRefusal(l layer, wait time.Duration) refusal {
+	if wait >= rate.InfDuration/2 {
+		// No bucket examined tells when room appears (their shards were
+		// empty, after max_known was lowered): the sweep, every second,
+		// may make some.
+		wait = time.Second
+	}
 	return refusal{layer: l, status: http.StatusTooManyRequests, wait: max(wait, time.Second), kind: kindCapacity}
 }
 

@@ -3,6 +3,9 @@ package mcplimit
 import (
 	"encoding/json"
 	"testing"
+	"time"
+
+	"golang.org/x/time/rate"
 )
 
 func TestAppendJSONStringReadsBackAsEncodingJSONWould(t *testing.T) {
@@ -17,5 +20,17 @@ func TestAppendJSONStringReadsBackAsEncodingJSONWould(t *testing.T) {
 		if back != want {
 			t.Errorf("%q reads back as %q, encoding/json gives %q", s, back, want)
 		}
+	}
+}
+
+// A full set whose examined buckets tell nothing (empty shards after
+// max_known was lowered) must not send a 292-year Retry-After.
+func TestCapacityRefusalWithoutAKnownWaitSaysOneSecond(t *testing.T) {
+	ref := capacityRefusal(layerTenant, rate.InfDuration)
+	if s := ceilSeconds(ref.wait); s != 1 {
+		t.Fatalf("Retry-After %d, want 1", s)
+	}
+	if ref := capacityRefusal(layerPreauth, 42*time.Second); ceilSeconds(ref.wait) != 42 {
+		t.Fatalf("a known wait changed: %v", ref.wait)
 	}
 }
