@@ -763,3 +763,18 @@ func TestPreauthRefusalNamesALongerLaterWait(t *testing.T) {
 		t.Fatalf("Retry-After %d, want the anonymous bucket's minute", got.Error.Data.RetryAfterSeconds)
 	}
 }
+
+// A JSON body that is no JSON-RPC request (no method, no id) is not a
+// notification: its refusal carries a JSON-RPC error with id null, as an
+// invalid body's does, never an empty body.
+func TestRefusalOfABodyWithoutMethodHasAnAnswer(t *testing.T) {
+	e := start(t, "zone nomethod\nmeter *\ntenant 1/m burst 1\nquota off")
+	e.prove("valid-nomethod")
+	h := []string{"Authorization", "Bearer valid-nomethod"}
+	e.post(`{"query":"x"}`, h...)
+	r := e.post(`{"query":"x"}`, h...)
+	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if got.ID != nil || !strings.Contains(string(r.Body), `"id":null`) {
+		t.Fatalf("refusal of a body without method: %s, want an error with id null", r.Body)
+	}
+}

@@ -30,9 +30,11 @@ func (e *Entry) ID() []byte {
 	return e.r.body[e.id.lo:e.id.hi:e.id.hi]
 }
 
-// Notification reports that no reading has an id member, which makes the
-// message a JSON-RPC notification. "id":null counts as present.
-func (e *Entry) Notification() bool { return !e.hasID }
+// Notification reports that the entry is a JSON-RPC notification: a
+// method (a string reading) and no id member ("id":null counts as
+// present). An entry without a method is no request at all, so it is no
+// notification either: a server answers it with an error.
+func (e *Entry) Notification() bool { return !e.hasID && e.methods.hi > e.methods.lo }
 
 // HasMethod reports whether any reading of the method member equals m,
 // comparing decoded strings exactly (method names are case-sensitive).

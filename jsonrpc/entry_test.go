@@ -26,6 +26,8 @@ func TestIDIsEchoedVerbatim(t *testing.T) {
 		{"id_key_case_insensitive", `{"ID":3,"method":"ping"}`, `3`, false},
 		{"escaped_id_key", `{"\u0069d":4}`, `4`, false},
 		{"id_inside_params_is_not_the_id", `{"method":"ping","params":{"id":5}}`, "", true},
+		{"no_method_is_no_notification", `{"query":"x"}`, "", false},
+		{"non_string_method_is_no_notification", `{"method":5}`, "", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := parse(t, c.body).Entry(0)
@@ -120,7 +122,7 @@ func TestEntriesWithoutReadingsTakeNoRecord(t *testing.T) {
 		t.Fatalf("Valid %v Len %d", r.Valid(), r.Len())
 	}
 	for i := range 3 * n {
-		if e := r.Entry(i); e.Object() != (i%3 != 1) || e.ID() != nil || !e.Notification() || methods(e) != nil {
+		if e := r.Entry(i); e.Object() != (i%3 != 1) || e.ID() != nil || e.Notification() || methods(e) != nil {
 			t.Fatalf("entry %d: object %v id %q", i, e.Object(), e.ID())
 		}
 	}
