@@ -252,7 +252,7 @@ func (p *policy) view() map[string]any {
 	}
 	overrides := map[string]any{}
 	for fp, o := range p.overrides {
-		overrides[fingerprintHex(fp)] = limitsView(o.limits)
+		overrides[fingerprintHex(fp)] = limitsView(o.limits[""]) // over the top-level limits
 	}
 	gateways := make([]any, 0, len(p.gateways))
 	for _, g := range p.gateways {

@@ -55,9 +55,11 @@ type limits struct {
 }
 
 // override is a compiled per-identity override: the fields it sets
-// replace those of whichever tier applies.
+// replace those of whichever tier applies. What a field leaves unset (a
+// tenant burst without a rate, say) comes from that tier, so the override
+// is compiled over each tier's limits, keyed by tier name ("" for none).
 type override struct {
-	limits      limits
+	limits      map[string]limits
 	tenant      bool
 	quota       bool
 	concurrency bool
@@ -66,14 +68,15 @@ type override struct {
 
 // apply returns l with the override's fields in place.
 func (o *override) apply(l limits) limits {
+	ov := o.limits[l.tier]
 	if o.tenant {
-		l.tenant, l.tenantOff = o.limits.tenant, o.limits.tenantOff
+		l.tenant, l.tenantOff = ov.tenant, ov.tenantOff
 	}
 	if o.quota {
-		l.quota = o.limits.quota
+		l.quota = ov.quota
 	}
 	if o.concurrency {
-		l.concurrency = o.limits.concurrency
+		l.concurrency = ov.concurrency
 	}
 	if len(o.costs) > 0 {
 		merged := make(map[string]int64, len(l.costs)+len(o.costs))
@@ -519,14 +522,18 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 		if l == nil || l.empty() {
 			return fmt.Errorf("override %s: sets no limits", fp)
 		}
-		c, err := compileLimits("override "+fp, l, p.base)
-		if err != nil {
-			return err
-		}
-		p.overrides[key] = &override{
-			limits: c, tenant: l.Tenant != nil, quota: l.Quota != nil,
+		o := &override{
+			limits: make(map[string]limits, 1+len(p.tiers)), tenant: l.Tenant != nil, quota: l.Quota != nil,
 			concurrency: l.Concurrency != nil, costs: l.Costs,
 		}
+		for _, under := range append([]tier{{limits: p.base}}, p.tiers...) {
+			c, err := compileLimits("override "+fp, l, under.limits)
+			if err != nil {
+				return err
+			}
+			o.limits[under.name] = c
+		}
+		p.overrides[key] = o
 	}
 	return nil
 }

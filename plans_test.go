@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -204,6 +205,29 @@ func TestOverrideRaisesOneTenantsQuotaLive(t *testing.T) {
 	got = refusal(t, e.callTool(6, "echo", b...), http.StatusTooManyRequests, "quota")
 	if !strings.Contains(got.Error.Message, "(3)") {
 		t.Fatalf("B's refusal should name the top-level quota of 3 again: %s", got.Error.Message)
+	}
+}
+
+// An override that sets only part of a limit (a tenant burst, through the
+// JSON API) takes the rest from the identity's tier, not from the
+// top-level limits: a paid tenant's higher burst keeps the paid rate.
+func TestPartialOverrideKeepsTheTiersRest(t *testing.T) {
+	e := startSite(t, planSite)
+	paid := []string{"Authorization", "Bearer valid-partial", "X-Plan", "paid"}
+	e.prove("valid-partial", "X-Plan", "paid")
+	fp := cliFingerprint(t, e, "default", "Bearer valid-partial")
+	path := e.caddy.HandlerPath(t, "mcp_ratelimit")
+	if st, body := e.caddy.AdminDo(t, http.MethodPut, path+"/overrides/"+fp, []byte(`{"tenant":{"burst":30}}`)); st != http.StatusOK {
+		t.Fatalf("PUT override: %d %s", st, body)
+	}
+	e.settle(paid...)
+	r := e.callTool(1, "echo", paid...)
+	if r.Status != http.StatusOK {
+		t.Fatalf("paid call: %d %s", r.Status, r.Body)
+	}
+	// 20/m with burst 30: a window of 90s.
+	if pol := r.Header.Get("RateLimit-Policy"); !slices.Contains(strings.Split(pol, ", "), `"tenant";q=30;w=90`) {
+		t.Fatalf("RateLimit-Policy %q, want the paid rate 20/m with the override's burst 30", pol)
 	}
 }
 
