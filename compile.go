@@ -538,6 +538,43 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 	return nil
 }
 
+// refillBound is the longest time any limit of p for the bucket set of
+// layer l (the tenant set's tiers and overrides, the pre-auth set's
+// gateways, the shared set's global and anonymous buckets) takes to fill
+// an empty bucket: after a limit change, a bucket unused since is full by
+// then whatever limit it gets.
+func (p *policy) refillBound(l layer) time.Duration {
+	var lims []bucketLimit
+	switch l {
+	case layerPreauth:
+		lims = append(lims, p.preauth)
+		for _, g := range p.gateways {
+			lims = append(lims, g.limit)
+		}
+	case layerTenant:
+		lims = append(lims, p.base.tenant)
+		for _, t := range p.tiers {
+			lims = append(lims, t.limits.tenant)
+		}
+		for _, o := range p.overrides {
+			for _, ol := range o.limits {
+				lims = append(lims, ol.tenant)
+			}
+		}
+	case layerGroup:
+		lims = append(lims, p.group)
+	default:
+		lims = append(lims, p.global, p.anonymous)
+	}
+	var bound time.Duration
+	for _, b := range lims {
+		if b.rate > 0 { // configured rates are; an unset or off layer has none
+			bound = max(bound, time.Duration(float64(b.burst)/float64(b.rate)*float64(time.Second)))
+		}
+	}
+	return bound
+}
+
 // gatewayOf returns the prefix of list that contains addr, matching the
 // client address itself, never the network its pre-auth key stands for.
 func gatewayOf(list []netip.Prefix, addr netip.Addr) (netip.Prefix, bool) {

@@ -250,3 +250,27 @@ func TestZoneIsReleasedWhenNoConfigUsesIt(t *testing.T) {
 		t.Fatalf("the new zone is missing: %d %s", st, body)
 	}
 }
+
+// A slower rate set live reaches a drained bucket even when its tenant
+// stays away: the sweep must not drop the bucket as full on the old
+// rate's word (it would come back full under the new rate, a fresh burst).
+func TestSlowerRateSetLiveReachesAnIdleDrainedBucket(t *testing.T) {
+	e := start(t, "zone slower\npreauth 100/s burst 100\ntenant 10/s burst 20\nquota off")
+	const auth = "Bearer valid-idle"
+	e.prove("valid-idle")
+	batch := "[" + strings.Repeat(harness.ToolCall(1, "echo", map[string]any{"text": "x"})+",", 19) + harness.ToolCall(2, "echo", map[string]any{"text": "x"}) + "]"
+	if r := e.post(batch, "Authorization", auth); r.Status != http.StatusOK {
+		t.Fatalf("draining batch of 20: %d %s", r.Status, r.Body)
+	}
+	path := e.caddy.HandlerPath(t, "mcp_ratelimit")
+	if st, body := e.caddy.AdminDo(t, http.MethodPatch, path+"/tenant", []byte(`{"rate":"1/m","burst":20}`)); st != http.StatusOK {
+		t.Fatalf("PATCH tenant: %d %s", st, body)
+	}
+	// At 10/s the bucket would be full after 2s, and the sweep runs every
+	// second: wait past that, sending nothing metered.
+	time.Sleep(3500 * time.Millisecond)
+	settleAfterReload(t, e, auth)
+	if r := e.post(batch, "Authorization", auth); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), `"limit":"tenant"`) {
+		t.Fatalf("the same batch after 3.5s at 1/m: %d %.200s, want a tenant refusal", r.Status, r.Body)
+	}
+}

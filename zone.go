@@ -160,9 +160,10 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 // levels; the new limits are applied to them at their next use.
 func (z *zone) apply(ctx caddy.Context, pol *policy, logger *zap.Logger) {
 	now := time.Now()
-	for _, s := range []interface{ Advance(time.Time) }{z.preauth, z.tenants, z.groups, z.shared} {
-		s.Advance(now)
-	}
+	z.preauth.Advance(now, pol.refillBound(layerPreauth))
+	z.tenants.Advance(now, pol.refillBound(layerTenant))
+	z.groups.Advance(now, pol.refillBound(layerGroup))
+	z.shared.Advance(now, pol.refillBound(layerGlobal))
 	z.pol.Store(pol)
 	z.logger.Store(logger)
 	z.storage.set(ctx.Storage())

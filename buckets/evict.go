@@ -13,11 +13,11 @@ const evictSample = 8
 // evictOne drops one full bucket among up to evictSample buckets of the shard
 // (map iteration starts at a random place). If none is full it drops nothing
 // and returns how long until the first of those examined will be.
-func (sh *shard[K]) evictOne(at int64) (wait time.Duration, evicted bool) {
+func (sh *shard[K]) evictOne(at int64, staleFor time.Duration) (wait time.Duration, evicted bool) {
 	wait = rate.InfDuration
 	seen := 0
 	for key, idx := range sh.index {
-		d := sh.slab[idx].untilFull(at)
+		d := sh.untilDroppable(&sh.slab[idx], at, staleFor)
 		if d == 0 {
 			sh.remove(key, idx)
 			return 0, true
@@ -44,7 +44,7 @@ func (s *Set[K]) evictElsewhere(i int, now time.Time, wait time.Duration) (time.
 		if !sh.mu.TryLock() {
 			continue
 		}
-		w, evicted := sh.evictOne(sh.clock.Since(now))
+		w, evicted := sh.evictOne(sh.clock.Since(now), time.Duration(s.staleFor.Load()))
 		sh.mu.Unlock()
 		if evicted {
 			return 0, true
@@ -61,18 +61,18 @@ func (s *Set[K]) evictElsewhere(i int, now time.Time, wait time.Duration) (time.
 func (s *Set[K]) Sweep(now time.Time) int {
 	removed := 0
 	for i := range s.shards {
-		removed += s.shards[i].sweep(now)
+		removed += s.shards[i].sweep(now, time.Duration(s.staleFor.Load()))
 	}
 	return removed
 }
 
-func (sh *shard[K]) sweep(now time.Time) int {
+func (sh *shard[K]) sweep(now time.Time, staleFor time.Duration) int {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	at := sh.clock.Since(now)
 	removed := 0
 	for key, idx := range sh.index {
-		if sh.slab[idx].untilFull(at) == 0 {
+		if sh.untilDroppable(&sh.slab[idx], at, staleFor) == 0 {
 			sh.remove(key, idx)
 			removed++
 		}

@@ -17,6 +17,7 @@ type Set[K comparable] struct {
 	shift    uint
 	capacity atomic.Int64
 	count    atomic.Int64 // buckets in all shards
+	staleFor atomic.Int64 // a time.Duration; see Advance
 	shards   []shard[K]
 }
 
@@ -24,14 +25,15 @@ type Set[K comparable] struct {
 // indexed by the map, so that the hot path is one map lookup and an update in
 // place, and the map's values hold no pointers.
 type shard[K comparable] struct {
-	mu    sync.Mutex
-	index map[K]int32
-	slab  []bucket
-	free  []int32       // slab slots to reuse
-	seq   uint64        // last bucket.seq handed out
-	count *atomic.Int64 // the Set's number of buckets
-	clock stripe.Clock
-	_     pad
+	mu      sync.Mutex
+	index   map[K]int32
+	slab    []bucket
+	free    []int32       // slab slots to reuse
+	seq     uint64        // last bucket.seq handed out
+	changed int64         // when limits last changed (Advance), or noChange
+	count   *atomic.Int64 // the Set's number of buckets
+	clock   stripe.Clock
+	_       pad
 }
 
 // New returns a Set holding at most capacity buckets (at least 1), spread by
@@ -55,6 +57,7 @@ func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
 	for i := range s.shards {
 		s.shards[i].index = make(map[K]int32)
 		s.shards[i].count = &s.count
+		s.shards[i].changed = noChange
 	}
 	return s
 }
@@ -116,7 +119,7 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 		return Reservation{}, refillWait(lim.Rate, lim.Burst), false, false
 	}
 	if s.count.Load() >= s.capacity.Load() {
-		wait, evicted := sh.evictOne(at)
+		wait, evicted := sh.evictOne(at, time.Duration(s.staleFor.Load()))
 		if !evicted {
 			wait, evicted = s.evictElsewhere(i, now, wait)
 		}

@@ -325,7 +325,7 @@ func TestAdvanceBanksTheOldRateUpToALimitChange(t *testing.T) {
 		t.Fatal("draining reservation refused")
 	}
 	// Two seconds at 1/s earn 2 tokens; then the limit becomes 100/s.
-	s.Advance(t0.Add(2 * time.Second))
+	s.Advance(t0.Add(2*time.Second), 0)
 	fast := Limit{Rate: 100, Burst: 10}
 	// 50ms at the new rate earn 5 more: 7 in all, never a fresh burst of 10.
 	at := t0.Add(2*time.Second + 50*time.Millisecond)
@@ -377,5 +377,34 @@ func TestWaitTakesNothing(t *testing.T) {
 	}
 	if tokens, _ := s.Tokens(fp(1), t0.Add(time.Second)); tokens != 1 {
 		t.Fatalf("bucket holds %v tokens a second later, want 1: Wait took some", tokens)
+	}
+}
+
+// A bucket not used since a limits change does not know its new limits:
+// it is not dropped as full on the old rate's word (its next use under a
+// slower rate would find it recreated full, a fresh burst), only once it
+// was full at the change or the longest refill of the limits now in force
+// has passed.
+func TestStaleBucketIsNotDroppedOnTheOldRatesWord(t *testing.T) {
+	s := New(10, HashFingerprint)
+	fast := Limit{Rate: 10, Burst: 20}
+	if _, _, ok, _ := s.Reserve(fp(1), fast, 20, t0); !ok {
+		t.Fatal("draining reservation refused")
+	}
+	// Limits change: the slowest one in force now fills in 20 minutes.
+	s.Advance(t0, 20*time.Minute)
+	if n := s.Sweep(t0.Add(5 * time.Second)); n != 0 {
+		t.Fatalf("Sweep dropped %d buckets full only at the old rate", n)
+	}
+	slow := Limit{Rate: 1.0 / 60, Burst: 20}
+	if _, _, ok, _ := s.Reserve(fp(1), slow, 20, t0.Add(5*time.Second)); ok {
+		t.Fatal("a drained bucket got a fresh burst after a limit change")
+	}
+	// Unused since the change, it goes once any limit would have filled it.
+	s2 := New(10, HashFingerprint)
+	s2.Reserve(fp(2), fast, 20, t0)
+	s2.Advance(t0, 20*time.Minute)
+	if n := s2.Sweep(t0.Add(20*time.Minute + time.Second)); n != 1 {
+		t.Fatalf("Sweep dropped %d stale buckets after the longest refill, want 1", n)
 	}
 }

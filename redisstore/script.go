@@ -46,7 +46,10 @@ end
 // decideScript decides every item of one request atomically.
 //
 // KEYS[i] is item i's key: a bucket's hash, or a quota's base key to which
-// the period suffix is appended. ARGV[1] is the TTL margin in seconds;
+// the period suffix is appended. A bucket's hash expires a day (or its
+// full refill, if longer) after its last use, plus the margin: a live
+// change to a slower rate must find a drained bucket still there, not an
+// expired one that reads as full. ARGV[1] is the TTL margin in seconds;
 // then four values per item: kind (1 bucket, 2 quota), then for a bucket
 // rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
 // limit, then the cost.
@@ -115,7 +118,7 @@ for i = 1, n do
   local a, b, cost = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   if level[i] ~= nil then
     redis.call('HSET', KEYS[i], 'tokens', tostring(level[i]), 'ts', tostring(now))
-    redis.call('PEXPIRE', KEYS[i], math.ceil(b / a * 1000) + margin * 1000)
+    redis.call('PEXPIRE', KEYS[i], math.max(math.ceil(b / a * 1000), 86400000) + margin * 1000)
   elseif cost > 0 then
     redis.call('INCRBY', qkeys[i], cost)
     redis.call('EXPIREAT', qkeys[i], resets[i] + margin)
@@ -145,7 +148,7 @@ for i = 1, #KEYS do
       if elapsed < 0 then elapsed = 0 end
       tokens = math.min(b, tokens + elapsed * a / 1000000 + cost)
       redis.call('HSET', KEYS[i], 'tokens', tostring(tokens), 'ts', tostring(now))
-      redis.call('PEXPIRE', KEYS[i], math.ceil(b / a * 1000) + margin * 1000)
+      redis.call('PEXPIRE', KEYS[i], math.max(math.ceil(b / a * 1000), 86400000) + margin * 1000)
     end
   else
     local suffix = period(a, sec)
