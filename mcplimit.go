@@ -204,7 +204,7 @@ func (h *Handler) Validate() error {
 // Cleanup releases the handler's hold on its zone.
 func (h *Handler) Cleanup() error {
 	if h.zone != nil {
-		return releaseZone(h.zone)
+		return releaseZone(h.zone, h.pol)
 	}
 	return nil
 }

@@ -274,3 +274,31 @@ func TestSlowerRateSetLiveReachesAnIdleDrainedBucket(t *testing.T) {
 		t.Fatalf("the same batch after 3.5s at 1/m: %d %.200s, want a tenant refusal", r.Status, r.Body)
 	}
 }
+
+// A config load that Caddy rejects (here a second handler fails to
+// provision) leaves the running zone as it was: its limits, and its proven
+// identities, which a lower max_known in the rejected config would evict.
+func TestRejectedLoadLeavesTheZoneAsItWas(t *testing.T) {
+	const block = "zone kept\npreauth 100/s burst 100\ntenant 10/m burst 10\nquota off"
+	e := start(t, block)
+	for _, tok := range []string{"valid-k1", "valid-k2", "valid-k3"} {
+		e.prove(tok)
+	}
+	site := "mcp_ratelimit {\n" + strings.Replace(block, "tenant 10/m burst 10", "tenant 1/m burst 1\nmax_known 2", 1) + "\n}\nmcp_ratelimit {\n\tzone other\n}\nreverse_proxy $BACKEND"
+	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	bad := strings.Replace(string(js), `"zone":"other"`, `"zone":"other","refuse_with":"bogus"`, 1)
+	if bad == string(js) {
+		t.Fatalf("the second handler is not in the adapted config: %s", js)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(bad)); st == http.StatusOK {
+		t.Fatalf("POST /load of a config with refuse_with bogus: %d %s, want it rejected", st, body)
+	}
+	time.Sleep(500 * time.Millisecond) // the zone's loop would apply new capacities by now
+	s := zoneStatusOf(t, e.caddy, "kept")
+	if !jsonEqual(t, s["limits"].(map[string]any)["tenant"], `{"rate":"10/m","burst":10}`) {
+		t.Fatalf("the rejected load changed the tenant limit: %v", s["limits"].(map[string]any)["tenant"])
+	}
+	if known := s["tracked"].(map[string]any)["known"].(float64); known != 3 {
+		t.Fatalf("%v proven identities after a rejected load with max_known 2, want all 3", known)
+	}
+}

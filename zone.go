@@ -57,6 +57,9 @@ type zone struct {
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
+
+	holdMu  sync.Mutex
+	holders []*holder // the handlers holding the zone, in load order
 	// knownNew says an identity was proven since the known-good set was
 	// last saved; knownSaved is when that was, in Unix nanoseconds.
 	knownNew   atomic.Bool
@@ -80,7 +83,7 @@ func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, err
 		return nil, err
 	}
 	z := val.(*zone)
-	z.apply(ctx, pol, logger)
+	z.hold(&holder{pol: pol, storage: ctx.Storage(), logger: logger})
 	if err := z.metrics.register(ctx.GetMetricsRegistry()); err != nil {
 		_, _ = zones.Delete(pol.zone)
 		return nil, err
@@ -88,8 +91,44 @@ func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, err
 	return z, nil
 }
 
-// releaseZone drops one handler's hold on z.
-func releaseZone(z *zone) error {
+// holder is what one handler brings to its zone: the zone-wide settings
+// of the handler loaded last are the zone's.
+type holder struct {
+	pol     *policy
+	storage certmagic.Storage
+	logger  *zap.Logger
+}
+
+// hold makes h's settings the zone's.
+func (z *zone) hold(h *holder) {
+	z.holdMu.Lock()
+	defer z.holdMu.Unlock()
+	z.holders = append(z.holders, h)
+	z.apply(h)
+}
+
+// unhold drops the hold of the handler whose policy is pol. When it was
+// the zone's last loaded settings (a config load that failed after this
+// handler was provisioned), the settings of the last remaining handler
+// are the zone's again: a rejected load changes nothing.
+func (z *zone) unhold(pol *policy) {
+	z.holdMu.Lock()
+	defer z.holdMu.Unlock()
+	for i, h := range z.holders {
+		if h.pol != pol {
+			continue
+		}
+		z.holders = slices.Delete(z.holders, i, i+1)
+		if n := len(z.holders); n > 0 && i == n {
+			z.apply(z.holders[n-1])
+		}
+		return
+	}
+}
+
+// releaseZone drops the hold on z of the handler whose policy is pol.
+func releaseZone(z *zone, pol *policy) error {
+	z.unhold(pol)
 	_, err := zones.Delete(z.name)
 	return err
 }
@@ -156,22 +195,37 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	return z, nil
 }
 
-// apply makes pol the zone's policy in force. Existing buckets keep their
-// levels; the new limits are applied to them at their next use.
-func (z *zone) apply(ctx caddy.Context, pol *policy, logger *zap.Logger) {
+// apply makes h's policy the zone's policy in force. Existing buckets
+// keep their levels; the new limits are applied to them at their next
+// use. The zone-wide capacities (max_known, known_ttl) follow in the run
+// loop once the policy has stood for a tick, so that a load rejected just
+// after provisioning evicts nothing.
+func (z *zone) apply(h *holder) {
+	pol := h.pol
 	now := time.Now()
 	z.preauth.Advance(now, pol.refillBound(layerPreauth))
 	z.tenants.Advance(now, pol.refillBound(layerTenant))
 	z.groups.Advance(now, pol.refillBound(layerGroup))
 	z.shared.Advance(now, pol.refillBound(layerGlobal))
 	z.pol.Store(pol)
-	z.logger.Store(logger)
-	z.storage.set(ctx.Storage())
+	z.logger.Store(h.logger)
+	z.storage.set(h.storage)
 	z.applyRedis(pol)
+}
+
+// applyCapacities applies pol's zone-wide capacities once pol has been
+// the zone's policy for a whole tick of the run loop (seen is the one
+// the previous tick saw, applied the one last applied).
+func (z *zone) applyCapacities(seen, applied *policy) *policy {
+	pol := z.pol.Load()
+	if pol != seen || pol == applied {
+		return applied
+	}
 	z.known.SetLimits(pol.maxKnown, pol.knownTTL)
 	z.preauth.SetCapacity(pol.maxKnown)
 	z.tenants.SetCapacity(pol.maxKnown)
 	z.groups.SetCapacity(pol.maxKnown)
+	return pol
 }
 
 // Destruct stops the zone's background work after a final flush.
@@ -189,6 +243,8 @@ func (z *zone) run(ctx context.Context) {
 	tick := time.NewTicker(readTick)
 	defer tick.Stop()
 	lastFlush, lastRead, lastSweep := time.Now(), time.Now(), time.Now()
+	seen := z.pol.Load()
+	applied := seen // newZone made the sets with its capacities
 	for {
 		select {
 		case <-ctx.Done():
@@ -200,6 +256,8 @@ func (z *zone) run(ctx context.Context) {
 			z.drainSampler()
 			return
 		case now := <-tick.C:
+			applied = z.applyCapacities(seen, applied)
+			seen = z.pol.Load()
 			if now.Sub(lastSweep)+readTick/2 >= time.Second {
 				lastSweep = now
 				z.preauth.Sweep(now)
