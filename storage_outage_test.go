@@ -393,3 +393,31 @@ func TestRedisKeyKeepsPrecedenceOverStorageAfterOutage(t *testing.T) {
 		t.Fatal("the key cached on the host is not the one in use")
 	}
 }
+
+// A graceful stop while storage is unreachable keeps the counts it could
+// not push on the host; the next start counts them again and pushes them
+// when storage returns: nothing is lost.
+func TestStopDuringStorageOutageKeepsUnpushedCounts(t *testing.T) {
+	skipNearReset(t, nextDay)
+	const zone, token = "outage_stop", "valid-outage-stop"
+	block := "zone " + zone + "\nflush_interval 1s\nquota 1000/day"
+	o := newOutage(t)
+	e := start(t, block, o.options())
+	e.prove(token)
+	e.spend(token, 1)
+	fp := onlyIdentity(t, e, zone)
+	o.set(true)
+	e.spend(token, 2)
+	if err := caddy.Stop(); err != nil { // its final flush fails
+		t.Fatal(err)
+	}
+	e = start(t, block, o.options())
+	if used := identityQuotaUsed(t, e, zone, fp); used["day"] < 2 {
+		t.Fatalf("quota used after a restart during the outage %v, want the 2 unpushed counts back", used)
+	}
+	o.set(false)
+	recovers(t, e, zone)
+	if got := harness.StoredDayCounts(t, o.root, zone)["i/"+fp]; got != 3 {
+		t.Fatalf("stored day count %d, want 3: the counts of the stop during the outage pushed", got)
+	}
+}

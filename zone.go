@@ -180,6 +180,12 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if err := z.quota.Load(loadCtx); err != nil {
 		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
 	}
+	if us, err := takeUnpushed(z.name); err != nil {
+		logger.Error("counts a previous stop could not push: unreadable", zap.String("zone", z.name), zap.String("file", unpushedPath(z.name)), zap.Error(err))
+	} else if len(us) > 0 {
+		z.quota.AddUnpushed(us)
+		logger.Info("counts a previous stop could not push are counted again, and pushed at the next flush", zap.String("zone", z.name), zap.Int("keys", len(us)))
+	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
@@ -251,6 +257,7 @@ func (z *zone) run(ctx context.Context) {
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			z.confirmKey(final) // else the counts flushed now may be under a key storage never holds
 			z.flush(final, true)
+			z.keepUnpushed()
 			z.closeRedis(final)
 			cancel()
 			z.drainSampler()
@@ -388,6 +395,22 @@ func (z *zone) flush(ctx context.Context, final bool) {
 		return
 	}
 	z.metrics.flushes.WithLabelValues("ok").Inc()
+}
+
+// keepUnpushed saves on this host the counts the final flush could not
+// push (storage unreachable): the next start of the zone counts them again
+// and pushes them.
+func (z *zone) keepUnpushed() {
+	us := z.quota.Unpushed()
+	if len(us) == 0 {
+		return
+	}
+	log := z.logger.Load()
+	if err := saveUnpushed(z.name, us); err != nil {
+		log.Error("counts not pushed to storage are lost: they could not be saved on this host either", zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
+		return
+	}
+	log.Warn("counts not pushed to storage kept on this host until the next start", zap.String("zone", z.name), zap.String("file", unpushedPath(z.name)), zap.Int("keys", len(us)))
 }
 
 func (z *zone) onDegraded(degraded bool, err error) {
