@@ -100,7 +100,13 @@ func (ref *refusal) outlasts(o *refusal) bool {
 	if o.never() {
 		return false
 	}
-	return ref.never() || ceilSeconds(ref.wait) > ceilSeconds(o.wait)
+	if ref.never() {
+		return true
+	}
+	mine, theirs := ceilSeconds(ref.wait), ceilSeconds(o.wait)
+	// A month's quota resets with the day's on its last day: it is the one
+	// to report.
+	return mine > theirs || mine == theirs && ref.kind == kindQuota && o.kind == kindQuota && ref.item.Period > o.item.Period
 }
 
 // appendMessage appends the refusal's message, written for an agent to

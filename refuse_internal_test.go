@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/time/rate"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
 func TestAppendJSONStringReadsBackAsEncodingJSONWould(t *testing.T) {
@@ -32,5 +34,22 @@ func TestCapacityRefusalWithoutAKnownWaitSaysOneSecond(t *testing.T) {
 	}
 	if ref := capacityRefusal(layerPreauth, 42*time.Second); ceilSeconds(ref.wait) != 42 {
 		t.Fatalf("a known wait changed: %v", ref.wait)
+	}
+}
+
+// On a month's last day the day's and the month's quota reset together:
+// the month's refusal is the one to give, locally and from Redis's levels.
+func TestMonthQuotaOutlastsTheDayOnItsLastDay(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	day := quotaRefusal(layerQuota, quota.Item{Period: quota.Day, Limit: 1}, "", last)
+	month := quotaRefusal(layerQuota, quota.Item{Period: quota.Month, Limit: 1}, "", last)
+	if !month.outlasts(&day) || day.outlasts(&month) {
+		t.Fatal("the month's refusal does not outlast the day's on the month's last day")
+	}
+	mid := time.Date(2026, 11, 15, 12, 0, 0, 0, time.UTC)
+	day = quotaRefusal(layerQuota, quota.Item{Period: quota.Day, Limit: 1}, "", mid)
+	month = quotaRefusal(layerQuota, quota.Item{Period: quota.Month, Limit: 1}, "", mid)
+	if !month.outlasts(&day) || day.outlasts(&month) {
+		t.Fatal("the month's refusal does not outlast the day's mid-month")
 	}
 }

@@ -27,9 +27,9 @@ type Item struct {
 // them all, atomically with respect to concurrent TryAdd and Refund calls.
 // Counts are attributed to the period containing now. On success it returns
 // (-1, true) and sets each item's Used. On refusal it returns false and the
-// index of the failing item whose period ends last (the first of them on a
-// tie): the earliest time the same items can all fit again is that item's
-// reset. Nothing is counted then. An item with an invalid Key or Period or a
+// index of the failing item whose period ends last (the month on a month's
+// last day, the first of them on another tie): the earliest time the same
+// items can all fit again is that item's reset. Nothing is counted then. An item with an invalid Key or Period or a
 // negative N is refused. TryAdd never waits on storage and does not allocate
 // for keys already tracked.
 func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
@@ -72,7 +72,7 @@ func (c *Counter) checkLocked(items []Item, now time.Time) int {
 			}
 		}
 		if used+it.N > it.Limit {
-			if failed < 0 || it.Period.Next(now).After(items[failed].Period.Next(now)) {
+			if failed < 0 || resetsLater(it.Period, items[failed].Period, now) {
 				failed = i
 			}
 			continue
@@ -80,6 +80,14 @@ func (c *Counter) checkLocked(items []Item, now time.Time) int {
 		it.Used = used + it.N
 	}
 	return failed
+}
+
+// resetsLater reports whether a count of kind p resets after one of kind
+// q, both counted at now. On a tie (a month's last day) the month counts as
+// later: it is the quota to report.
+func resetsLater(p, q Period, now time.Time) bool {
+	pn, qn := p.Next(now), q.Next(now)
+	return pn.After(qn) || pn.Equal(qn) && p > q
 }
 
 // Refund takes back a successful TryAdd, for example when a later layer

@@ -266,3 +266,17 @@ func TestFitsCountsNothing(t *testing.T) {
 		t.Fatalf("Fits over the limit = %d, %v; want item 0 refused", failed, ok)
 	}
 }
+
+// On a month's last day the day and the month reset together; the month is
+// the quota reported.
+func TestTryAddReportsTheMonthOnItsLastDay(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	c := New(Config{Clock: newFakeClock(last).Now})
+	if _, ok := c.TryAdd([]Item{{Key: []byte("k"), Period: Day, Limit: 1, N: 1}, {Key: []byte("k"), Period: Month, Limit: 1, N: 1}}, last); !ok {
+		t.Fatal("setup TryAdd refused")
+	}
+	items := []Item{{Key: []byte("k"), Period: Day, Limit: 1, N: 1}, {Key: []byte("k"), Period: Month, Limit: 1, N: 1}}
+	if failed, ok := c.TryAdd(items, last); ok || items[failed].Period != Month {
+		t.Fatalf("TryAdd = %d, %v; want the month item refused", failed, ok)
+	}
+}
