@@ -77,16 +77,18 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 // after it only look (probe), so that the refusal given is the one that
 // holds the request back longest.
 func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) (refusal, bool) {
-	if !d.pol.dryRun {
+	if c := d.lim.concurrency; !d.pol.dryRun && (d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0) {
 		// Anonymous and concurrency come after the shared layers but
 		// look first: a request they refuse must not hold global tokens
 		// or Redis counts even for the moment before a rollback, or a
 		// flood of such requests would crowd out other tenants.
 		d.probing = true
-		for _, step := range []func(*decision) (refusal, bool){(*decision).admitAnonymous, (*decision).admitConcurrency} {
-			if ref, ok := step(d); !ok {
-				return d.probe(0, ref), true
-			}
+		ref, ok := d.admitAnonymous()
+		if ok {
+			ref, ok = d.admitConcurrency()
+		}
+		if !ok {
+			return d.probe(0, ref), true
 		}
 		d.probing = false
 	}
