@@ -39,15 +39,24 @@ func writeKeyCache(zone string, key []byte) error {
 		return nil
 	}
 	name := keyCachePath(zone)
-	dir := filepath.Dir(name)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("caching fingerprint key: %w", err)
+	if err := writeHostFile(name, key); err != nil {
+		return fmt.Errorf("caching fingerprint key in %s: %w", name, err)
 	}
-	f, err := os.CreateTemp(dir, ".tmp-*") // mode 0600
+	return nil
+}
+
+// writeHostFile replaces the file name on this host with data, whole (a
+// crash never leaves half of it), readable by its owner only, creating its
+// directory (0700) if needed.
+func writeHostFile(name string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*") // mode 0600
 	if err != nil {
-		return fmt.Errorf("caching fingerprint key: %w", err)
+		return err
 	}
-	_, err = f.Write(key)
+	_, err = f.Write(data)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -56,7 +65,6 @@ func writeKeyCache(zone string, key []byte) error {
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
-		return fmt.Errorf("caching fingerprint key in %s: %w", name, err)
 	}
-	return nil
+	return err
 }

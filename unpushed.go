@@ -32,25 +32,7 @@ func saveUnpushed(zone string, us []quota.Unpushed) error {
 	for _, u := range us {
 		fmt.Fprintf(&b, "%d %d %s %d\n", u.Period, u.Start.Unix(), u.Key, u.N)
 	}
-	name := unpushedPath(zone)
-	if err := os.MkdirAll(filepath.Dir(name), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(name), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), name)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-	}
-	return err
+	return writeHostFile(unpushedPath(zone), b.Bytes())
 }
 
 // takeUnpushed reads and removes the counts saveUnpushed kept for zone;
