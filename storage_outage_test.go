@@ -242,15 +242,23 @@ func recovers(t *testing.T, e *env, zone string) {
 	}
 }
 
-func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
+// countedBeforeOutage starts zone on a flaky storage, still up, and has
+// token proven and counted once; it returns the site block, the outage,
+// the env and token's fingerprint.
+func countedBeforeOutage(t *testing.T, zone, token string) (string, *outage, *env, string) {
+	t.Helper()
 	skipNearReset(t, nextDay)
-	const zone, token = "outage_restart", "valid-outage-restart"
 	block := "zone " + zone + "\nflush_interval 1s\nquota 1000/day"
 	o := newOutage(t)
 	e := start(t, block, o.options())
 	e.prove(token)
 	e.spend(token, 1)
-	fp := onlyIdentity(t, e, zone)
+	return block, o, e, onlyIdentity(t, e, zone)
+}
+
+func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
+	const zone, token = "outage_restart", "valid-outage-restart"
+	block, o, e, fp := countedBeforeOutage(t, zone, token)
 	if err := caddy.Stop(); err != nil { // a graceful stop flushes
 		t.Fatal(err)
 	}
@@ -398,14 +406,8 @@ func TestRedisKeyKeepsPrecedenceOverStorageAfterOutage(t *testing.T) {
 // not push on the host; the next start counts them again and pushes them
 // when storage returns: nothing is lost.
 func TestStopDuringStorageOutageKeepsUnpushedCounts(t *testing.T) {
-	skipNearReset(t, nextDay)
 	const zone, token = "outage_stop", "valid-outage-stop"
-	block := "zone " + zone + "\nflush_interval 1s\nquota 1000/day"
-	o := newOutage(t)
-	e := start(t, block, o.options())
-	e.prove(token)
-	e.spend(token, 1)
-	fp := onlyIdentity(t, e, zone)
+	block, o, e, fp := countedBeforeOutage(t, zone, token)
 	o.set(true)
 	e.spend(token, 2)
 	if err := caddy.Stop(); err != nil { // its final flush fails
