@@ -64,9 +64,9 @@ func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
 
 // SetCapacity changes the maximum number of buckets (at least 1) while the
 // Set is in use. Shrinking drops nothing at once, since only full buckets may
-// go: new keys are refused in shards over their share until Sweep or
-// eviction has brought them back under it. Memory already taken is kept for
-// reuse. The number of shards stays what New chose.
+// go: new keys are refused while the Set holds more than the capacity,
+// until Sweep or eviction has brought it back under. Memory already taken
+// is kept for reuse. The number of shards stays what New chose.
 func (s *Set[K]) SetCapacity(capacity int) {
 	s.capacity.Store(int64(max(capacity, 1)))
 }
