@@ -538,12 +538,13 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 	return nil
 }
 
-// refillBound is the longest time any limit of p for the bucket set of
-// layer l (the tenant set's tiers and overrides, the pre-auth set's
-// gateways, the shared set's global and anonymous buckets) takes to fill
-// an empty bucket: after a limit change, a bucket unused since is full by
-// then whatever limit it gets.
-func (p *policy) refillBound(l layer) time.Duration {
+// refill returns, over every limit of p for the bucket set of layer l (the
+// tenant set's tiers and overrides, the pre-auth set's gateways, the
+// shared set's global and anonymous buckets), the longest time one takes
+// to fill an empty bucket, and the slowest rate: after a limit change, a
+// bucket unused since is full by then whatever limit it gets, and earns at
+// least that rate.
+func (p *policy) refill(l layer) (bound time.Duration, slowest float64) {
 	var lims []bucketLimit
 	switch l {
 	case layerPreauth:
@@ -566,13 +567,15 @@ func (p *policy) refillBound(l layer) time.Duration {
 	default:
 		lims = append(lims, p.global, p.anonymous)
 	}
-	var bound time.Duration
 	for _, b := range lims {
 		if b.rate > 0 { // configured rates are; an unset or off layer has none
 			bound = max(bound, time.Duration(float64(b.burst)/float64(b.rate)*float64(time.Second)))
+			if slowest == 0 || float64(b.rate) < slowest {
+				slowest = float64(b.rate)
+			}
 		}
 	}
-	return bound
+	return bound, slowest
 }
 
 // gatewayOf returns the prefix of list that contains addr, matching the

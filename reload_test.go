@@ -267,8 +267,13 @@ func TestSlowerRateSetLiveReachesAnIdleDrainedBucket(t *testing.T) {
 		t.Fatalf("PATCH tenant: %d %s", st, body)
 	}
 	// At 10/s the bucket would be full after 2s, and the sweep runs every
-	// second: wait past that, sending nothing metered.
+	// second: wait past that, sending nothing metered. Then an unrelated
+	// change: it must not credit the idle bucket at the old rate either.
 	time.Sleep(3500 * time.Millisecond)
+	if st, body := e.caddy.AdminDo(t, http.MethodPatch, path+"/preauth", []byte(`{"rate":"99/s","burst":100}`)); st != http.StatusOK {
+		t.Fatalf("PATCH preauth: %d %s", st, body)
+	}
+	time.Sleep(1500 * time.Millisecond)
 	settleAfterReload(t, e, auth)
 	if r := e.post(batch, "Authorization", auth); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), `"limit":"tenant"`) {
 		t.Fatalf("the same batch after 3.5s at 1/m: %d %.200s, want a tenant refusal", r.Status, r.Body)

@@ -16,6 +16,7 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/known"
@@ -209,14 +210,35 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 func (z *zone) apply(h *holder) {
 	pol := h.pol
 	now := time.Now()
-	z.preauth.Advance(now, pol.refillBound(layerPreauth))
-	z.tenants.Advance(now, pol.refillBound(layerTenant))
-	z.groups.Advance(now, pol.refillBound(layerGroup))
-	z.shared.Advance(now, pol.refillBound(layerGlobal))
+	for _, s := range []struct {
+		set interface {
+			Advance(time.Time, time.Duration, rate.Limit)
+		}
+		l layer
+	}{{z.preauth, layerPreauth}, {z.tenants, layerTenant}, {z.groups, layerGroup}, {z.shared, layerGlobal}} {
+		bound, slowest := z.refill(s.l)
+		s.set.Advance(now, bound, slowest)
+	}
 	z.pol.Store(pol)
 	z.logger.Store(h.logger)
 	z.storage.set(h.storage)
 	z.applyRedis(pol)
+}
+
+// refill is policy.refill over every handler holding the zone (they share
+// its buckets): the longest time to fill, and the slowest rate. z.holdMu
+// must be held.
+func (z *zone) refill(l layer) (time.Duration, rate.Limit) {
+	var bound time.Duration
+	var slowest float64
+	for _, h := range z.holders {
+		b, s := h.pol.refill(l)
+		bound = max(bound, b)
+		if s > 0 && (slowest == 0 || s < slowest) {
+			slowest = s
+		}
+	}
+	return bound, rate.Limit(slowest)
 }
 
 // applyCapacities applies pol's zone-wide capacities once pol has been

@@ -3,6 +3,8 @@ package buckets
 import (
 	"math"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // Advance banks every bucket's refill up to now at the rate it has had so
@@ -10,20 +12,32 @@ import (
 // its next use then earns the old rate only until the change, and the new
 // rate from the change on — never a fresh burst, never a lost refill.
 //
-// Until its next use, a bucket does not know its new limits, so it is not
+// Until its next use, a bucket does not know its new limits. So it is not
 // dropped as full on the old rate's word: only if it was full at the
-// change, or once refill bounds the time any limit now in force (the
-// longest burst/rate among them) takes to fill an empty bucket. Sets keep
-// the longest refill they were given.
-func (s *Set[K]) Advance(now time.Time, refill time.Duration) {
-	for old := s.staleFor.Load(); int64(refill) > old && !s.staleFor.CompareAndSwap(old, int64(refill)); old = s.staleFor.Load() {
-	}
+// change, or once refill, the longest time any limit now in force (the
+// longest burst/rate among them) takes to fill an empty bucket, has
+// passed. And at a later change it is credited the time since the
+// previous one at slowest, the slowest rate that was in force then, not
+// at the rate it was last used with.
+func (s *Set[K]) Advance(now time.Time, refill time.Duration, slowest rate.Limit) {
+	prev := rate.Limit(math.Float64frombits(s.slowest.Swap(math.Float64bits(float64(slowest)))))
+	s.staleFor.Store(int64(refill))
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		at := sh.clock.Since(now)
 		for _, idx := range sh.index {
-			sh.slab[idx].advance(at)
+			b := &sh.slab[idx]
+			if sh.changed == noChange || b.last > sh.changed {
+				b.advance(at)
+				continue
+			}
+			// Unused since the previous change: its rate since then is
+			// unknown, so it earns the slowest one that was in force.
+			if at > b.last {
+				b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
+				b.last = at
+			}
 		}
 		sh.changed = at
 		sh.mu.Unlock()

@@ -16,8 +16,9 @@ type Set[K comparable] struct {
 	seed     uint64
 	shift    uint
 	capacity atomic.Int64
-	count    atomic.Int64 // buckets in all shards
-	staleFor atomic.Int64 // a time.Duration; see Advance
+	count    atomic.Int64  // buckets in all shards
+	staleFor atomic.Int64  // a time.Duration; see Advance
+	slowest  atomic.Uint64 // the float64 bits of a rate.Limit; see Advance
 	shards   []shard[K]
 }
 

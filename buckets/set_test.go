@@ -325,7 +325,7 @@ func TestAdvanceBanksTheOldRateUpToALimitChange(t *testing.T) {
 		t.Fatal("draining reservation refused")
 	}
 	// Two seconds at 1/s earn 2 tokens; then the limit becomes 100/s.
-	s.Advance(t0.Add(2*time.Second), 0)
+	s.Advance(t0.Add(2*time.Second), 0, 100)
 	fast := Limit{Rate: 100, Burst: 10}
 	// 50ms at the new rate earn 5 more: 7 in all, never a fresh burst of 10.
 	at := t0.Add(2*time.Second + 50*time.Millisecond)
@@ -392,7 +392,7 @@ func TestStaleBucketIsNotDroppedOnTheOldRatesWord(t *testing.T) {
 		t.Fatal("draining reservation refused")
 	}
 	// Limits change: the slowest one in force now fills in 20 minutes.
-	s.Advance(t0, 20*time.Minute)
+	s.Advance(t0, 20*time.Minute, 1.0/60)
 	if n := s.Sweep(t0.Add(5 * time.Second)); n != 0 {
 		t.Fatalf("Sweep dropped %d buckets full only at the old rate", n)
 	}
@@ -403,8 +403,36 @@ func TestStaleBucketIsNotDroppedOnTheOldRatesWord(t *testing.T) {
 	// Unused since the change, it goes once any limit would have filled it.
 	s2 := New(10, HashFingerprint)
 	s2.Reserve(fp(2), fast, 20, t0)
-	s2.Advance(t0, 20*time.Minute)
+	s2.Advance(t0, 20*time.Minute, 1.0/60)
 	if n := s2.Sweep(t0.Add(20*time.Minute + time.Second)); n != 1 {
 		t.Fatalf("Sweep dropped %d stale buckets after the longest refill, want 1", n)
+	}
+}
+
+// A second limit change credits a bucket unused since the first one at the
+// slowest rate in force between them, not at the rate it was last used
+// with: a tenant drained at 10/s, then moved to 1/m, does not come back
+// full after an unrelated change 2s later. And the time to reclaim a stale
+// bucket is the limits' now in force, not the slowest ever.
+func TestSecondChangeCreditsTheSlowestRateInForce(t *testing.T) {
+	s := New(10, HashFingerprint)
+	fast, slow := Limit{Rate: 10, Burst: 10}, Limit{Rate: 1.0 / 60, Burst: 10}
+	s.Advance(t0, time.Second, fast.Rate) // the limits in force at the start
+	if _, _, ok, _ := s.Reserve(fp(1), fast, 10, t0.Add(time.Millisecond)); !ok {
+		t.Fatal("draining reservation refused")
+	}
+	s.Advance(t0.Add(2*time.Millisecond), 10*time.Minute, slow.Rate) // to 1/m, right after
+	s.Advance(t0.Add(3*time.Second), 10*time.Minute, slow.Rate)      // an unrelated change
+	if n := s.Sweep(t0.Add(3 * time.Second)); n != 0 {
+		t.Fatalf("Sweep dropped %d buckets: credited at the old rate", n)
+	}
+	if _, _, ok, _ := s.Reserve(fp(1), slow, 2, t0.Add(4*time.Second)); ok {
+		t.Fatal("a drained bucket got refilled at the old rate across a second change")
+	}
+	// Back to a fast rate: the stale bucket goes once a limit in force
+	// fills it (1s), not after the slow rate's 10 minutes.
+	s.Advance(t0.Add(6*time.Second), time.Second, fast.Rate)
+	if n := s.Sweep(t0.Add(8 * time.Second)); n != 1 {
+		t.Fatalf("Sweep dropped %d stale buckets past the refill of the limits in force, want 1", n)
 	}
 }
