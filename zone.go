@@ -86,7 +86,7 @@ func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, err
 	z := val.(*zone)
 	z.hold(&holder{pol: pol, storage: ctx.Storage(), logger: logger})
 	if err := z.metrics.register(ctx.GetMetricsRegistry()); err != nil {
-		_, _ = zones.Delete(pol.zone)
+		_ = releaseZone(z, pol)
 		return nil, err
 	}
 	return z, nil
