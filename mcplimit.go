@@ -42,8 +42,11 @@ type Handler struct {
 	// identify the caller. Only a keyed fingerprint of the value is kept.
 	// An Authorization or Proxy-Authorization value is read as backends
 	// read it: its scheme in any case and any whitespace are one identity.
-	// A request carrying an identity header twice, or Bearer or Basic
-	// credentials with more than one token, is refused with 400.
+	// A request carrying an identity header twice, Bearer or Basic
+	// credentials with more than one token, or an identity header that its
+	// Connection header names (a proxy would drop it), is refused with 400.
+	// A hop-by-hop identity header (Proxy-Authorization) is warned about at
+	// start unless trust_identity is set.
 	// Default: ["{http.request.header.Authorization}"].
 	Identity []string `json:"identity,omitempty"`
 
@@ -61,8 +64,10 @@ type Handler struct {
 	// restart may expire an identity up to that much early. Default: 24h.
 	KnownTTL caddy.Duration `json:"known_ttl,omitempty"`
 
-	// MaxKnown caps the proven identities kept (least recently used are
-	// dropped beyond it); it also caps each bucket set. Default: 100000.
+	// MaxKnown caps the proven identities kept in the zone (least recently
+	// used are dropped beyond it, never below); it also caps each bucket
+	// set as a whole. A lower value is applied once the config has stood
+	// for a tenth of a second. Default: 100000.
 	MaxKnown int `json:"max_known,omitempty"`
 
 	// Meter lists the JSON-RPC methods that cost; `*` makes every request
@@ -74,7 +79,8 @@ type Handler struct {
 	Costs map[string]int64 `json:"costs,omitempty"`
 
 	// MaxBody is the largest request body read on a metered route, in
-	// bytes; larger bodies get 413. Default: 1048576 (1MiB).
+	// bytes; larger bodies get 413. At most 1073741824 (1GiB). Default:
+	// 1048576 (1MiB).
 	MaxBody int64 `json:"max_body,omitempty"`
 
 	// MaxBatch is the most entries a JSON-RPC batch may have; more get 400.
@@ -85,7 +91,10 @@ type Handler struct {
 	// whose identity is not proven. Default: 1/s, burst 5.
 	Preauth *RateLimit `json:"preauth,omitempty"`
 
-	// Gateways give listed networks a larger pre-auth budget.
+	// Gateways give listed addresses a larger pre-auth budget. A client is
+	// matched by its own address; a gateway listed narrower than the
+	// pre-auth key's network (ipv4_prefix, ipv6_prefix) is its own key, a
+	// wider one is keyed like any client.
 	Gateways []Gateway `json:"gateways,omitempty"`
 
 	// Tenant is the per-proven-identity bucket. Default: 5/s, burst 20.
@@ -126,7 +135,8 @@ type Handler struct {
 	// RefuseWith is how refusals are answered: `status` (HTTP 429/503 with
 	// a JSON-RPC error), `jsonrpc` (HTTP 200 with the same error) or
 	// `tool_result` (HTTP 200; a refused tools/call gets an `isError` tool
-	// result). Legacy HTTP+SSE POSTs are always answered as `status`.
+	// result). Legacy HTTP+SSE POSTs and GETs are always answered as
+	// `status`.
 	// Default: status.
 	RefuseWith string `json:"refuse_with,omitempty"`
 
@@ -148,12 +158,14 @@ type Handler struct {
 	Tiers []Tier `json:"tiers,omitempty"`
 
 	// Overrides maps an identity fingerprint (32 lowercase hex characters)
-	// to its own limits, which take precedence over tiers.
+	// to its own limits, which take precedence over tiers. What an override
+	// leaves unset comes from the identity's tier, then the top level.
 	Overrides map[string]*Limits `json:"overrides,omitempty"`
 
 	// DryRun decides as usual but admits refused requests, logging them
-	// marked `dry_run` and counting them in
-	// `mcp_ratelimit_dry_run_refusals_total`.
+	// marked `dry_run` and counting them, once per layer and request, in
+	// `mcp_ratelimit_dry_run_refusals_total`; the layers that would admit
+	// still charge, with and without Redis.
 	DryRun bool `json:"dry_run,omitempty"`
 
 	pol    *policy
