@@ -50,10 +50,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 			// kept, or a body too costly to pass would be read for free;
 			// the wait named is then for the whole cost again.
 			d.nres = 0
-			ref.n = int(d.cost) // the refusal speaks of the whole request
-			if wait, fits := d.z.preauth.Wait(d.addr, toBuckets(d.preauthLim), ref.n, d.now); !fits {
-				ref.wait = wait
-			}
+			ref = d.wholeCostRefusal(ref)
 			if !d.pol.dryRun {
 				ref = d.probe(0, ref)
 			}
@@ -141,12 +138,19 @@ func (d *decision) preauthWholeCost(ref refusal) refusal {
 	}
 	d.cost = d.requestCost()
 	if d.cost > 1 {
-		ref.n = int(d.cost)
-		if wait, fits := d.z.preauth.Wait(d.addr, toBuckets(d.preauthLim), ref.n, d.now); !fits {
-			ref.wait = wait
-		}
+		ref = d.wholeCostRefusal(ref)
 	}
 	return d.probe(0, ref)
+}
+
+// wholeCostRefusal makes a pre-auth refusal speak of the request's whole
+// cost, with the wait for all of it in the bucket as it is now.
+func (d *decision) wholeCostRefusal(ref refusal) refusal {
+	ref.n = int(d.cost)
+	if wait, fits := d.z.preauth.Wait(d.addr, toBuckets(d.preauthLim), ref.n, d.now); !fits {
+		ref.wait = wait
+	}
+	return ref
 }
 
 // requestCost is what the parsed request costs under the handler's meter.
