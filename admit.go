@@ -437,8 +437,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 	}
 	if d.probing {
 		if failed, ok := d.z.quota.Fits(d.items, d.now); !ok {
-			it := d.items[failed]
-			return quotaRefusal(d.itemLayers[failed], it, toolOfKey(it.Key), d.now), false
+			return d.itemRefusal(failed), false
 		}
 		return refusal{}, true
 	}
@@ -448,8 +447,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 		// refusing one is recorded once and left out, and the others
 		// are charged as they would be.
 		l := d.itemLayers[failed]
-		it := d.items[failed]
-		d.h.record(d, quotaRefusal(l, it, toolOfKey(it.Key), d.now), true)
+		d.h.record(d, d.itemRefusal(failed), true)
 		kept := 0
 		for q := range d.items {
 			if d.itemLayers[q] != l {
@@ -471,8 +469,13 @@ func (d *decision) admitQuota() (refusal, bool) {
 		d.keepForRedis()
 		return refusal{}, true
 	}
-	it := d.items[failed]
-	return quotaRefusal(d.itemLayers[failed], it, toolOfKey(it.Key), d.now), false
+	return d.itemRefusal(failed), false
+}
+
+// itemRefusal is the refusal of quota item q of the request.
+func (d *decision) itemRefusal(q int) refusal {
+	it := d.items[q]
+	return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now)
 }
 
 // quotaItems sets d.items (and d.itemLayers) to every quota of the

@@ -145,11 +145,10 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 // describes.
 func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 	if q := slot.quota; q >= 0 {
-		it := d.items[q]
 		if res.Local {
 			d.knowUsed(q, int64(res.Held))
 		}
-		return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now)
+		return d.itemRefusal(q)
 	}
 	wait := res.Wait
 	if wait < 0 {
@@ -168,17 +167,14 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 	if len(levels) != len(items) {
 		return ref
 	}
-	for k, it := range items {
-		var other refusal
-		switch s := slots[k]; {
-		case s.quota >= 0 && int64(levels[k])+it.N > it.Limit:
-			q := d.items[s.quota]
-			other = quotaRefusal(d.itemLayers[s.quota], q, toolOfKey(q.Key), d.now)
-		case s.quota < 0 && levels[k] < float64(it.N) && it.Rate > 0:
-			wait := time.Duration((float64(it.N) - levels[k]) / it.Rate * float64(time.Second))
-			other = rateRefusal(s.layer, s.lim, wait, int(it.N))
-		default:
+	for k := range items {
+		wait := redisstore.OverWait(&items[k], levels[k], d.now)
+		if wait == 0 {
 			continue
+		}
+		other := rateRefusal(slots[k].layer, slots[k].lim, wait, int(items[k].N)) // wait < 0: a cost above the burst
+		if q := slots[k].quota; q >= 0 {
+			other = d.itemRefusal(q)
 		}
 		if other.outlasts(&ref) {
 			ref = other

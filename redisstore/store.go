@@ -266,7 +266,7 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	for k := range items {
 		wait := r.Wait
 		if k != i {
-			wait = overWait(&items[k], levels[k], now)
+			wait = OverWait(&items[k], levels[k], now)
 		}
 		if wait > 0 {
 			s.remember(&items[k], now, now.Add(wait), levels[k])
@@ -275,9 +275,9 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	return r, nil
 }
 
-// overWait is how long until it fits, by the level Redis reported for it:
+// OverWait is how long until it fits, by the level Redis reported for it:
 // 0 when it fits now, -1 when it never can (a cost above the burst).
-func overWait(it *Item, level float64, now time.Time) time.Duration {
+func OverWait(it *Item, level float64, now time.Time) time.Duration {
 	switch {
 	case it.Kind == Quota && float64(it.N)+level > float64(it.Limit):
 		return it.Period.Next(now).Sub(now)
@@ -428,7 +428,7 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		if it.Kind == Bucket {
 			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
 			if it.N > e.n { // a costlier call waits for its own cost
-				wait = max(wait, overWait(it, held, now))
+				wait = max(wait, OverWait(it, held, now))
 			}
 		}
 		if found && wait <= r.Wait {
