@@ -580,7 +580,6 @@ func (d *decision) rollback() {
 		d.quotaHeld = false
 	}
 	d.finish()
-	d.concAll, d.concID = false, false
 }
 
 // eachTool calls fn for every tool name any reading of any tools/call

@@ -53,6 +53,7 @@ type decision struct {
 	answeredBlind bool
 
 	rec        statusRecorder
+	watch      callWatch              // the answers an SSE stream still owes; see callWatch
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
 	items      []quota.Item
@@ -224,11 +225,13 @@ func (d *decision) release() {
 		d.body.Release()
 	}
 	items, layers, keys := d.items[:0], d.itemLayers[:0], d.keys[:0]
-	*d = decision{items: items, itemLayers: layers, keys: keys}
+	watch := d.watch.reuse()
+	*d = decision{items: items, itemLayers: layers, keys: keys, watch: watch}
 	decisionPool.Put(d)
 }
 
-// finish frees the concurrency slots once the response is complete.
+// finish frees the concurrency slots once the response is complete, or
+// once an SSE answer holds every response. It frees them once.
 func (d *decision) finish() {
 	if d.concAll {
 		d.z.all.Release(globalKey, d.concN)
@@ -237,6 +240,7 @@ func (d *decision) finish() {
 	if d.concID {
 		d.z.perID.Release(d.fp, d.concN)
 	}
+	d.concAll, d.concID = false, false
 }
 
 // learn takes the backend's verdict: a 2xx proves the identity, a

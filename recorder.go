@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"io"
 	"net/http"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -9,8 +10,9 @@ import (
 // statusRecorder hands the status the next handler answers with to the
 // decision as soon as it is written — before a streamed body (an SSE
 // stream) ends — so the backend's verdict on a credential proves or
-// forgets it at once. It passes everything through (flushing and
-// hijacking via Unwrap).
+// forgets it at once, and frees the concurrency slots once an SSE answer
+// holds every response (see callWatch). It passes everything through
+// (flushing and hijacking via Unwrap).
 type statusRecorder struct {
 	caddyhttp.ResponseWriterWrapper
 	d      *decision
@@ -23,10 +25,7 @@ type statusRecorder struct {
 // WriteHeader implements http.ResponseWriter.
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 && code >= 200 {
-		s.status = code
-		if !s.refusal {
-			s.d.learn(code)
-		}
+		s.record(code)
 	}
 	s.ResponseWriterWrapper.WriteHeader(code)
 }
@@ -34,12 +33,31 @@ func (s *statusRecorder) WriteHeader(code int) {
 // Write implements http.ResponseWriter.
 func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
-		s.status = http.StatusOK
-		if !s.refusal {
-			s.d.learn(http.StatusOK)
-		}
+		s.record(http.StatusOK)
 	}
-	return s.ResponseWriterWrapper.Write(b)
+	n, err := s.ResponseWriterWrapper.Write(b)
+	if s.d.watch.awaiting > 0 && s.d.watch.feed(b[:n]) {
+		s.d.finish()
+	}
+	return n, err
+}
+
+// ReadFrom implements io.ReaderFrom through Write, so that no answer
+// escapes the recorder.
+func (s *statusRecorder) ReadFrom(r io.Reader) (int64, error) {
+	return io.Copy(writerOnly{s}, r)
+}
+
+// writerOnly hides every method of a writer but Write, so io.Copy uses it.
+type writerOnly struct{ io.Writer }
+
+// record takes the status of the answer as it starts.
+func (s *statusRecorder) record(code int) {
+	s.status = code
+	if !s.refusal {
+		s.d.learn(code)
+	}
+	s.d.watch.start(s.d, code, s.Header())
 }
 
 // markRefusal tells every mcp_ratelimit handler earlier in the chain, whose

@@ -1,8 +1,10 @@
 package mcplimit_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -216,5 +218,114 @@ func TestGETRefusalIsAnsweredAsStatus(t *testing.T) {
 			get() // spends the pre-auth token
 			refusal(t, get(), http.StatusTooManyRequests, "preauth")
 		})
+	}
+}
+
+// lingerSession connects the Go SDK client to the backend's /linger
+// route, whose SSE answers stay open a second after their last message.
+func lingerSession(t *testing.T, e *env, token string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "linger", Version: "1"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	sess, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.caddy.URL + "/linger", HTTPClient: sdkClient(token)}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	t.Cleanup(func() { sess.Close() })
+	return sess
+}
+
+// A call is in flight until its answer is written, not until the backend
+// closes the SSE stream that carried it: a client reads the answer and
+// sends its next call at once.
+func TestSequentialSSECallsPassPerIdentityOne(t *testing.T) {
+	e := start(t, "concurrency 10 per_identity 1\ntenant 100/s burst 100\nquota off")
+	sess := lingerSession(t, e, "valid-seq", nil)
+	for i := range 4 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+		cancel()
+		if err != nil || res.IsError {
+			t.Fatalf("sequential call %d under per_identity 1 refused while the last answer's stream lingers: %v %+v", i, err, res)
+		}
+	}
+	harness.Eventually(t, 10*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
+}
+
+// A client that keeps reading an SSE answer after the response in it (as
+// it may, for messages that follow) still has no call in flight: the next
+// call, sent while that stream is open, passes per_identity 1.
+func TestCallInFlightEndsWithItsAnswerNotItsStream(t *testing.T) {
+	e := start(t, "concurrency 10 per_identity 1\ntenant 100/s burst 100\nquota off")
+	linger := e.caddy.URL + "/linger"
+	auth := []string{"Authorization", "Bearer valid-reader"}
+	init := harness.Post(t, linger, harness.Initialize(1), auth...)
+	sid := init.Header.Get("Mcp-Session-Id")
+	if init.Status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %q", init.Status, sid)
+	}
+	session := append(auth, "Mcp-Session-Id", sid)
+	harness.Post(t, linger, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, session...)
+	for i := range 3 {
+		req, _ := http.NewRequest(http.MethodPost, linger, strings.NewReader(harness.ToolCall(10+i, "echo", map[string]any{"text": "hi"})))
+		for j := 0; j < len(session); j += 2 {
+			req.Header.Set(session[j], session[j+1])
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close() // open until the test ends
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(resp.Body)
+			t.Fatalf("call %d, sent while the last answer's stream is open: %d %s", i, resp.StatusCode, body)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() && !(strings.HasPrefix(sc.Text(), "data:") && strings.Contains(sc.Text(), `"result"`)) {
+		}
+		if sc.Err() != nil {
+			t.Fatalf("call %d: reading its answer: %v", i, sc.Err())
+		}
+	}
+}
+
+// Messages before the answer (progress notifications) do not end a call:
+// its slot stays taken until the answer itself is written.
+func TestSSECallHoldsItsSlotUntilItsAnswer(t *testing.T) {
+	e := start(t, "concurrency 10 per_identity 1\ntenant 100/s burst 100\nquota off")
+	progressed := make(chan struct{}, 1)
+	sess := lingerSession(t, e, "valid-progress", &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
+			progressed <- struct{}{}
+		},
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	slow := make(chan error, 1)
+	go func() {
+		p := &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{"millis": 1500}}
+		p.SetProgressToken("tok")
+		_, err := sess.CallTool(ctx, p)
+		slow <- err
+	}()
+	select {
+	case <-progressed:
+	case <-ctx.Done():
+		t.Fatal("no progress notification from the slow call")
+	}
+	if e.inflight("default") != 1 {
+		t.Fatalf("a call that only reported progress is not in flight: %d", e.inflight("default"))
+	}
+	if _, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); err == nil {
+		t.Fatal("a second call was admitted while the first, past its progress notification, was still running")
+	}
+	if err := <-slow; err != nil {
+		t.Fatalf("slow call: %v", err)
+	}
+	if res, err := sess.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}}); err != nil || res.IsError {
+		t.Fatalf("the call after an answered one was refused: %v", err)
 	}
 }

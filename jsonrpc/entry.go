@@ -36,6 +36,10 @@ func (e *Entry) ID() []byte {
 // notification either: a server answers it with an error.
 func (e *Entry) Notification() bool { return !e.hasID && e.methods.hi > e.methods.lo }
 
+// Response reports whether the entry is a JSON-RPC response: an object
+// with an id member ("id":null included) and no method.
+func (e *Entry) Response() bool { return e.object && e.hasID && e.methods.hi == e.methods.lo }
+
 // HasMethod reports whether any reading of the method member equals m,
 // comparing decoded strings exactly (method names are case-sensitive).
 func (e *Entry) HasMethod(m string) bool {

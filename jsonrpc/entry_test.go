@@ -177,3 +177,35 @@ func TestParseAndCostDoNotAllocateWithAWarmRequest(t *testing.T) {
 		t.Errorf("Reset keeps the body")
 	}
 }
+
+func TestResponseAndAnswers(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		body      string
+		responses []bool // Response() of each entry
+		answers   int
+	}{
+		{"result", `{"jsonrpc":"2.0","id":1,"result":{}}`, []bool{true}, 1},
+		{"error_with_null_id", `{"jsonrpc":"2.0","id":null,"error":{"code":-32700}}`, []bool{true}, 1},
+		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, []bool{false}, 0},
+		{"server_request", `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}`, []bool{false}, 1},
+		{"no_id_no_method", `{"result":1}`, []bool{false}, 1},
+		{"batch", `[{"id":1,"result":1},{"method":"x"},5,{"id":2,"error":{}}]`, []bool{true, false, false, true}, 3},
+		{"invalid", `{"id":1,"result":`, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := parse(t, c.body)
+			if r.Len() != len(c.responses) {
+				t.Fatalf("Len() = %d, want %d", r.Len(), len(c.responses))
+			}
+			for i, want := range c.responses {
+				if got := r.Entry(i).Response(); got != want {
+					t.Errorf("entry %d: Response() = %v, want %v", i, got, want)
+				}
+			}
+			if got := r.Answers(); got != c.answers {
+				t.Errorf("Answers() = %d, want %d", got, c.answers)
+			}
+		})
+	}
+}

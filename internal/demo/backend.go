@@ -2,8 +2,9 @@
 // by the demo (`go run ./cmd/caddy run --config examples/Caddyfile`) and
 // by the integration tests as the real backend behind Caddy.
 //
-// It exposes the tools `echo` (returns its text), `slow` (waits for the
-// given milliseconds or until the call is cancelled) and `analyze_photo`,
+// It exposes the tools `echo` (returns its text), `slow` (reports progress
+// once when asked to, then waits for the given milliseconds or until the
+// call is cancelled) and `analyze_photo`,
 // counts the tool calls that actually reach it, and checks credentials
 // like a real server would: a request without an Authorization header is
 // served anonymously, a bearer token starting with "valid" or "demo" is
@@ -58,8 +59,11 @@ func New() *Backend {
 			return text(in.Text), nil, nil
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "slow", Description: "Takes its time."},
-		func(ctx context.Context, _ *mcp.CallToolRequest, in SlowArgs) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in SlowArgs) (*mcp.CallToolResult, any, error) {
 			b.calls.Add(1)
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Message: "started"})
+			}
 			select {
 			case <-time.After(time.Duration(in.Millis) * time.Millisecond):
 			case <-ctx.Done():

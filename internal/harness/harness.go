@@ -68,8 +68,9 @@ var (
 type Backend struct {
 	*demo.Backend
 	// Addr is host:port of the backend; /mcp serves Streamable HTTP
-	// statelessly with JSON answers, /session with sessions and SSE, and
-	// /sse the legacy HTTP+SSE transport.
+	// statelessly with JSON answers, /session with sessions and SSE,
+	// /linger like /session but holding each answer open for a second
+	// after its last message, and /sse the legacy HTTP+SSE transport.
 	Addr string
 }
 
@@ -82,6 +83,13 @@ func StartBackend(t testing.TB) *Backend {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", b.Handler())
 	mux.Handle("/session", b.SessionHandler())
+	session := b.SessionHandler()
+	mux.HandleFunc("/linger", func(w http.ResponseWriter, r *http.Request) {
+		session.ServeHTTP(w, r)
+		if r.Method == http.MethodPost {
+			time.Sleep(time.Second)
+		}
+	})
 	mux.Handle("/sse", b.SSEHandler())
 	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")

@@ -1,0 +1,129 @@
+package mcplimit
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+)
+
+// maxWatchedEvent bounds the bytes of one SSE line or event a callWatch
+// holds. A larger one ends the watch: the slots are then freed when the
+// response ends.
+const maxWatchedEvent = 1 << 20
+
+// callWatch frees a request's concurrency slots as soon as the backend has
+// answered every request in it on an SSE response, rather than when the
+// stream ends. A call is in flight until its answer is written: a client
+// reads the answer and sends its next call at once, while the backend
+// closes the stream a moment later (or holds it open for more messages),
+// and a per-identity cap of 1 would refuse that next call.
+type callWatch struct {
+	// awaiting counts the answers still to come: 0 when not watching (or
+	// all came), -1 once the watch gave up.
+	awaiting int
+	line     []byte // a line split across writes, so far
+	data     []byte // the current event's data lines, joined by "\n"
+}
+
+// start watches the answer to d when d holds concurrency slots and the
+// answer is a 2xx SSE stream.
+func (w *callWatch) start(d *decision, status int, h http.Header) {
+	w.awaiting = 0
+	if !d.concAll && !d.concID || d.req == nil || status < 200 || status > 299 || !isEventStream(h.Get("Content-Type")) {
+		return
+	}
+	w.awaiting = d.req.Answers()
+	w.line, w.data = w.line[:0], w.data[:0]
+}
+
+// feed reads what was written to the client and reports whether it
+// completed the last awaited answer; it does so at most once.
+func (w *callWatch) feed(b []byte) bool {
+	for w.awaiting > 0 && len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			w.line = w.hold(w.line, b)
+			return false
+		}
+		line := b[:i]
+		if len(w.line) > 0 {
+			w.line = w.hold(w.line, line)
+			line = w.line
+		}
+		b = b[i+1:]
+		w.takeLine(bytes.TrimSuffix(line, []byte{'\r'}))
+		w.line = w.line[:0]
+		if w.awaiting == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// hold appends p to buf, or gives the watch up when that would exceed
+// maxWatchedEvent.
+func (w *callWatch) hold(buf, p []byte) []byte {
+	if len(buf)+len(p) > maxWatchedEvent {
+		w.awaiting = -1
+		return buf[:0]
+	}
+	return append(buf, p...)
+}
+
+// takeLine reads one line of the SSE stream: data lines make up the event,
+// and a blank line ends it. Other fields are irrelevant here.
+func (w *callWatch) takeLine(line []byte) {
+	if len(line) == 0 {
+		w.dispatch()
+		return
+	}
+	v, ok := bytes.CutPrefix(line, []byte("data"))
+	if !ok || len(v) > 0 && v[0] != ':' {
+		return
+	}
+	if len(v) > 0 {
+		v = bytes.TrimPrefix(v[1:], []byte{' '})
+	}
+	if len(w.data) > 0 {
+		w.data = w.hold(w.data, []byte{'\n'})
+	}
+	w.data = w.hold(w.data, v)
+}
+
+// dispatch counts the JSON-RPC responses in the event just ended.
+func (w *callWatch) dispatch() {
+	if len(w.data) == 0 || w.awaiting <= 0 {
+		return
+	}
+	r := jsonrpc.GetRequest()
+	r.Parse(w.data)
+	for i := range r.Len() {
+		if r.Entry(i).Response() {
+			w.awaiting--
+		}
+	}
+	jsonrpc.PutRequest(r)
+	w.data = w.data[:0]
+	if w.awaiting < 0 {
+		w.awaiting = 0
+	}
+}
+
+// isEventStream reports whether a Content-Type value names an SSE stream.
+func isEventStream(contentType string) bool {
+	mt, _, _ := strings.Cut(contentType, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// keepWatchBuffer bounds the buffers a pooled decision keeps.
+const keepWatchBuffer = 64 << 10
+
+// reuse returns an idle watch that keeps w's buffers when they are small.
+func (w *callWatch) reuse() callWatch {
+	if cap(w.line) > keepWatchBuffer || cap(w.data) > keepWatchBuffer {
+		return callWatch{}
+	}
+	return callWatch{line: w.line[:0], data: w.data[:0]}
+}
