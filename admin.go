@@ -242,7 +242,11 @@ func (p *policy) view() map[string]any {
 		for _, a := range t.args {
 			args[a.name] = a.max
 		}
-		tools[name] = map[string]any{"quota": quotaView(t.quota), "args": args, "fail_closed": t.failClosed, "cost": p.base.costs[name]}
+		cost, ok := p.base.costs[name]
+		if !ok {
+			cost = 1 // what a call of a tool without a cost line costs
+		}
+		tools[name] = map[string]any{"quota": quotaView(t.quota), "args": args, "fail_closed": t.failClosed, "cost": cost}
 	}
 	tiers := make([]any, 0, len(p.tiers))
 	for _, t := range p.tiers {

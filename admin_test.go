@@ -116,6 +116,18 @@ func TestAdminAPIShape(t *testing.T) {
 	}
 }
 
+// A tool's policy shows the cost a call is charged, 1 without a cost line.
+func TestAdminShowsToolCostsInForce(t *testing.T) {
+	e := start(t, "zone admtools\ntool slow {\narg millis max 5000\n}\ntool photo {\ncost 3\n}")
+	limits, _ := adminZone(t, e.caddy, "admtools")["limits"].(map[string]any)
+	tools, _ := limits["tools"].(map[string]any)
+	for name, want := range map[string]float64{"slow": 1, "photo": 3} {
+		if tool, _ := tools[name].(map[string]any); tool["cost"] != want {
+			t.Errorf("limits.tools.%s = %v, want cost %v", name, tools[name], want)
+		}
+	}
+}
+
 func TestAdminShowsQuotaStoreDegradedAndRecovered(t *testing.T) {
 	e := start(t, "zone deg\nflush_interval 1s\ntenant 10/s burst 20\nquota 1000/day")
 	e.prove("valid-deg")

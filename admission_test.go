@@ -182,6 +182,24 @@ func TestGatewayIsMatchedByItsOwnAddress(t *testing.T) {
 	}
 }
 
+// An address in several listed networks gets the most specific one's
+// budget, whatever the order of the lines.
+func TestGatewayMostSpecificNetworkWins(t *testing.T) {
+	e := start(t, "zone gwspecific\npreauth 1/m burst 1\ngateway 10.0.0.0/8 1/m burst 2\ngateway 10.1.2.3 1/m burst 5",
+		harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	for from, want := range map[string]int{"10.1.2.3": 5, "10.9.9.9": 2} {
+		n := 0
+		for i := range 7 {
+			if r := e.call(i, "X-Forwarded-For", from); r.Status == http.StatusOK {
+				n++
+			}
+		}
+		if n != want {
+			t.Errorf("%s passed %d unproven calls, want %d", from, n, want)
+		}
+	}
+}
+
 // A gateway range is keyed like any client: the addresses of an IPv6 /64
 // listed as gateways share one gateway budget, or one host owning the /64
 // would mint a budget per address. A gateway written IPv4-mapped matches

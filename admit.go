@@ -28,19 +28,21 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	// Pre-auth: an unproven caller pays one token of its address's budget
 	// before its body is even read.
 	preauthRefused := false // in dry run: the request goes on, refused once
+	var dryPreauth refusal  // recorded once inspection knows the cost
 	if !d.proven {
 		if ref, ok := d.reservePreauth(1); !ok {
 			if !d.pol.dryRun {
 				d.peekIDs(w, r)
-				ref = d.preauthWholeCost(ref)
+				return h.refuse(d, w, d.preauthWholeCost(ref))
 			}
-			if h.refuse(d, w, ref) {
-				return true
-			}
-			preauthRefused = true
+			preauthRefused, dryPreauth = true, ref
 		}
 	}
-	if ref, refused := h.inspect(d, r); refused {
+	ref, refused := h.inspect(d, r)
+	if preauthRefused {
+		h.refuse(d, w, dryPreauth)
+	}
+	if refused {
 		h.refuseRequest(d, w, ref)
 		return true
 	}
@@ -340,17 +342,14 @@ func (d *decision) reservePreauth(n int) (refusal, bool) {
 		return refusal{}, true
 	}
 	lim, rl := pol.preauth, pol.preauthPolicy
-	for _, g := range pol.gateways {
-		if gw, ok := gatewayOf(g.prefixes, d.ip); ok {
-			// A gateway listed narrower than the pre-auth key's network
-			// is its own key, so that its neighbours neither get nor
-			// spend its budget; one listed wider is keyed like any
-			// client, so that a range cannot mint a budget per address.
-			lim, rl = g.limit, g.rlPolicy
-			if gw.Bits() > d.addr.Bits() {
-				d.addr = netip.PrefixFrom(d.ip, gw.Bits()).Masked()
-			}
-			break
+	if g, gw, ok := gatewayOf(pol.gateways, d.ip); ok {
+		// A gateway listed narrower than the pre-auth key's network is
+		// its own key, so that its neighbours neither get nor spend its
+		// budget; one listed wider is keyed like any client, so that a
+		// range cannot mint a budget per address.
+		lim, rl = g.limit, g.rlPolicy
+		if gw.Bits() > d.addr.Bits() {
+			d.addr = netip.PrefixFrom(d.ip, gw.Bits()).Masked()
 		}
 	}
 	d.preauthLim, d.preauthPolicy = lim, rl

@@ -85,6 +85,9 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err := parse(d, h); err != nil {
 			return err
 		}
+		if err := checkSoFar(h); err != nil {
+			return d.Err(err.Error())
+		}
 	}
 	if h.GroupQuota != nil && h.Group == nil {
 		return fmt.Errorf("group_quota requires group (the layer it counts for), at %s", groupQuotaAt)
@@ -97,6 +100,19 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 var repeatable = map[string]bool{
 	"cost": true, "gateway": true, "tool": true, "tier": true, "override": true,
 	"quota": true, "group_quota": true,
+}
+
+// checkSoFar validates the configuration parsed so far, so that a value
+// the subdirective parsers accept but the handler would refuse (a zone
+// name with a slash, a Redis URL of the wrong scheme) is reported at its
+// line. group_quota waits for its group, which may come later.
+func checkSoFar(h *Handler) error {
+	probe := *h
+	if probe.Group == nil {
+		probe.GroupQuota = nil
+	}
+	_, err := compile(&probe)
+	return err
 }
 
 type parseFunc func(d *caddyfile.Dispenser, h *Handler) error
@@ -341,7 +357,7 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 	}
 	cidrs := args[:i]
 	for _, c := range cidrs {
-		if _, err := caddyhttp.CIDRExpressionToPrefix(c); err != nil {
+		if _, err := gatewayPrefix(c); err != nil {
 			return d.Errf("gateway %q: not a CIDR or address", c)
 		}
 	}

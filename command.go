@@ -45,7 +45,7 @@ admin API and accepts in "override".`,
 					zoneName, _ := c.Flags().GetString("zone")
 					config, _ := c.Flags().GetString("config")
 					adapter, _ := c.Flags().GetString("adapter")
-					return runFingerprint(zoneName, config, adapter, os.Stdin, os.Stdout)
+					return runFingerprint(zoneName, config, adapter, os.Stdin, os.Stdout, os.Stderr)
 				},
 			}
 			fp.Flags().String("zone", defaultZone, "Zone whose key to use")
@@ -56,7 +56,7 @@ admin API and accepts in "override".`,
 	})
 }
 
-func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.Writer) error {
+func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, notes io.Writer) error {
 	value, err := readIdentity(in)
 	if err != nil {
 		return err
@@ -73,9 +73,15 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 	if err != nil {
 		return err
 	}
-	h, err := zoneHandler(cfg, zoneName)
+	h, zones, err := zoneHandler(cfg, zoneName)
 	if err != nil {
 		return err
+	}
+	if cfg != nil && !slices.Contains(zones, zoneName) {
+		// A mistyped zone would print a fingerprint that no override in
+		// this config can use.
+		fmt.Fprintf(notes, "note: no mcp_ratelimit handler in this config uses zone %q (its zones: %s); the fingerprint matches only in a zone of that name\n",
+			zoneName, strings.Join(zones, ", "))
 	}
 	if h.Store != nil && h.Store.Redis != nil {
 		// The handler uses the key in Redis; the one from storage only
@@ -90,7 +96,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out io.W
 		// Preparing overrides before the first deploy is legitimate, but
 		// a mistyped zone or storage would silently print a fingerprint
 		// that matches nothing: say so.
-		fmt.Fprintf(os.Stderr, "note: zone %q had no fingerprint key in this storage yet; created one (Caddy will use it for this zone on this storage)\n", zoneName)
+		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in this storage yet; created one (Caddy will use it for this zone on this storage)\n", zoneName)
 	}
 	fp := newFingerprinter(key).sum(value)
 	_, err = fmt.Fprintln(out, fingerprintHex(fp))
@@ -168,16 +174,18 @@ func asPlaceholdersProduce(value string, placeholders []string) string {
 
 // zoneHandler returns the configuration of the zone's handler in the
 // config (the last one, as Caddy loads them), or an empty one when the
-// config has none. Handlers may sit at any depth
-// (routes, subroutes, handle blocks), so the whole config is walked.
-func zoneHandler(cfg []byte, zone string) (*Handler, error) {
+// config has none, and the zones the config's handlers use, sorted.
+// Handlers may sit at any depth (routes, subroutes, handle blocks), so the
+// whole config is walked.
+func zoneHandler(cfg []byte, zone string) (*Handler, []string, error) {
 	found := &Handler{}
+	var zones []string
 	if cfg == nil {
-		return found, nil
+		return found, nil, nil
 	}
 	var tree any
 	if err := json.Unmarshal(cfg, &tree); err != nil {
-		return nil, fmt.Errorf("reading config: %w", err)
+		return nil, nil, fmt.Errorf("reading config: %w", err)
 	}
 	var walk func(v any) error
 	walk = func(v any) error {
@@ -189,8 +197,12 @@ func zoneHandler(cfg []byte, zone string) (*Handler, error) {
 				if err := json.Unmarshal(raw, &h); err != nil {
 					return fmt.Errorf("reading an mcp_ratelimit handler: %w", err)
 				}
-				if cmp.Or(h.Zone, defaultZone) == zone {
+				name := cmp.Or(h.Zone, defaultZone)
+				if name == zone {
 					found = &h
+				}
+				if !slices.Contains(zones, name) {
+					zones = append(zones, name)
 				}
 			}
 			for _, k := range slices.Sorted(maps.Keys(v)) { // servers in a stable order
@@ -207,7 +219,9 @@ func zoneHandler(cfg []byte, zone string) (*Handler, error) {
 		}
 		return nil
 	}
-	return found, walk(tree)
+	err := walk(tree)
+	slices.Sort(zones)
+	return found, zones, err
 }
 
 // redisFingerprintKey returns the zone's fingerprint key from its Redis

@@ -118,9 +118,11 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 		t.Fatalf("logged fingerprint %q is not 32 hex characters", logged)
 	}
 
+	var notes bytes.Buffer
 	fp := func(zone, stdin string) (string, error) {
 		var out bytes.Buffer
-		err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader(stdin), &out)
+		notes.Reset()
+		err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes)
 		return out.String(), err
 	}
 	tests := []struct {
@@ -150,6 +152,9 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 			if (got == logged) != tc.same {
 				t.Fatalf("printed %s, logged %s, want same=%v", got, logged, tc.same)
 			}
+			if notes.Len() != 0 {
+				t.Errorf("notes for a zone the config uses: %s", notes.String())
+			}
 		})
 	}
 
@@ -165,6 +170,10 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 	if err != nil || strings.TrimSpace(other) == logged {
 		t.Errorf("new zone: printed %q (err %v); want a fingerprint under a new key", other, err)
 	}
+	// The config given uses no such zone (a typo, say): the caller is told.
+	if !strings.Contains(notes.String(), `no mcp_ratelimit handler in this config uses zone "not-yet-deployed" (its zones: z)`) {
+		t.Errorf("no note that the config does not use the zone: %q", notes.String())
+	}
 	again, _ := fp("not-yet-deployed", "Bearer abc-LOGGED\n")
 	if again != other {
 		t.Errorf("the created key was not kept: %q then %q", other, again)
@@ -172,7 +181,7 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 	// A config file that cannot be read is an error, not a fingerprint
 	// under some other key.
 	var out bytes.Buffer
-	if err := runFingerprint("z", filepath.Join(dir, "missing.Caddyfile"), "caddyfile", strings.NewReader("Bearer abc-LOGGED\n"), &out); err == nil {
+	if err := runFingerprint("z", filepath.Join(dir, "missing.Caddyfile"), "caddyfile", strings.NewReader("Bearer abc-LOGGED\n"), &out, &notes); err == nil {
 		t.Errorf("missing config file: no error (printed %q)", out.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
 // Defaults from SPEC.md.
@@ -271,6 +272,11 @@ func compile(h *Handler) (*policy, error) {
 		if h.Store.Redis.URL == "" {
 			return nil, fmt.Errorf("store redis: url is required")
 		}
+		if u := h.Store.Redis.URL; !strings.Contains(u, "{") { // a placeholder is read at start
+			if err := redisstore.CheckURL(u); err != nil {
+				return nil, fmt.Errorf("store redis: %w", err)
+			}
+		}
 		p.redis = h.Store.Redis
 	}
 	return p, nil
@@ -325,20 +331,22 @@ func compileMeter(p *policy, meter []string) error {
 }
 
 func compileGateways(p *policy, gws []Gateway) error {
+	seen := map[netip.Prefix]bool{}
 	for i, g := range gws {
 		if len(g.CIDRs) == 0 {
 			return fmt.Errorf("gateway %d: no CIDR", i)
 		}
 		var gw gateway
 		for _, c := range g.CIDRs {
-			pfx, err := caddyhttp.CIDRExpressionToPrefix(c)
+			pfx, err := gatewayPrefix(c)
 			if err != nil {
 				return fmt.Errorf("gateway %q: %w", c, err)
 			}
-			if pfx.Addr().Is4In6() && pfx.Bits() >= 96 { // the client address is unmapped too
-				pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+			if seen[pfx] {
+				return fmt.Errorf("gateway %s: listed twice (each network gets one budget)", pfx)
 			}
-			gw.prefixes = append(gw.prefixes, pfx.Masked())
+			seen[pfx] = true
+			gw.prefixes = append(gw.prefixes, pfx)
 		}
 		if g.Rate == "" {
 			return fmt.Errorf("gateway %v: rate is required", g.CIDRs)
@@ -578,15 +586,34 @@ func (p *policy) refill(l layer) (bound time.Duration, slowest float64) {
 	return bound, slowest
 }
 
-// gatewayOf returns the prefix of list that contains addr, matching the
-// client address itself, never the network its pre-auth key stands for.
-func gatewayOf(list []netip.Prefix, addr netip.Addr) (netip.Prefix, bool) {
-	for _, l := range list {
-		if l.Contains(addr) {
-			return l, true
+// gatewayPrefix parses a gateway's CIDR or address into the network it
+// matches client addresses against.
+func gatewayPrefix(c string) (netip.Prefix, error) {
+	pfx, err := caddyhttp.CIDRExpressionToPrefix(c)
+	if err != nil {
+		return pfx, err
+	}
+	if pfx.Addr().Is4In6() && pfx.Bits() >= 96 { // the client address is unmapped too
+		pfx = netip.PrefixFrom(pfx.Addr().Unmap(), pfx.Bits()-96)
+	}
+	return pfx.Masked(), nil
+}
+
+// gatewayOf returns the gateway, and its listed prefix, that contains
+// addr most specifically (the longest prefix wins, as in routing),
+// matching the client address itself, never the network its pre-auth key
+// stands for.
+func gatewayOf(gws []gateway, addr netip.Addr) (*gateway, netip.Prefix, bool) {
+	var best *gateway
+	var bestPfx netip.Prefix
+	for i := range gws {
+		for _, p := range gws[i].prefixes {
+			if p.Contains(addr) && (best == nil || p.Bits() > bestPfx.Bits()) {
+				best, bestPfx = &gws[i], p
+			}
 		}
 	}
-	return netip.Prefix{}, false
+	return best, bestPfx, best != nil
 }
 
 // parseFingerprint parses 32 lowercase hex characters.

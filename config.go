@@ -16,7 +16,9 @@ import (
 type RateLimit struct {
 	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`.
 	// Default: the layer's default (pre-auth 1/s, tenant 5/s, global
-	// 100/s).
+	// 100/s; anonymous has none, so it needs a Rate); in a tier or an
+	// override, the tenant rate otherwise in force for the identity (its
+	// tier's, else the top-level one).
 	Rate string `json:"rate,omitempty"`
 
 	// Burst is the bucket size in tokens (the most a caller can spend at
@@ -24,21 +26,22 @@ type RateLimit struct {
 	// otherwise the `<n>` of Rate (so `20/m` allows 20 at once).
 	Burst int `json:"burst,omitempty"`
 
-	// Off disables the layer.
+	// Off disables the layer. It cannot be combined with Rate or Burst.
 	Off bool `json:"off,omitempty"`
 }
 
 // QuotaLimit configures counts per UTC period. Zero fields are unset.
 type QuotaLimit struct {
 	// Day is the number of metered units allowed per UTC day (resets at
-	// 00:00 UTC). Default: 5000 for the top-level quota when no field is set.
+	// 00:00 UTC). A QuotaLimit must set Day, Month or Off; the top-level
+	// `quota` field, when absent, is 5000 per day.
 	Day int64 `json:"day,omitempty"`
 
 	// Month is the number of metered units allowed per UTC calendar month
 	// (resets on the 1st at 00:00 UTC).
 	Month int64 `json:"month,omitempty"`
 
-	// Off disables the quota.
+	// Off disables the quota. It cannot be combined with Day or Month.
 	Off bool `json:"off,omitempty"`
 }
 
@@ -59,6 +62,8 @@ type Concurrency struct {
 // budget (still a bounded one, per address).
 type Gateway struct {
 	// CIDRs lists the gateway networks, e.g. `10.0.0.0/8` or `192.0.2.7/32`.
+	// A network may be listed once over all gateways; an address in
+	// several listed networks gets the budget of the most specific one.
 	CIDRs []string `json:"cidrs,omitempty"`
 
 	// Rate is the pre-auth rate for these addresses, `<n>/<s|m|h>`.
@@ -137,12 +142,16 @@ type TierMatch struct {
 // Tier is one plan: the first tier whose match succeeds replaces the
 // limits it sets for the request's identity.
 type Tier struct {
-	// Name names the tier in logs, the admin API and refusals.
+	// Name names the tier in logs and the admin API. Required, and
+	// unique within a handler.
 	Name string `json:"name,omitempty"`
 
 	// Match selects the requests this tier applies to.
 	Match TierMatch `json:"match"`
 
+	// Limits are the tier's limits (`tenant`, `quota`, `concurrency`,
+	// `costs`), inline; what the tier leaves unset falls back to the
+	// top-level values.
 	Limits
 }
 
@@ -213,6 +222,9 @@ func resolveRate(rl *RateLimit, defRate string, defBurst int) (b bucketLimit, of
 	text, burst := defRate, defBurst
 	if rl != nil {
 		if rl.Off {
+			if rl.Rate != "" || rl.Burst != 0 {
+				return b, false, fmt.Errorf("off together with a rate or burst: say one")
+			}
 			return b, true, nil
 		}
 		if rl.Burst < 0 {
@@ -226,6 +238,9 @@ func resolveRate(rl *RateLimit, defRate string, defBurst int) (b bucketLimit, of
 		}
 	}
 	if text == "" {
+		if rl != nil && rl.Burst > 0 {
+			return b, false, fmt.Errorf("burst %d without a rate: rate is required (the layer has no default)", rl.Burst)
+		}
 		return b, true, nil
 	}
 	r, n, err := parseRate(text)
@@ -250,6 +265,9 @@ func resolveQuota(ql *QuotaLimit, def quotaLimit) (quotaLimit, error) {
 		return def, nil
 	}
 	if ql.Off {
+		if ql.Day != 0 || ql.Month != 0 {
+			return quotaLimit{}, fmt.Errorf("off together with a day or month count: say one")
+		}
 		return quotaLimit{}, nil
 	}
 	if ql.Day < 0 || ql.Month < 0 {

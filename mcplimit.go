@@ -92,9 +92,10 @@ type Handler struct {
 	Preauth *RateLimit `json:"preauth,omitempty"`
 
 	// Gateways give listed addresses a larger pre-auth budget. A client is
-	// matched by its own address; a gateway listed narrower than the
-	// pre-auth key's network (ipv4_prefix, ipv6_prefix) is its own key, a
-	// wider one is keyed like any client.
+	// matched by its own address, against the most specific network listed
+	// (each network may be listed once); a gateway listed narrower than
+	// the pre-auth key's network (ipv4_prefix, ipv6_prefix) is its own
+	// key, a wider one is keyed like any client.
 	Gateways []Gateway `json:"gateways,omitempty"`
 
 	// Tenant is the per-proven-identity bucket. Default: 5/s, burst 20.

@@ -271,6 +271,33 @@ func TestDryRunCountsOneRefusalPerLayerAndRequest(t *testing.T) {
 	}
 }
 
+// A dry-run pre-auth refusal is logged with the request's cost, as an
+// enforcing one is, though the request was refused before its body was
+// read.
+func TestDryRunPreauthRefusalLogsTheRequestCost(t *testing.T) {
+	opts, path := logOptions(t)
+	e := start(t, "zone drylog\ndry_run\npreauth 1/h burst 1\ncost echo 3", opts)
+	for i := range 3 {
+		if r := e.call(i); r.Status != http.StatusOK {
+			t.Fatalf("unproven call %d in dry run: %d %s", i, r.Status, r.Body)
+		}
+	}
+	var costs []any
+	for _, ev := range logEvents(t, path) {
+		if ev["msg"] == "would refuse (dry run)" && ev["zone"] == "drylog" && ev["layer"] == "preauth" {
+			costs = append(costs, ev["cost"])
+		}
+	}
+	if len(costs) != 3 {
+		t.Fatalf("%d dry-run pre-auth refusals logged, want 3", len(costs))
+	}
+	for i, c := range costs {
+		if c != float64(3) {
+			t.Errorf("dry-run pre-auth refusal %d logged cost %v, want the request's 3", i, c)
+		}
+	}
+}
+
 // In dry run each quota layer decides and is counted once per request: the
 // identity's quota (per day and per month, one layer) and the tool's.
 func TestDryRunCountsEachQuotaLayerOnce(t *testing.T) {

@@ -136,6 +136,14 @@ type overEntry struct {
 	at         time.Time
 }
 
+// CheckURL reports whether New would accept url.
+func CheckURL(url string) error {
+	if _, err := redis.ParseURL(url); err != nil {
+		return fmt.Errorf("parsing redis URL: %w", err)
+	}
+	return nil
+}
+
 // New parses cfg.URL and returns a Store. It does not connect: the first
 // call does, and the client reconnects by itself after failures.
 func New(cfg Config) (*Store, error) {
