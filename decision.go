@@ -54,6 +54,7 @@ type decision struct {
 
 	rec        statusRecorder
 	watch      callWatch              // the answers an SSE stream still owes; see callWatch
+	undetach   func()                 // ends what detach set up, if it did
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
 	items      []quota.Item
@@ -218,6 +219,9 @@ func (d *decision) toolCost(tool []byte) int64 {
 
 // release returns pooled resources; it runs after the backend answered.
 func (d *decision) release() {
+	if d.undetach != nil {
+		d.undetach()
+	}
 	if d.req != nil {
 		jsonrpc.PutRequest(d.req)
 	}

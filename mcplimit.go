@@ -237,7 +237,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.writeRateLimitHeaders(w, d)
 	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d}
 	defer d.finish()
-	return next.ServeHTTP(&d.rec, r)
+	return next.ServeHTTP(&d.rec, d.detach(r))
 }
 
 // Interface guards

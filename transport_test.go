@@ -28,7 +28,11 @@ func (e *env) inflight(zone string) int {
 	return st.Inflight
 }
 
-func TestConcurrencyCapRefusesTheThirdAndFreesOnDisconnect(t *testing.T) {
+// A client that hangs up does not end its call: the backend (the Go SDK's
+// does) runs it to the end, so its slot stays taken until the backend
+// answers, or hanging up and calling again would run any number of calls
+// at once.
+func TestConcurrencyCapRefusesTheThirdAndHoldsAnAbandonedCallUntilItEnds(t *testing.T) {
 	e := start(t, "concurrency 2\ntenant 100/s burst 100\nquota off")
 	e.prove("valid-gina")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -51,8 +55,12 @@ func TestConcurrencyCapRefusesTheThirdAndFreesOnDisconnect(t *testing.T) {
 			}()
 		}
 		go func() {
+			millis := 6000
+			if i == 1 {
+				millis = 3000
+			}
 			req, _ := http.NewRequestWithContext(callCtx, http.MethodPost, e.mcp,
-				strings.NewReader(harness.ToolCall(i, "slow", map[string]any{"millis": 20000})))
+				strings.NewReader(harness.ToolCall(i, "slow", map[string]any{"millis": millis})))
 			req.Header.Set("Authorization", "Bearer valid-gina")
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json, text/event-stream")
@@ -68,9 +76,17 @@ func TestConcurrencyCapRefusesTheThirdAndFreesOnDisconnect(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(15 * time.Second):
-		t.Fatal("the disconnected call never ended")
+		t.Fatal("the disconnected client never returned")
 	}
-	harness.Eventually(t, 10*time.Second, "the disconnected call's slot to be freed", func() bool { return e.inflight("default") == 1 })
+	calls := e.backend.ToolCalls()
+	if n := e.inflight("default"); n != 2 {
+		t.Fatalf("the hung-up call's slot was freed while the backend still runs it: %d in flight", n)
+	}
+	refusal(t, e.call(5, "Authorization", "Bearer valid-gina"), http.StatusTooManyRequests, "concurrency")
+	if e.backend.ToolCalls() != calls {
+		t.Fatal("a call over the cap reached the backend after a client hung up")
+	}
+	harness.Eventually(t, 10*time.Second, "the abandoned call's slot to be freed when the backend ends it", func() bool { return e.inflight("default") == 1 })
 	if r := e.call(4, "Authorization", "Bearer valid-gina"); r.Status != http.StatusOK {
 		t.Fatalf("a freed slot must admit the next call: %d %s", r.Status, r.Body)
 	}

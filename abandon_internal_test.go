@@ -1,0 +1,56 @@
+package mcplimit
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+// A call whose client left stays in flight while the backend still runs
+// it, but no longer than abandonedCallHold: a backend that never answers
+// must not keep a slot for ever.
+func TestAbandonedCallKeepsItsSlotForABoundedTime(t *testing.T) {
+	defer func(d time.Duration) { abandonedCallHold = d }(abandonedCallHold)
+	abandonedCallHold = 300 * time.Millisecond
+	h := provisionForTest(t, &Handler{
+		Zone: "abandon", Concurrency: &Concurrency{Max: 1, PerIdentity: 1},
+		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	backendCtx := make(chan context.Context, 1)
+	hung := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+		backendCtx <- r.Context()
+		<-r.Context().Done() // as reverse_proxy waits for an answer that never comes
+		return r.Context().Err()
+	})
+	clientCtx, leave := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "http://test/mcp",
+		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)))
+	req.Header.Set("Authorization", "Bearer valid-abandon")
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = h.ServeHTTP(httptest.NewRecorder(), req, hung)
+	}()
+	ctx := <-backendCtx
+	leave()
+	time.Sleep(100 * time.Millisecond)
+	if ctx.Err() != nil || h.zone.metrics.inflightN.Load() != 1 {
+		t.Fatalf("the client's leaving ended the call at once (backend context %v, in flight %d); the backend may still run it",
+			ctx.Err(), h.zone.metrics.inflightN.Load())
+	}
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an abandoned call that the backend never answers kept its slot past the bound")
+	}
+	if n := h.zone.metrics.inflightN.Load(); n != 0 {
+		t.Fatalf("%d calls in flight after the abandoned call ended", n)
+	}
+}
