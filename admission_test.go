@@ -458,6 +458,14 @@ func TestRequestCostingMoreThanTheBurstIsToldItCanNeverPass(t *testing.T) {
 	if !strings.Contains(msg, "costs 6") || !strings.Contains(msg, "never be admitted") || strings.Contains(msg, "will work then") {
 		t.Fatalf("the message must say the request can never pass as sent, not to retry: %q", msg)
 	}
+	// What would pass, for an agent to act on rather than retry as sent.
+	if !strings.Contains(msg, "costing at most 5") || answers[0].Error.Data.MaxPerRequest != 5 {
+		t.Fatalf("the refusal must say the most a request may cost (5): %s", r.Body)
+	}
+	// Its wait is until a request of that size fits: the bucket is full.
+	if got := r.Header.Get("Retry-After"); got != "1" {
+		t.Fatalf("Retry-After %s with a full bucket of 5, want 1", got)
+	}
 	// The burst itself still passes: nothing was spent.
 	if r := e.post("["+strings.Join(calls[:5], ",")+"]", "Authorization", "Bearer valid-lou"); r.Status != http.StatusOK {
 		t.Fatalf("a batch of 5 after the refusal: %d %s", r.Status, r.Body)

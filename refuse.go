@@ -92,6 +92,15 @@ func (ref *refusal) never() bool {
 	return ref.kind == kindRate && ref.n > ref.lim.burst || ref.kind == kindConcurrency && ref.n > ref.max
 }
 
+// maxPerRequest is the most a request may cost (in tokens, or in calls
+// for concurrency) to pass the layer that refused it as never admissible.
+func (ref *refusal) maxPerRequest() int {
+	if ref.kind == kindConcurrency {
+		return ref.max
+	}
+	return ref.lim.burst
+}
+
 // outlasts reports whether ref holds a request back longer than o, in the
 // whole seconds of Retry-After. When several layers refuse, the one that
 // outlasts the others is given: the same call must work after the wait a
@@ -124,7 +133,9 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, ref.lim.text...)
 		b = append(b, ", burst "...)
 		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
-		return append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request."...)
+		b = append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request, costing at most "...)
+		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		return append(b, " together."...)
 	case ref.kind == kindCapacity:
 		b = append(b, "Rate limited: this server already tracks as many "...)
 		if ref.layer == layerPreauth {
@@ -195,7 +206,9 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, " calls at once, more than the limit of "...)
 		b = strconv.AppendInt(b, int64(ref.max), 10)
 		b = append(b, ref.concurrencyScope()...)
-		return append(b, "; it will never be admitted as sent. Send fewer calls per request."...)
+		b = append(b, "; it will never be admitted as sent. Send at most "...)
+		b = strconv.AppendInt(b, int64(ref.max), 10)
+		return append(b, " calls per request."...)
 	default: // kindConcurrency
 		b = append(b, "Too many calls in flight"...)
 		b = append(b, ref.concurrencyScope()...)
@@ -431,6 +444,11 @@ func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref *refusal, msg, id [
 		if ref.tool != "" {
 			buf.WriteString(`,"tool":`)
 			buf.Write(appendJSONString(num[:0], []byte(ref.tool)))
+		}
+		if ref.never() {
+			// Retrying the same request is pointless: say what passes.
+			buf.WriteString(`,"maxPerRequest":`)
+			buf.Write(strconv.AppendInt(num[:0], int64(ref.maxPerRequest()), 10))
 		}
 		buf.WriteByte('}')
 	}

@@ -39,6 +39,7 @@ type rpcError struct {
 			ResetsAt          string `json:"resetsAt"`
 			Argument          string `json:"argument"`
 			Tool              string `json:"tool"`
+			MaxPerRequest     int    `json:"maxPerRequest"`
 		} `json:"data"`
 	} `json:"error"`
 	Result *struct {

@@ -207,7 +207,8 @@ func TestBatchTakesASlotPerCall(t *testing.T) {
 	r.JSON(t, &answers)
 	if r.Status != http.StatusTooManyRequests || len(answers) != 3 || answers[0].Error == nil ||
 		answers[0].Error.Data.Limit != "concurrency" || !strings.Contains(answers[0].Error.Message, "runs 3 calls at once") ||
-		!strings.Contains(answers[0].Error.Message, "never be admitted") {
+		!strings.Contains(answers[0].Error.Message, "never be admitted") ||
+		!strings.Contains(answers[0].Error.Message, "at most 2 calls") || answers[0].Error.Data.MaxPerRequest != 2 {
 		t.Fatalf("a batch of 3 under per_identity 2: %d %s", r.Status, r.Body)
 	}
 	unchanged(t, e, before, "a batch over the concurrency cap")

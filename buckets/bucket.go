@@ -52,10 +52,12 @@ func (b *bucket) retune(lim Limit, at int64) {
 // take takes n tokens at at, or reports how long until it could and takes
 // nothing.
 func (b *bucket) take(n int, at int64) (wait time.Duration, ok bool) {
-	if n > b.burst {
-		return refillWait(b.rate, b.burst), false
-	}
 	level := b.level(at)
+	if n > b.burst {
+		// Never as asked: the wait is until a request of the burst's
+		// size fits.
+		return atLeastNanosecond(b.retryWait(b.burst, at, shortfall(b.rate, b.burst, level))), false
+	}
 	if wait := shortfall(b.rate, n, level); wait > 0 {
 		return b.retryWait(n, at, wait), false
 	}

@@ -44,14 +44,6 @@ func durationOf(r rate.Limit, tokens float64) time.Duration {
 	return time.Duration(d)
 }
 
-// refillWait is the wait reported for a request that can never be admitted
-// because it asks for more than the burst: the time an empty bucket takes to
-// refill completely (one token's worth when the burst is 0), at least 1ns.
-// Callers use it as a finite Retry-After rather than an infinite one.
-func refillWait(r rate.Limit, burst int) time.Duration {
-	return atLeastNanosecond(durationOf(r, float64(max(burst, 1))))
-}
-
 func atLeastNanosecond(d time.Duration) time.Duration {
 	return max(d, time.Nanosecond)
 }

@@ -116,8 +116,8 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 		}
 		return sh.reservation(idx, n), 0, true, false
 	}
-	if n > lim.Burst {
-		return Reservation{}, refillWait(lim.Rate, lim.Burst), false, false
+	if n > lim.Burst { // never as asked; a new bucket is full, so the burst fits now
+		return Reservation{}, atLeastNanosecond(0), false, false
 	}
 	if s.count.Load() >= s.capacity.Load() {
 		wait, evicted := sh.evictOne(at, time.Duration(s.staleFor.Load()))

@@ -50,16 +50,18 @@ func TestReserve(t *testing.T) {
 			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 2, ok: true},
 			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 1, wait: time.Second},
 		}},
-		{"n above the burst is refused with the time to refill the whole burst", []step{
-			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 5, wait: 2 * time.Second},
+		{"n above the burst is refused with the wait until the burst fits", []step{
+			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 5, wait: time.Nanosecond}, // a new bucket is full
 			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 4, ok: true},
 			{key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 5, wait: 2 * time.Second},
+			{at: 500 * time.Millisecond, key: 1, lim: Limit{Rate: 2, Burst: 4}, n: 5, wait: 1500 * time.Millisecond},
 		}},
-		{"n above a zero burst waits one token's time", []step{
-			{key: 1, lim: Limit{Rate: 4, Burst: 0}, n: 1, wait: 250 * time.Millisecond},
-			{key: 1, lim: Limit{Rate: 4, Burst: -3}, n: 1, wait: 250 * time.Millisecond},
+		{"n above a zero burst is refused", []step{
+			{key: 1, lim: Limit{Rate: 4, Burst: 0}, n: 1, wait: time.Nanosecond},
+			{key: 1, lim: Limit{Rate: 4, Burst: -3}, n: 1, wait: time.Nanosecond},
 		}},
-		{"n above the burst at rate 0 waits forever", []step{
+		{"n above the burst of a drained bucket at rate 0 waits forever", []step{
+			{key: 1, lim: Limit{Rate: 0, Burst: 4}, n: 4, ok: true},
 			{key: 1, lim: Limit{Rate: 0, Burst: 4}, n: 5, wait: rate.InfDuration},
 		}},
 		{"n <= 0 is always ok", []step{
@@ -170,7 +172,7 @@ func TestCapacity(t *testing.T) {
 			{key: 1, lim: Limit{Rate: 1, Burst: 5}, n: 1, ok: true},
 		}, 1},
 		{"a request above the burst is refused without taking a slot", 1, []step{
-			{key: 1, lim: oneASecond, n: 2, wait: time.Second},
+			{key: 1, lim: oneASecond, n: 2, wait: time.Nanosecond},
 			{key: 2, lim: oneASecond, n: 1, ok: true},
 		}, 1},
 		{"a bucket at rate 0 is never evicted", 1, []step{

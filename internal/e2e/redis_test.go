@@ -605,3 +605,36 @@ func rawAnonymous(t *testing.T, p *harness.Process) string {
 	}
 	return rb.Error.Data.Limit
 }
+
+// A request costing more than the tenant's burst never fits as sent; with
+// Redis too, its refusal names the wait until a request of the burst's
+// size fits, by the level Redis reports, not an hour.
+func TestRedisNeverFittingRequestNamesTheWaitForTheBurst(t *testing.T) {
+	ps, _, _ := provenOnRedis(t, 1, "tenant 1/s burst 3\n quota off\n global off\n cost big 5", "valid-never")
+	p := ps[0]
+	big := func() (retryAfter string, maxPerRequest int) {
+		t.Helper()
+		r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "big", nil), "Authorization", "Bearer valid-never")
+		var b struct {
+			Error *struct {
+				Data struct {
+					Limit         string `json:"limit"`
+					MaxPerRequest int    `json:"maxPerRequest"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil || b.Error.Data.Limit != "tenant" || r.Status != http.StatusTooManyRequests {
+			t.Fatalf("a call costing 5 against burst 3: %d %s", r.Status, r.Body)
+		}
+		return r.Header.Get("Retry-After"), b.Error.Data.MaxPerRequest
+	}
+	if ra, max := big(); ra != "1" || max != 3 {
+		t.Fatalf("full bucket: Retry-After %s, maxPerRequest %d; want 1 and 3", ra, max)
+	}
+	for range 3 {
+		mustCall(t, p, "valid-never", "ok")
+	}
+	if ra, _ := big(); ra != "3" && ra != "2" { // 3 tokens at 1/s, less what refilled meanwhile
+		t.Fatalf("drained bucket: Retry-After %s, want the 2-3 s until 3 tokens are back", ra)
+	}
+}
