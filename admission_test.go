@@ -667,6 +667,10 @@ func TestFullBucketSetRefusalSaysSoHonestly(t *testing.T) {
 	if got.Error.Data.RetryAfterSeconds < 50 {
 		t.Fatalf("Retry-After %d; no bucket can make room for about a minute", got.Error.Data.RetryAfterSeconds)
 	}
+	// The key has no bucket, and none to spend: the header says so.
+	if rl := r.Header.Get("RateLimit"); !strings.HasPrefix(rl, `"tenant";r=0;`) {
+		t.Fatalf("RateLimit %q on a full-set refusal, want the tenant policy used up", rl)
+	}
 }
 
 // Reading an unproven request's body costs its address a token even when

@@ -373,6 +373,7 @@ func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucket
 	res, wait, ok, full := set.Reserve(key, toBuckets(lim), n, d.now)
 	if !ok {
 		if full {
+			d.untracked |= 1 << l
 			return capacityRefusal(l, wait), false
 		}
 		return rateRefusal(l, lim, wait, n), false

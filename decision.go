@@ -73,6 +73,9 @@ type decision struct {
 	preauthHeld   bool
 	tenantLeft    float64 // tokens the tenant's bucket holds, as its layer reported
 	tenantHeld    bool    // tenantLeft is set and stands
+	// untracked has bit 1<<l set when layer l refused a new key because
+	// its bucket set was full: that key has no bucket, and none to spend.
+	untracked uint32
 	inRedis       bool    // the Redis store decided tenant, group, quota, global
 	concAll       bool    // holds concN slots of the zone's cap
 	concID        bool    // holds concN slots of the identity's cap

@@ -119,7 +119,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
 		}
 		if !ok {
-			tokens = float64(t.burst)
+			tokens = d.untrackedLevel(layerTenant, t)
 		}
 		b = appendBucketLeft(b, "tenant", t, tokens)
 	}
@@ -156,10 +156,20 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision) {
 		tokens, ok = d.z.preauth.Tokens(d.addr, d.now)
 	}
 	if !ok {
-		tokens = float64(d.preauthLim.burst)
+		tokens = d.untrackedLevel(layerPreauth, d.preauthLim)
 	}
 	var arr [48]byte
 	d.setRateLimit(w, d.preauthPolicy, appendBucketLeft(arr[:0], "preauth", d.preauthLim, tokens))
+}
+
+// untrackedLevel is what the RateLimit header shows for a key of layer l
+// that has no bucket: a full one, unless the layer refused the key for
+// want of room, which leaves nothing to spend.
+func (d *decision) untrackedLevel(l layer, lim bucketLimit) float64 {
+	if d.untracked&(1<<l) != 0 {
+		return 0
+	}
+	return float64(lim.burst)
 }
 
 // setRateLimit sets RateLimit-Policy to policy and RateLimit to value, if
