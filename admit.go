@@ -422,7 +422,7 @@ func (d *decision) admitStore() (refusal, bool) {
 	if tool == "" {
 		return refusal{}, true
 	}
-	return storeRefusal(tool, d.pol.flush), false
+	return storeRefusal(tool, d.z.storeRetryWait(d.now, d.pol.flush)), false
 }
 
 // admitQuota checks and charges every quota of the request at once: the

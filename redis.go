@@ -246,6 +246,23 @@ func (z *zone) storeDegraded() bool {
 	return z.quotaState().Degraded
 }
 
+// storeRetryWait is how long until a degraded quota store may be back:
+// with Redis degraded, until its next probe (probes run each second,
+// backing off to 5 s); with storage degraded, the next flush.
+func (z *zone) storeRetryWait(now time.Time, flush time.Duration) time.Duration {
+	var wait time.Duration
+	if r := z.redis.Load(); r != nil && r.degraded.Load() {
+		r.mu.Lock()
+		next := r.nextProbe
+		r.mu.Unlock()
+		wait = max(next.Sub(now), 0) + time.Second
+	}
+	if z.quotaState().Degraded {
+		wait = max(wait, flush)
+	}
+	return wait
+}
+
 // setDegradedGauge sets mcp_ratelimit_quota_degraded from both stores.
 func (z *zone) setDegradedGauge() {
 	if z.storeDegraded() {

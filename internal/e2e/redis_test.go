@@ -638,3 +638,36 @@ func TestRedisNeverFittingRequestNamesTheWaitForTheBurst(t *testing.T) {
 		t.Fatalf("drained bucket: Retry-After %s, want the 2-3 s until 3 tokens are back", ra)
 	}
 }
+
+// A fail_closed tool refused while Redis is unreachable is told to retry
+// when the store may be back: at Redis's next probe, not after a flush
+// interval of the storage it does not use; and after that wait it passes.
+func TestRedisStoreUnavailableNamesTheNextProbe(t *testing.T) {
+	r := harness.StartRedis(t)
+	site := fmt.Sprintf("mcp_ratelimit {\n zone %s\n flush_interval 30s\n store redis %s {\n  timeout 100ms\n }\n tool analyze_photo {\n  fail_closed\n }\n}\nreverse_proxy $BACKEND", rzone, r.URL)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	p := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storage"), "")
+	prove(t, p, "valid-probe")
+	r.Kill()
+	mustCall(t, p, "valid-probe", "ok") // finds Redis gone: degraded
+	photo := func() (int, string) {
+		resp := harness.Post(t, p.URL+"/mcp", harness.ToolCall(5, "analyze_photo", nil), "Authorization", "Bearer valid-probe")
+		return resp.Status, resp.Header.Get("Retry-After")
+	}
+	status, ra := photo()
+	wait, _ := strconv.Atoi(ra)
+	if status != http.StatusServiceUnavailable || wait < 1 || wait > 6 {
+		t.Fatalf("fail_closed tool during the outage: %d, Retry-After %q; want 503 within Redis's probe backoff (≤ 6s), not the 30s flush interval", status, ra)
+	}
+	r.Start(t)
+	status, ra = photo()
+	wait, _ = strconv.Atoi(ra)
+	if status == http.StatusOK {
+		return // the probe came first
+	}
+	time.Sleep(time.Duration(wait)*time.Second + 300*time.Millisecond)
+	if status, _ := photo(); status != http.StatusOK {
+		t.Fatalf("fail_closed tool %ds after its Retry-After, with Redis back: %d", wait, status)
+	}
+}
