@@ -328,6 +328,7 @@ func (d *decision) checkArgs() (refusal, bool) {
 			}
 		})
 		if bad {
+			ref.argEntry = i
 			return ref, true
 		}
 	}

@@ -34,6 +34,7 @@ type refusal struct {
 	msg      string
 	tool     string
 	arg      *argBound
+	argEntry int // with arg: the index of the batch entry at fault
 
 	kind  refusalKind
 	lim   bucketLimit // kindRate
@@ -233,6 +234,16 @@ func storeRefusal(tool string, wait time.Duration) refusal {
 	}
 }
 
+// appendBatchNote appends what the other entries of a batch refused for
+// one call's argument are told: which call is at fault, and why.
+func (ref *refusal) appendBatchNote(b, id []byte) []byte {
+	b = append(b, "Not run: the batch was refused whole because its call with id "...)
+	b = append(b, id...)
+	b = append(b, " is invalid ("...)
+	b = append(b, ref.msg...)
+	return append(b, ") Fix that call and send the batch again."...)
+}
+
 func argRefusal(tool string, a argBound) refusal {
 	return refusal{
 		layer: layerRequest, status: http.StatusBadRequest, code: codeInvalidParams, body: true, tool: tool, arg: &a,
@@ -371,6 +382,10 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		}
 		return
 	}
+	others := msg // what the entries not at fault are told
+	if ref.arg != nil {
+		others = appendJSONString(nil, ref.appendBatchNote(nil, idOrNull(req.Entry(ref.argEntry).ID())))
+	}
 	n := 0
 	for i := 0; i < req.Len(); i++ {
 		e := req.Entry(i)
@@ -383,7 +398,11 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 			buf.WriteByte(',')
 		}
 		n++
-		h.answer(buf, d, ref, msg, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
+		m := msg
+		if i != ref.argEntry {
+			m = others
+		}
+		h.answer(buf, d, ref, m, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
 	}
 	if n > 0 {
 		buf.WriteByte(']')

@@ -206,6 +206,15 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 	if e.backend.ToolCalls() != before {
 		t.Fatal("a call of a refused batch reached the backend")
 	}
+	// The call at fault is told what is wrong with it; the other is told
+	// which call to fix.
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if len(answers) != 2 || answers[0].Error == nil || answers[1].Error == nil ||
+		!strings.Contains(answers[0].Error.Message, "Not run") || !strings.Contains(answers[0].Error.Message, "id 2") ||
+		strings.Contains(answers[1].Error.Message, "Not run") || !strings.Contains(answers[1].Error.Message, `"limit"`) {
+		t.Fatalf("batch answers must tell the call at fault from the other: %s", r.Body)
+	}
 	// None of the 400s spent the single token: a call at the bound passes,
 	// and so does null (absent).
 	if r := e.post(argCall(8, `{"text":"ok","limit":25}`), h...); r.Status != http.StatusOK {
