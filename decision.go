@@ -76,10 +76,10 @@ type decision struct {
 	// untracked has bit 1<<l set when layer l refused a new key because
 	// its bucket set was full: that key has no bucket, and none to spend.
 	untracked uint32
-	inRedis       bool    // the Redis store decided tenant, group, quota, global
-	concAll       bool    // holds concN slots of the zone's cap
-	concID        bool    // holds concN slots of the identity's cap
-	concN         int
+	inRedis   bool // the Redis store decided tenant, group, quota, global
+	concAll   bool // holds concN slots of the zone's cap
+	concID    bool // holds concN slots of the identity's cap
+	concN     int
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}
