@@ -201,8 +201,10 @@ func TestOversizeBodyIs413(t *testing.T) {
 		if r.Status != http.StatusRequestEntityTooLarge {
 			t.Fatalf("%s: status %d, want 413: %s", what, r.Status, r.Body)
 		}
-		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
-			t.Fatalf("%s: Content-Type %q", what, r.Header.Get("Content-Type"))
+		// Every refusal carries these (SPEC "Refusals"), body rules too.
+		if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") ||
+			r.Header.Get("Cache-Control") != "no-store" || r.Header.Get("Retry-After") != "1" {
+			t.Fatalf("%s: refusal headers %v", what, r.Header)
 		}
 		var got rpcError
 		r.JSON(t, &got)
@@ -273,8 +275,8 @@ func TestEncodedBodyIs415(t *testing.T) {
 	req.Header.Set("Content-Encoding", "gzip")
 	req.Header.Set("Authorization", "Bearer "+tok)
 	r := harness.Do(t, req)
-	if r.Status != http.StatusUnsupportedMediaType {
-		t.Fatalf("gzip body: status %d, want 415: %s", r.Status, r.Body)
+	if r.Status != http.StatusUnsupportedMediaType || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("gzip body: status %d (Retry-After %q), want 415 with Retry-After 1: %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
 	var got rpcError
 	r.JSON(t, &got)

@@ -338,8 +338,10 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	hdr["Cache-Control"] = hdrNoStore
 	status := ref.status
 	mode := d.pol.refuseWith
+	// Every refusal carries Retry-After (SPEC): a body rule's is 1, the
+	// least, since only a changed request passes, as its message says.
+	hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 	if !ref.body {
-		hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 		h.writeRateLimitHeaders(w, d)
 		// A legacy HTTP+SSE POST's 2xx body is never read, and a GET
 		// (an SSE stream) reads no JSON: both are refused by status, with

@@ -200,8 +200,8 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 	// A batch with one bad call is refused whole.
 	batchBody := "[" + argCall(1, `{"limit":5}`) + "," + argCall(2, `{"limit":100}`) + "]"
 	r := e.post(batchBody, h...)
-	if r.Status != http.StatusBadRequest {
-		t.Fatalf("batch with one bad call: %d %s", r.Status, r.Body)
+	if r.Status != http.StatusBadRequest || r.Header.Get("Retry-After") != "1" {
+		t.Fatalf("batch with one bad call: %d (Retry-After %q) %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
 	if e.backend.ToolCalls() != before {
 		t.Fatal("a call of a refused batch reached the backend")
