@@ -161,8 +161,11 @@ func (z *zone) applyRedis(pol *policy) {
 		// A store added to a running zone decides with the fingerprints
 		// every other instance computes, or not at all.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		key := z.fpKey.Load()
 		if err := z.adoptRedisKey(ctx, r); err != nil && r.fail(err, time.Now()) {
 			z.logger.Load().Error("redis store unreachable: deciding locally until it returns", zap.String("zone", z.name), zap.Error(err))
+		} else if err == nil && old == nil && z.fpKey.Load() == key {
+			z.seedRedis(ctx, r)
 		}
 		cancel()
 	}
@@ -170,6 +173,22 @@ func (z *zone) applyRedis(pol *policy) {
 	z.setDegradedGauge()
 	if old != nil {
 		_ = old.store.Close()
+	}
+}
+
+// seedRedis raises the quota counts in r to at least what the zone
+// counted locally in the current periods, when a reload adds the store to
+// a running zone: a tenant must not get its quota afresh because the
+// decision moved to Redis.
+func (z *zone) seedRedis(ctx context.Context, r *zoneRedis) {
+	counts := z.quota.Counts(time.Now())
+	seeds := make([]redisstore.Delta, len(counts))
+	for i, c := range counts {
+		seeds[i] = redisstore.Delta{Key: c.Key, Period: c.Period, Start: c.Start, N: c.N}
+	}
+	if err := r.store.Seed(ctx, seeds); err != nil {
+		z.logger.Load().Warn("redis store added: the counts made locally this period could not be carried to redis; tenants may spend their quota again this period",
+			zap.String("zone", z.name), zap.Error(err))
 	}
 }
 

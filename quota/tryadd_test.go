@@ -280,3 +280,30 @@ func TestTryAddReportsTheMonthOnItsLastDay(t *testing.T) {
 		t.Fatalf("TryAdd = %d, %v; want the month item refused", failed, ok)
 	}
 }
+
+// Counts lists every key counted in the current periods, with what this
+// instance knows of it, counted here or adopted.
+func TestCountsListsTheCurrentPeriods(t *testing.T) {
+	c := New(Config{Periods: []Period{Day, Month}})
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	items := []Item{{Key: []byte("i/a"), Period: Day, Limit: 10, N: 2}, {Key: []byte("i/a"), Period: Month, Limit: 10, N: 2}}
+	if _, ok := c.TryAdd(items, now); !ok {
+		t.Fatal("TryAdd refused")
+	}
+	if _, ok := c.TryAdd(items[:1], now); !ok {
+		t.Fatal("TryAdd refused")
+	}
+	got := map[Period]int64{}
+	for _, n := range c.Counts(now) {
+		if n.Key != "i/a" || !n.Start.Equal(n.Period.Start(now)) {
+			t.Fatalf("unexpected count %+v", n)
+		}
+		got[n.Period] = n.N
+	}
+	if got[Day] != 4 || got[Month] != 2 || len(got) != 2 {
+		t.Fatalf("Counts = %v, want day 4 and month 2", got)
+	}
+	if n := len(c.Counts(now.AddDate(0, 2, 0))); n != 0 {
+		t.Fatalf("%d counts in periods nothing was counted in", n)
+	}
+}

@@ -671,3 +671,35 @@ func TestRedisStoreUnavailableNamesTheNextProbe(t *testing.T) {
 		t.Fatalf("fail_closed tool %ds after its Retry-After, with Redis back: %d", wait, status)
 	}
 }
+
+// A reload that adds `store redis` to a running zone carries the quota
+// counts of the current period to Redis: a tenant does not get its quota
+// afresh because the decision moved.
+func TestRedisStoreAddedOnReloadKeepsTheQuotaSpent(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	p := harness.StartProcess(t, bin, fmt.Sprintf("mcp_ratelimit {\n zone %s\n quota 5/day\n}\nreverse_proxy $BACKEND", rzone), backend.Addr, storage, "")
+	prove(t, p, "valid-seed")
+	for range 3 {
+		mustCall(t, p, "valid-seed", "ok")
+	}
+	cfg := harness.Config(redisSite(r.URL, "quota 5/day"), backend.Addr, p.Port, p.AdminPort, storage, "")
+	resp, err := http.Post(p.Admin+"/load", "text/caddyfile", strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload with store redis: %d %s", resp.StatusCode, body)
+	}
+	mustCall(t, p, "valid-seed", "ok")
+	mustCall(t, p, "valid-seed", "ok")
+	mustCall(t, p, "valid-seed", "quota")
+	if n := sumQuota(t, r); n != 5 {
+		t.Fatalf("Redis holds %d for the day, want the 3 counted locally and the 2 since", n)
+	}
+}

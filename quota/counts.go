@@ -1,0 +1,46 @@
+package quota
+
+import "time"
+
+// Count is one key's count in one period.
+type Count struct {
+	Key    string
+	Period Period
+	Start  time.Time
+	N      int64
+}
+
+// Counts returns, for the current period of every kind the counter
+// counts, each key's count as this instance knows it: the shared total
+// last adopted plus what it counted since.
+func (c *Counter) Counts(now time.Time) []Count {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Count
+	for _, p := range c.periods {
+		b := c.bucketLocked(p, now, false)
+		if b == nil {
+			continue
+		}
+		seen := make(map[string]bool, len(b.shared)+len(b.pending))
+		add := func(key string) {
+			if seen[key] {
+				return
+			}
+			seen[key] = true
+			if n := b.used([]byte(key)); n > 0 {
+				out = append(out, Count{Key: key, Period: p, Start: b.start, N: n})
+			}
+		}
+		for k := range b.shared {
+			add(k)
+		}
+		for k := range b.pending {
+			add(k)
+		}
+		for k := range b.inflight {
+			add(k)
+		}
+	}
+	return out
+}
