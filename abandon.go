@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -16,16 +17,28 @@ var abandonedCallHold = time.Minute
 // (the Go SDK's among them) run a tool call to its end whether or not its
 // caller is still there: a call stays in flight, and keeps its slots,
 // until the backend answers it, or a caller could hang up and call again
-// to run any number of calls at once.
+// to run any number of calls at once. Once the client has left, what the
+// backend sends is dropped (see clientLeft): a failed write would make
+// reverse_proxy give the call up at the backend's next message.
 func (d *decision) detach(r *http.Request) *http.Request {
 	if !d.concAll && !d.concID {
 		return r
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
-	stop := context.AfterFunc(r.Context(), func() { time.AfterFunc(abandonedCallHold, cancel) })
+	d.client = r.Context()
+	ctx, cancel := context.WithCancel(context.WithoutCancel(d.client))
+	var hold atomic.Pointer[time.Timer]
+	stop := context.AfterFunc(d.client, func() { hold.Store(time.AfterFunc(abandonedCallHold, cancel)) })
 	d.undetach = func() {
 		stop()
+		if t := hold.Load(); t != nil {
+			t.Stop()
+		}
 		cancel()
 	}
 	return r.WithContext(ctx)
+}
+
+// clientLeft reports whether the client of a detached call has gone.
+func (d *decision) clientLeft() bool {
+	return d.client != nil && d.client.Err() != nil
 }

@@ -54,3 +54,65 @@ func TestAbandonedCallKeepsItsSlotForABoundedTime(t *testing.T) {
 		t.Fatalf("%d calls in flight after the abandoned call ended", n)
 	}
 }
+
+// failingWriter fails every write once its client has left, as a
+// connection to a client that hung up does.
+type failingWriter struct {
+	*httptest.ResponseRecorder
+	client context.Context
+}
+
+func (f failingWriter) Write(b []byte) (int, error) {
+	if f.client.Err() != nil {
+		return 0, context.Canceled
+	}
+	return f.ResponseRecorder.Write(b)
+}
+
+// Messages the backend sends after the client left (progress, say) are
+// dropped, not failed: reverse_proxy gives a call up on a failed write,
+// which would free its slot while the backend still runs it.
+func TestAbandonedCallKeepsItsSlotWhileTheBackendStillWrites(t *testing.T) {
+	h := provisionForTest(t, &Handler{
+		Zone: "abandon-writes", Concurrency: &Concurrency{Max: 1, PerIdentity: 1},
+		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	clientCtx, leave := context.WithCancel(context.Background())
+	left := make(chan struct{})
+	var writeErr error
+	streaming := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		<-left
+		for range 5 { // progress, as a running tool sends it
+			if _, err := w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n")); err != nil {
+				writeErr = err
+				return err // as reverse_proxy gives up
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return nil
+	})
+	req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "http://test/mcp",
+		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)))
+	req.Header.Set("Authorization", "Bearer valid-abandon-writes")
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = h.ServeHTTP(failingWriter{httptest.NewRecorder(), clientCtx}, req, streaming)
+	}()
+	leave()
+	close(left)
+	time.Sleep(40 * time.Millisecond)
+	if n := h.zone.metrics.inflightN.Load(); n != 1 {
+		t.Fatalf("%d calls in flight while the backend still writes for a call whose client left, want 1", n)
+	}
+	<-served
+	if writeErr != nil {
+		t.Fatalf("a write for a client that left failed (%v): reverse_proxy would give the call up", writeErr)
+	}
+	if n := h.zone.metrics.inflightN.Load(); n != 0 {
+		t.Fatalf("%d calls in flight after the backend finished", n)
+	}
+}

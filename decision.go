@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"context"
 	"encoding/hex"
 	"net/http"
 	"net/netip"
@@ -55,6 +56,7 @@ type decision struct {
 	rec        statusRecorder
 	watch      callWatch              // the answers an SSE stream still owes; see callWatch
 	undetach   func()                 // ends what detach set up, if it did
+	client     context.Context        // the client's own context, once detached
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
 	items      []quota.Item

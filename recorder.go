@@ -35,7 +35,10 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	if s.status == 0 {
 		s.record(http.StatusOK)
 	}
-	n, err := s.ResponseWriterWrapper.Write(b)
+	n, err := len(b), error(nil)
+	if !s.d.clientLeft() { // else the call goes on without its client
+		n, err = s.ResponseWriterWrapper.Write(b)
+	}
 	if s.d.watch.awaiting > 0 && s.d.watch.feed(b[:n]) {
 		s.d.finish()
 	}
