@@ -472,6 +472,19 @@ func TestRequestCostingMoreThanTheBurstIsToldItCanNeverPass(t *testing.T) {
 	}
 }
 
+// A request that can never pass as sent is not told to retry in 1s while
+// the quota is exhausted: the longer wait is named.
+func TestNeverFittingRequestNamesAnExhaustedQuota(t *testing.T) {
+	e := start(t, "zone neverquota\ntenant 10/s burst 3\nquota 3/day\ncost big 5")
+	e.prove("valid-neverq")
+	e.spend("valid-neverq", 3)
+	r := e.post(harness.ToolCall(9, "big", nil), "Authorization", "Bearer valid-neverq")
+	got := refusal(t, r, http.StatusTooManyRequests, "quota")
+	if got.Error.Data.RetryAfterSeconds < 60 && time.Until(time.Now().UTC().Truncate(24*time.Hour).Add(24*time.Hour)) > 2*time.Minute {
+		t.Fatalf("Retry-After %d with the day's quota exhausted", got.Error.Data.RetryAfterSeconds)
+	}
+}
+
 // A request carrying the identity header twice is refused: a backend that
 // checks the first value would prove or serve a caller whom the limiter
 // keyed by the joined values, so each variant would mint a fresh budget.

@@ -82,11 +82,13 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if name == "group_quota" && groupQuotaAt == "" {
 			groupQuotaAt = fmt.Sprintf("%s:%d", d.File(), d.Line())
 		}
+		file, line := d.File(), d.Line()
 		if err := parse(d, h); err != nil {
 			return err
 		}
 		if err := checkSoFar(h); err != nil {
-			return d.Err(err.Error())
+			// Named at the subdirective's first line, not its block's end.
+			return fmt.Errorf("%v, at %s:%d", err, file, line)
 		}
 	}
 	if h.GroupQuota != nil && h.Group == nil {
@@ -505,8 +507,8 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			}
 		case "arg":
 			args := d.RemainingArgs()
-			if len(args) != 3 || args[1] != "max" {
-				return d.Errf("tool %s: want arg <name> max <n>", name)
+			if len(args) != 3 || args[1] != "max" || args[0] == "" {
+				return d.Errf("tool %s: want arg <name> max <n>, with a name", name)
 			}
 			v, err := strconv.ParseFloat(args[2], 64)
 			if err != nil {

@@ -105,18 +105,21 @@ func (ref *refusal) maxPerRequest() int {
 // outlasts reports whether ref holds a request back longer than o, in the
 // whole seconds of Retry-After. When several layers refuse, the one that
 // outlasts the others is given: the same call must work after the wait a
-// refusal names.
+// refusal names, and a request that can never pass as sent must not be
+// told to retry in 1s while a quota is exhausted. On equal waits, a
+// refusal that says the request never passes as sent is the one given:
+// it says what to change.
 func (ref *refusal) outlasts(o *refusal) bool {
-	if o.never() {
-		return false
-	}
-	if ref.never() {
-		return true
-	}
 	mine, theirs := ceilSeconds(ref.wait), ceilSeconds(o.wait)
+	switch {
+	case mine != theirs:
+		return mine > theirs
+	case ref.never() != o.never():
+		return ref.never()
+	}
 	// A month's quota resets with the day's on its last day: it is the one
 	// to report.
-	return mine > theirs || mine == theirs && ref.kind == kindQuota && o.kind == kindQuota && ref.item.Period > o.item.Period
+	return ref.kind == kindQuota && o.kind == kindQuota && ref.item.Period > o.item.Period
 }
 
 // appendMessage appends the refusal's message, written for an agent to

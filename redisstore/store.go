@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
@@ -436,7 +437,14 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		if it.Kind == Bucket {
 			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
 			if it.N > e.n { // a costlier call waits for its own cost
-				wait = max(wait, OverWait(it, held, now))
+				w := OverWait(it, held, now)
+				switch {
+				case w < 0 && it.Rate <= 0:
+					w = time.Duration(math.MaxInt64)
+				case w < 0: // above the burst: until a call of the burst's size fits
+					w = time.Duration(math.Ceil(max(float64(it.Burst)-held, 0) / it.Rate * float64(time.Second)))
+				}
+				wait = max(wait, w)
 			}
 		}
 		if found && wait <= r.Wait {

@@ -409,4 +409,9 @@ func TestShortCircuitWaitsForTheCallsOwnCost(t *testing.T) {
 	if !res.Local || res.Wait < 2900*time.Millisecond {
 		t.Fatalf("call of cost 3: %+v, want a local refusal waiting about 3s", res)
 	}
+	// Above the burst it never fits: the wait is until the burst's size does.
+	res = decide(t, s, bucket("t/c", 1, 5, 9))
+	if !res.Local || res.Wait < 4900*time.Millisecond || res.Wait > 5100*time.Millisecond {
+		t.Fatalf("call of cost 9 against burst 5: %+v, want a local refusal waiting about 5s", res)
+	}
 }
