@@ -40,6 +40,7 @@ type zoneRedis struct {
 	backoff   time.Duration
 	nextProbe time.Time
 	pushed    uint64
+	mirrored  bool // the host holds a copy of pending (mirrorRedisPending)
 }
 
 // deltaKey is one quota count of one period made while degraded.
@@ -148,6 +149,7 @@ func (z *zone) applyRedis(pol *policy) {
 		// Counts of an outage of the old store go to the new one.
 		old.mu.Lock()
 		if r != nil {
+			r.mirrored = old.mirrored // the host's copy now follows r
 			for k, n := range old.pending {
 				r.add(k, n)
 			}
@@ -171,6 +173,13 @@ func (z *zone) applyRedis(pol *policy) {
 	}
 	z.redis.Store(r)
 	z.setDegradedGauge()
+	if r == nil && old != nil && old.mirrored {
+		// Without a store, the outage's counts have nowhere to go.
+		old.mu.Lock()
+		clear(old.pending)
+		old.mu.Unlock()
+		z.mirrorRedisPending(old)
+	}
 	if old != nil {
 		_ = old.store.Close()
 	}
@@ -229,6 +238,7 @@ func (z *zone) closeRedis(ctx context.Context) {
 				zap.String("zone", z.name), zap.Error(err))
 		}
 	}
+	z.mirrorRedisPending(r) // gone once pushed or saved; fresh if neither
 	_ = r.store.Close()
 }
 
@@ -300,6 +310,7 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		return
 	}
 	r.store.Sweep(now)
+	defer z.mirrorRedisPending(r)
 	if !r.degraded.Load() {
 		// Stragglers counted locally by requests that saw the flag just
 		// before it cleared.

@@ -423,3 +423,24 @@ func TestStopDuringStorageOutageKeepsUnpushedCounts(t *testing.T) {
 		t.Fatalf("stored day count %d, want 3: the counts of the stop during the outage pushed", got)
 	}
 }
+
+// During a storage outage the counts not yet pushed are kept on the host
+// after every flush, not only at a graceful stop, so a crash loses at most
+// one flush interval of them; once pushed, the host's copy goes.
+func TestStorageOutageKeepsUnpushedCountsOnTheHostAsItGoes(t *testing.T) {
+	const zone, token = "outage_mirror", "valid-outage-mirror"
+	_, o, e, fp := countedBeforeOutage(t, zone, token)
+	o.set(true)
+	e.spend(token, 2)
+	file := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".counts")
+	harness.Eventually(t, 10*time.Second, "the unpushed counts kept on the host", func() bool {
+		b, _ := os.ReadFile(file)
+		return bytes.Contains(b, []byte(" i/"+fp+" "))
+	})
+	o.set(false)
+	recovers(t, e, zone)
+	harness.Eventually(t, 10*time.Second, "the host's copy removed once pushed", func() bool {
+		_, err := os.Stat(file)
+		return errors.Is(err, fs.ErrNotExist)
+	})
+}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -62,4 +63,24 @@ func takeUnpushed(zone string) ([]quota.Unpushed, error) {
 		us = append(us, quota.Unpushed{Key: string(f[2]), Period: quota.Period(p), Start: time.Unix(start, 0), N: n})
 	}
 	return us, os.Remove(name)
+}
+
+// mirrorUnpushed keeps the host's copy of the counts not yet pushed to
+// storage up to date after each flush: written while storage fails, so a
+// crash during an outage loses no more than one flush interval, and
+// removed once they are pushed.
+func (z *zone) mirrorUnpushed(pushed bool) {
+	if pushed {
+		if err := os.Remove(unpushedPath(z.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			z.logger.Load().Error("counts pushed to storage are still kept on this host: the next start would count them again",
+				zap.String("zone", z.name), zap.String("file", unpushedPath(z.name)), zap.Error(err))
+		}
+		return
+	}
+	if us := z.quota.Unpushed(); len(us) > 0 {
+		if err := saveUnpushed(z.name, us); err != nil {
+			z.logger.Load().Error("counts not pushed to storage could not be kept on this host either: a crash now would lose them",
+				zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
+		}
+	}
 }

@@ -193,6 +193,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		if err := z.loadRedisPending(loadCtx, rz); err != nil {
 			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage", zap.String("zone", z.name), zap.Error(err))
 		}
+		if err := z.takeRedisPendingFromHost(rz); err != nil {
+			logger.Error("counts kept on this host during a redis outage unreadable at start", zap.String("zone", z.name), zap.String("file", redisPendingHostPath(z.name)), zap.Error(err))
+		}
 	}
 	z.setDegradedGauge()
 	bg, cancel := context.WithCancel(context.Background())
@@ -409,6 +412,9 @@ const (
 // must be saved (always when final).
 func (z *zone) flush(ctx context.Context, final bool) {
 	err := z.quota.Flush(ctx)
+	if !final {
+		z.mirrorUnpushed(err == nil)
+	}
 	if err == nil && (final || z.knownDue(time.Now())) {
 		err = z.saveKnown(ctx)
 	}

@@ -703,3 +703,29 @@ func TestRedisStoreAddedOnReloadKeepsTheQuotaSpent(t *testing.T) {
 		t.Fatalf("Redis holds %d for the day, want the 3 counted locally and the 2 since", n)
 	}
 }
+
+// A crash during a Redis outage loses at most a second of the counts made
+// locally: they are kept on the host as they are made, taken back by the
+// next start there and pushed once Redis answers, and only once.
+func TestRedisOutageCountsSurviveACrash(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
+	p := ps[0]
+	prove(t, p, "valid-crash")
+	r.Kill()
+	for range 3 {
+		mustCall(t, p, "valid-crash", "ok") // decided locally while Redis is down
+	}
+	time.Sleep(2500 * time.Millisecond) // more than the second between copies
+	p.Kill()                            // no graceful stop: nothing saved at shutdown
+	r.Start(t)
+	p.Restart(t)
+	harness.Eventually(t, 30*time.Second, "the outage's counts to reach Redis", func() bool {
+		return sumQuota(t, r) == 3
+	})
+	time.Sleep(2 * time.Second) // and only once
+	if n := sumQuota(t, r); n != 3 {
+		t.Fatalf("Redis counts %d, want the outage's 3", n)
+	}
+}
