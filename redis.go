@@ -21,6 +21,12 @@ const (
 	redisProbeMax = 5 * time.Second
 )
 
+// redisKeyCheck is how often a zone deciding in Redis checks that the
+// fingerprint key is still there, storing its own again if Redis lost it
+// (eviction, a restart without persistence, FLUSHALL): an instance
+// started meanwhile must find the key every other instance uses.
+const redisKeyCheck = 5 * time.Second
+
 // zoneRedis is a zone's Redis store and its outage bookkeeping: whether
 // it is degraded (requests are then decided locally), and the quota counts
 // made locally meanwhile, pushed to Redis when it answers again.
@@ -41,6 +47,8 @@ type zoneRedis struct {
 	nextProbe time.Time
 	pushed    uint64
 	mirrored  bool // the host holds a copy of pending (mirrorRedisPending)
+	// keyChecked is when the run loop last checked the key in Redis.
+	keyChecked time.Time
 }
 
 // deltaKey is one quota count of one period made while degraded.
@@ -99,14 +107,16 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	if cached := readKeyCache(pol.zone); cached != nil {
+		// The key this host last used is Redis's: should Redis have lost
+		// it, storing it again keeps every instance's fingerprints.
+		candidate = cached
+	}
 	key, err := r.store.FingerprintKey(ctx, candidate)
 	if err != nil {
 		// The key this host last fingerprinted with is Redis's when the
 		// zone ever reached it: counts made now go under the same
 		// fingerprints as every instance's.
-		if cached := readKeyCache(pol.zone); cached != nil {
-			candidate = cached
-		}
 		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key last used on this host (or Caddy storage's) until it returns",
 			zap.String("zone", pol.zone), zap.Error(err))
 		r.fail(err, time.Now())
@@ -316,6 +326,12 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		// before it cleared.
 		if r.pendingLen() > 0 {
 			if err := r.push(ctx); err != nil {
+				z.redisFailed(r, err)
+			}
+		}
+		if now.Sub(r.keyChecked) >= redisKeyCheck {
+			r.keyChecked = now
+			if err := z.adoptRedisKey(ctx, r); err != nil {
 				z.redisFailed(r, err)
 			}
 		}

@@ -729,3 +729,27 @@ func TestRedisOutageCountsSurviveACrash(t *testing.T) {
 		t.Fatalf("Redis counts %d, want the outage's 3", n)
 	}
 }
+
+// Should Redis lose the fingerprint key (eviction, a restart without
+// persistence), a running instance stores its own again within seconds,
+// so an instance started later computes the same fingerprints.
+func TestRedisLostFingerprintKeyIsStoredAgain(t *testing.T) {
+	ps, backend, r := provenOnRedis(t, 1, "tenant 100/s burst 100\n quota 4/day", "valid-lostkey")
+	key := "mcprl:{" + rzone + "}:fpkey"
+	before := r.Do(t, "GET", key)
+	if before == "" {
+		t.Fatal("no fingerprint key in Redis")
+	}
+	mustCall(t, ps[0], "valid-lostkey", "ok")
+	mustCall(t, ps[0], "valid-lostkey", "ok")
+	r.Do(t, "DEL", key)
+	harness.Eventually(t, 15*time.Second, "the fingerprint key stored again", func() bool {
+		return r.Do(t, "GET", key) == before
+	})
+	// An instance started now shares the quota of the first.
+	late := harness.StartProcess(t, harness.BuildCaddy(t), redisSite(r.URL, "tenant 100/s burst 100\n quota 4/day"), backend.Addr, harness.TempDir(t, "late"), "")
+	prove(t, late, "valid-lostkey")
+	mustCall(t, late, "valid-lostkey", "ok")
+	mustCall(t, late, "valid-lostkey", "ok")
+	mustCall(t, late, "valid-lostkey", "quota")
+}
