@@ -1,15 +1,12 @@
 package mcplimit
 
 import (
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 )
 
@@ -22,7 +19,7 @@ import (
 // redisPendingHostPath is the host's copy of zone's pending counts:
 // <AppDataDir>/mcp_ratelimit-redis-pending/<zone name in hex>.counts.
 func redisPendingHostPath(zone string) string {
-	return filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-redis-pending", hex.EncodeToString([]byte(zone))+".counts")
+	return hostCountsPath("mcp_ratelimit-redis-pending", zone)
 }
 
 // mirrorRedisPending writes r's pending counts to the host's copy, or

@@ -22,8 +22,12 @@ import (
 // push to Caddy storage before it stopped (storage was unreachable):
 // <AppDataDir>/mcp_ratelimit-unpushed/<zone name in hex>.counts, beside
 // the key cache and outside the storage, which is what failed.
-func unpushedPath(zone string) string {
-	return filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".counts")
+func unpushedPath(zone string) string { return hostCountsPath("mcp_ratelimit-unpushed", zone) }
+
+// hostCountsPath is the file of zone's counts in dir of the host's data
+// directory: <AppDataDir>/<dir>/<zone name in hex>.counts.
+func hostCountsPath(dir, zone string) string {
+	return filepath.Join(caddy.AppDataDir(), dir, hex.EncodeToString([]byte(zone))+".counts")
 }
 
 // saveUnpushed writes us, one "<period> <start unix> <key> <n>" line each,

@@ -106,6 +106,19 @@ func redisEval(t *testing.T, r *harness.Redis, script string, args ...string) st
 	return r.Do(t, append([]string{"EVAL", script, "0"}, args...)...)
 }
 
+// reachesRedisOnce waits until the n counts of an outage are in Redis,
+// then checks they stay n: pushed once.
+func reachesRedisOnce(t *testing.T, r *harness.Redis, n int64) {
+	t.Helper()
+	harness.Eventually(t, 30*time.Second, "the outage's counts to reach Redis", func() bool {
+		return sumQuota(t, r) == n
+	})
+	time.Sleep(2 * time.Second)
+	if got := sumQuota(t, r); got != n {
+		t.Fatalf("Redis counts %d, want the outage's %d, once", got, n)
+	}
+}
+
 // sumQuota sums today's identity quota counters of zone r in Redis.
 func sumQuota(t *testing.T, r *harness.Redis) int64 {
 	t.Helper()
@@ -480,13 +493,7 @@ func TestRedisOutageCountsSurviveARestart(t *testing.T) {
 	}
 	p.Restart(t) // Redis still down: the counts cannot be pushed at shutdown
 	r.Start(t)   // back, and empty: persistence is off
-	harness.Eventually(t, 30*time.Second, "the outage's counts to reach Redis", func() bool {
-		return sumQuota(t, r) == 3
-	})
-	time.Sleep(2 * time.Second) // and only once
-	if n := sumQuota(t, r); n != 3 {
-		t.Fatalf("Redis counts %d, want the outage's 3", n)
-	}
+	reachesRedisOnce(t, r, 3)
 }
 
 // In dry run every layer decides as usual with Redis too: a layer that
@@ -721,13 +728,7 @@ func TestRedisOutageCountsSurviveACrash(t *testing.T) {
 	p.Kill()                            // no graceful stop: nothing saved at shutdown
 	r.Start(t)
 	p.Restart(t)
-	harness.Eventually(t, 30*time.Second, "the outage's counts to reach Redis", func() bool {
-		return sumQuota(t, r) == 3
-	})
-	time.Sleep(2 * time.Second) // and only once
-	if n := sumQuota(t, r); n != 3 {
-		t.Fatalf("Redis counts %d, want the outage's 3", n)
-	}
+	reachesRedisOnce(t, r, 3)
 }
 
 // Should Redis lose the fingerprint key (eviction, a restart without
