@@ -119,6 +119,20 @@ func reachesRedisOnce(t *testing.T, r *harness.Redis, n int64) {
 	}
 }
 
+// reload loads the Caddyfile cfg into p through its admin endpoint.
+func reload(t *testing.T, p *harness.Process, cfg string) {
+	t.Helper()
+	resp, err := http.Post(p.Admin+"/load", "text/caddyfile", strings.NewReader(cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload: %d %s", resp.StatusCode, body)
+	}
+}
+
 // sumQuota sums today's identity quota counters of zone r in Redis.
 func sumQuota(t *testing.T, r *harness.Redis) int64 {
 	t.Helper()
@@ -458,15 +472,7 @@ func TestRedisStoreAddedOnReloadAdoptsTheSharedKey(t *testing.T) {
 	storage := harness.TempDir(t, "storage")
 	p := harness.StartProcess(t, bin, fmt.Sprintf("mcp_ratelimit {\n zone %s\n}\nreverse_proxy $BACKEND", rzone), backend.Addr, storage, "")
 	cfg := harness.Config(redisSite(r.URL, "tenant 1/h burst 4"), backend.Addr, p.Port, p.AdminPort, storage, "")
-	resp, err := http.Post(p.Admin+"/load", "text/caddyfile", strings.NewReader(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("reload with store redis: %d %s", resp.StatusCode, body)
-	}
+	reload(t, p, cfg)
 	prove(t, p, "valid-reload")
 	mustCall(t, p, "valid-reload", "ok")
 	m := hmac.New(sha256.New, []byte(sharedKey))
@@ -694,15 +700,7 @@ func TestRedisStoreAddedOnReloadKeepsTheQuotaSpent(t *testing.T) {
 		mustCall(t, p, "valid-seed", "ok")
 	}
 	cfg := harness.Config(redisSite(r.URL, "quota 5/day"), backend.Addr, p.Port, p.AdminPort, storage, "")
-	resp, err := http.Post(p.Admin+"/load", "text/caddyfile", strings.NewReader(cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("reload with store redis: %d %s", resp.StatusCode, body)
-	}
+	reload(t, p, cfg)
 	mustCall(t, p, "valid-seed", "ok")
 	mustCall(t, p, "valid-seed", "ok")
 	mustCall(t, p, "valid-seed", "quota")
