@@ -104,7 +104,9 @@ type ToolPolicy struct {
 	Args map[string]float64 `json:"args,omitempty"`
 
 	// FailClosed refuses calls of this tool with HTTP 503
-	// (`STORE_UNAVAILABLE`) while the quota store is degraded.
+	// (`STORE_UNAVAILABLE`) while the quota store is degraded, with a
+	// Retry-After of the time until the store may be back (Redis's next
+	// probe, or the next flush to storage).
 	FailClosed bool `json:"fail_closed,omitempty"`
 }
 

@@ -113,7 +113,11 @@ type Handler struct {
 	// all. Default: off.
 	Anonymous *RateLimit `json:"anonymous,omitempty"`
 
-	// Concurrency caps metered calls in flight. Default: off.
+	// Concurrency caps metered calls in flight. A call is in flight until
+	// the backend has written its answer: on an SSE answer, a JSON-RPC
+	// response to every request of the POST; otherwise, the end of the
+	// response. A call whose client hung up stays in flight while the
+	// backend still runs it, at most one minute. Default: off.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// IPv4Prefix is the prefix length that keys IPv4 client addresses.
@@ -152,7 +156,10 @@ type Handler struct {
 	// Tools holds per-tool policies keyed by tool name.
 	Tools map[string]*ToolPolicy `json:"tools,omitempty"`
 
-	// Store selects an external store for exact shared limits.
+	// Store selects an external store for exact shared limits. Adding it
+	// to a running zone carries the period's quota counts to it; bucket
+	// levels are not carried, and removing it leaves the counts made in
+	// it behind.
 	Store *Store `json:"store,omitempty"`
 
 	// Tiers are plans, tried in order; the first match applies.
