@@ -25,17 +25,41 @@ type callWatch struct {
 	awaiting int
 	line     []byte // a line split across writes, so far
 	data     []byte // the current event's data lines, joined by "\n"
+	// The ids of the POST's requests (null for an entry without one),
+	// back to back in ids and ending at idEnds, copied before the body
+	// goes on (its buffer is reused once sent); answered marks them.
+	ids      []byte
+	idEnds   []int
+	answered []bool
+}
+
+// expect records the requests of req, whose answers a watch started later
+// waits for.
+func (w *callWatch) expect(req *jsonrpc.Request) {
+	w.ids, w.idEnds = w.ids[:0], w.idEnds[:0]
+	for i := range req.Len() {
+		if e := req.Entry(i); !e.Notification() {
+			w.ids = append(w.ids, idOrNull(e.ID())...)
+			w.idEnds = append(w.idEnds, len(w.ids))
+		}
+	}
 }
 
 // start watches the answer to d when d holds concurrency slots and the
 // answer is a 2xx SSE stream.
 func (w *callWatch) start(d *decision, status int, h http.Header) {
 	w.awaiting = 0
-	if !d.concAll && !d.concID || d.req == nil || status < 200 || status > 299 || !isEventStream(h.Get("Content-Type")) {
+	if !d.concAll && !d.concID || len(w.idEnds) == 0 || status < 200 || status > 299 || !isEventStream(h.Get("Content-Type")) {
 		return
 	}
-	w.awaiting = d.req.Answers()
+	w.begin()
+}
+
+// begin waits for an answer to every request expect recorded.
+func (w *callWatch) begin() {
+	w.awaiting = len(w.idEnds)
 	w.line, w.data = w.line[:0], w.data[:0]
+	w.answered = append(w.answered[:0], make([]bool, len(w.idEnds))...)
 }
 
 // feed reads what was written to the client and reports whether it
@@ -100,15 +124,27 @@ func (w *callWatch) dispatch() {
 	r := jsonrpc.GetRequest()
 	r.Parse(w.data)
 	for i := range r.Len() {
-		if r.Entry(i).Response() {
+		if e := r.Entry(i); e.Response() && w.answer(e.ID()) {
 			w.awaiting--
 		}
 	}
 	jsonrpc.PutRequest(r)
 	w.data = w.data[:0]
-	if w.awaiting < 0 {
-		w.awaiting = 0
+}
+
+// answer marks the first unanswered request whose id is id (as sent;
+// null for an entry without one) and reports whether there was one. A
+// response to an id the POST did not carry ends nothing.
+func (w *callWatch) answer(id []byte) bool {
+	lo := 0
+	for k, hi := range w.idEnds {
+		if !w.answered[k] && bytes.Equal(w.ids[lo:hi], id) {
+			w.answered[k] = true
+			return true
+		}
+		lo = hi
 	}
+	return false
 }
 
 // isEventStream reports whether a Content-Type value names an SSE stream.
@@ -122,8 +158,8 @@ const keepWatchBuffer = 64 << 10
 
 // reuse returns an idle watch that keeps w's buffers when they are small.
 func (w *callWatch) reuse() callWatch {
-	if cap(w.line) > keepWatchBuffer || cap(w.data) > keepWatchBuffer {
+	if cap(w.line) > keepWatchBuffer || cap(w.data) > keepWatchBuffer || cap(w.ids) > keepWatchBuffer {
 		return callWatch{}
 	}
-	return callWatch{line: w.line[:0], data: w.data[:0]}
+	return callWatch{line: w.line[:0], data: w.data[:0], ids: w.ids[:0], idEnds: w.idEnds[:0], answered: w.answered[:0]}
 }

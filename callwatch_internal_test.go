@@ -3,18 +3,34 @@ package mcplimit
 import (
 	"strings"
 	"testing"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 )
 
 const (
 	progressEvent = "event: message\nid: 1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progressToken\":\"t\"}}\n\n"
 	answerEvent   = "event: message\nid: 2\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n"
+	answer8Event  = "data: {\"jsonrpc\":\"2.0\",\"id\":8,\"result\":{}}\n\n"
+	call7         = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"slow"}}`
+	call8         = `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"slow"}}`
 )
 
-// feedSplit feeds stream to a watch awaiting n answers, split after
-// every split bytes, and returns the offset just past the write that
+// watching returns a watch for the responses to the POST body.
+func watching(t testing.TB, body string) *callWatch {
+	req := jsonrpc.GetRequest()
+	req.Parse([]byte(body))
+	t.Cleanup(func() { jsonrpc.PutRequest(req) })
+	w := new(callWatch)
+	w.expect(req)
+	w.begin()
+	return w
+}
+
+// feedSplit feeds stream to a watch for the responses to body, split
+// after every split bytes, and returns the offset just past the write that
 // completed the answers, or -1.
-func feedSplit(stream string, n, split int) int {
-	w := callWatch{awaiting: n}
+func feedSplit(t testing.TB, stream, body string, split int) int {
+	w := watching(t, body)
 	for i := 0; i < len(stream); i += split {
 		end := min(i+split, len(stream))
 		if w.feed([]byte(stream[i:end])) {
@@ -28,18 +44,21 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		stream string
-		n      int
-		want   int // offset where the answers are complete, -1 never, 0 the end
+		body   string // the POST's
+		want   int    // offset where the answers are complete, -1 never, 0 the end
 	}{
-		{"answer_after_progress", progressEvent + answerEvent + ": ping\n\n", 1, len(progressEvent + answerEvent)},
-		{"crlf_lines", strings.ReplaceAll(answerEvent, "\n", "\r\n"), 1, len(strings.ReplaceAll(answerEvent, "\n", "\r\n"))},
-		{"data_over_two_lines", "data: {\"jsonrpc\":\"2.0\",\ndata:\"id\":7,\"result\":{}}\n\n", 1, 0},
-		{"progress_only", progressEvent + progressEvent, 1, -1},
-		{"answer_without_its_blank_line", strings.TrimSuffix(answerEvent, "\n"), 1, -1},
-		{"two_answers_awaited", answerEvent + progressEvent + answerEvent, 2, len(answerEvent + progressEvent + answerEvent)},
-		{"one_of_two", answerEvent + progressEvent, 2, -1},
-		{"batch_of_answers_in_one_event", "data: [{\"id\":1,\"result\":1},{\"id\":2,\"result\":2}]\n\n", 2, 0},
-		{"other_field_named_like_data", "datum: {\"id\":7,\"result\":{}}\n\n", 1, -1},
+		{"answer_after_progress", progressEvent + answerEvent + ": ping\n\n", call7, len(progressEvent + answerEvent)},
+		{"crlf_lines", strings.ReplaceAll(answerEvent, "\n", "\r\n"), call7, len(strings.ReplaceAll(answerEvent, "\n", "\r\n"))},
+		{"data_over_two_lines", "data: {\"jsonrpc\":\"2.0\",\ndata:\"id\":7,\"result\":{}}\n\n", call7, 0},
+		{"progress_only", progressEvent + progressEvent, call7, -1},
+		{"answer_without_its_blank_line", strings.TrimSuffix(answerEvent, "\n"), call7, -1},
+		{"two_answers_awaited", answer8Event + progressEvent + answerEvent, "[" + call7 + "," + call8 + "]", len(answer8Event + progressEvent + answerEvent)},
+		{"the_same_answer_twice", answerEvent + answerEvent, "[" + call7 + "," + call8 + "]", -1},
+		{"an_answer_to_another_id", answer8Event, call7, -1},
+		{"null_id_answers_an_entry_without_one", answerEvent + "data: {\"id\":null,\"error\":{}}\n\n", "[" + call7 + ",5]", 0},
+		{"one_of_two", answerEvent + progressEvent, "[" + call7 + "," + call8 + "]", -1},
+		{"batch_of_answers_in_one_event", "data: [{\"id\":1,\"result\":1},{\"id\":2,\"result\":2}]\n\n", `[{"id":1,"method":"ping"},{"id":2,"method":"ping"}]`, 0},
+		{"other_field_named_like_data", "datum: {\"id\":7,\"result\":{}}\n\n", call7, -1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for split := 1; split <= len(c.stream); split++ {
@@ -50,7 +69,7 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 				if want > 0 { // the write that holds the answer's last byte
 					want = min((want+split-1)/split*split, len(c.stream))
 				}
-				if got := feedSplit(c.stream, c.n, split); got != want {
+				if got := feedSplit(t, c.stream, c.body, split); got != want {
 					t.Fatalf("writes of %d bytes: answers complete at %d, want %d", split, got, want)
 				}
 			}
@@ -59,7 +78,7 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 }
 
 func TestCallWatchGivesUpOnAnOversizedEvent(t *testing.T) {
-	w := callWatch{awaiting: 1}
+	w := watching(t, call7)
 	big := "data: {\"id\":7,\"result\":\"" + strings.Repeat("x", maxWatchedEvent) + "\"}\n\n"
 	if w.feed([]byte(big)) || w.awaiting != -1 {
 		t.Fatalf("an event over the bound: awaiting %d", w.awaiting)

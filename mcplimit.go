@@ -240,6 +240,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		return nil
 	}
 	h.zone.metrics.observe(start)
+	if (d.concAll || d.concID) && d.req != nil {
+		d.watch.expect(d.req) // before the body, which d.req reads, goes on
+	}
 	d.handOn(r)
 	h.writeRateLimitHeaders(w, d)
 	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d}

@@ -168,19 +168,6 @@ func (r *Request) Len() int {
 	return r.count
 }
 
-// Answers returns how many responses a server owes the body: one for each
-// entry that is not a notification (an entry that is no request gets an
-// error), and none for an invalid body.
-func (r *Request) Answers() int {
-	n := 0
-	for i := range r.Len() {
-		if !r.Entry(i).Notification() {
-			n++
-		}
-	}
-	return n
-}
-
 // Scanned returns the number of entries scanned, whether the body is valid
 // or not: for an invalid body, the entries of every value Parse could scan,
 // which a lenient or streaming parser may still run. Entry accepts
