@@ -2,10 +2,7 @@ package mcplimit
 
 import (
 	"context"
-	"math"
 	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
@@ -154,27 +151,10 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 		return d.itemRefusal(q)
 	}
 	wait := res.Wait
-	if wait < 0 && res.Refused < len(res.Now) {
-		wait = burstWait(slot.lim, res.Now[res.Refused])
-	}
 	if res.Local && slot.layer == layerTenant {
 		d.tenantLeft, d.tenantHeld = res.Held, true
 	}
 	return rateRefusal(slot.layer, slot.lim, wait, int(d.cost))
-}
-
-// burstWait is the wait named for a request that costs more than a
-// bucket's burst and so never fits as sent: until a request of the
-// burst's size fits, by the level Redis reported.
-func burstWait(lim bucketLimit, level float64) time.Duration {
-	missing := float64(lim.burst) - level
-	switch {
-	case missing <= 0:
-		return time.Nanosecond
-	case lim.rate <= 0:
-		return rate.InfDuration
-	}
-	return time.Duration(math.Ceil(missing / float64(lim.rate) * float64(time.Second)))
 }
 
 // outlastingInRedis returns, of ref and the refusals of the other items
@@ -188,9 +168,6 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 		wait := redisstore.OverWait(&items[k], levels[k], d.now)
 		if wait == 0 {
 			continue
-		}
-		if wait < 0 {
-			wait = burstWait(slots[k].lim, levels[k])
 		}
 		other := rateRefusal(slots[k].layer, slots[k].lim, wait, int(items[k].N))
 		if q := slots[k].quota; q >= 0 {

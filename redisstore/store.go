@@ -65,8 +65,9 @@ type Result struct {
 	// Refused is the index of the first item that did not fit, -1 when OK.
 	Refused int
 	// Wait is how long until the refused item fits: for a bucket until
-	// enough tokens are back, for a quota until its period ends. It is
-	// negative for a bucket whose burst is below the cost (never fits).
+	// enough tokens are back (for a cost above its burst, which never
+	// fits, until a call of the burst's size does), for a quota until its
+	// period ends.
 	Wait time.Duration
 	// Local is true when the refusal came from the short-circuit, without
 	// a round trip.
@@ -267,8 +268,8 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	}
 	i := int(vals[0] - 1)
 	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond, Now: levels}
-	if vals[1] < 0 {
-		r.Wait = -1
+	if vals[1] < 0 { // above the burst: until a call of the burst's size fits
+		r.Wait = OverWait(&items[i], levels[i], now)
 	}
 	// Every item the levels show over its limit is remembered, not only
 	// the first: a later local refusal must still name the longest wait.
@@ -285,16 +286,19 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 }
 
 // OverWait is how long until it fits, by the level Redis reported for it:
-// 0 when it fits now, -1 when it never can (a cost above the burst).
+// 0 when it fits now. A bucket item costing more than its burst never
+// fits as asked: its wait is until a call of the burst's size fits (at
+// least 1ns). -1 for a bucket that never refills.
 func OverWait(it *Item, level float64, now time.Time) time.Duration {
 	switch {
 	case it.Kind == Quota && float64(it.N)+level > float64(it.Limit):
 		return it.Period.Next(now).Sub(now)
 	case it.Kind == Bucket && level < float64(it.N):
-		if it.N > it.Burst || it.Rate <= 0 {
+		if it.Rate <= 0 {
 			return -1
 		}
-		return time.Duration((float64(it.N) - level) / it.Rate * float64(time.Second))
+		need := min(it.N, it.Burst)
+		return max(time.Duration(math.Ceil((float64(need)-level)/it.Rate*float64(time.Second))), time.Nanosecond)
 	}
 	return 0
 }
@@ -437,14 +441,7 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		if it.Kind == Bucket {
 			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
 			if it.N > e.n { // a costlier call waits for its own cost
-				w := OverWait(it, held, now)
-				switch {
-				case w < 0 && it.Rate <= 0:
-					w = time.Duration(math.MaxInt64)
-				case w < 0: // above the burst: until a call of the burst's size fits
-					w = time.Duration(math.Ceil(max(float64(it.Burst)-held, 0) / it.Rate * float64(time.Second)))
-				}
-				wait = max(wait, w)
+				wait = max(wait, OverWait(it, held, now))
 			}
 		}
 		if found && wait <= r.Wait {

@@ -123,9 +123,10 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 	if _, _, ok, err := s.Tokens(ctx, "t/none"); ok || err != nil {
 		t.Fatalf("Tokens of an absent bucket: %v, %v", ok, err)
 	}
-	// A cost above the burst never fits.
-	if res := decide(t, s, bucket("t/y", 1, 3, 4)); res.OK || res.Wait >= 0 {
-		t.Fatalf("cost above burst: %+v, want a refusal with a negative wait", res)
+	// A cost above the burst never fits; its wait is until a call of the
+	// burst's size does: none to speak of for a full bucket.
+	if res := decide(t, s, bucket("t/y", 1, 3, 4)); res.OK || res.Wait != time.Nanosecond {
+		t.Fatalf("cost above burst: %+v, want a refusal waiting 1ns (the bucket is full)", res)
 	}
 	// Quotas count exactly, per period, with several items of the same
 	// key adding up within one decision.
