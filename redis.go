@@ -200,12 +200,7 @@ func (z *zone) applyRedis(pol *policy) {
 // a running zone: a tenant must not get its quota afresh because the
 // decision moved to Redis.
 func (z *zone) seedRedis(ctx context.Context, r *zoneRedis) {
-	counts := z.quota.Counts(time.Now())
-	seeds := make([]redisstore.Delta, len(counts))
-	for i, c := range counts {
-		seeds[i] = redisstore.Delta{Key: c.Key, Period: c.Period, Start: c.Start, N: c.N}
-	}
-	if err := r.store.Seed(ctx, seeds); err != nil {
+	if err := r.store.Seed(ctx, z.quota.Counts(time.Now())); err != nil {
 		z.logger.Load().Warn("redis store added: the counts made locally this period could not be carried to redis; tenants may spend their quota again this period",
 			zap.String("zone", z.name), zap.Error(err))
 	}

@@ -32,7 +32,7 @@ func hostCountsPath(dir, zone string) string {
 
 // saveUnpushed writes us, one "<period> <start unix> <key> <n>" line each,
 // replacing the file whole.
-func saveUnpushed(zone string, us []quota.Unpushed) error {
+func saveUnpushed(zone string, us []quota.Count) error {
 	var b bytes.Buffer
 	for _, u := range us {
 		fmt.Fprintf(&b, "%d %d %s %d\n", u.Period, u.Start.Unix(), u.Key, u.N)
@@ -42,7 +42,7 @@ func saveUnpushed(zone string, us []quota.Unpushed) error {
 
 // takeUnpushed reads and removes the counts saveUnpushed kept for zone;
 // none when there is no file. Malformed lines are skipped.
-func takeUnpushed(zone string) ([]quota.Unpushed, error) {
+func takeUnpushed(zone string) ([]quota.Count, error) {
 	name := unpushedPath(zone)
 	data, err := os.ReadFile(name)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -51,7 +51,7 @@ func takeUnpushed(zone string) ([]quota.Unpushed, error) {
 	if err != nil {
 		return nil, err
 	}
-	var us []quota.Unpushed
+	var us []quota.Count
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
 		f := bytes.Fields(sc.Bytes())
@@ -64,7 +64,7 @@ func takeUnpushed(zone string) ([]quota.Unpushed, error) {
 		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		us = append(us, quota.Unpushed{Key: string(f[2]), Period: quota.Period(p), Start: time.Unix(start, 0), N: n})
+		us = append(us, quota.Count{Key: string(f[2]), Period: quota.Period(p), Start: time.Unix(start, 0), N: n})
 	}
 	return us, os.Remove(name)
 }

@@ -4,10 +4,14 @@ import "time"
 
 // Count is one key's count in one period.
 type Count struct {
-	Key    string
+	// Key is the counted key, as in Item.Key.
+	Key string
+	// Period is the kind of period the count belongs to.
 	Period Period
-	Start  time.Time
-	N      int64
+	// Start is when that period began.
+	Start time.Time
+	// N is the count; negative for a refund not yet pushed.
+	N int64
 }
 
 // Counts returns, for the current period of every kind the counter

@@ -1,29 +1,15 @@
 package quota
 
-import "time"
-
-// Unpushed is a count made here that storage does not hold yet.
-type Unpushed struct {
-	// Key is the counted key, as in Item.Key.
-	Key string
-	// Period is the kind of period the count belongs to.
-	Period Period
-	// Start is when that period began.
-	Start time.Time
-	// N is the count; negative for a refund.
-	N int64
-}
-
 // Unpushed returns the counts not pushed to storage yet, so that a process
 // stopping while storage is unreachable can keep them elsewhere.
-func (c *Counter) Unpushed() []Unpushed {
+func (c *Counter) Unpushed() []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Unpushed
+	var out []Count
 	for _, b := range c.buckets {
 		for _, d := range []deltas{b.pending, b.inflight} {
 			for k, n := range d {
-				out = append(out, Unpushed{Key: k, Period: b.period, Start: b.start, N: *n})
+				out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: *n})
 			}
 		}
 	}
@@ -34,7 +20,7 @@ func (c *Counter) Unpushed() []Unpushed {
 // Unpushed), in the periods the counts belong to, to be pushed at the next
 // Flush. Counts of periods that ended before the previous one, which
 // refuse nothing any more, and invalid ones are dropped.
-func (c *Counter) AddUnpushed(us []Unpushed) {
+func (c *Counter) AddUnpushed(us []Count) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := c.clock()

@@ -84,17 +84,9 @@ type Result struct {
 }
 
 // Delta is a count made outside Redis (during an outage) for a quota key
-// in the period starting at Start, to be added by Push.
-type Delta struct {
-	// Key is the quota key, as in Item.Key.
-	Key string
-	// Period is the kind of period the count belongs to.
-	Period quota.Period
-	// Start is when that period began (it selects the Redis key).
-	Start time.Time
-	// N is the count to add; negative for refunds made while offline.
-	N int64
-}
+// in the period starting at Start, to be added by Push; N is negative for
+// refunds made while offline.
+type Delta = quota.Count
 
 // Config configures a Store.
 type Config struct {
