@@ -5,11 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"path"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
@@ -30,10 +28,7 @@ func (z *zone) saveRedisPending(ctx context.Context, r *zoneRedis) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	var b []byte
-	for k, n := range batch {
-		b = fmt.Appendf(b, "%s %d %d %d\n", k.key, k.period, k.start, n)
-	}
+	b := pendingLines(batch)
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	name := path.Join(redisPendingDir(z.name), strconv.FormatInt(time.Now().UnixNano(), 10)+"-"+hex.EncodeToString(id[:]))
@@ -64,13 +59,7 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
 			err = z.storage.Delete(ctx, name)
 		}
 		if err == nil {
-			r.mu.Lock()
-			for line := range strings.Lines(string(data)) {
-				if k, n, ok := parsePendingLine(line); ok {
-					r.add(k, n)
-				}
-			}
-			r.mu.Unlock()
+			r.addCounts(parseCounts(data))
 		}
 		_ = z.storage.Unlock(ctx, name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // another instance took it
@@ -80,17 +69,20 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
 	return nil
 }
 
-// parsePendingLine parses one "<key> <period> <start> <n>" line.
-func parsePendingLine(line string) (deltaKey, int64, bool) {
-	f := strings.Fields(line)
-	if len(f) != 4 {
-		return deltaKey{}, 0, false
+// pendingLines writes pending counts as count lines.
+func pendingLines(pending map[deltaKey]int64) []byte {
+	var b []byte
+	for k, n := range pending {
+		b = appendCountLine(b, quota.Count{Key: k.key, Period: k.period, Start: time.Unix(k.start, 0).UTC(), N: n})
 	}
-	p, err1 := strconv.Atoi(f[1])
-	start, err2 := strconv.ParseInt(f[2], 10, 64)
-	n, err3 := strconv.ParseInt(f[3], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || !quota.Period(p).Valid() {
-		return deltaKey{}, 0, false
+	return b
+}
+
+// addCounts adds counts read back to r's pending counts.
+func (r *zoneRedis) addCounts(cs []quota.Count) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range cs {
+		r.add(deltaKey{key: c.Key, period: c.Period, start: c.Start.Unix()}, c.N)
 	}
-	return deltaKey{key: f[0], period: quota.Period(p), start: start}, n, true
 }

@@ -2,10 +2,8 @@ package mcplimit
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 
 	"go.uber.org/zap"
 )
@@ -25,11 +23,8 @@ func redisPendingHostPath(zone string) string {
 // mirrorRedisPending writes r's pending counts to the host's copy, or
 // removes the copy when there are none.
 func (z *zone) mirrorRedisPending(r *zoneRedis) {
-	var b []byte
 	r.mu.Lock()
-	for k, n := range r.pending {
-		b = fmt.Appendf(b, "%s %d %d %d\n", k.key, k.period, k.start, n)
-	}
+	b := pendingLines(r.pending)
 	written := r.mirrored
 	r.mirrored = len(b) > 0
 	r.mu.Unlock()
@@ -52,20 +47,7 @@ func (z *zone) mirrorRedisPending(r *zoneRedis) {
 // takeRedisPendingFromHost adds the host's copy, if any, to r's pending
 // counts and removes it.
 func (z *zone) takeRedisPendingFromHost(r *zoneRedis) error {
-	name := redisPendingHostPath(z.name)
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	for line := range strings.Lines(string(data)) {
-		if k, n, ok := parsePendingLine(line); ok {
-			r.add(k, n)
-		}
-	}
-	r.mu.Unlock()
-	return os.Remove(name)
+	cs, err := takeHostCounts(redisPendingHostPath(z.name))
+	r.addCounts(cs)
+	return err
 }

@@ -435,7 +435,7 @@ func TestStorageOutageKeepsUnpushedCountsOnTheHostAsItGoes(t *testing.T) {
 	file := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".counts")
 	harness.Eventually(t, 10*time.Second, "the unpushed counts kept on the host", func() bool {
 		b, _ := os.ReadFile(file)
-		return bytes.Contains(b, []byte(" i/"+fp+" "))
+		return bytes.Contains(b, []byte("i/"+fp+" "))
 	})
 	o.set(false)
 	recovers(t, e, zone)

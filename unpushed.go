@@ -1,18 +1,10 @@
 package mcplimit
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"strconv"
-	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
@@ -24,49 +16,18 @@ import (
 // the key cache and outside the storage, which is what failed.
 func unpushedPath(zone string) string { return hostCountsPath("mcp_ratelimit-unpushed", zone) }
 
-// hostCountsPath is the file of zone's counts in dir of the host's data
-// directory: <AppDataDir>/<dir>/<zone name in hex>.counts.
-func hostCountsPath(dir, zone string) string {
-	return filepath.Join(caddy.AppDataDir(), dir, hex.EncodeToString([]byte(zone))+".counts")
-}
-
-// saveUnpushed writes us, one "<period> <start unix> <key> <n>" line each,
-// replacing the file whole.
+// saveUnpushed writes us to the host's file, replacing it whole.
 func saveUnpushed(zone string, us []quota.Count) error {
-	var b bytes.Buffer
+	var b []byte
 	for _, u := range us {
-		fmt.Fprintf(&b, "%d %d %s %d\n", u.Period, u.Start.Unix(), u.Key, u.N)
+		b = appendCountLine(b, u)
 	}
-	return writeHostFile(unpushedPath(zone), b.Bytes())
+	return writeHostFile(unpushedPath(zone), b)
 }
 
-// takeUnpushed reads and removes the counts saveUnpushed kept for zone;
-// none when there is no file. Malformed lines are skipped.
+// takeUnpushed reads and removes the counts saveUnpushed kept for zone.
 func takeUnpushed(zone string) ([]quota.Count, error) {
-	name := unpushedPath(zone)
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var us []quota.Count
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) != 4 {
-			continue
-		}
-		p, err1 := strconv.Atoi(string(f[0]))
-		start, err2 := strconv.ParseInt(string(f[1]), 10, 64)
-		n, err3 := strconv.ParseInt(string(f[3]), 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			continue
-		}
-		us = append(us, quota.Count{Key: string(f[2]), Period: quota.Period(p), Start: time.Unix(start, 0), N: n})
-	}
-	return us, os.Remove(name)
+	return takeHostCounts(unpushedPath(zone))
 }
 
 // mirrorUnpushed keeps the host's copy of the counts not yet pushed to

@@ -1,0 +1,71 @@
+package mcplimit
+
+import (
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// Counts kept outside the store they belong to (on the host, or in
+// storage for Redis) are written one "<key> <period> <start unix> <n>"
+// line each.
+
+// appendCountLine appends c as one line.
+func appendCountLine(b []byte, c quota.Count) []byte {
+	b = append(b, c.Key...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(c.Period), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, c.Start.Unix(), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, c.N, 10)
+	return append(b, '\n')
+}
+
+// parseCounts reads the lines appendCountLine wrote; malformed lines are
+// skipped.
+func parseCounts(data []byte) []quota.Count {
+	var out []quota.Count
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) != 4 {
+			continue
+		}
+		p, err1 := strconv.Atoi(f[1])
+		start, err2 := strconv.ParseInt(f[2], 10, 64)
+		n, err3 := strconv.ParseInt(f[3], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || !quota.Period(p).Valid() {
+			continue
+		}
+		out = append(out, quota.Count{Key: f[0], Period: quota.Period(p), Start: time.Unix(start, 0).UTC(), N: n})
+	}
+	return out
+}
+
+// hostCountsPath is the file of zone's counts in dir of the host's data
+// directory: <AppDataDir>/<dir>/<zone name in hex>.counts.
+func hostCountsPath(dir, zone string) string {
+	return filepath.Join(caddy.AppDataDir(), dir, hex.EncodeToString([]byte(zone))+".counts")
+}
+
+// takeHostCounts reads and removes the host file name; no counts when
+// there is none.
+func takeHostCounts(name string) ([]quota.Count, error) {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseCounts(data), os.Remove(name)
+}
