@@ -61,6 +61,27 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 // per period; `cost`, `gateway`, `tool`, `tier` and `override` once per
 // name; every other subdirective once.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
+	if err := h.parseBlock(d, false); err != nil {
+		return err
+	}
+	err := checkSoFar(h)
+	if err == nil {
+		return nil
+	}
+	// A value the subdirective parsers accept but the handler refuses:
+	// parse again, checking after each subdirective, to name its line.
+	// That is quadratic in the block's size, so only a failing block pays.
+	d.Reset()
+	if located := new(Handler).parseBlock(d, true); located != nil {
+		return located
+	}
+	return err
+}
+
+// parseBlock parses the directive's block into h. With check, the
+// configuration is validated after each subdirective, and a failure is
+// reported at the subdirective's first line.
+func (h *Handler) parseBlock(d *caddyfile.Dispenser, check bool) error {
 	d.Next() // directive name
 	if d.NextArg() {
 		return d.ArgErr()
@@ -86,8 +107,10 @@ func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 		if err := parse(d, h); err != nil {
 			return err
 		}
+		if !check {
+			continue
+		}
 		if err := checkSoFar(h); err != nil {
-			// Named at the subdirective's first line, not its block's end.
 			return fmt.Errorf("%v, at %s:%d", err, file, line)
 		}
 	}
@@ -106,7 +129,7 @@ var repeatable = map[string]bool{
 
 // checkSoFar validates the configuration parsed so far, so that a value
 // the subdirective parsers accept but the handler would refuse (a zone
-// name with a slash, a Redis URL of the wrong scheme) is reported at its
+// name with a slash, a Redis URL of the wrong scheme) fails adapt, at its
 // line. group_quota waits for its group, which may come later.
 func checkSoFar(h *Handler) error {
 	probe := *h
