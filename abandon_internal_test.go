@@ -29,10 +29,7 @@ func TestAbandonedCallKeepsItsSlotForABoundedTime(t *testing.T) {
 		return r.Context().Err()
 	})
 	clientCtx, leave := context.WithCancel(context.Background())
-	req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "http://test/mcp",
-		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)))
-	req.Header.Set("Authorization", "Bearer valid-abandon")
-	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	req := slowCall(clientCtx, "valid-abandon")
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -93,10 +90,7 @@ func TestAbandonedCallKeepsItsSlotWhileTheBackendStillWrites(t *testing.T) {
 		}
 		return nil
 	})
-	req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "http://test/mcp",
-		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)))
-	req.Header.Set("Authorization", "Bearer valid-abandon-writes")
-	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	req := slowCall(clientCtx, "valid-abandon-writes")
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -115,4 +109,13 @@ func TestAbandonedCallKeepsItsSlotWhileTheBackendStillWrites(t *testing.T) {
 	if n := h.zone.metrics.inflightN.Load(); n != 0 {
 		t.Fatalf("%d calls in flight after the backend finished", n)
 	}
+}
+
+// slowCall is a prepared tools/call of the slow tool by token's bearer,
+// whose client context is ctx.
+func slowCall(ctx context.Context, token string) *http.Request {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://test/mcp",
+		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)))
+	req.Header.Set("Authorization", "Bearer "+token)
+	return caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
 }

@@ -147,6 +147,18 @@ func TestRejectingStatusForgetsButServerErrorDoesNot(t *testing.T) {
 	refusal(t, e.call(4, "Authorization", "Bearer valid-dave"), http.StatusTooManyRequests, "preauth")
 }
 
+// passedFrom makes n unproven calls from the client address from (sent as
+// X-Forwarded-For by a trusted proxy) and returns how many passed.
+func (e *env) passedFrom(from string, n int) int {
+	passed := 0
+	for i := range n {
+		if r := e.call(i, "X-Forwarded-For", from); r.Status == http.StatusOK {
+			passed++
+		}
+	}
+	return passed
+}
+
 func TestGatewayGetsMoreButIsStillBounded(t *testing.T) {
 	e := start(t, "preauth 1/m burst 1\ngateway 127.0.0.1/32 1/m burst 4")
 	passed := 0
@@ -170,13 +182,7 @@ func TestGatewayIsMatchedByItsOwnAddress(t *testing.T) {
 		"2001:db8:7::10": 4, "198.51.100.9": 4, // gateways: their burst
 		"2001:db8:7::77": 1, "198.51.100.77": 1, // neighbours: the pre-auth burst
 	} {
-		n := 0
-		for i := range 6 {
-			if r := e.call(i, "X-Forwarded-For", from); r.Status == http.StatusOK {
-				n++
-			}
-		}
-		if n != want {
+		if n := e.passedFrom(from, 6); n != want {
 			t.Errorf("%s passed %d unproven calls, want %d", from, n, want)
 		}
 	}
@@ -188,13 +194,7 @@ func TestGatewayMostSpecificNetworkWins(t *testing.T) {
 	e := start(t, "zone gwspecific\npreauth 1/m burst 1\ngateway 10.0.0.0/8 1/m burst 2\ngateway 10.1.2.3 1/m burst 5",
 		harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
 	for from, want := range map[string]int{"10.1.2.3": 5, "10.9.9.9": 2} {
-		n := 0
-		for i := range 7 {
-			if r := e.call(i, "X-Forwarded-For", from); r.Status == http.StatusOK {
-				n++
-			}
-		}
-		if n != want {
+		if n := e.passedFrom(from, 7); n != want {
 			t.Errorf("%s passed %d unproven calls, want %d", from, n, want)
 		}
 	}
