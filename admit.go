@@ -67,7 +67,24 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		}
 	}
 	d.z.metrics.admit()
+	if d.cost > 0 {
+		d.countInflight()
+	}
 	return false
+}
+
+// countInflight counts the admitted metered request's calls in the
+// in-flight gauge, until finish.
+func (d *decision) countInflight() {
+	n := d.concN
+	if n == 0 {
+		n = 1
+		if d.req != nil {
+			n = d.req.Calls(d.pol.meter)
+		}
+	}
+	d.inflight = int64(n)
+	d.z.metrics.inflightAdd(d.inflight)
 }
 
 // admitLayers runs the layers after inspection and returns the refusal to
@@ -500,13 +517,25 @@ func (d *decision) quotaItems() {
 
 func (d *decision) addItems(l layer, key []byte, q quotaLimit, n int64) {
 	if q.day > 0 {
-		d.items = append(d.items, quota.Item{Key: key, Period: quota.Day, Limit: q.day, N: n})
-		d.itemLayers = append(d.itemLayers, l)
+		d.addItem(l, quota.Item{Key: key, Period: quota.Day, Limit: q.day, N: n})
 	}
 	if q.month > 0 {
-		d.items = append(d.items, quota.Item{Key: key, Period: quota.Month, Limit: q.month, N: n})
-		d.itemLayers = append(d.itemLayers, l)
+		d.addItem(l, quota.Item{Key: key, Period: quota.Month, Limit: q.month, N: n})
 	}
+}
+
+// addItem adds it to the request's quota items, or its N to the item of
+// the same key and period (a batch calling one tool twice): a refusal
+// then tells what the whole request asks of that quota.
+func (d *decision) addItem(l layer, it quota.Item) {
+	for q := range d.items {
+		if d.items[q].Period == it.Period && bytes.Equal(d.items[q].Key, it.Key) {
+			d.items[q].N += it.N
+			return
+		}
+	}
+	d.items = append(d.items, it)
+	d.itemLayers = append(d.itemLayers, l)
 }
 
 func (d *decision) admitGlobal() (refusal, bool) {
@@ -551,10 +580,7 @@ func (d *decision) admitConcurrency() (refusal, bool) {
 		if d.probing && d.z.all.Count(globalKey)+d.concN > c.Max || !d.probing && !d.z.all.Acquire(globalKey, d.concN, c.Max) {
 			return concurrencyRefusal(c.Max, false, d.concN), false
 		}
-		if !d.probing {
-			d.concAll = true
-			d.z.metrics.inflightAdd(int64(d.concN))
-		}
+		d.concAll = !d.probing
 	}
 	return refusal{}, true
 }

@@ -227,7 +227,7 @@ func init() {
 			return parseQuota(d, &h.GroupQuota, false)
 		},
 		"concurrency": func(d *caddyfile.Dispenser, h *Handler) error {
-			return parseConcurrency(d, &h.Concurrency)
+			return parseConcurrency(d, &h.Concurrency, false)
 		},
 		"ipv4_prefix": func(d *caddyfile.Dispenser, h *Handler) error { return prefixArg(d, &h.IPv4Prefix, 32) },
 		"ipv6_prefix": func(d *caddyfile.Dispenser, h *Handler) error { return prefixArg(d, &h.IPv6Prefix, 128) },
@@ -439,7 +439,10 @@ func parseQuota(d *caddyfile.Dispenser, q **QuotaLimit, allowOff bool) error {
 	return nil
 }
 
-func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency) error {
+// parseConcurrency parses `concurrency <n> [per_identity <m>]` or
+// `concurrency per_identity <m>`. In a tier or an override (plan), whose
+// limits are the identity's, a lone <n> is the identity's cap.
+func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) error {
 	args := d.RemainingArgs()
 	c := &Concurrency{}
 	switch {
@@ -449,6 +452,9 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency) error {
 			return d.Errf("concurrency %q: want a positive integer", args[0])
 		}
 		c.Max = n
+		if plan && len(args) == 1 {
+			c.Max, c.PerIdentity = 0, n
+		}
 		args = args[1:]
 	case len(args) == 2:
 	default:
@@ -599,7 +605,7 @@ func parseLimitsBlock(d *caddyfile.Dispenser, what string, l *Limits, extra func
 		case "quota":
 			err = parseQuota(d, &l.Quota, true)
 		case "concurrency":
-			err = parseConcurrency(d, &l.Concurrency)
+			err = parseConcurrency(d, &l.Concurrency, true)
 		case "cost":
 			if l.Costs == nil {
 				l.Costs = map[string]int64{}

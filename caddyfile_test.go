@@ -176,7 +176,7 @@ func TestCaddyfileEverySubdirectiveAdaptsToItsJSONField(t *testing.T) {
 		{"override", "override " + fpA + " {\ntenant 100/m burst 50\nquota 1000000/month\n}",
 			`{"overrides":{"` + fpA + `":{"tenant":{"rate":"100/m","burst":50},"quota":{"month":1000000}}}}`},
 		{"override concurrency and cost", "override " + fpA + " {\nconcurrency 10\ncost search 1\n}",
-			`{"overrides":{"` + fpA + `":{"concurrency":{"max":10},"costs":{"search":1}}}}`},
+			`{"overrides":{"` + fpA + `":{"concurrency":{"per_identity":10},"costs":{"search":1}}}}`},
 		{"dry_run", "dry_run", `{"dry_run":true}`},
 		{"several at once", "zone api\ntenant 5/s burst 20\nquota 5000/day\ndry_run",
 			`{"zone":"api","tenant":{"rate":"5/s","burst":20},"quota":{"day":5000},"dry_run":true}`},

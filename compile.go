@@ -477,7 +477,16 @@ func compileLimits(what string, l *Limits, base limits) (limits, error) {
 		if err := checkConcurrency(l.Concurrency); err != nil {
 			return out, fmt.Errorf("%s: %w", what, err)
 		}
-		out.concurrency = *l.Concurrency
+		// A plan caps its identities; it may lower the zone-wide cap for
+		// its own calls, never raise the server's.
+		c := base.concurrency
+		if m := l.Concurrency.Max; m > 0 && (c.Max == 0 || m < c.Max) {
+			c.Max = m
+		}
+		if l.Concurrency.PerIdentity > 0 {
+			c.PerIdentity = l.Concurrency.PerIdentity
+		}
+		out.concurrency = c
 	}
 	if len(l.Costs) > 0 {
 		out.costs = make(map[string]int64, len(base.costs)+len(l.Costs))

@@ -119,7 +119,12 @@ type Limits struct {
 	// Quota replaces the per-identity quota (all of its periods).
 	Quota *QuotaLimit `json:"quota,omitempty"`
 
-	// Concurrency replaces the concurrency caps.
+	// Concurrency sets the identity's cap (`per_identity`), and may lower
+	// (never raise) the zone-wide cap (`max`) for the calls it covers:
+	// they are refused once the zone has that many in flight, so a plan
+	// can be shed first under load. What it leaves at 0 comes from the
+	// limits below it. In the Caddyfile, a lone number inside a tier or
+	// an override (`concurrency 2`) is the identity's cap.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// Costs replaces per-tool costs for the named tools.

@@ -82,6 +82,7 @@ type decision struct {
 	concAll   bool // holds concN slots of the zone's cap
 	concID    bool // holds concN slots of the identity's cap
 	concN     int
+	inflight  int64 // calls counted in the in-flight gauge
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}
@@ -239,12 +240,16 @@ func (d *decision) release() {
 	decisionPool.Put(d)
 }
 
-// finish frees the concurrency slots once the response is complete, or
-// once an SSE answer holds every response. It frees them once.
+// finish frees the concurrency slots, and takes the calls out of the
+// in-flight gauge, once the response is complete, or once an SSE answer
+// holds every response. It frees them once.
 func (d *decision) finish() {
 	if d.concAll {
 		d.z.all.Release(globalKey, d.concN)
-		d.z.metrics.inflightAdd(-int64(d.concN))
+	}
+	if d.inflight > 0 {
+		d.z.metrics.inflightAdd(-d.inflight)
+		d.inflight = 0
 	}
 	if d.concID {
 		d.z.perID.Release(d.fp, d.concN)

@@ -60,13 +60,13 @@ func policyHeader(l limits) []string {
 			b = append(b, `"quota-`...)
 			b = append(b, p.String()...)
 			b = append(b, `";q=`...)
-			b = strconv.AppendInt(b, lim, 10)
+			b = appendSFInt(b, lim)
 			b = append(b, ";w="...)
 			w := int64(86400)
 			if p == quota.Month {
 				w = int64(p.Next(ref).Sub(ref).Seconds()) // 31 days, the longest
 			}
-			b = strconv.AppendInt(b, w, 10)
+			b = appendSFInt(b, w)
 		}
 	}
 	if len(b) == 0 {
@@ -75,15 +75,26 @@ func policyHeader(l limits) []string {
 	return []string{string(b)}
 }
 
+// maxSFInt is the largest Integer of structured fields (RFC 8941: at
+// most 15 digits).
+const maxSFInt = 999_999_999_999_999
+
+// appendSFInt appends n as a structured-field Integer, clamped to
+// 0..maxSFInt: a quota or burst beyond 15 digits is reported as the
+// largest value a parser accepts.
+func appendSFInt(b []byte, n int64) []byte {
+	return strconv.AppendInt(b, min(max(n, 0), maxSFInt), 10)
+}
+
 // appendBucketPolicy appends the RateLimit-Policy item of a token bucket:
 // its burst, and the seconds to refill it from empty.
 func appendBucketPolicy(b []byte, name string, l bucketLimit) []byte {
 	b = append(b, '"')
 	b = append(b, name...)
 	b = append(b, `";q=`...)
-	b = strconv.AppendInt(b, int64(l.burst), 10)
+	b = appendSFInt(b, int64(l.burst))
 	b = append(b, ";w="...)
-	return strconv.AppendInt(b, int64(math.Ceil(float64(l.burst)/float64(l.rate))), 10)
+	return appendSFInt(b, int64(math.Ceil(float64(l.burst)/float64(l.rate))))
 }
 
 // appendBucketLeft appends the RateLimit item of a token bucket holding
@@ -93,9 +104,9 @@ func appendBucketLeft(b []byte, name string, l bucketLimit, tokens float64) []by
 	b = append(b, '"')
 	b = append(b, name...)
 	b = append(b, `";r=`...)
-	b = strconv.AppendInt(b, int64(math.Floor(tokens)), 10)
+	b = appendSFInt(b, int64(math.Floor(tokens)))
 	b = append(b, ";t="...)
-	return strconv.AppendInt(b, int64(math.Ceil((float64(l.burst)-tokens)/float64(l.rate))), 10)
+	return appendSFInt(b, int64(math.Ceil((float64(l.burst)-tokens)/float64(l.rate))))
 }
 
 // writeRateLimitHeaders sets RateLimit-Policy and RateLimit: for a
@@ -138,9 +149,9 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		b = append(b, `"quota-`...)
 		b = append(b, p.String()...)
 		b = append(b, `";r=`...)
-		b = strconv.AppendInt(b, max(lim-used, 0), 10)
+		b = appendSFInt(b, lim-used)
 		b = append(b, ";t="...)
-		b = strconv.AppendInt(b, ceilSeconds(p.Next(d.now).Sub(d.now)), 10)
+		b = appendSFInt(b, ceilSeconds(p.Next(d.now).Sub(d.now)))
 	}
 	d.setRateLimit(w, d.lim.rlPolicy, b)
 }
@@ -185,9 +196,11 @@ func (d *decision) setRateLimit(w http.ResponseWriter, policy []string, value []
 	hdr[hdrRateLimit] = c.rateLimit[:]
 }
 
-// knowUsed records n as the count of quota item q, when q is one of the
-// identity's own quotas, for the RateLimit header.
+// knowUsed records n as the count of quota item q (as the deciding layer
+// reported it), and, when q is one of the identity's own quotas, for the
+// RateLimit header.
 func (d *decision) knowUsed(q int, n int64) {
+	d.items[q].Used = n
 	if d.itemLayers[q] == layerQuota {
 		p := d.items[q].Period
 		d.idUsed[p], d.idKnown[p] = n, true

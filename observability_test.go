@@ -390,3 +390,21 @@ func TestRequestRefusalsAreCounted(t *testing.T) {
 		t.Fatalf("admin API refusals %v, want request: 3", z.Refusals)
 	}
 }
+
+// The in-flight gauge counts every admitted metered call, with no
+// concurrency cap configured too, until its answer is written.
+func TestInflightCountsCallsWithoutACap(t *testing.T) {
+	e := start(t, "zone inflightall\ntenant off\nquota off")
+	e.prove("valid-inflight")
+	h := []string{"Authorization", "Bearer valid-inflight"}
+	a := e.slowInBackground(2000, h...)
+	b := e.slowInBackground(2000, h...)
+	harness.Eventually(t, 5*time.Second, "two calls in flight without a cap", func() bool { return e.inflight("inflightall") == 2 })
+	_, samples := scrapeMetrics(t, e.caddy)
+	mustMetric(t, samples, "mcp_ratelimit_inflight", map[string]string{"zone": "inflightall"}, 2)
+	<-a
+	<-b
+	harness.Eventually(t, 5*time.Second, "the gauge to come back to 0", func() bool { return e.inflight("inflightall") == 0 })
+	_, samples = scrapeMetrics(t, e.caddy)
+	mustMetric(t, samples, "mcp_ratelimit_inflight", map[string]string{"zone": "inflightall"}, 0)
+}

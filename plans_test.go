@@ -404,3 +404,76 @@ func identityQuotaUsed(t *testing.T, e *env, zone, fp string) map[string]int64 {
 	e.caddy.AdminJSON(t, "/mcp_ratelimit/"+zone+"/identities/"+fp, &v)
 	return v.QuotaUsed
 }
+
+// slowInBackground starts a tools/call of the slow tool that lasts millis,
+// and returns a channel that receives its status when it ends.
+func (e *env) slowInBackground(millis int, hdr ...string) <-chan int {
+	done := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(1, "slow", map[string]any{"millis": millis})))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			done <- 0
+			return
+		}
+		resp.Body.Close()
+		done <- resp.StatusCode
+	}()
+	return done
+}
+
+// A plan's concurrency caps its identities; it never raises the zone-wide
+// cap, which is the server's, and a lone number in a tier is the
+// identity's cap, not a zone-wide one.
+func TestPlanConcurrencyNeverRaisesTheZoneCap(t *testing.T) {
+	e := startSite(t, `route {
+	vars plan {http.request.header.X-Plan}
+	mcp_ratelimit {
+		zone planconc
+		tenant off
+		quota off
+		concurrency 2 per_identity 3
+		tier big {
+			match {http.vars.plan} big
+			concurrency 10 per_identity 10
+		}
+		tier one {
+			match {http.vars.plan} one
+			concurrency 1
+		}
+	}
+	reverse_proxy $BACKEND
+}`)
+	big := []string{"Authorization", "Bearer valid-conc-big", "X-Plan", "big"}
+	e.prove("valid-conc-big", "X-Plan", "big")
+	e.prove("valid-conc-a")
+	e.prove("valid-conc-b")
+	a := e.slowInBackground(2500, "Authorization", "Bearer valid-conc-a")
+	b := e.slowInBackground(2500, "Authorization", "Bearer valid-conc-b")
+	harness.Eventually(t, 5*time.Second, "two calls in flight", func() bool { return e.inflight("planconc") == 2 })
+	got := refusal(t, e.callTool(1, "echo", big...), http.StatusTooManyRequests, "concurrency")
+	if !strings.Contains(got.Error.Message, "on this server (limit 2)") {
+		t.Fatalf("the big plan's call is not held to the zone's cap of 2: %s", got.Error.Message)
+	}
+	<-a
+	<-b
+
+	one1 := []string{"Authorization", "Bearer valid-conc-one1", "X-Plan", "one"}
+	one2 := []string{"Authorization", "Bearer valid-conc-one2", "X-Plan", "one"}
+	e.prove("valid-conc-one1", "X-Plan", "one")
+	e.prove("valid-conc-one2", "X-Plan", "one")
+	held := e.slowInBackground(2500, one1...)
+	harness.Eventually(t, 5*time.Second, "one call in flight", func() bool { return e.inflight("planconc") == 1 })
+	got = refusal(t, e.callTool(2, "echo", one1...), http.StatusTooManyRequests, "concurrency")
+	if !strings.Contains(got.Error.Message, "for this API key (limit 1)") {
+		t.Fatalf("a lone number in a tier is not the identity's cap: %s", got.Error.Message)
+	}
+	// Another identity of the same tier has its own cap of 1.
+	e.passes(1, "echo", one2...)
+	<-held
+}

@@ -90,6 +90,65 @@ func TestQuotaRefusalHasEveryField(t *testing.T) {
 	}
 }
 
+// A request that costs more than a quota has left is refused until the
+// reset, but the quota is not called exhausted: the refusal says what is
+// left, as data.maxPerRequest, and a request of that size passes now.
+func TestQuotaRefusalOfARequestLargerThanWhatIsLeft(t *testing.T) {
+	skipNearReset(t, nextDay)
+	e := start(t, "tenant 100/s burst 100\nquota 3/day\ncost analyze_photo 2\ncost huge 4")
+	h := []string{"Authorization", "Bearer valid-quota-left"}
+	e.prove("valid-quota-left")
+	// More than the whole quota: never as sent; what is left passes now.
+	r := e.callTool(6, "huge", h...)
+	got := refusal(t, r, http.StatusTooManyRequests, "quota")
+	if got.Error.Data.MaxPerRequest != 3 || r.Header.Get("Retry-After") != "1" ||
+		!strings.Contains(got.Error.Message, "costs 4, more than this API key's whole daily quota (3); it will never be admitted as sent") {
+		t.Fatalf("refusal of a request larger than the whole quota: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
+	}
+	e.passes(2, "echo", h...)
+	before := e.backend.ToolCalls()
+	r = e.callTool(7, "analyze_photo", h...)
+	got = refusal(t, r, http.StatusTooManyRequests, "quota")
+	at := nextDay(time.Now())
+	msg := got.Error.Message
+	if got.Error.Data.Code != "QUOTA_EXHAUSTED" || got.Error.Data.MaxPerRequest != 1 || got.Error.Data.ResetsAt != at.Format(time.RFC3339) {
+		t.Fatalf("refusal of a request larger than what is left: %s", r.Body)
+	}
+	for _, s := range []string{"costs 2", "1 left", "daily quota (3)", "costing at most 1", at.Format(time.RFC3339)} {
+		if !strings.Contains(msg, s) {
+			t.Fatalf("message %q does not contain %q", msg, s)
+		}
+	}
+	if strings.Contains(msg, "used its") || strings.Contains(msg, "report the exhausted quota") {
+		t.Fatalf("a quota with 1 left is called exhausted: %q", msg)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("the refused call reached the backend")
+	}
+	// What is left passes; then the quota is exhausted, and says so.
+	e.passes(1, "echo", h...)
+	checkQuotaRefusal(t, e.callTool(8, "echo", h...), 8, "daily", 3, nextDay)
+
+	// A tool's quota counts calls: a batch of 2 with 1 left.
+	h = []string{"Authorization", "Bearer valid-tool-left"}
+	e2 := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n quota 3/day\n}\nzone tool-left")
+	e2.prove("valid-tool-left")
+	e2.passes(2, "echo", h...)
+	batch := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "echo", nil) + "]"
+	r = e2.post(batch, h...)
+	var entries []rpcError
+	r.JSON(t, &entries)
+	if r.Status != http.StatusTooManyRequests || len(entries) != 2 {
+		t.Fatalf("batch over a tool's quota: %d %s", r.Status, r.Body)
+	}
+	for _, en := range entries {
+		d := en.Error.Data
+		if d.Limit != "tool_quota" || d.MaxPerRequest != 1 || !strings.Contains(en.Error.Message, "makes 2 calls to tool \"echo\", more than the 1 left") {
+			t.Fatalf("batch entry refusal: %s", r.Body)
+		}
+	}
+}
+
 func TestRefusedCallsDoNotConsumeQuota(t *testing.T) {
 	skipNearReset(t, nextDay)
 	t.Run("tenant refusals", func(t *testing.T) {

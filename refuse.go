@@ -73,12 +73,19 @@ func capacityRefusal(l layer, wait time.Duration) refusal {
 	return refusal{layer: l, status: http.StatusTooManyRequests, wait: max(wait, time.Second), kind: kindCapacity}
 }
 
+// quotaRefusal is the refusal of quota item it, whose Used is the count
+// it found.
 func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
 	reset := it.Period.Next(now)
-	return refusal{
+	ref := refusal{
 		layer: l, status: http.StatusTooManyRequests, wait: reset.Sub(now), resetsAt: reset, tool: tool,
 		kind: kindQuota, item: it,
 	}
+	if it.N > it.Limit && it.Used < it.Limit {
+		// Never passes as sent; a request of what is left passes now.
+		ref.wait = time.Second
+	}
+	return ref
 }
 
 func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
@@ -90,16 +97,32 @@ func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
 
 // never reports that the refused request can never pass as sent.
 func (ref *refusal) never() bool {
-	return ref.kind == kindRate && ref.n > ref.lim.burst || ref.kind == kindConcurrency && ref.n > ref.max
+	switch ref.kind {
+	case kindRate:
+		return ref.n > ref.lim.burst
+	case kindConcurrency:
+		return ref.n > ref.max
+	case kindQuota:
+		return ref.item.N > ref.item.Limit
+	}
+	return false
 }
 
-// maxPerRequest is the most a request may cost (in tokens, or in calls
-// for concurrency) to pass the layer that refused it as never admissible.
-func (ref *refusal) maxPerRequest() int {
-	if ref.kind == kindConcurrency {
-		return ref.max
+// maxPerRequest is the most a request may cost (in tokens, in calls for
+// concurrency and a tool's quota) to pass the layer that refused it as
+// never admissible; for a quota, what it has left, or after the reset
+// its whole figure.
+func (ref *refusal) maxPerRequest() int64 {
+	switch ref.kind {
+	case kindConcurrency:
+		return int64(ref.max)
+	case kindQuota:
+		if left := ref.quotaLeft(); left > 0 {
+			return left
+		}
+		return ref.item.Limit
 	}
-	return ref.lim.burst
+	return int64(ref.lim.burst)
 }
 
 // outlasts reports whether ref holds a request back longer than o, in the
@@ -177,33 +200,7 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = strconv.AppendInt(b, ceilSeconds(ref.wait), 10)
 		return append(b, "s; the same call will work then."...)
 	case ref.kind == kindQuota:
-		period := "daily"
-		if ref.item.Period == quota.Month {
-			period = "monthly"
-		}
-		b = append(b, "Quota exhausted: "...)
-		switch ref.layer {
-		case layerGroupQuota:
-			b = append(b, "this API key's organization used its "...)
-		default:
-			b = append(b, "this API key used its "...)
-		}
-		b = append(b, period...)
-		b = append(b, " quota "...)
-		if ref.layer == layerToolQuota {
-			b = append(b, "for tool "...)
-			b = strconv.AppendQuote(b, ref.tool)
-			b = append(b, " ("...)
-			b = strconv.AppendInt(b, ref.item.Limit, 10)
-			b = append(b, " calls)"...)
-		} else {
-			b = append(b, '(')
-			b = strconv.AppendInt(b, ref.item.Limit, 10)
-			b = append(b, ')')
-		}
-		b = append(b, ". Do not retry with this key until the quota resets at "...)
-		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
-		return append(b, "; report the exhausted quota to the user."...)
+		return ref.appendQuotaMessage(b)
 	case ref.kind == kindConcurrency && ref.n > ref.max: // a batch over the cap
 		b = append(b, "Too many calls in flight: this request runs "...)
 		b = strconv.AppendInt(b, int64(ref.n), 10)
@@ -220,6 +217,132 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(ref.max), 10)
 		return append(b, "). Retry once one of them has finished, in 1s or later."...)
 	}
+}
+
+// appendQuotaMessage words a quota refusal: an exhausted quota, one with
+// less left than the request costs, or one smaller than the request.
+func (ref *refusal) appendQuotaMessage(b []byte) []byte {
+	left, tool := ref.quotaLeft(), ref.layer == layerToolQuota
+	switch {
+	case ref.never():
+		b = append(b, "Quota too small for this request: it "...)
+		b = ref.appendQuotaCost(b)
+		b = append(b, ", more than "...)
+		b = ref.appendQuotaName(b, "whole ")
+		b = append(b, "; it will never be admitted as sent. Send requests "...)
+		b = ref.appendQuotaSize(b, ref.maxPerRequest())
+		switch {
+		case left == 0:
+			b = append(b, " once the quota resets at "...)
+			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		case left < ref.item.Limit:
+			b = append(b, ": "...)
+			b = strconv.AppendInt(b, left, 10)
+			b = append(b, " are left until the quota resets at "...)
+			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		}
+		return append(b, '.')
+	case left > 0:
+		b = append(b, "Quota nearly exhausted: this request "...)
+		b = ref.appendQuotaCost(b)
+		b = append(b, ", more than the "...)
+		b = strconv.AppendInt(b, left, 10)
+		b = append(b, " left of "...)
+		b = ref.appendQuotaName(b, "")
+		b = append(b, ". It will not be admitted as sent before the quota resets at "...)
+		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		b = append(b, "; requests "...)
+		b = ref.appendQuotaSize(b, left)
+		return append(b, " still fit it."...)
+	}
+	b = append(b, "Quota exhausted: "...)
+	if ref.layer == layerGroupQuota {
+		b = append(b, "this API key's organization used its "...)
+	} else {
+		b = append(b, "this API key used its "...)
+	}
+	b = append(b, ref.periodWord()...)
+	b = append(b, " quota"...)
+	if tool {
+		b = append(b, " for tool "...)
+		b = strconv.AppendQuote(b, ref.tool)
+	}
+	b = ref.appendQuotaLimit(b)
+	b = append(b, ". Do not retry with this key until the quota resets at "...)
+	b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+	return append(b, "; report the exhausted quota to the user."...)
+}
+
+// periodWord is the quota refusal's period as an adjective.
+func (ref *refusal) periodWord() string {
+	if ref.item.Period == quota.Month {
+		return "monthly"
+	}
+	return "daily"
+}
+
+// appendQuotaCost appends what the request asks of the refusing quota:
+// "costs N", or for a tool's quota (which counts calls) "makes N calls to
+// tool T".
+func (ref *refusal) appendQuotaCost(b []byte) []byte {
+	if ref.layer != layerToolQuota {
+		b = append(b, "costs "...)
+		return strconv.AppendInt(b, ref.item.N, 10)
+	}
+	b = append(b, "makes "...)
+	b = strconv.AppendInt(b, ref.item.N, 10)
+	b = append(b, " calls to tool "...)
+	return strconv.AppendQuote(b, ref.tool)
+}
+
+// appendQuotaName appends whose quota refused, e.g. "this API key's daily
+// quota (5000)", with prefix before the period.
+func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
+	if ref.layer == layerGroupQuota {
+		b = append(b, "this API key's organization's "...)
+	} else {
+		b = append(b, "this API key's "...)
+	}
+	b = append(b, prefix...)
+	b = append(b, ref.periodWord()...)
+	b = append(b, " quota"...)
+	if ref.layer == layerToolQuota {
+		b = append(b, " for that tool"...)
+	}
+	return ref.appendQuotaLimit(b)
+}
+
+// appendQuotaLimit appends the quota's figure: " (5000)", or " (20
+// calls)" for a tool's quota.
+func (ref *refusal) appendQuotaLimit(b []byte) []byte {
+	b = append(b, " ("...)
+	b = strconv.AppendInt(b, ref.item.Limit, 10)
+	if ref.layer == layerToolQuota {
+		b = append(b, " calls"...)
+	}
+	return append(b, ')')
+}
+
+// appendQuotaSize appends the size of a request that fits: "costing at
+// most n", or "with at most n calls to that tool".
+func (ref *refusal) appendQuotaSize(b []byte, n int64) []byte {
+	if ref.layer == layerToolQuota {
+		b = append(b, "with at most "...)
+		b = strconv.AppendInt(b, n, 10)
+		return append(b, " calls to that tool"...)
+	}
+	b = append(b, "costing at most "...)
+	return strconv.AppendInt(b, n, 10)
+}
+
+// quotaLeft is, for a quota refusal of a request that costs more than the
+// quota has left (rather than of an exhausted quota), what it has left:
+// the most a request may cost to pass it now. It is 0 otherwise.
+func (ref *refusal) quotaLeft() int64 {
+	if ref.kind != kindQuota || ref.item.Used >= ref.item.Limit {
+		return 0
+	}
+	return ref.item.Limit - max(ref.item.Used, 0)
 }
 
 // concurrencyScope says whose in-flight calls a concurrency refusal counts.
@@ -469,10 +592,11 @@ func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref *refusal, msg, id [
 			buf.WriteString(`,"tool":`)
 			buf.Write(appendJSONString(num[:0], []byte(ref.tool)))
 		}
-		if ref.never() {
-			// Retrying the same request is pointless: say what passes.
+		if ref.never() || ref.quotaLeft() > 0 {
+			// Retrying the same request is pointless (until a reset):
+			// say what passes.
 			buf.WriteString(`,"maxPerRequest":`)
-			buf.Write(strconv.AppendInt(num[:0], int64(ref.maxPerRequest()), 10))
+			buf.Write(strconv.AppendInt(num[:0], ref.maxPerRequest(), 10))
 		}
 		buf.WriteByte('}')
 	}

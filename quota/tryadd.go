@@ -17,9 +17,10 @@ type Item struct {
 	Limit int64
 	// N is the amount to charge; at least 0.
 	N int64
-	// Used is set by a successful TryAdd: the count of Key in the period
-	// once this item, and the items before it in the call, are added, as
-	// this instance knows it.
+	// Used is set by TryAdd and Fits: the count of Key in the period once
+	// this item, and the items before it in the call, are added, as this
+	// instance knows it; for an item that does not fit, the count without
+	// the item (so Limit-Used is what it has left).
 	Used int64
 }
 
@@ -72,6 +73,7 @@ func (c *Counter) checkLocked(items []Item, now time.Time) int {
 			}
 		}
 		if used+it.N > it.Limit {
+			it.Used = used
 			if failed < 0 || resetsLater(it.Period, items[failed].Period, now) {
 				failed = i
 			}

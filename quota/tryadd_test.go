@@ -136,8 +136,11 @@ func TestTryAdd(t *testing.T) {
 			if failed != tt.wantFailed || ok != tt.wantOK {
 				t.Errorf("TryAdd = %d, %v; want %d, %v", failed, ok, tt.wantFailed, tt.wantOK)
 			}
-			for _, it := range tt.items {
+			for i, it := range tt.items {
 				u := usage{string(it.Key), it.Period}
+				if !ok && i == failed && it.Period.Valid() && it.N >= 0 && validKey(it.Key) && it.Used != running[u] {
+					t.Errorf("refused item %s %s: Used = %d, want %d (the count it found)", it.Key, it.Period, it.Used, running[u])
+				}
 				running[u] += it.N
 				if ok && it.Used != running[u] {
 					t.Errorf("item %s %s: Used = %d, want %d (the count once it and the items before it are added)", it.Key, it.Period, it.Used, running[u])

@@ -752,3 +752,31 @@ func TestRedisLostFingerprintKeyIsStoredAgain(t *testing.T) {
 	mustCall(t, late, "valid-lostkey", "ok")
 	mustCall(t, late, "valid-lostkey", "quota")
 }
+
+// A request costing more than the quota has left is told what is left,
+// from Redis's counts (every instance's calls) and again when the known
+// refusal is answered locally.
+func TestRedisQuotaRefusalSaysWhatIsLeft(t *testing.T) {
+	skipNearMidnight(t)
+	ps, _, _ := provenOnRedis(t, 2, "tenant off\n quota 3/day\n global off\n cost photo 2", "valid-left")
+	mustCall(t, ps[0], "valid-left", "ok")
+	mustCall(t, ps[1], "valid-left", "ok")
+	for i := range 2 { // decided in Redis, then remembered locally
+		r := harness.Post(t, ps[0].URL+"/mcp", harness.ToolCall(1, "photo", nil), "Authorization", "Bearer valid-left")
+		var b struct {
+			Error *struct {
+				Message string `json:"message"`
+				Data    struct {
+					Limit         string `json:"limit"`
+					MaxPerRequest int    `json:"maxPerRequest"`
+				} `json:"data"`
+			} `json:"error"`
+		}
+		if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil || b.Error.Data.Limit != "quota" ||
+			b.Error.Data.MaxPerRequest != 1 || !strings.Contains(b.Error.Message, "more than the 1 left") {
+			t.Fatalf("refusal %d of a call costing 2 with 1 of 3 left: %d %s", i, r.Status, r.Body)
+		}
+	}
+	mustCall(t, ps[0], "valid-left", "ok")
+	mustCall(t, ps[1], "valid-left", "quota")
+}
