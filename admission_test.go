@@ -594,25 +594,42 @@ func TestCredentialsWithExtraTokensAreRefused(t *testing.T) {
 
 // Frameworks answer OPTIONS (Express for every route) and often HEAD
 // themselves, before authentication runs: their 2xx proves nothing.
-func TestOptionsAndHeadNeverProve(t *testing.T) {
-	e := start(t, "zone blind\npreauth 100/s burst 100")
-	known := func() int {
-		var l struct {
-			Total int `json:"total"`
-		}
-		e.caddy.AdminJSON(t, "/mcp_ratelimit/blind/identities", &l)
-		return l.Total
+// knownIn returns how many identities zone holds proven.
+func (e *env) knownIn(zone string) int {
+	e.t.Helper()
+	var l struct {
+		Total int `json:"total"`
 	}
-	for _, method := range []string{http.MethodOptions, http.MethodHead} {
-		req, _ := http.NewRequest(method, e.mcp, nil)
-		req.Header.Set("Authorization", "Bearer garbage-"+method)
+	e.caddy.AdminJSON(e.t, "/mcp_ratelimit/"+zone+"/identities", &l)
+	return l.Total
+}
+
+// A 2xx proves only an answer that says something about the credential:
+// not OPTIONS or HEAD, which frameworks answer before authentication, and
+// on a JSON-RPC route only a POST of a JSON-RPC message — public endpoints
+// (MCP's OAuth metadata must be public) answer anything else with a 2xx.
+func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
+	e := start(t, "zone blind\npreauth 100/s burst 100")
+	known := func() int { return e.knownIn("blind") }
+	for _, c := range []struct{ method, body string }{
+		{http.MethodOptions, ""},
+		{http.MethodHead, ""},
+		{http.MethodGet, ""},
+		{http.MethodGet, harness.ToolCall(1, "echo", nil)},
+		{http.MethodDelete, harness.ToolCall(1, "echo", nil)},
+		{http.MethodPost, `{"client_name":"x","redirect_uris":["https://x.example/cb"]}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+	} {
+		req, _ := http.NewRequest(c.method, e.mcp, strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer garbage-"+c.method+strconv.Itoa(len(c.body)))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("X-Demo-Status", "200") // answered without checking the credential
 		if r := harness.Do(t, req); r.Status != http.StatusOK {
-			t.Fatalf("%s: %d", method, r.Status)
+			t.Fatalf("%s %s: %d", c.method, c.body, r.Status)
 		}
-	}
-	if n := known(); n != 0 {
-		t.Fatalf("%d identities proven by OPTIONS or HEAD, want 0", n)
+		if n := known(); n != 0 {
+			t.Fatalf("a 2xx to %s %s proved an identity", c.method, c.body)
+		}
 	}
 	// The same answer to a POST proves.
 	if r := e.call(1, "Authorization", "Bearer garbage-POST", "X-Demo-Status", "200"); r.Status != http.StatusOK {
@@ -620,6 +637,18 @@ func TestOptionsAndHeadNeverProve(t *testing.T) {
 	}
 	if n := known(); n != 1 {
 		t.Fatalf("%d identities proven after a POST's 2xx, want 1", n)
+	}
+
+	// On a `meter *` route (a REST surface), any 2xx but to OPTIONS or
+	// HEAD proves.
+	rest := startSite(t, "route /v1/* {\n mcp_ratelimit {\n  zone blindrest\n  meter *\n }\n respond \"ok\" 200\n}")
+	req, _ := http.NewRequest(http.MethodGet, rest.caddy.URL+"/v1/things", nil)
+	req.Header.Set("Authorization", "Bearer valid-rest")
+	if r := harness.Do(t, req); r.Status != http.StatusOK {
+		t.Fatalf("REST GET: %d", r.Status)
+	}
+	if n := rest.knownIn("blindrest"); n != 1 {
+		t.Fatalf("%d identities proven by a 2xx on a meter * route, want 1", n)
 	}
 }
 

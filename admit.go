@@ -253,6 +253,9 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request."), true
 	}
 	d.cost = d.requestCost()
+	for i := 0; i < d.req.Scanned() && !d.called; i++ {
+		d.called = d.req.Entry(i).Called()
+	}
 	if ref, bad := d.checkArgs(); bad {
 		return ref, true
 	}

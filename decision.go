@@ -52,6 +52,10 @@ type decision struct {
 	unreadable string
 	// answeredBlind marks a method whose 2xx does not prove the identity.
 	answeredBlind bool
+	// called says the body holds a JSON-RPC request or notification: on
+	// a JSON-RPC route, only a 2xx answering one in a POST proves the
+	// identity.
+	called bool
 
 	rec        statusRecorder
 	watch      callWatch              // the answers an SSE stream still owes; see callWatch
@@ -265,7 +269,7 @@ func (d *decision) learn(status int) {
 	case status == http.StatusTooManyRequests:
 		d.z.metrics.upstreamThrottled()
 	case status >= 200 && status < 300:
-		if d.hasID && !d.proven && !d.answeredBlind {
+		if d.hasID && !d.proven && !d.answeredBlind && (d.post && d.called || d.pol.meter.All) {
 			d.z.prove(d.fp, time.Now())
 		}
 		return

@@ -36,6 +36,10 @@ func (e *Entry) ID() []byte {
 // notification either: a server answers it with an error.
 func (e *Entry) Notification() bool { return !e.hasID && e.methods.hi > e.methods.lo }
 
+// Called reports whether the entry has a method reading: it is a
+// JSON-RPC request or notification.
+func (e *Entry) Called() bool { return e.methods.hi > e.methods.lo }
+
 // Response reports whether the entry is a JSON-RPC response: an object
 // with an id member ("id":null included) and no method.
 func (e *Entry) Response() bool { return e.object && e.hasID && e.methods.hi == e.methods.lo }

@@ -38,6 +38,9 @@ func TestIDIsEchoedVerbatim(t *testing.T) {
 			if e.Notification() != c.notif {
 				t.Errorf("Notification() = %v, want %v", e.Notification(), c.notif)
 			}
+			if called := strings.Contains(c.body, `"method":"`); e.Called() != called {
+				t.Errorf("Called() = %v, want %v", e.Called(), called)
+			}
 		})
 	}
 }
