@@ -236,10 +236,9 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 			b = append(b, " once the quota resets at "...)
 			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
 		case left < ref.item.Limit:
-			b = append(b, ": "...)
-			b = strconv.AppendInt(b, left, 10)
-			b = append(b, " are left until the quota resets at "...)
+			b = append(b, " (what is left until the quota resets at "...)
 			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+			b = append(b, ')')
 		}
 		return append(b, '.')
 	case left > 0:
