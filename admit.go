@@ -458,7 +458,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 	}
 	if d.probing {
 		if failed, ok := d.z.quota.Fits(d.items, d.now); !ok {
-			return d.itemRefusal(failed), false
+			return d.quotasRefusal(failed), false
 		}
 		return refusal{}, true
 	}
@@ -490,13 +490,69 @@ func (d *decision) admitQuota() (refusal, bool) {
 		d.keepForRedis()
 		return refusal{}, true
 	}
-	return d.itemRefusal(failed), false
+	return d.quotasRefusal(failed), false
 }
 
 // itemRefusal is the refusal of quota item q of the request.
 func (d *decision) itemRefusal(q int) refusal {
 	it := d.items[q]
 	return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now)
+}
+
+// quotasRefusal is the refusal of the request's quotas once they did not
+// all fit, each item's Used being the count found; failed is the item the
+// store named. A quota the request exceeds as a whole is named first (it
+// never passes as sent, whatever the others' resets); otherwise the one
+// that holds the request back longest. The refusal tells what fits now
+// over every quota of its unit (cost, or one tool's calls).
+func (d *decision) quotasRefusal(failed int) refusal {
+	best := d.itemRefusal(failed)
+	d.fitNow(failed, &best)
+	for q, it := range d.items {
+		if q == failed || it.Used+it.N <= it.Limit {
+			continue
+		}
+		ref := d.itemRefusal(q)
+		d.fitNow(q, &ref)
+		if ref.never() != best.never() && ref.never() || ref.never() == best.never() && ref.outlasts(&best) {
+			best = ref
+		}
+	}
+	return best
+}
+
+// fitNow sets what fits now on ref, the refusal of quota item q: the least
+// any quota of q's unit has left (ref.fits), and the least any of them
+// allows at all (ref.most). A request q never fits as sent passes at the
+// size that fits: now when something is left, else once every exhausted
+// quota of that unit has reset.
+func (d *decision) fitNow(q int, ref *refusal) {
+	tool := d.itemLayers[q] == layerToolQuota
+	ref.fits, ref.most = -1, -1
+	var reset time.Time
+	for k, it := range d.items {
+		if (d.itemLayers[k] == layerToolQuota) != tool || tool && !bytes.Equal(it.Key, d.items[q].Key) {
+			continue
+		}
+		left := max(it.Limit-it.Used, 0)
+		if ref.fits < 0 || left < ref.fits {
+			ref.fits = left
+		}
+		if ref.most < 0 || it.Limit < ref.most {
+			ref.most = it.Limit
+		}
+		if r := it.Period.Next(d.now); left == 0 && r.After(reset) {
+			reset = r
+		}
+	}
+	if !ref.never() {
+		return
+	}
+	if ref.fits > 0 {
+		ref.wait = time.Second
+	} else if !reset.IsZero() {
+		ref.wait, ref.resetsAt = reset.Sub(d.now), reset
+	}
 }
 
 // quotaItems sets d.items (and d.itemLayers) to every quota of the

@@ -94,10 +94,14 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		// Dry run: the refusing layer is recorded once and left out
 		// whole (a quota per day and per month are one layer), and Redis
 		// decides the others again.
+		refused := d.slotLayer(slots[res.Refused])
+		if q := slots[res.Refused].quota; q >= 0 {
+			ref = d.itemRefusal(q) // that layer's own, not the request's other quotas'
+		}
 		d.h.record(d, ref, true)
 		kept := 0
 		for k := range items {
-			if d.slotLayer(slots[k]) != ref.layer {
+			if d.slotLayer(slots[k]) != refused {
 				items[kept], slots[kept] = items[k], slots[k]
 				kept++
 			}
@@ -148,7 +152,7 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 		if res.Local {
 			d.knowUsed(q, int64(res.Held))
 		}
-		return d.itemRefusal(q)
+		return d.quotasRefusal(q)
 	}
 	wait := res.Wait
 	if res.Local && slot.layer == layerTenant {
@@ -171,7 +175,7 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 		}
 		other := rateRefusal(slots[k].layer, slots[k].lim, wait, int(items[k].N))
 		if q := slots[k].quota; q >= 0 {
-			other = d.itemRefusal(q)
+			other = d.quotasRefusal(q)
 		}
 		if other.outlasts(&ref) {
 			ref = other

@@ -252,3 +252,57 @@ func TestQuotaOffNeverRefuses(t *testing.T) {
 		t.Fatalf("quota off still tracks %d quota entries", z.Tracked["quota_entries"])
 	}
 }
+
+// quotaBatch posts a batch of n echo calls and returns the first entry's
+// refusal and the response.
+func (e *env) quotaBatch(n int, hdr ...string) (rpcError, *harness.Response) {
+	e.t.Helper()
+	calls := make([]string, n)
+	for i := range calls {
+		calls[i] = harness.ToolCall(i+1, "echo", nil)
+	}
+	r := e.post("["+strings.Join(calls, ",")+"]", hdr...)
+	var entries []rpcError
+	r.JSON(e.t, &entries)
+	if r.Status != http.StatusTooManyRequests || len(entries) != n || entries[0].Error == nil {
+		e.t.Fatalf("batch of %d: %d %s", n, r.Status, r.Body)
+	}
+	return entries[0], r
+}
+
+// A refusal tells what fits over every quota of the request, not only the
+// one that refused: a batch larger than the whole daily quota never
+// passes, whatever the month has left, and what passes now is the least
+// any quota has left.
+func TestQuotaRefusalWeighsEveryQuota(t *testing.T) {
+	skipNearReset(t, nextDay)
+	e := start(t, "zone weighs\ntenant 100/s burst 100\nquota 5/day\nquota 8/month")
+	h := []string{"Authorization", "Bearer valid-weighs"}
+	e.prove("valid-weighs")
+	e.passes(1, "echo", h...) // 4 left today, 7 this month
+	for _, n := range []int{8, 7} {
+		got, r := e.quotaBatch(n, h...)
+		d := got.Error.Data
+		if d.Limit != "quota" || d.MaxPerRequest != 4 || r.Header.Get("Retry-After") != "1" ||
+			!strings.Contains(got.Error.Message, "whole daily quota (5); it will never be admitted as sent") {
+			t.Fatalf("batch of %d with 4 left today of 5, 7 of 8 this month: Retry-After %s, %s", n, r.Header.Get("Retry-After"), r.Body)
+		}
+	}
+	got, r := e.quotaBatch(5, h...)
+	if got.Error.Data.MaxPerRequest != 4 || !strings.Contains(got.Error.Message, "more than the 4 left of this API key's daily quota (5)") ||
+		!strings.Contains(got.Error.Message, "costing at most 4 pass now") {
+		t.Fatalf("batch of 5 with 4 left today: %s", r.Body)
+	}
+
+	// An exhausted organization quota: nothing passes now, so a request
+	// larger than the identity's quota waits for the reset too.
+	g := startSite(t, groupSite("zone weighsorg\ntenant off\nquota 5/day\ngroup {http.vars.org} 100/s burst 100\ngroup_quota 6/day"))
+	g.passes(5, "echo", g.member("valid-weighs-p1", "acme")...)
+	g.passes(1, "echo", g.member("valid-weighs-p2", "acme")...)
+	p3 := g.member("valid-weighs-p3", "acme")
+	got, r = g.quotaBatch(6, p3...)
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 60 || got.Error.Data.MaxPerRequest != 5 ||
+		!strings.Contains(got.Error.Message, "once the quota resets at") {
+		t.Fatalf("batch of 6 over a quota of 5 while the organization's is exhausted: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
+	}
+}

@@ -40,6 +40,8 @@ type refusal struct {
 	lim   bucketLimit // kindRate
 	n     int         // kindRate: the request's cost
 	item  quota.Item  // kindQuota
+	fits  int64       // kindQuota: the least its unit's quotas have left, -1 unknown
+	most  int64       // kindQuota: the least its unit's quotas allow, -1 unknown
 	max   int         // kindConcurrency
 	perID bool        // kindConcurrency
 }
@@ -74,18 +76,13 @@ func capacityRefusal(l layer, wait time.Duration) refusal {
 }
 
 // quotaRefusal is the refusal of quota item it, whose Used is the count
-// it found.
+// it found; decision.fitNow adds what fits now.
 func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
 	reset := it.Period.Next(now)
-	ref := refusal{
+	return refusal{
 		layer: l, status: http.StatusTooManyRequests, wait: reset.Sub(now), resetsAt: reset, tool: tool,
-		kind: kindQuota, item: it,
+		kind: kindQuota, item: it, fits: -1, most: -1,
 	}
-	if it.N > it.Limit && it.Used < it.Limit {
-		// Never passes as sent; a request of what is left passes now.
-		ref.wait = time.Second
-	}
-	return ref
 }
 
 func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
@@ -110,15 +107,18 @@ func (ref *refusal) never() bool {
 
 // maxPerRequest is the most a request may cost (in tokens, in calls for
 // concurrency and a tool's quota) to pass the layer that refused it as
-// never admissible; for a quota, what it has left, or after the reset
-// its whole figure.
+// never admissible; for a quota, what its unit's quotas have left, or
+// when nothing is, the least of their figures.
 func (ref *refusal) maxPerRequest() int64 {
 	switch ref.kind {
 	case kindConcurrency:
 		return int64(ref.max)
 	case kindQuota:
-		if left := ref.quotaLeft(); left > 0 {
-			return left
+		switch {
+		case ref.fits > 0:
+			return ref.fits
+		case ref.most > 0:
+			return ref.most
 		}
 		return ref.item.Limit
 	}
@@ -232,13 +232,11 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		b = append(b, "; it will never be admitted as sent. Send requests "...)
 		b = ref.appendQuotaSize(b, ref.maxPerRequest())
 		switch {
-		case left == 0:
+		case ref.fits == 0:
 			b = append(b, " once the quota resets at "...)
 			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
-		case left < ref.item.Limit:
-			b = append(b, " (what is left until the quota resets at "...)
-			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
-			b = append(b, ')')
+		case ref.fits > 0 && ref.fits < ref.most:
+			b = append(b, " (what is left now)"...)
 		}
 		return append(b, '.')
 	case left > 0:
@@ -250,9 +248,12 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		b = ref.appendQuotaName(b, "")
 		b = append(b, ". It will not be admitted as sent before the quota resets at "...)
 		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
-		b = append(b, "; requests "...)
-		b = ref.appendQuotaSize(b, left)
-		return append(b, " still fit it."...)
+		if ref.fits > 0 {
+			b = append(b, "; requests "...)
+			b = ref.appendQuotaSize(b, ref.fits)
+			b = append(b, " pass now"...)
+		}
+		return append(b, '.')
 	}
 	b = append(b, "Quota exhausted: "...)
 	if ref.layer == layerGroupQuota {
@@ -328,6 +329,9 @@ func (ref *refusal) appendQuotaSize(b []byte, n int64) []byte {
 	if ref.layer == layerToolQuota {
 		b = append(b, "with at most "...)
 		b = strconv.AppendInt(b, n, 10)
+		if n == 1 {
+			return append(b, " call to that tool"...)
+		}
 		return append(b, " calls to that tool"...)
 	}
 	b = append(b, "costing at most "...)
@@ -591,7 +595,7 @@ func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref *refusal, msg, id [
 			buf.WriteString(`,"tool":`)
 			buf.Write(appendJSONString(num[:0], []byte(ref.tool)))
 		}
-		if ref.never() || ref.quotaLeft() > 0 {
+		if ref.never() || ref.kind == kindQuota && ref.fits > 0 {
 			// Retrying the same request is pointless (until a reset):
 			// say what passes.
 			buf.WriteString(`,"maxPerRequest":`)

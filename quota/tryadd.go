@@ -19,8 +19,8 @@ type Item struct {
 	N int64
 	// Used is set by TryAdd and Fits: the count of Key in the period once
 	// this item, and the items before it in the call, are added, as this
-	// instance knows it; for an item that does not fit, the count without
-	// the item (so Limit-Used is what it has left).
+	// instance knows it; when the items do not all fit, the count each
+	// found before it (so Limit-Used is what it has left).
 	Used int64
 }
 
@@ -72,14 +72,15 @@ func (c *Counter) checkLocked(items []Item, now time.Time) int {
 				used += items[j].N
 			}
 		}
-		if used+it.N > it.Limit {
-			it.Used = used
-			if failed < 0 || resetsLater(it.Period, items[failed].Period, now) {
-				failed = i
-			}
-			continue
+		it.Used = used
+		if used+it.N > it.Limit && (failed < 0 || resetsLater(it.Period, items[failed].Period, now)) {
+			failed = i
 		}
-		it.Used = used + it.N
+	}
+	if failed < 0 {
+		for i := range items {
+			items[i].Used += items[i].N
+		}
 	}
 	return failed
 }

@@ -136,10 +136,10 @@ func TestTryAdd(t *testing.T) {
 			if failed != tt.wantFailed || ok != tt.wantOK {
 				t.Errorf("TryAdd = %d, %v; want %d, %v", failed, ok, tt.wantFailed, tt.wantOK)
 			}
-			for i, it := range tt.items {
+			for _, it := range tt.items {
 				u := usage{string(it.Key), it.Period}
-				if !ok && i == failed && it.Period.Valid() && it.N >= 0 && validKey(it.Key) && it.Used != running[u] {
-					t.Errorf("refused item %s %s: Used = %d, want %d (the count it found)", it.Key, it.Period, it.Used, running[u])
+				if !ok && tt.items[failed].Period.Valid() && tt.items[failed].N >= 0 && validKey(tt.items[failed].Key) && it.Used != running[u] {
+					t.Errorf("refused call, item %s %s: Used = %d, want %d (the count it found)", it.Key, it.Period, it.Used, running[u])
 				}
 				running[u] += it.N
 				if ok && it.Used != running[u] {

@@ -6,8 +6,10 @@
 // # Model
 //
 // A bucket is a hash {tokens, ts} (ts in microseconds of Redis time) that
-// refills at Rate tokens per second up to Burst; it expires once it would
-// have refilled completely (plus a margin), so idle state disappears. A
+// refills at Rate tokens per second up to Burst; it expires a day after its
+// last use, or once it would have refilled completely if that is later
+// (plus a margin), so idle state disappears while a live change to a slower
+// rate still finds a drained bucket. A
 // quota is a counter per UTC period (…:d:2026-11-30, …:m:2026-11) that
 // expires at the end of its period (plus a margin). When any item of a
 // request does not fit, the script returns its index and wait and writes
