@@ -181,6 +181,11 @@ type RedisStore struct {
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
+// maxFigure bounds rates, bursts and quotas: the largest Integer of
+// structured fields (RFC 8941, 15 digits), so the RateLimit headers can
+// state every limit, and JSON numbers carry it exactly.
+const maxFigure = 999_999_999_999_999
+
 // parseRate parses `<n>/<s|m|h>`.
 func parseRate(s string) (rate.Limit, int, error) {
 	num, unit, ok := strings.Cut(s, "/")
@@ -188,8 +193,8 @@ func parseRate(s string) (rate.Limit, int, error) {
 		return 0, 0, fmt.Errorf("rate %q: want <n>/<s|m|h>", s)
 	}
 	n, err := strconv.Atoi(num)
-	if err != nil || n <= 0 || num[0] == '+' { // messages quote the rate as written
-		return 0, 0, fmt.Errorf("rate %q: <n> must be a positive integer", s)
+	if err != nil || n <= 0 || n > maxFigure || num[0] == '+' { // messages quote the rate as written
+		return 0, 0, fmt.Errorf("rate %q: <n> must be a positive integer, at most %d", s, maxFigure)
 	}
 	var per time.Duration
 	switch unit {
@@ -234,8 +239,8 @@ func resolveRate(rl *RateLimit, defRate string, defBurst int) (b bucketLimit, of
 			}
 			return b, true, nil
 		}
-		if rl.Burst < 0 {
-			return b, false, fmt.Errorf("burst %d: must be positive", rl.Burst)
+		if rl.Burst < 0 || rl.Burst > maxFigure {
+			return b, false, fmt.Errorf("burst %d: must be positive and at most %d", rl.Burst, maxFigure)
 		}
 		if rl.Rate != "" {
 			text, burst = rl.Rate, 0
@@ -277,8 +282,8 @@ func resolveQuota(ql *QuotaLimit, def quotaLimit) (quotaLimit, error) {
 		}
 		return quotaLimit{}, nil
 	}
-	if ql.Day < 0 || ql.Month < 0 {
-		return quotaLimit{}, fmt.Errorf("quota must be positive")
+	if ql.Day < 0 || ql.Month < 0 || ql.Day > maxFigure || ql.Month > maxFigure {
+		return quotaLimit{}, fmt.Errorf("quota must be positive and at most %d", maxFigure)
 	}
 	if ql.Day == 0 && ql.Month == 0 {
 		return quotaLimit{}, fmt.Errorf("quota sets neither day nor month")

@@ -75,15 +75,11 @@ func policyHeader(l limits) []string {
 	return []string{string(b)}
 }
 
-// maxSFInt is the largest Integer of structured fields (RFC 8941: at
-// most 15 digits).
-const maxSFInt = 999_999_999_999_999
-
 // appendSFInt appends n as a structured-field Integer, clamped to
-// 0..maxSFInt: a quota or burst beyond 15 digits is reported as the
-// largest value a parser accepts.
+// 0..maxFigure: a window longer than 15 digits of seconds is reported
+// as the largest value a parser accepts.
 func appendSFInt(b []byte, n int64) []byte {
-	return strconv.AppendInt(b, min(max(n, 0), maxSFInt), 10)
+	return strconv.AppendInt(b, min(max(n, 0), maxFigure), 10)
 }
 
 // appendBucketPolicy appends the RateLimit-Policy item of a token bucket:

@@ -130,16 +130,17 @@ func TestRateLimitHeadersOfUnprovenCallersDescribePreauth(t *testing.T) {
 	}
 }
 
-// Structured-field Integers have at most 15 digits: larger limits are
-// reported as the largest one, so that the fields still parse.
+// Structured-field Integers have at most 15 digits: limits are bounded
+// to that at configuration, and a longer window is reported as the
+// largest Integer, so that the fields still parse.
 func TestRateLimitHeadersStayStructuredFieldIntegers(t *testing.T) {
-	e := start(t, "zone sfint\ntenant 1/h burst 1000000\nquota 1000000000000000/day")
+	e := start(t, "zone sfint\ntenant 1/h burst 999999999999999\nquota 999999999999999/day")
 	e.prove("valid-sfint")
 	r := e.call(1, "Authorization", "Bearer valid-sfint")
-	if got, want := r.Header.Get("RateLimit-Policy"), `"tenant";q=1000000;w=3600000000, "quota-day";q=999999999999999;w=86400`; got != want {
+	if got, want := r.Header.Get("RateLimit-Policy"), `"tenant";q=999999999999999;w=999999999999999, "quota-day";q=999999999999999;w=86400`; got != want {
 		t.Errorf("RateLimit-Policy = %q, want %q", got, want)
 	}
-	if f := rateLimit(t, r)["quota-day"]; f[0] != 999999999999999 {
-		t.Errorf("RateLimit quota-day r=%d, want the largest Integer (header %q)", f[0], r.Header.Get("RateLimit"))
+	if f := rateLimit(t, r)["tenant"]; f[0] != 999999999999998 || f[1] != 3600 {
+		t.Errorf("RateLimit tenant = %v, want r=999999999999998;t=3600 (header %q)", f, r.Header.Get("RateLimit"))
 	}
 }
