@@ -22,6 +22,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("XDG_DATA_HOME", dir)
 	code := m.Run()
 	os.RemoveAll(dir)
+	harness.RemoveBuild()
 	os.Exit(code)
 }
 

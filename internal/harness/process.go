@@ -45,6 +45,15 @@ func BuildCaddy(t testing.TB) string {
 	return build.path
 }
 
+// RemoveBuild deletes the binary BuildCaddy built, if it did; a test
+// package's TestMain calls it once its tests are done, or every run would
+// leave a Caddy binary in the temporary directory.
+func RemoveBuild() {
+	if build.path != "" {
+		_ = os.RemoveAll(filepath.Dir(build.path))
+	}
+}
+
 // Process is a Caddy process started from the built binary.
 type Process struct {
 	URL, Admin string
