@@ -501,12 +501,27 @@ func (d *decision) itemRefusal(q int) refusal {
 
 // quotasRefusal is the refusal of the request's quotas once they did not
 // all fit, each item's Used being the count found; failed is the item the
-// store named. A quota the request exceeds as a whole is named first (it
-// never passes as sent, whatever the others' resets); otherwise the one
-// that holds the request back longest. The refusal tells what fits now
-// over every quota of its unit (cost, or one tool's calls).
+// store named. A used-up quota is named first, the one that resets last:
+// one counting cost (the identity's, the organization's) lets no metered
+// request pass, one of a tool no call of it. Otherwise a quota the request
+// exceeds as a whole (it never passes as sent, whatever the others'
+// resets), else the one that holds it back longest; the refusal then
+// tells what fits now over every quota.
 func (d *decision) quotasRefusal(failed int) refusal {
-	best := d.itemRefusal(failed)
+	best, found := d.itemRefusal(failed), false
+	for _, tools := range []bool{false, true} {
+		for q, it := range d.items {
+			if it.Used < it.Limit || (d.itemLayers[q] == layerToolQuota) != tools {
+				continue
+			}
+			if ref := d.itemRefusal(q); !found || ref.outlasts(&best) {
+				best, found = ref, true
+			}
+		}
+		if found {
+			return best
+		}
+	}
 	d.fitNow(failed, &best)
 	for q, it := range d.items {
 		if q == failed || it.Used+it.N <= it.Limit {
@@ -521,38 +536,43 @@ func (d *decision) quotasRefusal(failed int) refusal {
 	return best
 }
 
-// fitNow sets what fits now on ref, the refusal of quota item q: the least
-// any quota of q's unit has left (ref.fits), and the least any of them
-// allows at all (ref.most). A request q never fits as sent passes at the
-// size that fits: now when something is left, else once every exhausted
-// quota of that unit has reset.
+// fitNow sets what fits now on ref, the refusal of quota item q, when no
+// quota is used up: the most a request may ask of q's unit and pass every
+// quota (ref.fits), and the most it ever may (ref.most). A call of a tool
+// costs its cost against the quotas counting cost, so those bound a
+// tool's calls too. A request q never fits as sent passes at that size
+// now.
 func (d *decision) fitNow(q int, ref *refusal) {
-	tool := d.itemLayers[q] == layerToolQuota
-	ref.fits, ref.most = -1, -1
-	var reset time.Time
+	costLeft, costMost := int64(-1), int64(-1)
 	for k, it := range d.items {
-		if (d.itemLayers[k] == layerToolQuota) != tool || tool && !bytes.Equal(it.Key, d.items[q].Key) {
-			continue
-		}
-		left := max(it.Limit-it.Used, 0)
-		if ref.fits < 0 || left < ref.fits {
-			ref.fits = left
-		}
-		if ref.most < 0 || it.Limit < ref.most {
-			ref.most = it.Limit
-		}
-		if r := it.Period.Next(d.now); left == 0 && r.After(reset) {
-			reset = r
+		if d.itemLayers[k] != layerToolQuota {
+			costLeft, costMost = minKnown(costLeft, it.Limit-it.Used), minKnown(costMost, it.Limit)
 		}
 	}
-	if !ref.never() {
-		return
+	ref.fits, ref.most = costLeft, costMost
+	if d.itemLayers[q] == layerToolQuota {
+		per := d.toolCost([]byte(ref.tool))
+		ref.fits, ref.most = -1, -1
+		if costLeft >= 0 {
+			ref.fits, ref.most = costLeft/per, costMost/per
+		}
+		for _, it := range d.items {
+			if bytes.Equal(it.Key, d.items[q].Key) {
+				ref.fits, ref.most = minKnown(ref.fits, it.Limit-it.Used), minKnown(ref.most, it.Limit)
+			}
+		}
 	}
-	if ref.fits > 0 {
+	if ref.never() && ref.fits > 0 {
 		ref.wait = time.Second
-	} else if !reset.IsZero() {
-		ref.wait, ref.resetsAt = reset.Sub(d.now), reset
 	}
+}
+
+// minKnown is the smaller of a and b, where a < 0 means none yet.
+func minKnown(a, b int64) int64 {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
 }
 
 // quotaItems sets d.items (and d.itemLayers) to every quota of the

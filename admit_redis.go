@@ -150,7 +150,15 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 	if q := slot.quota; q >= 0 {
 		if res.Local {
+			// Remembered, not asked: the count is the one Redis gave
+			// then, and the other quotas' are not known. The refusal
+			// stands (counts only grow); what fits now is not claimed.
 			d.knowUsed(q, int64(res.Held))
+			ref := d.itemRefusal(q)
+			if ref.never() {
+				ref.wait = time.Second // a smaller request asks Redis
+			}
+			return ref
 		}
 		return d.quotasRefusal(q)
 	}

@@ -294,15 +294,40 @@ func TestQuotaRefusalWeighsEveryQuota(t *testing.T) {
 		t.Fatalf("batch of 5 with 4 left today: %s", r.Body)
 	}
 
-	// An exhausted organization quota: nothing passes now, so a request
-	// larger than the identity's quota waits for the reset too.
+	// An exhausted organization quota lets nothing pass: it is the one
+	// named, not the identity's quota the batch exceeds as a whole.
 	g := startSite(t, groupSite("zone weighsorg\ntenant off\nquota 5/day\ngroup {http.vars.org} 100/s burst 100\ngroup_quota 6/day"))
 	g.passes(5, "echo", g.member("valid-weighs-p1", "acme")...)
 	g.passes(1, "echo", g.member("valid-weighs-p2", "acme")...)
 	p3 := g.member("valid-weighs-p3", "acme")
 	got, r = g.quotaBatch(6, p3...)
-	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 60 || got.Error.Data.MaxPerRequest != 5 ||
-		!strings.Contains(got.Error.Message, "once the quota resets at") {
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 60 || got.Error.Data.Limit != "group_quota" ||
+		got.Error.Data.MaxPerRequest != 0 || !strings.Contains(got.Error.Message, "Quota exhausted") {
 		t.Fatalf("batch of 6 over a quota of 5 while the organization's is exhausted: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
+	}
+
+	// A tool's calls are bounded by the cost quota too: with 1 cost unit
+	// left, 1 call of the tool passes now, not the tool quota's 5.
+	c := start(t, "zone weighstool\ntenant off\nquota 10/day\ntool analyze_photo {\n quota 5/day\n}")
+	hc := []string{"Authorization", "Bearer valid-weighs-tool"}
+	c.prove("valid-weighs-tool")
+	c.passes(9, "echo", hc...)
+	calls := make([]string, 6)
+	for i := range calls {
+		calls[i] = harness.ToolCall(i+1, "analyze_photo", nil)
+	}
+	r = c.post("["+strings.Join(calls, ",")+"]", hc...)
+	var entries []rpcError
+	r.JSON(t, &entries)
+	if len(entries) != 6 || entries[0].Error == nil || entries[0].Error.Data.MaxPerRequest != 1 {
+		t.Fatalf("6 calls of a tool allowed 5 a day, 1 cost unit left: %s", r.Body)
+	}
+	// And a used-up identity quota is named before a tool quota the
+	// request exceeds as a whole.
+	c.passes(1, "echo", hc...)
+	r = c.post("["+strings.Join(calls, ",")+"]", hc...)
+	r.JSON(t, &entries)
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 60 || entries[0].Error.Data.Limit != "quota" {
+		t.Fatalf("6 calls of the tool with the identity's quota used up: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
 	}
 }

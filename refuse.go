@@ -107,8 +107,8 @@ func (ref *refusal) never() bool {
 
 // maxPerRequest is the most a request may cost (in tokens, in calls for
 // concurrency and a tool's quota) to pass the layer that refused it as
-// never admissible; for a quota, what its unit's quotas have left, or
-// when nothing is, the least of their figures.
+// never admissible; for a quota, what fits now over every quota, or when
+// that is not known or nothing does, the most that ever may.
 func (ref *refusal) maxPerRequest() int64 {
 	switch ref.kind {
 	case kindConcurrency:
@@ -231,11 +231,7 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		b = ref.appendQuotaName(b, "whole ")
 		b = append(b, "; it will never be admitted as sent. Send requests "...)
 		b = ref.appendQuotaSize(b, ref.maxPerRequest())
-		switch {
-		case ref.fits == 0:
-			b = append(b, " once the quota resets at "...)
-			b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
-		case ref.fits > 0 && ref.fits < ref.most:
+		if ref.fits > 0 && ref.fits < ref.most {
 			b = append(b, " (what is left now)"...)
 		}
 		return append(b, '.')
@@ -317,7 +313,11 @@ func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
 func (ref *refusal) appendQuotaLimit(b []byte) []byte {
 	b = append(b, " ("...)
 	b = strconv.AppendInt(b, ref.item.Limit, 10)
-	if ref.layer == layerToolQuota {
+	switch {
+	case ref.layer != layerToolQuota:
+	case ref.item.Limit == 1:
+		b = append(b, " call"...)
+	default:
 		b = append(b, " calls"...)
 	}
 	return append(b, ')')
