@@ -264,6 +264,11 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		b = strconv.AppendQuote(b, ref.tool)
 	}
 	b = ref.appendQuotaLimit(b)
+	if tool {
+		b = append(b, ". Do not call this tool with this key until the quota resets at "...)
+		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		return append(b, " (other tools still work); report the exhausted quota to the user."...)
+	}
 	b = append(b, ". Do not retry with this key until the quota resets at "...)
 	b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
 	return append(b, "; report the exhausted quota to the user."...)

@@ -111,7 +111,7 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 	r := e.callTool(1, "analyze_photo", h...)
 	got := refusal(t, r, http.StatusTooManyRequests, "tool_quota")
 	if got.Error.Data.Code != "QUOTA_EXHAUSTED" || got.Error.Data.Tool != "analyze_photo" ||
-		!strings.Contains(got.Error.Message, "analyze_photo") {
+		!strings.Contains(got.Error.Message, "analyze_photo") || !strings.Contains(got.Error.Message, "Do not call this tool") {
 		t.Fatalf("tool quota refusal does not name the tool: %s", r.Body)
 	}
 	if e.backend.ToolCalls() != before {
