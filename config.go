@@ -14,8 +14,8 @@ import (
 // RateLimit configures one token bucket. A zero value inherits the
 // layer's default; Off disables the layer.
 type RateLimit struct {
-	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`.
-	// Default: the layer's default (pre-auth 1/s, tenant 5/s, global
+	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`;
+	// <n> is at most 999999999999999 (15 digits). Default: the layer's default (pre-auth 1/s, tenant 5/s, global
 	// 100/s; anonymous has none, so it needs a Rate); in a tier or an
 	// override, the tenant rate otherwise in force for the identity (its
 	// tier's, else the top-level one).
@@ -23,7 +23,8 @@ type RateLimit struct {
 
 	// Burst is the bucket size in tokens (the most a caller can spend at
 	// once). Default: the layer's default burst when Rate is also unset,
-	// otherwise the `<n>` of Rate (so `20/m` allows 20 at once).
+	// otherwise the `<n>` of Rate (so `20/m` allows 20 at once). At most
+	// 999999999999999 (15 digits, the largest RateLimit header value).
 	Burst int `json:"burst,omitempty"`
 
 	// Off disables the layer. It cannot be combined with Rate or Burst.
@@ -34,11 +35,12 @@ type RateLimit struct {
 type QuotaLimit struct {
 	// Day is the number of metered units allowed per UTC day (resets at
 	// 00:00 UTC). A QuotaLimit must set Day, Month or Off; the top-level
-	// `quota` field, when absent, is 5000 per day.
+	// `quota` field, when absent, is 5000 per day. At most
+	// 999999999999999 (15 digits), as Month.
 	Day int64 `json:"day,omitempty"`
 
 	// Month is the number of metered units allowed per UTC calendar month
-	// (resets on the 1st at 00:00 UTC).
+	// (resets on the 1st at 00:00 UTC). At most 999999999999999.
 	Month int64 `json:"month,omitempty"`
 
 	// Off disables the quota. It cannot be combined with Day or Month.
