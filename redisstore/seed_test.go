@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
@@ -13,11 +12,8 @@ import (
 // Seed raises counts to what it is given and never lowers one, so every
 // instance may seed what it knows without a call counted twice.
 func TestSeedTakesTheLargerCount(t *testing.T) {
-	r := harness.StartRedis(t)
-	s := newStore(t, r, "z")
-	ctx := context.Background()
-	now := serverTime(t, r)
-	day := quota.Day.Start(now)
+	r, s, now := storeOnRedis(t)
+	ctx, day := context.Background(), quota.Day.Start(now)
 	if err := s.Push(ctx, []redisstore.Delta{{Key: "i/a", Period: quota.Day, Start: day, N: 5}}); err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,14 @@ func newStore(t *testing.T, r *harness.Redis, zone string) *redisstore.Store {
 	return s
 }
 
+// storeOnRedis starts a Redis, opens a store of zone "z" on it, and
+// returns them with Redis's time.
+func storeOnRedis(t *testing.T) (*harness.Redis, *redisstore.Store, time.Time) {
+	t.Helper()
+	r := harness.StartRedis(t)
+	return r, newStore(t, r, "z"), serverTime(t, r)
+}
+
 func bucket(key string, rate float64, burst, n int64) redisstore.Item {
 	return redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: rate, Burst: burst, N: n}
 }
@@ -281,11 +289,8 @@ func TestShortCircuitQuotaHoldsWhatRedisCounted(t *testing.T) {
 }
 
 func TestPushAndFingerprintKey(t *testing.T) {
-	r := harness.StartRedis(t)
-	s := newStore(t, r, "z")
-	ctx := context.Background()
-	now := serverTime(t, r)
-	day := quota.Day.Start(now)
+	r, s, now := storeOnRedis(t)
+	ctx, day := context.Background(), quota.Day.Start(now)
 	if err := s.Push(ctx, []redisstore.Delta{{Key: "i/p", Period: quota.Day, Start: day, N: 7}, {Key: "i/p", Period: quota.Day, Start: day, N: -2}}); err != nil {
 		t.Fatal(err)
 	}

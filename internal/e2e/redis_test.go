@@ -484,19 +484,28 @@ func TestRedisStoreAddedOnReloadAdoptsTheSharedKey(t *testing.T) {
 	}
 }
 
+// threeCallsInAnOutage starts one instance on a Redis store (tenant 1/h
+// burst 10, quota 100/day), proves token, stops Redis and makes three
+// calls, which the instance decides and counts locally.
+func threeCallsInAnOutage(t *testing.T, token string) (*harness.Redis, *harness.Process) {
+	t.Helper()
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
+	p := ps[0]
+	prove(t, p, token)
+	r.Kill()
+	for range 3 {
+		mustCall(t, p, token, "ok") // decided locally while Redis is down
+	}
+	return r, p
+}
+
 // Counts made during a Redis outage that the instance could not push
 // before it stopped are saved in Caddy storage and pushed by its next
 // start once Redis answers: "nothing lost" holds across a restart.
 func TestRedisOutageCountsSurviveARestart(t *testing.T) {
 	skipNearMidnight(t)
-	r := harness.StartRedis(t)
-	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
-	p := ps[0]
-	prove(t, p, "valid-restart")
-	r.Kill()
-	for range 3 {
-		mustCall(t, p, "valid-restart", "ok") // decided locally while Redis is down
-	}
+	r, p := threeCallsInAnOutage(t, "valid-restart")
 	p.Restart(t) // Redis still down: the counts cannot be pushed at shutdown
 	r.Start(t)   // back, and empty: persistence is off
 	reachesRedisOnce(t, r, 3)
@@ -714,14 +723,7 @@ func TestRedisStoreAddedOnReloadKeepsTheQuotaSpent(t *testing.T) {
 // next start there and pushed once Redis answers, and only once.
 func TestRedisOutageCountsSurviveACrash(t *testing.T) {
 	skipNearMidnight(t)
-	r := harness.StartRedis(t)
-	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day"))
-	p := ps[0]
-	prove(t, p, "valid-crash")
-	r.Kill()
-	for range 3 {
-		mustCall(t, p, "valid-crash", "ok") // decided locally while Redis is down
-	}
+	r, p := threeCallsInAnOutage(t, "valid-crash")
 	time.Sleep(2500 * time.Millisecond) // more than the second between copies
 	p.Kill()                            // no graceful stop: nothing saved at shutdown
 	r.Start(t)
