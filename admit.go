@@ -30,12 +30,12 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	preauthRefused := false // in dry run: the request goes on, refused once
 	var dryPreauth refusal  // recorded once inspection knows the cost
 	if !d.proven {
-		if ref, ok := d.reservePreauth(1); !ok {
+		if !d.reservePreauth(1) {
 			if !d.pol.dryRun {
 				d.peekIDs(w, r)
-				return h.refuse(d, w, d.preauthWholeCost(ref))
+				return h.refuse(d, w, d.preauthWholeCost(d.ref))
 			}
-			preauthRefused, dryPreauth = true, ref
+			preauthRefused, dryPreauth = true, d.ref
 		}
 	}
 	ref, refused := h.inspect(d, r)
@@ -47,12 +47,12 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		return true
 	}
 	if !d.proven && d.cost > 1 && !preauthRefused {
-		if ref, ok := d.reservePreauth(int(d.cost - 1)); !ok {
+		if !d.reservePreauth(int(d.cost - 1)) {
 			// The token that paid for reading and parsing the body is
 			// kept, or a body too costly to pass would be read for free;
 			// the wait named is then for the whole cost again.
 			d.nres = 0
-			ref = d.wholeCostRefusal(ref)
+			ref := d.wholeCostRefusal(d.ref)
 			if !d.pol.dryRun {
 				ref = d.probe(0, ref)
 			}
@@ -99,23 +99,18 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) (refusal, bool
 		// or Redis counts even for the moment before a rollback, or a
 		// flood of such requests would crowd out other tenants.
 		d.probing = true
-		ref, ok := d.admitAnonymous()
-		if ok {
-			ref, ok = d.admitConcurrency()
-		}
-		if !ok {
-			return d.probe(0, ref), true
+		if !d.admitAnonymous() || !d.admitConcurrency() {
+			return d.probe(0, d.ref), true
 		}
 		d.probing = false
 	}
 	for i, step := range admissionSteps {
-		ref, ok := step(d)
 		switch {
-		case ok:
+		case step(d):
 		case d.pol.dryRun:
-			h.refuse(d, w, ref)
+			h.refuse(d, w, d.ref)
 		default:
-			return d.probe(i+1, ref), true
+			return d.probe(i+1, d.ref), true
 		}
 	}
 	return refusal{}, false
@@ -132,8 +127,8 @@ func (d *decision) probe(from int, ref refusal) refusal {
 	}
 	d.probing = true
 	for _, step := range admissionSteps[from:] {
-		if other, ok := step(d); !ok && other.outlasts(&ref) {
-			ref = other
+		if !step(d) && d.ref.outlasts(&ref) {
+			ref = d.ref
 		}
 	}
 	return ref
@@ -184,8 +179,10 @@ func (d *decision) requestCost() int64 {
 // admissionSteps are the layers after inspection, in SPEC order: tenant
 // before global, so a tenant over its own limit cannot spend shared
 // capacity. With a healthy Redis store, admitRedis decides tenant, group,
-// quota and global in one round trip and their local steps pass.
-var admissionSteps = []func(*decision) (refusal, bool){
+// quota and global in one round trip and their local steps pass. A step
+// returns whether its layer admits the request; when it does not, the
+// refusal is in d.ref (see refused).
+var admissionSteps = []func(*decision) bool{
 	(*decision).admitRedis,
 	(*decision).admitTenant,
 	(*decision).admitGroup,
@@ -357,10 +354,10 @@ func (d *decision) checkArgs() (refusal, bool) {
 
 // reservePreauth takes n tokens from the client address's pre-auth
 // bucket (a gateway's larger one when the address is listed).
-func (d *decision) reservePreauth(n int) (refusal, bool) {
+func (d *decision) reservePreauth(n int) bool {
 	pol := d.pol
 	if pol.preauthOff {
-		return refusal{}, true
+		return true
 	}
 	lim, rl := pol.preauth, pol.preauthPolicy
 	if g, gw, ok := gatewayOf(pol.gateways, d.ip); ok {
@@ -374,65 +371,72 @@ func (d *decision) reservePreauth(n int) (refusal, bool) {
 		}
 	}
 	d.preauthLim, d.preauthPolicy = lim, rl
-	ref, ok := reserveIn(d, d.z.preauth, d.addr, lim, n, layerPreauth)
+	ok := reserveIn(d, d.z.preauth, d.addr, lim, n, layerPreauth)
 	if ok {
 		d.preauthLeft, d.preauthHeld = d.res[d.nres-1].Left(), true
 	}
-	return ref, ok
+	return ok
+}
+
+// refused records ref as the refusal of the layer at hand and returns
+// false, for a step to return.
+func (d *decision) refused(ref refusal) bool {
+	d.ref = ref
+	return false
 }
 
 // reserveIn takes n tokens from key's bucket in set, recording the
-// reservation for rollback, or turns a refusal into one of layer l. A new
+// reservation for rollback, or records the refusal of layer l in d.ref. A new
 // key arriving at a full set is refused too.
-func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucketLimit, n int, l layer) (refusal, bool) {
+func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucketLimit, n int, l layer) bool {
 	if d.probing {
 		if wait, ok := set.Wait(key, toBuckets(lim), n, d.now); !ok {
-			return rateRefusal(l, lim, wait, n), false
+			return d.refused(rateRefusal(l, lim, wait, n))
 		}
-		return refusal{}, true
+		return true
 	}
 	res, wait, ok, full := set.Reserve(key, toBuckets(lim), n, d.now)
 	if !ok {
 		if full {
 			d.untracked |= 1 << l
-			return capacityRefusal(l, wait), false
+			return d.refused(capacityRefusal(l, wait))
 		}
-		return rateRefusal(l, lim, wait, n), false
+		return d.refused(rateRefusal(l, lim, wait, n))
 	}
 	d.res[d.nres] = res
 	d.nres++
-	return refusal{}, true
+	return true
 }
 
-func (d *decision) admitTenant() (refusal, bool) {
+func (d *decision) admitTenant() bool {
 	if d.inRedis {
-		return refusal{}, true
+		return true
 	}
 	if !d.proven || d.lim.tenantOff {
-		return refusal{}, true
+		return true
 	}
-	ref, ok := reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
+	ok := reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
 	if ok && !d.probing {
 		d.tenantLeft, d.tenantHeld = d.res[d.nres-1].Left(), true
 	}
-	return ref, ok
+	return ok
 }
 
-func (d *decision) admitGroup() (refusal, bool) {
+func (d *decision) admitGroup() bool {
 	if d.inRedis {
-		return refusal{}, true
+		return true
 	}
 	if !d.hasGroup || d.pol.groupKey == "" {
-		return refusal{}, true
+		return true
 	}
 	return reserveIn(d, d.z.groups, d.groupFP, d.pol.group, int(d.cost), layerGroup)
 }
 
 // admitStore refuses calls of fail_closed tools while the quota store is
 // degraded; every other call keeps failing open.
-func (d *decision) admitStore() (refusal, bool) {
+func (d *decision) admitStore() bool {
 	if d.inRedis || !d.pol.failClosed || d.req == nil || !d.z.storeDegraded() {
-		return refusal{}, true
+		return true
 	}
 	var tool string
 	d.eachTool(func(name []byte) {
@@ -441,26 +445,26 @@ func (d *decision) admitStore() (refusal, bool) {
 		}
 	})
 	if tool == "" {
-		return refusal{}, true
+		return true
 	}
-	return storeRefusal(tool, d.z.storeRetryWait(d.now, d.pol.flush)), false
+	return d.refused(storeRefusal(tool, d.z.storeRetryWait(d.now, d.pol.flush)))
 }
 
 // admitQuota checks and charges every quota of the request at once: the
 // identity's, its group's and each called tool's.
-func (d *decision) admitQuota() (refusal, bool) {
+func (d *decision) admitQuota() bool {
 	if d.inRedis {
-		return refusal{}, true
+		return true
 	}
 	d.quotaItems()
 	if len(d.items) == 0 {
-		return refusal{}, true
+		return true
 	}
 	if d.probing {
 		if failed, ok := d.z.quota.Fits(d.items, d.now); !ok {
-			return d.quotasRefusal(failed), false
+			return d.refused(d.quotasRefusal(failed))
 		}
-		return refusal{}, true
+		return true
 	}
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
 	for !ok && d.pol.dryRun {
@@ -478,7 +482,7 @@ func (d *decision) admitQuota() (refusal, bool) {
 		}
 		d.items, d.itemLayers = d.items[:kept], d.itemLayers[:kept]
 		if kept == 0 {
-			return refusal{}, true
+			return true
 		}
 		failed, ok = d.z.quota.TryAdd(d.items, d.now)
 	}
@@ -488,9 +492,9 @@ func (d *decision) admitQuota() (refusal, bool) {
 			d.knowUsed(q, d.items[q].Used)
 		}
 		d.keepForRedis()
-		return refusal{}, true
+		return true
 	}
-	return d.quotasRefusal(failed), false
+	return d.refused(d.quotasRefusal(failed))
 }
 
 // itemRefusal is the refusal of quota item q of the request.
@@ -617,30 +621,30 @@ func (d *decision) addItem(l layer, it quota.Item) {
 	d.itemLayers = append(d.itemLayers, l)
 }
 
-func (d *decision) admitGlobal() (refusal, bool) {
+func (d *decision) admitGlobal() bool {
 	if d.inRedis {
-		return refusal{}, true
+		return true
 	}
 	if d.pol.globalOff {
-		return refusal{}, true
+		return true
 	}
 	return reserveIn(d, d.z.shared, globalKey, d.pol.global, int(d.cost), layerGlobal)
 }
 
-func (d *decision) admitAnonymous() (refusal, bool) {
+func (d *decision) admitAnonymous() bool {
 	if d.hasID || !d.pol.anonymousOn {
-		return refusal{}, true
+		return true
 	}
 	return reserveIn(d, d.z.shared, anonymousKey, d.pol.anonymous, int(d.cost), layerAnonymous)
 }
 
 // admitConcurrency takes the in-flight slots last, so no other layer can
 // refuse while a slot is held.
-func (d *decision) admitConcurrency() (refusal, bool) {
+func (d *decision) admitConcurrency() bool {
 	c := d.lim.concurrency
 	perID := c.PerIdentity > 0 && d.hasID
 	if c.Max <= 0 && !perID {
-		return refusal{}, true
+		return true
 	}
 	// A batch's calls may all run at once: each takes a slot.
 	d.concN = 1
@@ -651,17 +655,17 @@ func (d *decision) admitConcurrency() (refusal, bool) {
 	// the zone's slots, even for a moment.
 	if perID {
 		if d.probing && d.z.perID.Count(d.fp)+d.concN > c.PerIdentity || !d.probing && !d.z.perID.Acquire(d.fp, d.concN, c.PerIdentity) {
-			return concurrencyRefusal(c.PerIdentity, true, d.concN), false
+			return d.refused(concurrencyRefusal(c.PerIdentity, true, d.concN))
 		}
 		d.concID = !d.probing
 	}
 	if c.Max > 0 {
 		if d.probing && d.z.all.Count(globalKey)+d.concN > c.Max || !d.probing && !d.z.all.Acquire(globalKey, d.concN, c.Max) {
-			return concurrencyRefusal(c.Max, false, d.concN), false
+			return d.refused(concurrencyRefusal(c.Max, false, d.concN))
 		}
 		d.concAll = !d.probing
 	}
-	return refusal{}, true
+	return true
 }
 
 // forgetLevels drops the tenant and quota levels recorded for the

@@ -13,10 +13,10 @@ import (
 // local steps for those layers then pass (d.inRedis). Without a store, or
 // while it is degraded or failing now, it passes and the local steps
 // decide, exactly as without Redis.
-func (d *decision) admitRedis() (refusal, bool) {
+func (d *decision) admitRedis() bool {
 	r := d.z.redis.Load()
 	if r == nil || r.degraded.Load() {
-		return refusal{}, true
+		return true
 	}
 	if d.probing {
 		// A look costs no round trip: it asks what this instance already
@@ -25,17 +25,20 @@ func (d *decision) admitRedis() (refusal, bool) {
 		d.inRedis = true
 		items, slots := d.redisItems()
 		if res, known := r.store.KnownRefusal(items); known {
-			return d.redisRefusal(slots[res.Refused], res), false
+			return d.refused(d.redisRefusal(slots[res.Refused], res))
 		}
-		return refusal{}, true
+		return true
 	}
 	ref, ok, err := d.decideRedis(r)
 	if err != nil {
 		d.z.redisFailed(r, err)
-		return refusal{}, true
+		return true
 	}
 	d.inRedis = true
-	return ref, ok
+	if !ok {
+		return d.refused(ref)
+	}
+	return true
 }
 
 // keepForRedis remembers quota counts made locally while a zone's Redis

@@ -87,6 +87,10 @@ type decision struct {
 	concID    bool // holds concN slots of the identity's cap
 	concN     int
 	inflight  int64 // calls counted in the in-flight gauge
+	// ref is the refusal of the admission step that last returned false;
+	// steps leave it alone when they pass, so that admitting copies no
+	// refusal.
+	ref refusal
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}
