@@ -510,6 +510,56 @@ func TestRepeatedIdentityHeaderIsRefused(t *testing.T) {
 	unchanged(t, e, before, "repeated Authorization")
 }
 
+// Identities read from a query parameter, a cookie, or a placeholder with
+// text around a header are held to the rule of a lone header: a request
+// naming the input twice is refused, or each throwaway value beside the
+// real one would be proven by it and get a fresh budget. (The demo backend
+// serves requests without Authorization, so it proves any such identity.)
+func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
+	e := start(t, "identity {http.request.uri.query.token} {http.request.cookie.token} \"key:{http.request.header.X-Api-Key}\"\n"+
+		"tenant 10/s burst 100\nquota 2/day")
+	mcp := e.mcp
+	send := func(query string, hdr ...string) *harness.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, mcp+"?"+query, strings.NewReader(harness.ToolCall(3, "echo", map[string]any{"text": "hi"})))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Add(hdr[i], hdr[i+1])
+		}
+		return harness.Do(t, req)
+	}
+	real := []string{"Cookie", "token=c1", "X-Api-Key", "k1"}
+	for i := range 3 { // the first proves, the next two use the quota
+		if r := send("token=valid-q", real...); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, send("token=valid-q", real...), http.StatusTooManyRequests, "quota")
+	before := e.backend.ToolCalls()
+	for _, c := range []struct {
+		query, named string
+		hdr          []string
+	}{
+		{"token=valid-q&token=x1", "token query parameter", real},
+		{"token=x2&token=valid-q", "token query parameter", real},
+		{"Token=x3&token=valid-q", "token query parameter", real},
+		{"token=valid-q;token=x4", "token query parameter", real},
+		{"t%6fken=x5&token=valid-q", "token query parameter", real},
+		{"token=valid-q", "token cookie", []string{"Cookie", "TOKEN=x6; token=c1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=c1", "Cookie", "token=x7", "X-Api-Key", "k1"}},
+		{"token=valid-q", "X-Api-Key", []string{"Cookie", "token=c1", "X-Api-Key", "k1", "X-Api-Key", "x8"}},
+	} {
+		r := send(c.query, c.hdr...)
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, c.named) {
+			t.Fatalf("?%s %q: %d %s, want 400 naming the %s", c.query, c.hdr, r.Status, r.Body, c.named)
+		}
+	}
+	unchanged(t, e, before, "repeated identity inputs")
+}
+
 // An unproven request costing more than the pre-auth burst is told so,
 // with its whole cost (the token paid before its body was read included).
 func TestUnprovenRequestOverThePreauthBurstIsToldItCanNeverPass(t *testing.T) {

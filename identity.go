@@ -88,20 +88,35 @@ func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
 }
 
 // readPlaceholder evaluates one placeholder. A lone request-header
-// placeholder is read straight from the header, exactly as Caddy's
-// replacer computes it (values joined with commas), without the
-// replacer's allocations; a credentials header is spelled canonically.
-// unreadable says why the header does not name one credential as every
-// backend reads it: it is carried more than once (backends check the
-// first value, the last or the joined list), or it holds Bearer or Basic
-// credentials with more than one token (the TypeScript SDK reads the
-// first and ignores the rest, so each suffix would be an identity of its
-// own, proven by the one real token).
+// placeholder is read straight from the header (see readHeader), without
+// the replacer's allocations. Any other is evaluated by Caddy's replacer,
+// with every request header, query parameter and cookie it names read
+// and checked as readInput does. unreadable says why the request does not
+// name one value as every backend reads it.
 func readPlaceholder(r *http.Request, repl *caddy.Replacer, ph string) (value, unreadable string) {
-	name, ok := headerPlaceholder(ph)
-	if !ok {
-		return repl.ReplaceAll(ph, ""), ""
+	if name, ok := headerPlaceholder(ph); ok {
+		return readHeader(r, name)
 	}
+	value, _ = repl.ReplaceFunc(ph, func(key string, val any) (any, error) {
+		v, why, ok := readInput(r, key)
+		if !ok {
+			return val, nil
+		}
+		unreadable = cmp.Or(unreadable, why)
+		return v, nil
+	})
+	return value, unreadable
+}
+
+// readHeader reads the request header name exactly as Caddy's replacer
+// computes it (values joined with commas), a credentials header spelled
+// canonically. unreadable says why the header does not name one
+// credential as every backend reads it: it is carried more than once
+// (backends check the first value, the last or the joined list), or it
+// holds Bearer or Basic credentials with more than one token (the
+// TypeScript SDK reads the first and ignores the rest, so each suffix
+// would be an identity of its own, proven by the one real token).
+func readHeader(r *http.Request, name string) (value, unreadable string) {
 	vals := headerValues(r, name)
 	switch len(vals) {
 	case 0:
@@ -161,7 +176,7 @@ func connectionNames(r *http.Request, name string) bool {
 // headerPlaceholder returns the header name of a lone request-header
 // placeholder such as {http.request.header.Authorization}.
 func headerPlaceholder(ph string) (string, bool) {
-	name, ok := strings.CutPrefix(ph, "{http.request.header.")
+	name, ok := strings.CutPrefix(ph, "{"+headerPrefix)
 	if !ok || !strings.HasSuffix(name, "}") || strings.ContainsAny(name[:len(name)-1], "{}") {
 		return "", false
 	}

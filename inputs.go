@@ -1,0 +1,84 @@
+package mcplimit
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// Caddy's placeholders for request inputs a client controls.
+const (
+	headerPrefix = "http.request.header."
+	queryPrefix  = "http.request.uri.query."
+	cookiePrefix = "http.request.cookie."
+)
+
+// readInput reads the request input the placeholder key (without braces)
+// names, when it is a header, a query parameter or a cookie: the value
+// Caddy's replacer gives, and why the request does not name one value the
+// way every backend reads it. ok is false for any other key.
+func readInput(r *http.Request, key string) (value, unreadable string, ok bool) {
+	switch {
+	case strings.HasPrefix(key, headerPrefix):
+		value, unreadable = readHeader(r, key[len(headerPrefix):])
+	case strings.HasPrefix(key, queryPrefix):
+		value, unreadable = readQuery(r, key[len(queryPrefix):])
+	case strings.HasPrefix(key, cookiePrefix):
+		value, unreadable = readCookie(r, key[len(cookiePrefix):])
+	default:
+		return "", "", false
+	}
+	return value, unreadable, true
+}
+
+// readQuery reads the query parameter name as Caddy's replacer does (its
+// values joined with commas). A parameter sent more than once is
+// unreadable: backends read the first value, the last or the list, so a
+// caller could add a throwaway value to mint an identity per value that
+// the one real one proves. Spellings that differ in case or escaping, and
+// pairs separated by ';' or that Go's parser drops, count too: some
+// backend reads them.
+func readQuery(r *http.Request, name string) (value, unreadable string) {
+	value = strings.Join(r.URL.Query()[name], ",")
+	n := 0
+	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
+		k, _, _ := strings.Cut(pair, "=")
+		if dk, err := url.QueryUnescape(k); err == nil {
+			k = dk
+		}
+		if strings.EqualFold(k, name) {
+			n++
+		}
+	}
+	if n > 1 {
+		unreadable = "Send the " + name + " query parameter once: requests carrying it several times are not accepted here."
+	}
+	return value, unreadable
+}
+
+// readCookie reads the cookie name as Caddy's replacer does: the first
+// whose name matches ignoring case. More than one such cookie is
+// unreadable, counted over the raw Cookie headers: a backend that matches
+// names exactly, or reads the last, would check another one than the
+// identity names.
+func readCookie(r *http.Request, name string) (value, unreadable string) {
+	for _, c := range r.Cookies() {
+		if strings.EqualFold(c.Name, name) {
+			value = c.Value
+			break
+		}
+	}
+	n := 0
+	for _, line := range r.Header["Cookie"] {
+		for part := range strings.SplitSeq(line, ";") {
+			k, _, _ := strings.Cut(part, "=")
+			if strings.EqualFold(strings.TrimSpace(k), name) {
+				n++
+			}
+		}
+	}
+	if n > 1 {
+		unreadable = "Send one " + name + " cookie: requests carrying several (in any letter case) are not accepted here."
+	}
+	return value, unreadable
+}
