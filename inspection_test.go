@@ -128,6 +128,7 @@ func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
 		`{"jsonrpc":"2.0","method":"notifications/progress","params":{}},` +
 		`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"echo"}},` +
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}},` +
+		`{"jsonrpc":"2.0","id":99,"result":{}},` +
 		`{"jsonrpc":"2.0","id":12,"method":"tools/list"}` +
 		`]`
 	before := e.backend.ToolCalls()
@@ -138,7 +139,7 @@ func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
 	var out []rpcError
 	r.JSON(t, &out)
 	if len(out) != 3 {
-		t.Fatalf("%d answers, want 3 (one per entry with an id): %s", len(out), r.Body)
+		t.Fatalf("%d answers, want 3 (one per request entry with an id; none for a response): %s", len(out), r.Body)
 	}
 	wantIDs := []any{float64(11), "abc", float64(12)}
 	for i, a := range out {
@@ -160,6 +161,34 @@ func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
 		t.Fatalf("a refused notification got an answer: %s", r.Body)
 	}
 	unchanged(t, e, before, "notification batch")
+}
+
+// A client's answer to a server request (a JSON-RPC response) gets no
+// JSON-RPC answer when refused, like a notification, and so keeps the
+// refusal status whatever refuse_with says: both official SDKs take a 200
+// to such a POST as delivered, and the server's request would wait in vain.
+func TestRefusedResponsesGetTheStatusAndNoAnswer(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1\nrefuse_with jsonrpc")
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}`,
+		`{"jsonrpc":"2.0","id":6,"error":{"code":-1,"message":"no"}}`,
+		`[{"jsonrpc":"2.0","id":7,"result":{}},{"jsonrpc":"2.0","method":"notifications/progress"}]`,
+	} {
+		r := e.post(body)
+		if r.Status != http.StatusTooManyRequests || len(bytes.TrimSpace(r.Body)) != 0 {
+			t.Fatalf("refused %s: %d %s, want 429 and no body", body, r.Status, r.Body)
+		}
+	}
+	// A batch mixing a response with a request answers the request only.
+	r := e.post(`[{"jsonrpc":"2.0","id":8,"result":{}},` + harness.ToolCall(9, "echo", nil) + `]`)
+	var out []rpcError
+	r.JSON(t, &out)
+	if r.Status != http.StatusOK || len(out) != 1 || out[0].ID != float64(9) || out[0].Error == nil {
+		t.Fatalf("batch of a response and a call: %d %s, want 200 with one error, for id 9", r.Status, r.Body)
+	}
 }
 
 func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {

@@ -504,7 +504,8 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 
 // refusalBody writes one answer per request entry that has an id: an
 // object for a single message, an array for a batch, nothing when every
-// entry is a notification.
+// entry is a notification or a response (a client's answer to a server
+// request, which JSON-RPC never answers).
 func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg []byte, mode refuseMode) {
 	req := d.req
 	if req == nil || !req.Valid() || req.Len() == 0 {
@@ -513,7 +514,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 	}
 	if !req.Batch() {
 		e := req.Entry(0)
-		if !e.Notification() {
+		if !e.Notification() && !e.Response() {
 			h.answer(buf, d, ref, msg, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
 		}
 		return
@@ -525,7 +526,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 	n := 0
 	for i := 0; i < req.Len(); i++ {
 		e := req.Entry(i)
-		if e.Notification() {
+		if e.Notification() || e.Response() {
 			continue
 		}
 		if n == 0 {
