@@ -562,7 +562,29 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 // bucket unused since is full by then whatever limit it gets, and earns at
 // least that rate.
 func (p *policy) refill(l layer) (bound time.Duration, slowest float64) {
-	var lims []bucketLimit
+	lims := p.bucketLimits(l)
+	if l == layerTenant {
+		for _, o := range p.overrides {
+			for _, ol := range o.limits {
+				lims = append(lims, ol.tenant)
+			}
+		}
+	}
+	for _, b := range lims {
+		if b.rate > 0 { // configured rates are; an unset or off layer has none
+			bound = max(bound, time.Duration(float64(b.burst)/float64(b.rate)*float64(time.Second)))
+			if slowest == 0 || float64(b.rate) < slowest {
+				slowest = float64(b.rate)
+			}
+		}
+	}
+	return bound, slowest
+}
+
+// bucketLimits returns the limits of p for the bucket set of layer l that
+// any key may get: for the tenant set, the top-level and the tiers' ones,
+// not the overrides', which are their identities' own.
+func (p *policy) bucketLimits(l layer) (lims []bucketLimit) {
 	switch l {
 	case layerPreauth:
 		lims = append(lims, p.preauth)
@@ -574,25 +596,12 @@ func (p *policy) refill(l layer) (bound time.Duration, slowest float64) {
 		for _, t := range p.tiers {
 			lims = append(lims, t.limits.tenant)
 		}
-		for _, o := range p.overrides {
-			for _, ol := range o.limits {
-				lims = append(lims, ol.tenant)
-			}
-		}
 	case layerGroup:
 		lims = append(lims, p.group)
 	default:
 		lims = append(lims, p.global, p.anonymous)
 	}
-	for _, b := range lims {
-		if b.rate > 0 { // configured rates are; an unset or off layer has none
-			bound = max(bound, time.Duration(float64(b.burst)/float64(b.rate)*float64(time.Second)))
-			if slowest == 0 || float64(b.rate) < slowest {
-				slowest = float64(b.rate)
-			}
-		}
-	}
-	return bound, slowest
+	return lims
 }
 
 // gatewayPrefix parses a gateway's CIDR or address into the network it

@@ -2,6 +2,7 @@ package mcplimit_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"reflect"
@@ -305,5 +306,79 @@ func TestRejectedLoadLeavesTheZoneAsItWas(t *testing.T) {
 	}
 	if known := s["tracked"].(map[string]any)["known"].(float64); known != 3 {
 		t.Fatalf("%v proven identities after a rejected load with max_known 2, want all 3", known)
+	}
+}
+
+// A reload that leaves a bucket set's limits as they were (here two that
+// change max_known) does not touch its buckets: an idle drained tenant
+// keeps earning at its own rate, though a slower tier exists, and the
+// wait it was told holds.
+func TestUnrelatedReloadsKeepAnIdleBucketsRefill(t *testing.T) {
+	e := start(t, "zone unrelated\npreauth 100/s burst 100\ntenant 1/s burst 1\nquota off\n"+
+		"tier slow {\nmatch {http.request.header.X-Plan} slow\ntenant 1/h\n}")
+	const auth = "Bearer valid-refill"
+	e.prove("valid-refill")
+	if r := e.call(1, "Authorization", auth); r.Status != http.StatusOK {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	drained := time.Now()
+	refusal(t, e.call(2, "Authorization", auth), http.StatusTooManyRequests, "tenant")
+	path := e.caddy.HandlerPath(t, "mcp_ratelimit")
+	for i, n := range []string{"5000", "5001"} {
+		if i > 0 {
+			time.Sleep(800 * time.Millisecond)
+		}
+		if st, body := e.caddy.AdminDo(t, http.MethodPost, path+"/max_known", []byte(n)); st != http.StatusOK {
+			t.Fatalf("POST max_known: %d %s", st, body)
+		}
+		settleAfterReload(t, e, auth)
+	}
+	time.Sleep(time.Until(drained.Add(1300 * time.Millisecond)))
+	if r := e.call(3, "Authorization", auth); r.Status != http.StatusOK {
+		t.Fatalf("1.3s after draining a 1/s bucket, across two reloads that changed no limit: %d %s", r.Status, r.Body)
+	}
+}
+
+// Overrides are their identities' own limits. Pushing them live leaves
+// every other bucket as it is (a drained tenant idle across two pushes
+// keeps earning at its own rate, though a slower tier exists), and the
+// identity they raise earns its new rate from the push on, never for the
+// time before it.
+func TestLiveOverridesRetuneTheirIdentitiesOnly(t *testing.T) {
+	e := start(t, "zone ovr\npreauth 100/s burst 100\ntenant 1/s burst 1\nquota off\n"+
+		"tier slow {\nmatch {http.request.header.X-Plan} slow\ntenant 1/h burst 1\n}")
+	const frank, slow = "Bearer valid-frank", "Bearer valid-slow"
+	e.prove("valid-frank")
+	e.prove("valid-slow", "X-Plan", "slow")
+	if r := e.call(1, "Authorization", frank); r.Status != http.StatusOK {
+		t.Fatalf("frank: %d %s", r.Status, r.Body)
+	}
+	drained := time.Now()
+	if r := e.call(1, "Authorization", slow, "X-Plan", "slow"); r.Status != http.StatusOK {
+		t.Fatalf("slow: %d %s", r.Status, r.Body)
+	}
+	hp := e.caddy.HandlerPath(t, "mcp_ratelimit")
+	other := fingerprintOf(t, e.caddy.Storage, "ovr", "Bearer valid-nobody")
+	fpSlow := fingerprintOf(t, e.caddy.Storage, "ovr", slow)
+	if st, body := e.caddy.AdminDo(t, http.MethodPut, hp+"/overrides", fmt.Appendf(nil, `{%q:{"tenant":{"rate":"5/s","burst":5}}}`, other)); st != http.StatusOK {
+		t.Fatalf("PUT overrides: %d %s", st, body)
+	}
+	settleAfterReload(t, e, frank)
+	time.Sleep(time.Until(drained.Add(1200 * time.Millisecond)))
+	both := fmt.Appendf(nil, `{%q:{"tenant":{"rate":"5/s","burst":5}},%q:{"tenant":{"rate":"2/s","burst":1}}}`, other, fpSlow)
+	if st, body := e.caddy.AdminDo(t, http.MethodPatch, hp+"/overrides", both); st != http.StatusOK {
+		t.Fatalf("PATCH overrides: %d %s", st, body)
+	}
+	settleAfterReload(t, e, frank)
+	// 1.2s idle at 1/h before its override: nothing banked, and 2/s only
+	// since the push.
+	refusal(t, e.call(2, "Authorization", slow, "X-Plan", "slow"), http.StatusTooManyRequests, "tenant")
+	time.Sleep(time.Until(drained.Add(1300 * time.Millisecond)))
+	if r := e.call(2, "Authorization", frank); r.Status != http.StatusOK {
+		t.Fatalf("frank 1.3s after draining at 1/s, across two pushes of others' overrides: %d %s", r.Status, r.Body)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if r := e.call(3, "Authorization", slow, "X-Plan", "slow"); r.Status != http.StatusOK {
+		t.Fatalf("slow 1.1s after its override to 2/s: %d %s", r.Status, r.Body)
 	}
 }

@@ -59,3 +59,28 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 	}
 	return max(time.Duration(sh.changed-at)+staleFor, 0)
 }
+
+// Rebase is Advance for the buckets of keys alone, when only their own
+// limits change (an override of one identity): each banks its refill up
+// to now at the rate it has had so far, as Advance would, and then earns
+// slowest, the slowest rate now in force, until its next use tells its
+// new limit. Every other bucket is left as it is, its limits unchanged.
+func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit) {
+	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
+	for _, key := range keys {
+		sh := &s.shards[s.shardIndex(key)]
+		sh.mu.Lock()
+		if idx, ok := sh.index[key]; ok {
+			b := &sh.slab[idx]
+			at := sh.clock.Since(now)
+			if sh.changed == noChange || b.last > sh.changed {
+				b.advance(at)
+			} else if at > b.last {
+				b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
+				b.last = at
+			}
+			b.rate = slowest
+		}
+		sh.mu.Unlock()
+	}
+}

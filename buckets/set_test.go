@@ -339,6 +339,34 @@ func TestAdvanceBanksTheOldRateUpToALimitChange(t *testing.T) {
 	}
 }
 
+// Rebase retunes the buckets of the keys given only: they bank the refill
+// of their old rate up to the change and earn the new rate from then on;
+// another key keeps earning at its own rate as if nothing happened.
+func TestRebaseRetunesOnlyTheKeysGiven(t *testing.T) {
+	s := New[uint8](4, func(k uint8) uint64 { return uint64(k) })
+	t0 := time.Unix(1000, 0)
+	slow, fast := Limit{Rate: 1, Burst: 10}, Limit{Rate: 100, Burst: 10}
+	for _, k := range []uint8{0, 1} {
+		if _, _, ok, _ := s.Reserve(k, slow, 10, t0); !ok {
+			t.Fatal("draining reservation refused")
+		}
+	}
+	// A first change of every limit, then one of key 0's alone.
+	s.Advance(t0, 10*time.Second, 1)
+	s.Rebase(t0.Add(2*time.Second), []uint8{0}, 1)
+	at := t0.Add(2*time.Second + 50*time.Millisecond)
+	if _, _, ok, _ := s.Reserve(0, fast, 7, at); !ok {
+		t.Fatal("key 0: 2 tokens banked at 1/s and 5 earned at 100/s since should admit 7")
+	}
+	if _, _, ok, _ := s.Reserve(0, fast, 1, at); ok {
+		t.Fatal("key 0: the new rate was credited before its change")
+	}
+	// Key 1 was not retuned: 4s at its own rate of 1/s.
+	if _, _, ok, _ := s.Reserve(1, slow, 4, t0.Add(4*time.Second)); !ok {
+		t.Fatal("key 1 lost refill to a change of key 0's limits")
+	}
+}
+
 func TestReserveReportsTokensLeft(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	s := New[uint8](100, func(k uint8) uint64 { return uint64(k) })
