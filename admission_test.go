@@ -510,6 +510,21 @@ func TestRepeatedIdentityHeaderIsRefused(t *testing.T) {
 	unchanged(t, e, before, "repeated Authorization")
 }
 
+// At site level the directive runs before handle blocks, one of which
+// holds reverse_proxy, without an order option: ordered only before
+// reverse_proxy it would sit behind them and never run.
+func TestSiteLevelDirectiveLimitsHandleBlocks(t *testing.T) {
+	e := startSite(t, "mcp_ratelimit {\nzone handles\ntenant 1/m burst 1\nquota off\n}\n"+
+		"handle /mcp* {\nreverse_proxy $BACKEND\n}\nhandle {\nrespond \"nf\" 404\n}")
+	e.prove("valid-handles")
+	if r := e.call(1, "Authorization", "Bearer valid-handles"); r.Status != http.StatusOK {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(2, "Authorization", "Bearer valid-handles"), http.StatusTooManyRequests, "tenant")
+	unchanged(t, e, before, "a call past the tenant burst, proxied in a handle block")
+}
+
 // Identities read from a query parameter, a cookie, or a placeholder with
 // text around a header are held to the rule of a lone header: a request
 // naming the input twice is refused, or each throwaway value beside the

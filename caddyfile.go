@@ -12,9 +12,14 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
+// The directive runs after the auth handlers (basic_auth, forward_auth),
+// whose user placeholders trust_identity reads, and before the routing
+// directives (invoke, handle, route): at site level next to handle blocks
+// that hold reverse_proxy, ordered only before reverse_proxy it would sit
+// behind them and never run.
 func init() {
 	httpcaddyfile.RegisterHandlerDirective("mcp_ratelimit", parseCaddyfile)
-	httpcaddyfile.RegisterDirectiveOrder("mcp_ratelimit", httpcaddyfile.Before, "reverse_proxy")
+	httpcaddyfile.RegisterDirectiveOrder("mcp_ratelimit", httpcaddyfile.Before, "invoke")
 }
 
 func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error) {
