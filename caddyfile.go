@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -323,7 +324,10 @@ func prefixArg(d *caddyfile.Dispenser, dst *int, maxBits int) error {
 		return err
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 1 || n > maxBits {
+	if err != nil {
+		return d.Errf("%s %q: want a number of bits, 1-%d", name, s, maxBits)
+	}
+	if n < 1 || n > maxBits {
 		return d.Errf("%s %q: out of range 1-%d", name, s, maxBits)
 	}
 	*dst = n
@@ -362,8 +366,12 @@ func rateDirective(field func(*Handler) **RateLimit) parseFunc {
 }
 
 func parseRateLimit(d *caddyfile.Dispenser) (*RateLimit, error) {
+	name := d.Val()
 	args := d.RemainingArgs()
-	if len(args) == 1 && args[0] == "off" {
+	if len(args) > 0 && args[0] == "off" {
+		if len(args) > 1 {
+			return nil, d.Errf("%s off: takes no other arguments", name)
+		}
 		return &RateLimit{Off: true}, nil
 	}
 	rate, burst, err := parseRateArgs(d, args)
@@ -545,7 +553,7 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 				return d.Errf("tool %s: want arg <name> max <n>, with a name", name)
 			}
 			v, err := strconv.ParseFloat(args[2], 64)
-			if err != nil {
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 				return d.Errf("tool %s arg %s max %q: want a number", name, args[0], args[2])
 			}
 			if tp.Args == nil {
@@ -582,6 +590,9 @@ func parseStore(d *caddyfile.Dispenser, h *Handler) error {
 	for nesting := d.Nesting(); d.NextBlock(nesting); {
 		switch d.Val() {
 		case "timeout":
+			if rs.Timeout != 0 {
+				return d.Err("store: timeout given more than once")
+			}
 			if err := durationArg(d, &rs.Timeout); err != nil {
 				return err
 			}

@@ -182,8 +182,16 @@ func compile(h *Handler) (*policy, error) {
 	if strings.ContainsAny(p.zone, "/\\ \t\n") {
 		return nil, fmt.Errorf("zone %q: must not contain slashes or spaces", p.zone)
 	}
+	if p.zone == "." || p.zone == ".." {
+		return nil, fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", p.zone)
+	}
 	if len(p.identity) == 0 {
 		p.identity = []string{defaultIdentity}
+	}
+	for _, ph := range p.identity {
+		if !strings.Contains(ph, "{") {
+			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
+		}
 	}
 	if len(p.reject) == 0 {
 		p.reject = []int{401, 403}
@@ -429,6 +437,9 @@ func compileTools(p *policy, h *Handler) error {
 		}
 		if t.Cost < 0 {
 			return fmt.Errorf("tool %s: cost must be positive", name)
+		}
+		if t.Cost == 0 && t.Quota == nil && len(t.Args) == 0 && !t.FailClosed {
+			return fmt.Errorf("tool %s: sets nothing; give it a cost, a quota, an arg bound or fail_closed", name)
 		}
 		if t.Cost > 0 {
 			if _, dup := h.Costs[name]; dup {

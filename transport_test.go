@@ -186,7 +186,12 @@ func TestLegacyPOSTRefusalIsAnsweredAsStatus(t *testing.T) {
 			e := start(t, "tenant 1/m burst 1\nquota off\nrefuse_with "+mode)
 			e.prove("valid-old")
 			e.call(1, "Authorization", "Bearer valid-old")
-			for _, accept := range []string{"application/json", "*/*", ""} {
+			// A Streamable HTTP client, listing event streams in any case
+			// and with a q-value, gets refuse_with's answer.
+			if r := e.call(2, "Authorization", "Bearer valid-old", "Accept", "application/json, Text/Event-Stream;q=0.5"); r.Status != http.StatusOK {
+				t.Fatalf("Streamable HTTP POST refused under refuse_with %s: %d %s, want 200", mode, r.Status, r.Body)
+			}
+			for _, accept := range []string{"application/json", "*/*", "", "application/json, text/event-stream;q=0", "text/event-stream ; Q=0.0"} {
 				r := e.call(2, "Authorization", "Bearer valid-old", "Accept", accept)
 				if got := refusal(t, r, http.StatusTooManyRequests, "tenant"); got.ID != float64(2) {
 					t.Fatalf("Accept %q: %s", accept, r.Body)
