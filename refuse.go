@@ -548,11 +548,18 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 
 var nullID = []byte("null")
 
+// idOrNull is the id to echo: the request's, or null when it has none or
+// one JSON-RPC does not allow (an object, an array, a boolean), which
+// makes the entry an invalid request.
 func idOrNull(id []byte) []byte {
 	if len(id) == 0 {
 		return nullID
 	}
-	return id
+	switch c := id[0]; {
+	case c == '"', c == '-', '0' <= c && c <= '9', c == 'n':
+		return id
+	}
+	return nullID
 }
 
 // answer writes one JSON-RPC response carrying msg (already JSON): an
