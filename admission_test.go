@@ -525,6 +525,20 @@ func TestSiteLevelDirectiveLimitsHandleBlocks(t *testing.T) {
 	unchanged(t, e, before, "a call past the tenant burst, proxied in a handle block")
 }
 
+// A request passing two handlers of one zone (one at site level, one in
+// the handle block that proxies) is charged once.
+func TestTwoHandlersOfOneZoneChargeOnce(t *testing.T) {
+	block := "mcp_ratelimit {\nzone stacked\npreauth 1/m burst 1\ntenant 1/m burst 2\nquota off\n}\n"
+	e := startSite(t, block+"handle /mcp* {\n"+block+"reverse_proxy $BACKEND\n}")
+	e.prove("valid-stacked")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Bearer valid-stacked"); r.Status != http.StatusOK {
+			t.Fatalf("call %d of a tenant burst of 2: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(3, "Authorization", "Bearer valid-stacked"), http.StatusTooManyRequests, "tenant")
+}
+
 // Identities read from a query parameter, a cookie, or a placeholder with
 // text around a header are held to the rule of a lone header: a request
 // naming the input twice is refused, or each throwaway value beside the

@@ -22,6 +22,23 @@ type statusRecorder struct {
 	refusal bool
 }
 
+// passedZone reports whether a handler of zone z admitted the request
+// whose response writer is w: whether one of the writers w wraps is that
+// handler's recorder.
+func passedZone(w http.ResponseWriter, z *zone) bool {
+	for range 32 { // wrappers are few; a cycle must not hang a request
+		if s, ok := w.(*statusRecorder); ok && s.d.z == z {
+			return true
+		}
+		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+		if !ok {
+			return false
+		}
+		w = u.Unwrap()
+	}
+	return false
+}
+
 // WriteHeader implements http.ResponseWriter.
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 && code >= 200 {
