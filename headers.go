@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -190,6 +191,31 @@ func (d *decision) setRateLimit(w http.ResponseWriter, policy []string, value []
 	c := d.carry()
 	c.rateLimit[0] = string(value)
 	hdr[hdrRateLimit] = c.rateLimit[:]
+}
+
+// withdrawRateLimit removes the RateLimit-Policy and RateLimit values
+// set for d from hdr, leaving any the backend added: an upstream 429
+// carries the backend's own.
+func (d *decision) withdrawRateLimit(hdr http.Header) {
+	var ours []string
+	ours = append(ours, d.lim.rlPolicy...)
+	ours = append(ours, d.preauthPolicy...)
+	if d.carried != nil && d.carried.rateLimit[0] != "" {
+		ours = append(ours, d.carried.rateLimit[0])
+	}
+	for _, key := range []string{hdrPolicy, hdrRateLimit} {
+		var kept []string
+		for _, v := range hdr[key] {
+			if !slices.Contains(ours, v) {
+				kept = append(kept, v)
+			}
+		}
+		if len(kept) == 0 {
+			delete(hdr, key)
+		} else {
+			hdr[key] = kept
+		}
+	}
 }
 
 // knowUsed records n as the count of quota item q (as the deciding layer

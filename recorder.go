@@ -76,6 +76,10 @@ func (s *statusRecorder) record(code int) {
 	s.status = code
 	if !s.refusal {
 		s.d.learn(code)
+		if code == http.StatusTooManyRequests {
+			// The backend's own throttling passes through untouched.
+			s.d.withdrawRateLimit(s.Header())
+		}
 	}
 	s.d.watch.start(s.d, code, s.Header())
 }

@@ -338,6 +338,12 @@ func TestUpstream429PassesThroughAndIsCountedApart(t *testing.T) {
 		if r.Header.Get("Cache-Control") == "no-store" || strings.Contains(string(r.Body), "jsonrpc") {
 			t.Fatalf("the backend's 429 was rewritten: %v %q", r.Header, r.Body)
 		}
+		// Its RateLimit fields are the backend's alone, not mixed with
+		// the ones this handler sets on metered answers.
+		if p, v := r.Header.Values("RateLimit-Policy"), r.Header.Values("RateLimit"); len(p) != 1 || p[0] != `"upstream";q=100;w=60` ||
+			len(v) != 1 || v[0] != `"upstream";r=0;t=7` {
+			t.Fatalf("the backend's 429 carries RateLimit-Policy %q and RateLimit %q, want only the backend's", p, v)
+		}
 	}
 	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
 	if st != http.StatusOK {

@@ -93,6 +93,8 @@ func StartBackend(t testing.TB) *Backend {
 	mux.Handle("/sse", b.SSEHandler())
 	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
+		w.Header().Set("RateLimit-Policy", `"upstream";q=100;w=60`)
+		w.Header().Set("RateLimit", `"upstream";r=0;t=7`)
 		http.Error(w, "upstream provider quota", http.StatusTooManyRequests)
 	})
 	srv := httptest.NewServer(mux)
