@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,7 +16,6 @@ import (
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
-	"golang.org/x/time/rate"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/known"
@@ -63,10 +60,9 @@ type zone struct {
 
 	holdMu  sync.Mutex
 	holders []*holder // the handlers holding the zone, in load order
-	// applied is, per bucket set (by its layer), the limitsSignature last
-	// applied to it.
-	applied [numLayers]string
-	// overridesApplied is the overrideSignatures last applied.
+	// applied is, per bucket set (by its layer), the limitsMap of the
+	// holders last retuned to; overridesApplied their overrides'.
+	applied          [numLayers]string
 	overridesApplied map[[16]byte]string
 	// knownNew says an identity was proven since the known-good set was
 	// last saved; knownSaved is when that was, in Unix nanoseconds.
@@ -127,8 +123,12 @@ func (z *zone) unhold(pol *policy) {
 			continue
 		}
 		z.holders = slices.Delete(z.holders, i, i+1)
-		if n := len(z.holders); n > 0 && i == n {
+		switch n := len(z.holders); {
+		case n == 0: // the zone is being released
+		case i == n:
 			z.apply(z.holders[n-1])
+		default:
+			z.retune(time.Now()) // the dropped handler's limits are gone
 		}
 		return
 	}
@@ -214,114 +214,16 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 
 // apply makes h's policy the zone's policy in force. Existing buckets
 // keep their levels; the new limits are applied to them at their next
-// use. A bucket set whose limits this leaves as they were is not touched:
-// a reload that changes something else (another field, another server)
-// must not cost an idle bucket the refill it earns at its own rate. The
-// zone-wide capacities (max_known, known_ttl) follow in the run loop once
+// use (see retune). The zone-wide capacities (max_known, known_ttl) follow in the run loop once
 // the policy has stood for a tick, so that a load rejected just after
 // provisioning evicts nothing.
 func (z *zone) apply(h *holder) {
 	pol := h.pol
-	now := time.Now()
-	for _, s := range []struct {
-		set interface {
-			Advance(time.Time, time.Duration, rate.Limit)
-		}
-		l layer
-	}{{z.preauth, layerPreauth}, {z.tenants, layerTenant}, {z.groups, layerGroup}, {z.shared, layerGlobal}} {
-		if sig := z.limitsSignature(s.l); sig != z.applied[s.l] {
-			z.applied[s.l] = sig
-			bound, slowest := z.refill(s.l)
-			s.set.Advance(now, bound, slowest)
-		}
-	}
-	// Overrides are their identities' own limits: a change to some
-	// retunes those identities' buckets only.
-	ov := z.overrideSignatures()
-	if changed := changedKeys(z.overridesApplied, ov); len(changed) > 0 {
-		_, slowest := z.refill(layerTenant)
-		z.tenants.Rebase(now, changed, slowest)
-	}
-	z.overridesApplied = ov
+	z.retune(time.Now())
 	z.pol.Store(pol)
 	z.logger.Store(h.logger)
 	z.storage.set(h.storage)
 	z.applyRedis(pol)
-}
-
-// limitsSignature describes the limits of every handler holding the zone
-// for the bucket set of layer l that any key may get (bucketLimits), as a
-// sorted list of rates and bursts.
-// z.holdMu must be held.
-func (z *zone) limitsSignature(l layer) string {
-	var lims []string
-	for _, h := range z.holders {
-		for _, b := range h.pol.bucketLimits(l) {
-			lims = append(lims, limitText(b))
-		}
-	}
-	slices.Sort(lims)
-	return strings.Join(slices.Compact(lims), " ")
-}
-
-// overrideSignatures describes, per identity with an override of its
-// tenant limits in a handler holding the zone, those limits. z.holdMu
-// must be held.
-func (z *zone) overrideSignatures() map[[16]byte]string {
-	lims := map[[16]byte][]string{}
-	for _, h := range z.holders {
-		for fp, o := range h.pol.overrides {
-			if !o.tenant {
-				continue
-			}
-			for _, ol := range o.limits {
-				lims[fp] = append(lims[fp], limitText(ol.tenant))
-			}
-		}
-	}
-	sigs := make(map[[16]byte]string, len(lims))
-	for fp, l := range lims {
-		slices.Sort(l)
-		sigs[fp] = strings.Join(slices.Compact(l), " ")
-	}
-	return sigs
-}
-
-// changedKeys returns the keys whose signature differs between was and
-// is, a key missing from one included.
-func changedKeys(was, is map[[16]byte]string) (keys [][16]byte) {
-	for k, v := range is {
-		if w, ok := was[k]; !ok || w != v {
-			keys = append(keys, k)
-		}
-	}
-	for k := range was {
-		if _, ok := is[k]; !ok {
-			keys = append(keys, k)
-		}
-	}
-	return keys
-}
-
-// limitText spells a bucket limit for a signature.
-func limitText(b bucketLimit) string {
-	return strconv.FormatFloat(float64(b.rate), 'g', -1, 64) + "/" + strconv.Itoa(b.burst)
-}
-
-// refill is policy.refill over every handler holding the zone (they share
-// its buckets): the longest time to fill, and the slowest rate. z.holdMu
-// must be held.
-func (z *zone) refill(l layer) (time.Duration, rate.Limit) {
-	var bound time.Duration
-	var slowest float64
-	for _, h := range z.holders {
-		b, s := h.pol.refill(l)
-		bound = max(bound, b)
-		if s > 0 && (slowest == 0 || s < slowest) {
-			slowest = s
-		}
-	}
-	return bound, rate.Limit(slowest)
 }
 
 // applyCapacities applies pol's zone-wide capacities once pol has been

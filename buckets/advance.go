@@ -63,9 +63,12 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // Rebase is Advance for the buckets of keys alone, when only their own
 // limits change (an override of one identity): each banks its refill up
 // to now at the rate it has had so far, as Advance would, and then earns
-// slowest, the slowest rate now in force, until its next use tells its
-// new limit. Every other bucket is left as it is, its limits unchanged.
-func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit) {
+// nothing until its next use tells its new limit and retunes it, which
+// credits the time since at that limit. Until then it is not dropped as
+// full (unless it is, at its old burst), so it cannot come back with a
+// fresh, larger burst. Every other bucket is left as it is, its limits
+// unchanged.
+func (s *Set[K]) Rebase(now time.Time, keys []K) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
 	for _, key := range keys {
 		sh := &s.shards[s.shardIndex(key)]
@@ -79,7 +82,7 @@ func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit) {
 				b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
 				b.last = at
 			}
-			b.rate = slowest
+			b.rate = 0
 		}
 		sh.mu.Unlock()
 	}

@@ -353,7 +353,7 @@ func TestRebaseRetunesOnlyTheKeysGiven(t *testing.T) {
 	}
 	// A first change of every limit, then one of key 0's alone.
 	s.Advance(t0, 10*time.Second, 1)
-	s.Rebase(t0.Add(2*time.Second), []uint8{0}, 1)
+	s.Rebase(t0.Add(2*time.Second), []uint8{0})
 	at := t0.Add(2*time.Second + 50*time.Millisecond)
 	if _, _, ok, _ := s.Reserve(0, fast, 7, at); !ok {
 		t.Fatal("key 0: 2 tokens banked at 1/s and 5 earned at 100/s since should admit 7")

@@ -1,0 +1,109 @@
+package mcplimit_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// admitted sends n calls at once-ish and counts those admitted.
+func (e *env) admitted(n int, hdr ...string) int {
+	e.t.Helper()
+	ok := 0
+	for i := range n {
+		if r := e.call(100+i, hdr...); r.Status == http.StatusOK {
+			ok++
+		}
+	}
+	return ok
+}
+
+// drain spends a bucket of burst 10 with ten calls.
+func (e *env) drain(hdr ...string) {
+	e.t.Helper()
+	for i := range 10 {
+		if r := e.call(i, hdr...); r.Status != http.StatusOK {
+			e.t.Fatalf("draining call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+}
+
+// Every reload that changes which limit a key gets banks the refill its
+// bucket earned at its old limit: 3s idle at 0.1/s is a fraction of a
+// token, whatever the reload moves the key to (2/s here) and however the
+// change is made. Crediting the new rate for the time before the reload
+// would admit six calls at once.
+func TestReloadsBankTheOldLimitBeforeTheChange(t *testing.T) {
+	const slow, fast = "6/m burst 10", "2/s burst 10"
+	const base = "preauth 100/s burst 100\nquota off\nglobal off\n"
+	auth := []string{"Authorization", "Bearer valid-moved"}
+	check := func(t *testing.T, e *env, moveTo string, hdr []string) {
+		t.Helper()
+		time.Sleep(3 * time.Second)
+		e.reloadWith(t, moveTo)
+		settleAfterReload(t, e, auth[1])
+		if n := e.admitted(6, hdr...); n > 3 {
+			t.Fatalf("%d of 6 calls admitted right after the change, want at most 3: the new rate was credited for the time before it", n)
+		}
+	}
+	t.Run("revert", func(t *testing.T) {
+		e := start(t, "zone revert\n"+base+"tenant "+fast)
+		e.reloadWith(t, "zone revert\n"+base+"tenant "+slow)
+		e.prove("valid-moved")
+		e.drain(auth...)
+		check(t, e, "zone revert\n"+base+"tenant "+fast, auth)
+	})
+	t.Run("override removed", func(t *testing.T) {
+		e := start(t, "zone unoverride\n"+base+"tenant "+fast)
+		fp := fingerprintOf(t, e.caddy.Storage, "unoverride", auth[1])
+		e.reloadWith(t, "zone unoverride\n"+base+"tenant "+fast+"\noverride "+fp+" {\ntenant "+slow+"\n}")
+		e.prove("valid-moved")
+		e.drain(auth...)
+		check(t, e, "zone unoverride\n"+base+"tenant "+fast, auth)
+	})
+	t.Run("tier match changed", func(t *testing.T) {
+		tier := func(plan string) string {
+			return fmt.Sprintf("\ntier slow {\nmatch {http.request.header.X-Plan} %s\ntenant %s\n}", plan, slow)
+		}
+		hdr := append([]string{"X-Plan", "silver"}, auth...)
+		e := start(t, "zone rematch\n"+base+"tenant "+fast+tier("silver"))
+		e.prove("valid-moved")
+		e.drain(hdr...)
+		check(t, e, "zone rematch\n"+base+"tenant "+fast+tier("gold"), hdr)
+	})
+	t.Run("gateway moved", func(t *testing.T) {
+		e := start(t, "zone regateway\nquota off\nglobal off\npreauth "+slow+"\ngateway 10.0.0.0/8 "+fast)
+		e.drain()
+		time.Sleep(3 * time.Second)
+		e.reloadWith(t, "zone regateway\nquota off\nglobal off\npreauth "+slow+"\ngateway 127.0.0.1/32 "+fast)
+		if n := e.admitted(6); n > 3 {
+			t.Fatalf("%d of 6 unproven calls admitted right after a gateway moved onto the caller, want at most 3", n)
+		}
+	})
+}
+
+// Raising an override's burst does not hand its identity a fresh, larger
+// burst: its drained bucket is not dropped as full at the old burst while
+// it waits for its next use, and refills at its rate.
+func TestRaisedOverrideBurstIsNoFreshBurst(t *testing.T) {
+	const base = "zone reburst\npreauth 100/s burst 100\nquota off\nglobal off\n"
+	auth := []string{"Authorization", "Bearer valid-reburst"}
+	e := start(t, base)
+	fp := fingerprintOf(t, e.caddy.Storage, "reburst", auth[1])
+	override := func(burst int) string {
+		return fmt.Sprintf("override %s {\ntenant 2/s burst %d\n}", fp, burst)
+	}
+	e.reloadWith(t, base+override(2))
+	e.prove("valid-reburst")
+	for i := range 2 {
+		if r := e.call(i, auth...); r.Status != http.StatusOK {
+			t.Fatalf("draining call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	e.reloadWith(t, base+override(50))
+	time.Sleep(2500 * time.Millisecond) // full at the old burst after 1s; the sweep runs every second
+	if n := e.admitted(20, auth...); n > 10 {
+		t.Fatalf("%d of 20 calls admitted 2.5s after the burst was raised at 2/s, want at most 10", n)
+	}
+}
