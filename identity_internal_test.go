@@ -97,3 +97,27 @@ func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
 		}
 	}
 }
+
+// queryKeyIs counts every spelling under which some backend reads a query
+// parameter: case, arrays as qs and PHP read them, PHP's mangled names.
+func TestQueryKeyIsEverySpellingABackendReads(t *testing.T) {
+	for _, c := range []struct {
+		key, name string
+		want      bool
+	}{
+		{"token", "token", true},
+		{"Token", "token", true},
+		{"token[]", "token", true},
+		{"token[0]", "token", true},
+		{"api.key", "api_key", true},
+		{"api key", "api_key", true},
+		{"api[key", "api_key", true},
+		{"tokens", "token", false},
+		{"tok", "token", false},
+		{"apikey", "api_key", false},
+	} {
+		if got := queryKeyIs(c.key, c.name); got != c.want {
+			t.Errorf("queryKeyIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
+		}
+	}
+}

@@ -46,7 +46,7 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 		if dk, err := url.QueryUnescape(k); err == nil {
 			k = dk
 		}
-		if strings.EqualFold(k, name) {
+		if queryKeyIs(k, name) {
 			n++
 		}
 	}
@@ -56,11 +56,34 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 	return value, unreadable
 }
 
+// queryKeyIs reports whether some backend reads the decoded query key k
+// as the parameter name: ignoring case, as an array (`name[]`, `name[0]`,
+// as qs and PHP read them), or with PHP's mangling of '.', ' ' and '['
+// into '_' (`api.key` is `api_key`).
+func queryKeyIs(k, name string) bool {
+	if base, _, ok := strings.Cut(k, "["); ok && strings.EqualFold(base, name) {
+		return true
+	}
+	return strings.EqualFold(k, name) || strings.EqualFold(phpMangled(k), phpMangled(name))
+}
+
+// phpMangled is a query key as PHP names its variable.
+func phpMangled(k string) string {
+	return strings.Map(func(c rune) rune {
+		if c == '.' || c == ' ' || c == '[' {
+			return '_'
+		}
+		return c
+	}, k)
+}
+
 // readCookie reads the cookie name as Caddy's replacer does: the first
 // whose name matches ignoring case. More than one such cookie is
 // unreadable, counted over the raw Cookie headers: a backend that matches
 // names exactly, or reads the last, would check another one than the
-// identity names.
+// identity names. Pairs are counted split at ',' and whitespace too: Go
+// reads `sid=a sid=b` as one cookie valued "a sid=b", where Python's
+// SimpleCookie reads two.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	for _, c := range r.Cookies() {
 		if strings.EqualFold(c.Name, name) {
@@ -70,9 +93,8 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 	}
 	n := 0
 	for _, line := range r.Header["Cookie"] {
-		for part := range strings.SplitSeq(line, ";") {
-			k, _, _ := strings.Cut(part, "=")
-			if strings.EqualFold(strings.TrimSpace(k), name) {
+		for part := range strings.FieldsFuncSeq(line, func(c rune) bool { return c == ';' || c == ',' || c == ' ' || c == '\t' }) {
+			if k, _, _ := strings.Cut(part, "="); strings.EqualFold(k, name) {
 				n++
 			}
 		}
