@@ -129,6 +129,7 @@ func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"abc","method":"tools/call","params":{"name":"echo"}},` +
 		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}},` +
 		`{"jsonrpc":"2.0","id":99,"result":{}},` +
+		`{"jsonrpc":"2.0","id":98,"query":"no method, no result"},` +
 		`{"jsonrpc":"2.0","id":12,"method":"tools/list"},` +
 		`{"jsonrpc":"2.0","id":{"x":1},"method":"tools/call","params":{"name":"echo"}},` +
 		`{"jsonrpc":"2.0","id":true,"method":"tools/list"}` +
@@ -140,12 +141,13 @@ func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
 	}
 	var out []rpcError
 	r.JSON(t, &out)
-	if len(out) != 5 {
-		t.Fatalf("%d answers, want 5 (one per request entry with an id; none for a response): %s", len(out), r.Body)
+	if len(out) != 6 {
+		t.Fatalf("%d answers, want 6 (one per request entry with an id; none for a response): %s", len(out), r.Body)
 	}
-	// Ids JSON-RPC does not allow (an object, a boolean) are answered as
-	// invalid requests are, with id null.
-	wantIDs := []any{float64(11), "abc", float64(12), nil, nil}
+	// An entry with an id but neither a method nor a result is an invalid
+	// request, answered; ids JSON-RPC does not allow (an object, a
+	// boolean) are answered as invalid requests are, with id null.
+	wantIDs := []any{float64(11), "abc", float64(98), float64(12), nil, nil}
 	for i, a := range out {
 		if a.ID != wantIDs[i] {
 			t.Fatalf("answer %d has id %v, want %v: %s", i, a.ID, wantIDs[i], r.Body)

@@ -13,6 +13,7 @@ type Entry struct {
 	args    span  // index range of r.args
 	object  bool
 	hasID   bool
+	answer  bool // has a result or an error member
 }
 
 // Object reports whether the entry is a JSON object. Other batch elements
@@ -41,8 +42,11 @@ func (e *Entry) Notification() bool { return !e.hasID && e.methods.hi > e.method
 func (e *Entry) Called() bool { return e.methods.hi > e.methods.lo }
 
 // Response reports whether the entry is a JSON-RPC response: an object
-// with an id member ("id":null included) and no method.
-func (e *Entry) Response() bool { return e.object && e.hasID && e.methods.hi == e.methods.lo }
+// with an id member ("id":null included), a result or an error member,
+// and no method. An object with an id and neither is an invalid request.
+func (e *Entry) Response() bool {
+	return e.object && e.hasID && e.answer && e.methods.hi == e.methods.lo
+}
 
 // HasMethod reports whether any reading of the method member equals m,
 // comparing decoded strings exactly (method names are case-sensitive).

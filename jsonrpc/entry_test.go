@@ -192,6 +192,10 @@ func TestResponse(t *testing.T) {
 		{"notification", `{"jsonrpc":"2.0","method":"notifications/progress","params":{}}`, []bool{false}},
 		{"server_request", `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage"}`, []bool{false}},
 		{"no_id_no_method", `{"result":1}`, []bool{false}},
+		{"id_without_result_or_error", `{"id":5,"query":"x"}`, []bool{false}},
+		{"id_with_a_method_that_is_no_string", `{"id":5,"method":7}`, []bool{false}},
+		{"keys_in_another_case", `{"ID":5,"Result":true}`, []bool{true}},
+		{"escaped_key", `{"id":5,"err\u006fr":{}}`, []bool{true}},
 		{"batch", `[{"id":1,"result":1},{"method":"x"},5,{"id":2,"error":{}}]`, []bool{true, false, false, true}},
 		{"invalid", `{"id":1,"result":`, nil},
 	} {

@@ -12,6 +12,7 @@ const (
 	keyID
 	keyName
 	keyArguments
+	keyAnswer // result or error: the message is a response
 )
 
 // messageKey classifies a member key of a message.
@@ -31,6 +32,14 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 				if string(k) == "id" || asciiKeyIs(k, "id") {
 					return keyID
 				}
+			case 'r':
+				if string(k) == "result" || asciiKeyIs(k, "result") {
+					return keyAnswer
+				}
+			case 'e':
+				if string(k) == "error" || asciiKeyIs(k, "error") {
+					return keyAnswer
+				}
 			}
 		}
 		return keyOther
@@ -43,6 +52,8 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 		return keyParams
 	case equalFold(k, "id"):
 		return keyID
+	case equalFold(k, "result"), equalFold(k, "error"):
+		return keyAnswer
 	}
 	return keyOther
 }

@@ -153,6 +153,9 @@ func (r *Request) parseMessage(b []byte, i int) int {
 				e.id = span{int32(v), int32(i)}
 				e.hasID = true
 			}
+		case keyAnswer:
+			i = s.skipValue(b, v)
+			r.entries[len(r.entries)-1].answer = true
 		default:
 			i = s.skipValue(b, v)
 		}
