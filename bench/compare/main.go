@@ -52,10 +52,27 @@ func main() {
 	tenants := flag.Int("tenants", 200000, "tenants: distinct proven tenants")
 	requests := flag.Int("requests", 300000, "flood: requests per configuration")
 	flag.Parse()
+	switch *mode {
+	case "throughput", "tenants", "flood":
+	default:
+		fmt.Fprintf(os.Stderr, "unknown mode %q\n", *mode)
+		os.Exit(2)
+	}
+	if *mode == "throughput" && *loadGen != "go" && *loadGen != "wrk" {
+		fmt.Fprintf(os.Stderr, "unknown load generator %q\n", *loadGen)
+		os.Exit(2)
+	}
 
 	dir, err := os.MkdirTemp("", "mcp-compare-")
 	check(err)
-	defer os.RemoveAll(dir)
+	atExit(func() { os.RemoveAll(dir) })
+	defer runAtExit()
+	load := run
+	if *mode == "throughput" && *loadGen == "wrk" {
+		w, err := newWrkRunner(dir) // before anything starts, so a missing wrk leaves nothing behind
+		check(err)
+		load = w.run
+	}
 	bin := filepath.Join(dir, "caddy")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/caddy")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -63,35 +80,19 @@ func main() {
 
 	plainBackend, limitedBackend := startBackend(), startBackend()
 	plain := startCaddy(bin, dir, "plain", "reverse_proxy "+plainBackend.addr, plainBackend)
-	defer plain.stop()
 	site := limitedSite
 	if *mode == "flood" {
 		site = floodSite // the defaults: pre-auth 1/s burst 5 is what must hold
 	}
 	limited := startCaddy(bin, dir, "limited", site+limitedBackend.addr, limitedBackend)
-	defer limited.stop()
 	targets := []*caddyProc{plain, limited}
 
 	switch *mode {
 	case "throughput":
-		load := run
-		switch *loadGen {
-		case "go":
-		case "wrk":
-			w, err := newWrkRunner(dir)
-			check(err)
-			load = w.run
-		default:
-			fmt.Fprintf(os.Stderr, "unknown load generator %q\n", *loadGen)
-			os.Exit(2)
-		}
 		throughput(targets, *rounds, *duration, *conns, load)
 	case "tenants":
 		tenantMemory(targets, *tenants, *conns)
 	case "flood":
 		flood(targets, *requests, *conns)
-	default:
-		fmt.Fprintf(os.Stderr, "unknown mode %q\n", *mode)
-		os.Exit(2)
 	}
 }

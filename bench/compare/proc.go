@@ -67,6 +67,7 @@ func startCaddy(bin, dir, name, site string, b *backend) *caddyProc {
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, "data"))
 	cmd.Stderr = io.Discard
 	check(cmd.Start())
+	atExit(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	p := &caddyProc{name: name, label: "caddy + reverse_proxy", cmd: cmd, backend: b,
 		url:   "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp",
 		admin: "http://127.0.0.1:" + strconv.Itoa(admin)}
@@ -80,13 +81,11 @@ func startCaddy(bin, dir, name, site string, b *backend) *caddyProc {
 			return p
 		}
 		if time.Now().After(deadline) {
-			log.Fatalf("%s caddy did not start", name)
+			check(fmt.Errorf("%s caddy did not start", name))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 }
-
-func (p *caddyProc) stop() { _ = p.cmd.Process.Kill(); _ = p.cmd.Wait() }
 
 // memory forces a GC through the admin pprof endpoint and returns the
 // live heap (from /debug/vars) and the process RSS.
@@ -113,8 +112,25 @@ func (p *caddyProc) memory() (heap, rss int64) {
 	return vars.Memstats.HeapAlloc, rss
 }
 
+// exits are what must run however the command ends: stopping the Caddy
+// processes it started, removing its temporary directory.
+var exits []func()
+
+// atExit registers f to run at exit, after those registered later.
+func atExit(f func()) { exits = append(exits, f) }
+
+// runAtExit runs what atExit registered, last first.
+func runAtExit() {
+	for i := len(exits) - 1; i >= 0; i-- {
+		exits[i]()
+	}
+	exits = nil
+}
+
+// check ends the command on err, cleaning up first.
 func check(err error) {
 	if err != nil {
+		runAtExit()
 		log.Fatal(err)
 	}
 }
