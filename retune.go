@@ -28,16 +28,21 @@ func (z *zone) retune(now time.Time) {
 		}
 		l layer
 	}{{z.preauth, layerPreauth}, {z.tenants, layerTenant}, {z.groups, layerGroup}, {z.shared, layerGlobal}} {
-		if m := z.limitsMap(s.l); m != z.applied[s.l] {
+		// Holders that disagree (routes of one zone with different
+		// limits, or a reload in progress) leave unknown which limit a
+		// key had, as a request may have moved from one to the other:
+		// only one agreed map, the one applied before, is no change.
+		if m, agreed := z.limitsMap(s.l); !agreed || m != z.applied[s.l] {
 			z.applied[s.l] = m
 			bound, slowest := z.refill(s.l)
 			s.set.Advance(now, bound, slowest)
 		}
 	}
-	// Overrides are their identities' own limits: a change to some
-	// retunes those identities' buckets only.
-	ov := z.overrideMaps()
-	if changed := changedKeys(z.overridesApplied, ov); len(changed) > 0 {
+	// Overrides are their identities' own limits: a change to some, or
+	// holders that disagree on some, retunes those identities' buckets
+	// only.
+	ov, split := z.overrideMaps()
+	if changed := append(changedKeys(z.overridesApplied, ov), split...); len(changed) > 0 {
 		z.tenants.Rebase(now, changed)
 	}
 	z.overridesApplied = ov
@@ -47,13 +52,15 @@ func (z *zone) retune(now time.Time) {
 // bucket set of layer l, overrides aside: one line per distinct holder
 // policy, each with every input of the choice (tiers in order with their
 // placeholders and values, gateways with their networks) and the limits.
-func (z *zone) limitsMap(l layer) string {
+// agreed says every holder has the same line.
+func (z *zone) limitsMap(l layer) (m string, agreed bool) {
 	var lines []string
 	for _, h := range z.holders {
 		lines = append(lines, h.pol.limitsMap(l))
 	}
 	slices.Sort(lines)
-	return strings.Join(slices.Compact(lines), "\n")
+	lines = slices.Compact(lines)
+	return strings.Join(lines, "\n"), len(lines) <= 1
 }
 
 // limitsMap describes which limit p gives which keys of the bucket set of
@@ -81,25 +88,39 @@ func (p *policy) limitsMap(l layer) string {
 
 // overrideMaps describes, per identity with an override of its tenant
 // limits in a holder, those limits: per tier they apply under, in every
-// holder.
-func (z *zone) overrideMaps() map[[16]byte]string {
-	lines := map[[16]byte][]string{}
-	for _, h := range z.holders {
+// holder. split lists the identities the holders disagree on (one has an
+// override another lacks or sets otherwise).
+func (z *zone) overrideMaps() (maps map[[16]byte]string, split [][16]byte) {
+	per := make([]map[[16]byte]string, len(z.holders))
+	all := map[[16]byte][]string{}
+	for i, h := range z.holders {
+		per[i] = map[[16]byte]string{}
 		for fp, o := range h.pol.overrides {
 			if !o.tenant {
 				continue
 			}
+			var lines []string
 			for tier, ol := range o.limits {
-				lines[fp] = append(lines[fp], fmt.Sprintf("%q %t %s", tier, ol.tenantOff, limitText(ol.tenant)))
+				lines = append(lines, fmt.Sprintf("%q %t %s", tier, ol.tenantOff, limitText(ol.tenant)))
+			}
+			slices.Sort(lines)
+			per[i][fp] = strings.Join(lines, "|")
+			all[fp] = append(all[fp], per[i][fp])
+		}
+	}
+	maps = make(map[[16]byte]string, len(all))
+	for fp, descs := range all {
+		slices.Sort(descs)
+		descs = slices.Compact(descs)
+		maps[fp] = strings.Join(descs, "\n")
+		for _, p := range per {
+			if p[fp] != descs[0] || len(descs) > 1 {
+				split = append(split, fp)
+				break
 			}
 		}
 	}
-	maps := make(map[[16]byte]string, len(lines))
-	for fp, l := range lines {
-		slices.Sort(l)
-		maps[fp] = strings.Join(slices.Compact(l), "|")
-	}
-	return maps
+	return maps, split
 }
 
 // changedKeys returns the keys whose description differs between was and

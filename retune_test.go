@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
 
 // admitted sends n calls at once-ish and counts those admitted.
@@ -71,6 +73,50 @@ func TestReloadsBankTheOldLimitBeforeTheChange(t *testing.T) {
 		e.prove("valid-moved")
 		e.drain(hdr...)
 		check(t, e, "zone rematch\n"+base+"tenant "+fast+tier("gold"), hdr)
+	})
+	t.Run("one of two routes", func(t *testing.T) {
+		site := func(mcp string) string {
+			return "handle /mcp* {\nmcp_ratelimit {\nzone routes\n" + base + "tenant " + mcp + "\n}\nreverse_proxy $BACKEND\n}\n" +
+				"handle /legacy* {\nmcp_ratelimit {\nzone routes\n" + base + "tenant " + slow + "\n}\nrespond \"ok\" 200\n}\n" +
+				"handle /v1* {\nmcp_ratelimit {\nzone routes\n" + base + "tenant " + fast + "\nmeter *\n}\nrespond \"ok\" 200\n}"
+		}
+		e := startSite(t, site(slow))
+		e.prove("valid-moved")
+		e.drain(auth...)
+		time.Sleep(3 * time.Second)
+		// The /mcp route takes the limit the /v1 route already has, while
+		// /legacy keeps the old one: the set of limits in the zone stays
+		// the same.
+		e.caddy.Load(t, harness.Config(site(fast), e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+		settleAfterReload(t, e, auth[1])
+		if n := e.admitted(6, auth...); n > 3 {
+			t.Fatalf("%d of 6 calls admitted right after the route's change, want at most 3", n)
+		}
+	})
+	t.Run("override moved between routes", func(t *testing.T) {
+		e := start(t, "zone ovroutes\n"+base+"tenant "+fast)
+		fp := fingerprintOf(t, e.caddy.Storage, "ovroutes", auth[1])
+		site := func(slowRoute string) string {
+			route := func(path string) string {
+				ov := ""
+				if path == slowRoute {
+					ov = "override " + fp + " {\ntenant " + slow + "\n}\n"
+				}
+				return "handle " + path + "* {\nmcp_ratelimit {\nzone ovroutes\n" + base + "tenant " + fast + "\n" + ov + "}\nrewrite * /mcp\nreverse_proxy $BACKEND\n}\n"
+			}
+			return route("/mcp") + route("/legacy")
+		}
+		e.caddy.Load(t, harness.Config(site("/mcp"), e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+		e.prove("valid-moved")
+		e.drain(auth...)
+		time.Sleep(3 * time.Second)
+		// The override moves to the other route: every limit in the zone
+		// stays the same, but this identity's limit on /mcp changed.
+		e.caddy.Load(t, harness.Config(site("/legacy"), e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+		settleAfterReload(t, e, auth[1])
+		if n := e.admitted(6, auth...); n > 3 {
+			t.Fatalf("%d of 6 calls admitted right after the override left the route, want at most 3", n)
+		}
 	})
 	t.Run("gateway moved", func(t *testing.T) {
 		e := start(t, "zone regateway\nquota off\nglobal off\npreauth "+slow+"\ngateway 10.0.0.0/8 "+fast)
