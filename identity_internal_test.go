@@ -98,9 +98,10 @@ func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
 	}
 }
 
-// queryKeyIs counts every spelling under which some backend reads a query
-// parameter: case, arrays as qs and PHP read them, PHP's mangled names.
-func TestQueryKeyIsEverySpellingABackendReads(t *testing.T) {
+// queryKeyIs and cookieNameIs count every spelling under which some
+// backend reads a query parameter or a cookie: case, arrays as qs and PHP
+// read them, PHP's mangled and (for cookies) %-decoded names.
+func TestEverySpellingABackendReadsCounts(t *testing.T) {
 	for _, c := range []struct {
 		key, name string
 		want      bool
@@ -112,12 +113,30 @@ func TestQueryKeyIsEverySpellingABackendReads(t *testing.T) {
 		{"api.key", "api_key", true},
 		{"api key", "api_key", true},
 		{"api[key", "api_key", true},
+		{" token", "token", true},
+		{"token\x00x", "token", true},
 		{"tokens", "token", false},
 		{"tok", "token", false},
 		{"apikey", "api_key", false},
 	} {
 		if got := queryKeyIs(c.key, c.name); got != c.want {
 			t.Errorf("queryKeyIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct {
+		key, name string
+		want      bool
+	}{
+		{"api_key", "api_key", true},
+		{"API_KEY", "api_key", true},
+		{"api.key", "api_key", true},
+		{"api%5Fkey", "api_key", true},
+		{"%20api_key", "api_key", true},
+		{"apikey", "api_key", false},
+		{"theme", "api_key", false},
+	} {
+		if got := cookieNameIs(c.key, c.name); got != c.want {
+			t.Errorf("cookieNameIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
 		}
 	}
 }

@@ -58,23 +58,38 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 
 // queryKeyIs reports whether some backend reads the decoded query key k
 // as the parameter name: ignoring case, as an array (`name[]`, `name[0]`,
-// as qs and PHP read them), or with PHP's mangling of '.', ' ' and '['
-// into '_' (`api.key` is `api_key`).
+// as qs and PHP read them), or as PHP names its variable (phpName).
 func queryKeyIs(k, name string) bool {
 	if base, _, ok := strings.Cut(k, "["); ok && strings.EqualFold(base, name) {
 		return true
 	}
-	return strings.EqualFold(k, name) || strings.EqualFold(phpMangled(k), phpMangled(name))
+	return strings.EqualFold(k, name) || strings.EqualFold(phpName(k), phpName(name))
 }
 
-// phpMangled is a query key as PHP names its variable.
-func phpMangled(k string) string {
+// phpName is a decoded query or cookie name as PHP names its variable:
+// leading spaces dropped, cut at a NUL, '.', ' ' and '[' turned into '_'
+// (`api.key` and ` api key` are `api_key`).
+func phpName(k string) string {
+	k = strings.TrimLeft(k, " ")
+	k, _, _ = strings.Cut(k, "\x00")
 	return strings.Map(func(c rune) rune {
 		if c == '.' || c == ' ' || c == '[' {
 			return '_'
 		}
 		return c
 	}, k)
+}
+
+// cookieNameIs reports whether some backend reads the raw cookie name k
+// as name: ignoring case, or %-decoded as PHP names its variable.
+func cookieNameIs(k, name string) bool {
+	if strings.EqualFold(k, name) {
+		return true
+	}
+	if dk, err := url.QueryUnescape(k); err == nil {
+		k = dk
+	}
+	return strings.EqualFold(phpName(k), phpName(name))
 }
 
 // readCookie reads the cookie name as Caddy's replacer does: the first
@@ -94,7 +109,7 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 	n := 0
 	for _, line := range r.Header["Cookie"] {
 		for part := range strings.FieldsFuncSeq(line, func(c rune) bool { return c == ';' || c == ',' || c == ' ' || c == '\t' }) {
-			if k, _, _ := strings.Cut(part, "="); strings.EqualFold(k, name) {
+			if k, _, _ := strings.Cut(part, "="); cookieNameIs(k, name) {
 				n++
 			}
 		}
