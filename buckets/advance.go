@@ -51,11 +51,6 @@ const noChange = math.MinInt64
 // is full, or, when it was not used since the last limits change, until
 // it was full at the change or staleFor has passed since.
 func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) time.Duration {
-	if b.rate == 0 && b.tokens < float64(b.burst) {
-		// Rebased: its limit is unknown until its next use, so it may go
-		// once any limit now in force would have filled it.
-		return max(time.Duration(b.last-at)+staleFor, 0)
-	}
 	if sh.changed == noChange || b.last > sh.changed {
 		return b.untilFull(at)
 	}
@@ -71,9 +66,10 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // nothing until its next use tells its new limit and retunes it, which
 // credits the time since at that limit. Until then it is not dropped as
 // full (unless it is, at its old burst), so it cannot come back with a
-// fresh, larger burst, but only once the longest refill of the limits in
-// force (Advance's refill) has passed, as a bucket unused since a change. Every other bucket is left as it is, its limits
-// unchanged.
+// fresh, larger burst; it stays until that use, or until a later Advance
+// lets it go as any bucket unused since a change. Rebase is for the few
+// keys with limits of their own (overrides). Every other bucket is left
+// as it is, its limits unchanged.
 func (s *Set[K]) Rebase(now time.Time, keys []K) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
 	for _, key := range keys {

@@ -367,24 +367,6 @@ func TestRebaseRetunesOnlyTheKeysGiven(t *testing.T) {
 	}
 }
 
-// A rebased bucket that is never used again goes once the longest refill
-// of the limits in force has passed, not before.
-func TestRebasedBucketIsSweptAfterTheLongestRefill(t *testing.T) {
-	s := New[uint8](4, func(k uint8) uint64 { return uint64(k) })
-	t0 := time.Unix(1000, 0)
-	if _, _, ok, _ := s.Reserve(0, Limit{Rate: 1, Burst: 10}, 10, t0); !ok {
-		t.Fatal("draining reservation refused")
-	}
-	s.Advance(t0, 10*time.Second, 1)
-	s.Rebase(t0.Add(time.Second), []uint8{0})
-	if s.Sweep(t0.Add(5 * time.Second)); s.Len() != 1 {
-		t.Fatal("a rebased bucket was dropped before any limit would have filled it")
-	}
-	if s.Sweep(t0.Add(12 * time.Second)); s.Len() != 0 {
-		t.Fatal("a rebased bucket never used again is kept forever")
-	}
-}
-
 func TestReserveReportsTokensLeft(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	s := New[uint8](100, func(k uint8) uint64 { return uint64(k) })
