@@ -525,39 +525,6 @@ func TestSiteLevelDirectiveLimitsHandleBlocks(t *testing.T) {
 	unchanged(t, e, before, "a call past the tenant burst, proxied in a handle block")
 }
 
-// A request passing two handlers of one zone (one at site level, one in
-// the handle block that proxies) is charged once.
-func TestTwoHandlersOfOneZoneChargeOnce(t *testing.T) {
-	block := "mcp_ratelimit {\nzone stacked\npreauth 1/m burst 1\ntenant 1/m burst 2\nquota off\n}\n"
-	e := startSite(t, block+"handle /mcp* {\n"+block+"reverse_proxy $BACKEND\n}")
-	e.prove("valid-stacked")
-	for i := range 2 {
-		if r := e.call(i, "Authorization", "Bearer valid-stacked"); r.Status != http.StatusOK {
-			t.Fatalf("call %d of a tenant burst of 2: %d %s", i, r.Status, r.Body)
-		}
-	}
-	refusal(t, e.call(3, "Authorization", "Bearer valid-stacked"), http.StatusTooManyRequests, "tenant")
-}
-
-// A second handler of the zone configured otherwise (a REST route with
-// meter * behind a site-level handler for MCP) applies its own policy:
-// only a block stacked as is charges once.
-func TestAnotherHandlerOfTheZoneAppliesItsOwnPolicy(t *testing.T) {
-	block := "zone stackedrest\npreauth 100/s burst 100\ntenant 1/m burst 2\nquota off\nglobal off"
-	e := startSite(t, "mcp_ratelimit {\n"+block+"\n}\nhandle /v1* {\nmcp_ratelimit {\n"+block+"\nmeter *\n}\nrespond \"rest ok\" 200\n}\n"+
-		"handle {\nreverse_proxy $BACKEND\n}")
-	e.prove("valid-rest")
-	statuses := make([]int, 4)
-	for i := range statuses {
-		req, _ := http.NewRequest(http.MethodGet, e.caddy.URL+"/v1/items", nil)
-		req.Header.Set("Authorization", "Bearer valid-rest")
-		statuses[i] = harness.Do(t, req).Status
-	}
-	if statuses[0] != http.StatusOK || statuses[1] != http.StatusOK || statuses[2] != http.StatusTooManyRequests || statuses[3] != http.StatusTooManyRequests {
-		t.Fatalf("REST GETs under meter * with a tenant burst of 2: %v, want 200 200 429 429", statuses)
-	}
-}
-
 // Identities read from a query parameter, a cookie, or a placeholder with
 // text around a header are held to the rule of a lone header: a request
 // naming the input twice is refused, or each throwaway value beside the

@@ -2,7 +2,6 @@ package mcplimit
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -157,9 +156,6 @@ type policy struct {
 	overrides     map[[16]byte]*override
 	dryRun        bool
 	redis         *RedisStore
-	// config is the handler's JSON configuration, which tells two
-	// handlers configured alike (see passedZone).
-	config string
 }
 
 // compile validates h and turns it into a policy. Every error names the
@@ -291,11 +287,6 @@ func compile(h *Handler) (*policy, error) {
 		}
 		p.redis = h.Store.Redis
 	}
-	config, err := json.Marshal(h)
-	if err != nil {
-		return nil, err
-	}
-	p.config = string(config)
 	return p, nil
 }
 

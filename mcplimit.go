@@ -232,11 +232,6 @@ func (h *Handler) Cleanup() error {
 // ServeHTTP admits or refuses the request, then forwards admitted ones and
 // learns from the backend's answer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	if passedZone(w, h.pol) {
-		// The same handler, stacked twice, admitted this request: it
-		// is charged once.
-		return next.ServeHTTP(w, r)
-	}
 	start := time.Now()
 	d := h.newDecision(r, start)
 	defer d.release()

@@ -22,25 +22,6 @@ type statusRecorder struct {
 	refusal bool
 }
 
-// passedZone reports whether a handler configured as pol admitted the
-// request whose response writer is w: whether one of the writers w wraps
-// is the recorder of a handler of the same zone and configuration (the
-// same block stacked twice). A handler of the zone configured otherwise
-// (another meter, say) applies its own policy.
-func passedZone(w http.ResponseWriter, pol *policy) bool {
-	for range 32 { // wrappers are few; a cycle must not hang a request
-		if s, ok := w.(*statusRecorder); ok && s.d.pol.zone == pol.zone && s.d.pol.config == pol.config {
-			return true
-		}
-		u, ok := w.(interface{ Unwrap() http.ResponseWriter })
-		if !ok {
-			return false
-		}
-		w = u.Unwrap()
-	}
-	return false
-}
-
 // WriteHeader implements http.ResponseWriter.
 func (s *statusRecorder) WriteHeader(code int) {
 	if s.status == 0 && code >= 200 {
