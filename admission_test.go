@@ -563,10 +563,13 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		{"t%6fken=x5&token=valid-q", "token query parameter", real},
 		{"token=valid-q&token[]=x9", "token query parameter", real},
 		{"token=valid-q&token%5B0%5D=x10", "token query parameter", real},
+		{"Token=valid-q", "token query parameter", real},
+		{"%20token=valid-q", "token query parameter", real},
 		{"token=valid-q", "token cookie", []string{"Cookie", "TOKEN=x6; token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=c1", "Cookie", "token=x7", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x11 token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x12, token=c1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "%74oken=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "X-Api-Key", []string{"Cookie", "token=c1", "X-Api-Key", "k1", "X-Api-Key", "x8"}},
 	} {
 		r := send(c.query, c.hdr...)

@@ -37,9 +37,11 @@ func readInput(r *http.Request, key string) (value, unreadable string, ok bool) 
 // caller could add a throwaway value to mint an identity per value that
 // the one real one proves. Spellings that differ in case or escaping, and
 // pairs separated by ';' or that Go's parser drops, count too: some
-// backend reads them.
+// backend reads them. The parameter sent only under such a spelling is
+// unreadable as well: Caddy reads no identity, the backend may.
 func readQuery(r *http.Request, name string) (value, unreadable string) {
-	value = strings.Join(r.URL.Query()[name], ",")
+	vals, present := r.URL.Query()[name]
+	value = strings.Join(vals, ",")
 	n := 0
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
 		k, _, _ := strings.Cut(pair, "=")
@@ -50,8 +52,13 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 			n++
 		}
 	}
-	if n > 1 {
+	switch {
+	case n > 1:
 		unreadable = "Send the " + name + " query parameter once: requests carrying it several times are not accepted here."
+	case n == 1 && !present:
+		// Only under a spelling Caddy does not read: no identity here,
+		// while the backend may authenticate it.
+		unreadable = "Send the " + name + " query parameter spelled exactly so: other spellings are not accepted here."
 	}
 	return value, unreadable
 }
@@ -100,9 +107,10 @@ func cookieNameIs(k, name string) bool {
 // reads `sid=a sid=b` as one cookie valued "a sid=b", where Python's
 // SimpleCookie reads two.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
+	found := false
 	for _, c := range r.Cookies() {
 		if strings.EqualFold(c.Name, name) {
-			value = c.Value
+			value, found = c.Value, true
 			break
 		}
 	}
@@ -114,8 +122,11 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 			}
 		}
 	}
-	if n > 1 {
+	switch {
+	case n > 1:
 		unreadable = "Send one " + name + " cookie: requests carrying several (in any letter case) are not accepted here."
+	case n == 1 && !found:
+		unreadable = "Send the " + name + " cookie named exactly so: other spellings are not accepted here."
 	}
 	return value, unreadable
 }
