@@ -145,7 +145,8 @@ func limitText(b bucketLimit) string {
 }
 
 // refill is policy.refill over every handler holding the zone (they share
-// its buckets): the longest time to fill, and the slowest rate.
+// its buckets): the longest time to fill, and the slowest rate. z.holdMu
+// must be held.
 func (z *zone) refill(l layer) (time.Duration, rate.Limit) {
 	var bound time.Duration
 	var slowest float64

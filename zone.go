@@ -214,9 +214,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 
 // apply makes h's policy the zone's policy in force. Existing buckets
 // keep their levels; the new limits are applied to them at their next
-// use (see retune). The zone-wide capacities (max_known, known_ttl) follow in the run loop once
-// the policy has stood for a tick, so that a load rejected just after
-// provisioning evicts nothing.
+// use (see retune). The zone-wide capacities (max_known, known_ttl)
+// follow in the run loop once the policy has stood for a tick, so that a
+// load rejected just after provisioning evicts nothing.
 func (z *zone) apply(h *holder) {
 	pol := h.pol
 	z.retune(time.Now())
