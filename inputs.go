@@ -15,8 +15,9 @@ const (
 
 // readInput reads the request input the placeholder key (without braces)
 // names, when it is a header, a query parameter or a cookie: the value
-// Caddy's replacer gives, and why the request does not name one value the
-// way every backend reads it. ok is false for any other key.
+// Caddy's replacer gives (a credentials header spelled canonically, as
+// readHeader does), and why the request does not name one value the way
+// every backend reads it. ok is false for any other key.
 func readInput(r *http.Request, key string) (value, unreadable string, ok bool) {
 	switch {
 	case strings.HasPrefix(key, headerPrefix):
