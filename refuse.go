@@ -620,36 +620,56 @@ func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref *refusal, msg, id [
 }
 
 // appendJSONString appends s as a JSON string. Invalid UTF-8 becomes
-// U+FFFD, as encoding/json does.
+// U+FFFD, as encoding/json does. Runs of bytes that need no escaping are
+// appended whole.
 func appendJSONString(b, s []byte) []byte {
 	const hexDigits = "0123456789abcdef"
 	b = append(b, '"')
-	for len(s) > 0 {
-		c := s[0]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c < 0x20 || c == '<' || c == '>' || c == '&':
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				b = append(b, c)
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if jsonSafe[c] {
+				i++
+				continue
 			}
-			s = s[1:]
+			b = append(b, s[start:i]...)
+			if c == '"' || c == '\\' {
+				b = append(b, '\\', c)
+			} else {
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(s)
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, `\ufffd`...)
-		} else if r == '\u2028' || r == '\u2029' {
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		} else {
-			b = append(b, s[:size]...)
+		r, size := utf8.DecodeRune(s[i:])
+		invalid := r == utf8.RuneError && size == 1
+		if !invalid && r != '\u2028' && r != '\u2029' {
+			i += size
+			continue
 		}
-		s = s[size:]
+		b = append(b, s[start:i]...)
+		if invalid {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
+		}
+		i += size
+		start = i
 	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
 }
+
+// jsonSafe marks the ASCII bytes appendJSONString copies as they are:
+// everything but control bytes, '"', '\\' and the HTML-sensitive '<', '>'
+// and '&'.
+var jsonSafe = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+	}
+	return t
+}()
 
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 

@@ -11,7 +11,8 @@ import (
 )
 
 func TestAppendJSONStringReadsBackAsEncodingJSONWould(t *testing.T) {
-	for _, s := range []string{"plain", `quo"te\back`, "ctl\x01\n\t", "<&>", "héllo ✓", "bad\xffutf8", "\u2028\u2029", `tool "x"`} {
+	for _, s := range []string{"plain", `quo"te\back`, "ctl\x01\n\t", "<&>", "héllo ✓", "bad\xffutf8", "\u2028\u2029", `tool "x"`,
+		"run<of>safe&bytes\"between\\escapes\x1f.", "é\xff\u2028ok\uFFFDend", "\xe2\x80", "tail✓"} {
 		got := appendJSONString(nil, []byte(s))
 		var back, want string
 		if err := json.Unmarshal(got, &back); err != nil {
