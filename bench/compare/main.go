@@ -10,7 +10,8 @@
 //	go run ./bench/compare -mode flood -requests 300000 -conns 32
 //
 // throughput drives both with the same tools/call load in interleaved
-// rounds (A B A B …) and reports median throughput and p99 latency.
+// rounds (A B, B A, A B …) and reports median throughput and p99 latency,
+// and the median of the per-round ratios.
 // tenants makes N distinct tenants each prove themselves and make a
 // metered call, and reports heap and RSS growth per tenant beyond plain
 // Caddy's for the same traffic. flood sends requests that each carry a
@@ -56,6 +57,10 @@ func main() {
 	case "throughput", "tenants", "flood":
 	default:
 		fmt.Fprintf(os.Stderr, "unknown mode %q\n", *mode)
+		os.Exit(2)
+	}
+	if *rounds < 1 || *duration <= 0 || *conns < 1 || *tenants < 1 || *requests < 1 {
+		fmt.Fprintln(os.Stderr, "-rounds, -duration, -conns, -tenants and -requests must be positive")
 		os.Exit(2)
 	}
 	if *mode == "throughput" && *loadGen != "go" && *loadGen != "wrk" {

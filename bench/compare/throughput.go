@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -21,38 +22,62 @@ type result struct {
 }
 
 // throughput runs interleaved rounds with load (run or a wrkRunner's)
-// and prints a Markdown table.
+// and prints a Markdown table. The order alternates (A B, B A, A B …), so
+// that a host slowing down or speeding up during a pair favours neither.
+// Besides the ratio of the medians, it prints the median of the per-round
+// ratios to the first configuration: each compares two measurements taken
+// seconds apart, so drift between rounds cancels out of it.
 func throughput(targets []*caddyProc, rounds int, d time.Duration, conns int, load func(url string, conns int, d time.Duration) result) {
 	results := map[string][]result{}
 	for _, t := range targets { // warm up and prove the tokens
 		load(t.url, conns, time.Second)
 	}
 	for i := range rounds {
-		for _, t := range targets {
+		order := slices.Clone(targets)
+		if i%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, t := range order {
 			r := load(t.url, conns, d)
 			results[t.name] = append(results[t.name], r)
 			fmt.Fprintf(os.Stderr, "round %d %-8s %8.0f req/s  p99 %v  errors %d\n", i+1, t.name, r.rps, r.p99, r.errors)
 		}
 	}
-	fmt.Printf("| configuration | median req/s | median p99 | rounds |\n|---|---|---|---|\n")
-	base := median(results[targets[0].name])
+	fmt.Printf("| configuration | median req/s | median p99 | median of round ratios (req/s, p99) | rounds |\n|---|---|---|---|---|\n")
+	baseRounds := results[targets[0].name]
+	base := median(baseRounds)
 	for _, t := range targets {
-		m := median(results[t.name])
-		fmt.Printf("| %s | %.0f (%.3f×) | %v (%.2f×) | %d |\n", t.label, m.rps, m.rps/base.rps,
-			m.p99.Round(time.Microsecond), float64(m.p99)/float64(base.p99), len(results[t.name]))
+		rs := results[t.name]
+		m := median(rs)
+		rps, p99 := make([]float64, len(rs)), make([]float64, len(rs))
+		for i, r := range rs {
+			rps[i] = r.rps / baseRounds[i].rps
+			p99[i] = float64(r.p99) / float64(baseRounds[i].p99)
+		}
+		fmt.Printf("| %s | %.0f (%.3f×) | %v (%.2f×) | %.3f×, %.2f× | %d |\n", t.label, m.rps, m.rps/base.rps,
+			m.p99.Round(time.Microsecond), float64(m.p99)/float64(base.p99), medianOf(rps), medianOf(p99), len(rs))
 	}
 }
 
 // median returns the median throughput and the median p99 of rs.
 func median(rs []result) result {
 	rps := make([]float64, len(rs))
-	p99 := make([]time.Duration, len(rs))
+	p99 := make([]float64, len(rs))
 	for i, r := range rs {
-		rps[i], p99[i] = r.rps, r.p99
+		rps[i], p99[i] = r.rps, float64(r.p99)
 	}
-	sort.Float64s(rps)
-	sort.Slice(p99, func(i, j int) bool { return p99[i] < p99[j] })
-	return result{rps: rps[len(rps)/2], p99: p99[len(p99)/2]}
+	return result{rps: medianOf(rps), p99: time.Duration(medianOf(p99))}
+}
+
+// medianOf returns the median of xs, which it sorts: the mean of the two
+// middle values for an even count.
+func medianOf(xs []float64) float64 {
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 // run drives url with conns keep-alive clients (100 tenants) for d.
