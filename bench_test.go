@@ -165,3 +165,15 @@ func BenchmarkZoneFlush100k(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFingerprint is the keyed hash every request with an identity
+// pays (HMAC-SHA256, pooled): a floor of the decision's cost.
+func BenchmarkFingerprint(b *testing.B) {
+	f := newFingerprinter(newFingerprintKey())
+	b.ReportAllocs()
+	for b.Loop() {
+		if f.sum("Bearer valid-bench") == ([16]byte{}) {
+			b.Fatal("zero fingerprint")
+		}
+	}
+}

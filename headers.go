@@ -195,27 +195,35 @@ func (d *decision) setRateLimit(w http.ResponseWriter, policy []string, value []
 
 // withdrawRateLimit removes the RateLimit-Policy and RateLimit values
 // set for d from hdr, leaving any the backend added: an upstream 429
-// carries the backend's own.
+// carries the backend's own. Ours were set before the backend answered,
+// and reverse_proxy adds its values after them, so ours are the leading
+// ones: a backend value that reads the same as ours (a second Caddy with
+// the same policy) stays.
 func (d *decision) withdrawRateLimit(hdr http.Header) {
-	var ours []string
-	ours = append(ours, d.lim.rlPolicy...)
-	ours = append(ours, d.preauthPolicy...)
+	for _, ours := range [][]string{d.lim.rlPolicy, d.preauthPolicy} {
+		if dropLeading(hdr, hdrPolicy, ours) {
+			break
+		}
+	}
 	if d.carried != nil && d.carried.rateLimit[0] != "" {
-		ours = append(ours, d.carried.rateLimit[0])
+		dropLeading(hdr, hdrRateLimit, d.carried.rateLimit[:])
 	}
-	for _, key := range []string{hdrPolicy, hdrRateLimit} {
-		var kept []string
-		for _, v := range hdr[key] {
-			if !slices.Contains(ours, v) {
-				kept = append(kept, v)
-			}
-		}
-		if len(kept) == 0 {
-			delete(hdr, key)
-		} else {
-			hdr[key] = kept
-		}
+}
+
+// dropLeading removes vals from the values of key in hdr if they are its
+// leading ones, and the key when nothing is left. It reports whether it
+// removed them.
+func dropLeading(hdr http.Header, key string, vals []string) bool {
+	have := hdr[key]
+	if len(vals) == 0 || !slices.Equal(have[:min(len(vals), len(have))], vals) {
+		return false
 	}
+	if len(have) == len(vals) {
+		delete(hdr, key)
+	} else {
+		hdr[key] = have[len(vals):]
+	}
+	return true
 }
 
 // knowUsed records n as the count of quota item q (as the deciding layer

@@ -345,12 +345,21 @@ func TestUpstream429PassesThroughAndIsCountedApart(t *testing.T) {
 			t.Fatalf("the backend's 429 carries RateLimit-Policy %q and RateLimit %q, want only the backend's", p, v)
 		}
 	}
+	// A backend whose values read exactly like this handler's (a second
+	// Caddy with the same policy) keeps them: only the leading values,
+	// which this handler set before the backend answered, are withdrawn.
+	same := `"preauth";q=100;w=1`
+	r := e.call(3, "X-Upstream-Policy", same, "X-Upstream-RateLimit", `"preauth";r=0;t=1`)
+	if p, v := r.Header.Values("RateLimit-Policy"), r.Header.Values("RateLimit"); r.Status != http.StatusTooManyRequests ||
+		len(p) != 1 || p[0] != same || len(v) != 1 || v[0] != `"preauth";r=0;t=1` {
+		t.Fatalf("a backend 429 with this handler's own policy: %d, RateLimit-Policy %q, RateLimit %q; want the backend's values once each", r.Status, p, v)
+	}
 	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
 	if st != http.StatusOK {
 		t.Fatalf("/metrics: %d", st)
 	}
-	if v := promValue(string(body), "mcp_ratelimit_upstream_throttled_total", `zone="upstream"`); v != 3 {
-		t.Fatalf("mcp_ratelimit_upstream_throttled_total = %v, want 3", v)
+	if v := promValue(string(body), "mcp_ratelimit_upstream_throttled_total", `zone="upstream"`); v != 4 {
+		t.Fatalf("mcp_ratelimit_upstream_throttled_total = %v, want 4", v)
 	}
 	for _, line := range strings.Split(string(body), "\n") {
 		if strings.HasPrefix(line, "mcp_ratelimit_refusals_total{") && strings.Contains(line, `zone="upstream"`) &&
@@ -363,8 +372,8 @@ func TestUpstream429PassesThroughAndIsCountedApart(t *testing.T) {
 		Refusals map[string]int64 `json:"refusals"`
 	}
 	e.caddy.AdminJSON(t, "/mcp_ratelimit/upstream", &z)
-	if z.Upstream != 3 {
-		t.Fatalf("admin upstream_throttled = %d, want 3: %+v", z.Upstream, z)
+	if z.Upstream != 4 {
+		t.Fatalf("admin upstream_throttled = %d, want 4: %+v", z.Upstream, z)
 	}
 	for l, n := range z.Refusals {
 		if n != 0 {

@@ -91,3 +91,17 @@ func BenchmarkBaselineJSONValid(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBaselineSkip is the classifier's floor: the scanner Parse uses,
+// validating the same body's syntax without reading any member.
+func BenchmarkBaselineSkip(b *testing.B) {
+	body := []byte(benchCall)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	var s scanner
+	for b.Loop() {
+		if s.skipValue(body, 0) != len(body) || s.soft {
+			b.Fatal("invalid")
+		}
+	}
+}

@@ -93,8 +93,14 @@ func StartBackend(t testing.TB) *Backend {
 	mux.Handle("/sse", b.SSEHandler())
 	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
-		w.Header().Set("RateLimit-Policy", `"upstream";q=100;w=60`)
-		w.Header().Set("RateLimit", `"upstream";r=0;t=7`)
+		// X-Upstream-Policy makes the backend send a RateLimit-Policy of
+		// the caller's choosing, such as one equal to a limiter's own.
+		policy, left := `"upstream";q=100;w=60`, `"upstream";r=0;t=7`
+		if p := r.Header.Get("X-Upstream-Policy"); p != "" {
+			policy, left = p, r.Header.Get("X-Upstream-RateLimit")
+		}
+		w.Header().Set("RateLimit-Policy", policy)
+		w.Header().Set("RateLimit", left)
 		http.Error(w, "upstream provider quota", http.StatusTooManyRequests)
 	})
 	srv := httptest.NewServer(mux)
