@@ -188,10 +188,16 @@ func compile(h *Handler) (*policy, error) {
 	if len(p.identity) == 0 {
 		p.identity = []string{defaultIdentity}
 	}
+	perCaller := false
 	for _, ph := range p.identity {
 		if !strings.Contains(ph, "{") {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}
+		perCaller = perCaller || readsRequest(ph)
+	}
+	if !perCaller {
+		return nil, fmt.Errorf("identity %s: its placeholders read the environment, files, the host or the clock, the same for every caller, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}",
+			strings.Join(p.identity, " "))
 	}
 	if len(p.reject) == 0 {
 		p.reject = []int{401, 403}
@@ -655,4 +661,25 @@ func parseFingerprint(s string) ([16]byte, error) {
 		return fp, fmt.Errorf("a fingerprint is 32 lowercase hex characters: %w", err)
 	}
 	return fp, nil
+}
+
+// readsRequest reports whether the text holds a placeholder that may
+// differ from one caller to the next: any but Caddy's global ones, which
+// read the environment, files, the host or the clock.
+func readsRequest(text string) bool {
+	for rest := text; ; {
+		open := strings.IndexByte(rest, '{')
+		if open < 0 {
+			return false
+		}
+		end := strings.IndexByte(rest[open:], '}')
+		if end < 0 {
+			return false
+		}
+		key := rest[open+1 : open+end]
+		if !slices.ContainsFunc([]string{"env.", "file.", "system.", "time."}, func(p string) bool { return strings.HasPrefix(key, p) }) {
+			return true
+		}
+		rest = rest[open+end+1:]
+	}
 }

@@ -140,6 +140,8 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		`{"tiers":[{"name":"paid","match":{"placeholder":"{a}","values":["p"]},"tenant":{"rate":"20/m"},"quota":{"month":10000}},{"name":"trial","match":{"placeholder":"{a}","values":["t"]},"tenant":{"rate":"5/m"}}]}`,
 		`{"overrides":{"` + fp + `":{"tenant":{"rate":"100/m","burst":50},"quota":{"off":true}}}}`,
 		`{"store":{"redis":{"url":"redis://127.0.0.1:1"}}}`,
+		`{"identity":["{env.TENANT_PREFIX}{http.request.header.X-Api-Key}","{system.hostname}"]}`,
+		`{"identity":["{env.HOME}","{http.auth.user.id}"]}`,
 	} {
 		if err := validateJSON(t, js); err != nil {
 			t.Errorf("Validate refused valid %s: %v", js, err)
