@@ -571,6 +571,12 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x12, token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "%74oken=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "X-Api-Key", []string{"Cookie", "token=c1", "X-Api-Key", "k1", "X-Api-Key", "x8"}},
+		// Escapes Go cannot decode, which PHP decodes around: the name is
+		// `token` once cut at the NUL.
+		{"token=x13&token%00%zz=valid-q", "token query parameter", real},
+		{"token%00%zz=valid-q", "token query parameter", real},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token%00%zz=c1; token=x14", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token; token=c1", "X-Api-Key", "k1"}},
 	} {
 		r := send(c.query, c.hdr...)
 		var got rpcError
@@ -580,6 +586,11 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		}
 	}
 	unchanged(t, e, before, "repeated identity inputs")
+	// The identity's name as a word inside another cookie's value is no
+	// cookie: the request is the real identity's, refused for its quota.
+	for _, cookie := range []string{"token=c1; tabs=home,token,settings", "token=c1; note=my token"} {
+		refusal(t, send("token=valid-q", "Cookie", cookie, "X-Api-Key", "k1"), http.StatusTooManyRequests, "quota")
+	}
 }
 
 // An unproven request costing more than the pre-auth burst is told so,

@@ -134,9 +134,30 @@ func TestEverySpellingABackendReadsCounts(t *testing.T) {
 		{"%20api_key", "api_key", true},
 		{"apikey", "api_key", false},
 		{"theme", "api_key", false},
+		{"api_key%00%zz", "api_key", true},
+		{"api+key", "api_key", true},
 	} {
 		if got := cookieNameIs(c.key, c.name); got != c.want {
 			t.Errorf("cookieNameIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
+		}
+	}
+}
+
+// phpUnescape reads a name as PHP's urldecode does, escapes Go refuses to
+// decode included.
+func TestPHPUnescapeDecodesWhatItCanAndKeepsTheRest(t *testing.T) {
+	for in, want := range map[string]string{
+		"token":       "token",
+		"token%00%zz": "token\x00%zz",
+		"a+b":         "a b",
+		"%4":          "%4",
+		"%41%":        "A%",
+		"%zz%41":      "%zzA",
+		"%6F%6f":      "oo",
+		"":            "",
+	} {
+		if got := phpUnescape(in); got != want {
+			t.Errorf("phpUnescape(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -2,7 +2,6 @@ package mcplimit
 
 import (
 	"net/http"
-	"net/url"
 	"strings"
 )
 
@@ -45,11 +44,7 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 	value = strings.Join(vals, ",")
 	n := 0
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
-		k, _, _ := strings.Cut(pair, "=")
-		if dk, err := url.QueryUnescape(k); err == nil {
-			k = dk
-		}
-		if queryKeyIs(k, name) {
+		if k, _, _ := strings.Cut(pair, "="); queryKeyIs(phpUnescape(k), name) {
 			n++
 		}
 	}
@@ -94,10 +89,52 @@ func cookieNameIs(k, name string) bool {
 	if strings.EqualFold(k, name) {
 		return true
 	}
-	if dk, err := url.QueryUnescape(k); err == nil {
-		k = dk
+	return strings.EqualFold(phpName(phpUnescape(k)), phpName(name))
+}
+
+// phpUnescape decodes a query or cookie name as PHP does (urldecode):
+// '+' is a space, '%' and two hex digits the byte they name, and any other
+// '%' stays as it is. Where Go's strict decoding fails, PHP still reads a
+// name: `token%00%zz` is `token`, once cut at the NUL.
+func phpUnescape(k string) string {
+	if !strings.ContainsAny(k, "%+") {
+		return k
 	}
-	return strings.EqualFold(phpName(k), phpName(name))
+	b := make([]byte, 0, len(k))
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if c == '+' {
+			c = ' '
+		} else if hi, lo, ok := hexPair(k, i+1); c == '%' && ok {
+			c = hi<<4 | lo
+			i += 2
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// hexPair returns the values of the two hex digits at s[i:i+2], if they
+// are.
+func hexPair(s string, i int) (hi, lo byte, ok bool) {
+	if i+2 > len(s) {
+		return 0, 0, false
+	}
+	hi, ok1 := hexDigit(s[i])
+	lo, ok2 := hexDigit(s[i+1])
+	return hi, lo, ok1 && ok2
+}
+
+func hexDigit(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
 }
 
 // readCookie reads the cookie name as Caddy's replacer does: the first
@@ -106,7 +143,9 @@ func cookieNameIs(k, name string) bool {
 // names exactly, or reads the last, would check another one than the
 // identity names. Pairs are counted split at ',' and whitespace too: Go
 // reads `sid=a sid=b` as one cookie valued "a sid=b", where Python's
-// SimpleCookie reads two.
+// SimpleCookie reads two. A word without '=' counts only as a whole
+// ';'-separated part, which Go and PHP read as a cookie with an empty
+// value; inside a value (`tabs=home,sid`) no parser reads it as one.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	found := false
 	for _, c := range r.Cookies() {
@@ -117,9 +156,17 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 	}
 	n := 0
 	for _, line := range r.Header["Cookie"] {
-		for part := range strings.FieldsFuncSeq(line, func(c rune) bool { return c == ';' || c == ',' || c == ' ' || c == '\t' }) {
-			if k, _, _ := strings.Cut(part, "="); cookieNameIs(k, name) {
-				n++
+		for part := range strings.SplitSeq(line, ";") {
+			if part = strings.Trim(part, " \t"); !strings.Contains(part, "=") {
+				if cookieNameIs(part, name) {
+					n++
+				}
+				continue
+			}
+			for pair := range strings.FieldsFuncSeq(part, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
+				if k, _, ok := strings.Cut(pair, "="); ok && cookieNameIs(k, name) {
+					n++
+				}
 			}
 		}
 	}
