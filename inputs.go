@@ -103,11 +103,14 @@ func phpUnescape(k string) string {
 	b := make([]byte, 0, len(k))
 	for i := 0; i < len(k); i++ {
 		c := k[i]
-		if c == '+' {
+		switch c {
+		case '+':
 			c = ' '
-		} else if hi, lo, ok := hexPair(k, i+1); c == '%' && ok {
-			c = hi<<4 | lo
-			i += 2
+		case '%':
+			if hi, lo, ok := hexPair(k, i+1); ok {
+				c = hi<<4 | lo
+				i += 2
+			}
 		}
 		b = append(b, c)
 	}
@@ -125,6 +128,7 @@ func hexPair(s string, i int) (hi, lo byte, ok bool) {
 	return hi, lo, ok1 && ok2
 }
 
+// hexDigit returns the value of the hex digit c, if it is one.
 func hexDigit(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':
