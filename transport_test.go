@@ -225,21 +225,24 @@ func TestBatchTakesASlotPerCall(t *testing.T) {
 	}
 }
 
-// A GET (an SSE listen stream) carries no JSON-RPC message to answer: its
-// refusal is a 429 whatever refuse_with says, never a 200 that reads as
-// the stream opening.
-func TestGETRefusalIsAnsweredAsStatus(t *testing.T) {
+// A GET (an SSE listen stream) or a DELETE (a session's end) carries no
+// JSON-RPC message to answer: its refusal is a 429 whatever refuse_with
+// says, never a 200 that reads as the stream opening or the session ended.
+func TestGETAndDELETERefusalsAreAnsweredAsStatus(t *testing.T) {
 	for _, mode := range []string{"jsonrpc", "tool_result"} {
-		t.Run("refuse_with "+mode, func(t *testing.T) {
-			e := start(t, "preauth 1/m burst 1\nrefuse_with "+mode)
-			get := func() *harness.Response {
-				req, _ := http.NewRequest(http.MethodGet, e.mcp, nil)
-				req.Header.Set("Accept", "text/event-stream")
-				return harness.Do(t, req)
-			}
-			get() // spends the pre-auth token
-			refusal(t, get(), http.StatusTooManyRequests, "preauth")
-		})
+		for _, method := range []string{http.MethodGet, http.MethodDelete} {
+			t.Run(method+" refuse_with "+mode, func(t *testing.T) {
+				e := start(t, "preauth 1/m burst 1\nrefuse_with "+mode)
+				send := func() *harness.Response {
+					req, _ := http.NewRequest(method, e.mcp, nil)
+					req.Header.Set("Accept", "application/json, text/event-stream")
+					req.Header.Set("Mcp-Session-Id", "s-1")
+					return harness.Do(t, req)
+				}
+				send() // spends the pre-auth token
+				refusal(t, send(), http.StatusTooManyRequests, "preauth")
+			})
+		}
 	}
 }
 
