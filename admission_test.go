@@ -577,6 +577,13 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		{"token%00%zz=valid-q", "token query parameter", real},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token%00%zz=c1; token=x14", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token; token=c1", "X-Api-Key", "k1"}},
+		// qs reads a key without a parent by its first segment; Python
+		// frameworks strip Unicode and Latin-1 spaces around a cookie's
+		// name; PHP reads `token[]` as an array replacing the string.
+		{"%5Btoken%5D=valid-q", "token query parameter", real},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x15; \xc2\xa0token=c1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x16; \xa0token=c1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x17; token[]=c1", "X-Api-Key", "k1"}},
 	} {
 		r := send(c.query, c.hdr...)
 		var got rpcError

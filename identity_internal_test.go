@@ -118,6 +118,12 @@ func TestEverySpellingABackendReadsCounts(t *testing.T) {
 		{"tokens", "token", false},
 		{"tok", "token", false},
 		{"apikey", "api_key", false},
+		{"[token]", "token", true},
+		{"[TOKEN][]", "token", true},
+		{"api.key[]", "api_key", true},
+		{"api key[0]", "api_key", true},
+		{"[tokens]", "token", false},
+		{"x[token]", "token", false},
 	} {
 		if got := queryKeyIs(c.key, c.name); got != c.want {
 			t.Errorf("queryKeyIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
@@ -136,6 +142,14 @@ func TestEverySpellingABackendReadsCounts(t *testing.T) {
 		{"theme", "api_key", false},
 		{"api_key%00%zz", "api_key", true},
 		{"api+key", "api_key", true},
+		{"api_key[]", "api_key", true},
+		{"\xc2\xa0api_key", "api_key", true},
+		{"\xa0api_key", "api_key", true},
+		{"api_key\xa0", "api_key", true},
+		{"\x85api_key", "api_key", true},
+		{"\u3000api_key\u2003", "api_key", true},
+		{"\xa0api_keys", "api_key", false},
+		{"\xe9api_key", "api_key", false},
 	} {
 		if got := cookieNameIs(c.key, c.name); got != c.want {
 			t.Errorf("cookieNameIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)

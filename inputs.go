@@ -3,6 +3,8 @@ package mcplimit
 import (
 	"net/http"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Caddy's placeholders for request inputs a client controls.
@@ -61,12 +63,18 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 
 // queryKeyIs reports whether some backend reads the decoded query key k
 // as the parameter name: ignoring case, as an array (`name[]`, `name[0]`,
-// as qs and PHP read them), or as PHP names its variable (phpName).
+// as qs and PHP read them; `[name]`, as qs reads a key without a parent),
+// or as PHP names its variable (phpName), arrays included (`api.key[]` is
+// PHP's array `api_key`).
 func queryKeyIs(k, name string) bool {
-	if base, _, ok := strings.Cut(k, "["); ok && strings.EqualFold(base, name) {
+	want := phpName(name)
+	base, _, _ := strings.Cut(k, "[")
+	if strings.EqualFold(k, name) || strings.EqualFold(base, name) ||
+		strings.EqualFold(phpName(k), want) || strings.EqualFold(phpName(base), want) {
 		return true
 	}
-	return strings.EqualFold(k, name) || strings.EqualFold(phpName(k), phpName(name))
+	seg, _, closed := strings.Cut(strings.TrimPrefix(k, "["), "]")
+	return closed && strings.HasPrefix(k, "[") && strings.EqualFold(seg, name)
 }
 
 // phpName is a decoded query or cookie name as PHP names its variable:
@@ -84,12 +92,44 @@ func phpName(k string) string {
 }
 
 // cookieNameIs reports whether some backend reads the raw cookie name k
-// as name: ignoring case, or %-decoded as PHP names its variable.
+// as name, as queryKeyIs reads a query key: as it is, with the spaces
+// around it that Python frameworks strip trimmed (pyTrim), or %-decoded
+// as PHP decodes it.
 func cookieNameIs(k, name string) bool {
-	if strings.EqualFold(k, name) {
-		return true
+	return queryKeyIs(pyTrim(k), name) || queryKeyIs(phpUnescape(k), name)
+}
+
+// pyTrim trims what Python's str.strip trims from a cookie name, with
+// the header read either way Python frameworks decode it: as UTF-8
+// (Django), where U+00A0 and the other Unicode spaces count, or as
+// Latin-1 (Starlette), where the bytes 0x85 and 0xA0 are spaces. Go drops
+// such a name as invalid, so Caddy reads no cookie from it.
+func pyTrim(k string) string {
+	for k != "" {
+		r, n := utf8.DecodeRuneInString(k)
+		if !pySpace(r, n, k[0]) {
+			break
+		}
+		k = k[n:]
 	}
-	return strings.EqualFold(phpName(phpUnescape(k)), phpName(name))
+	for k != "" {
+		r, n := utf8.DecodeLastRuneInString(k)
+		if !pySpace(r, n, k[len(k)-1]) {
+			break
+		}
+		k = k[:len(k)-n]
+	}
+	return k
+}
+
+// pySpace reports whether the rune r, decoded from n bytes of which b is
+// the outermost, is a space to Python: unicode.IsSpace, the separators
+// 0x1C-0x1F, or a lone byte that is a space in Latin-1.
+func pySpace(r rune, n int, b byte) bool {
+	if r == utf8.RuneError && n == 1 {
+		return b == 0x85 || b == 0xA0
+	}
+	return unicode.IsSpace(r) || 0x1C <= r && r <= 0x1F
 }
 
 // phpUnescape decodes a query or cookie name as PHP does (urldecode):
