@@ -267,6 +267,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"identity without a placeholder", "identity notaplaceholder", "identity", "no placeholder"},
 		{"identity of global placeholders only", "identity {env.HOME} {system.hostname}-{time.now.year}", "identity {env.HOME}", "same for every caller"},
 		{"identity of a file placeholder", "identity {file./etc/hostname}", "identity", "same for every caller"},
+		{"identity of the server's side", "identity {http.request.local.port} {http.request.scheme}-{http.shutting_down}", "identity", "same for every caller"},
 		{"tool without a block", "tool echo", "tool echo", "sets nothing"},
 		{"tool with an empty block", "tool echo {\n}", "tool echo", "sets nothing"},
 		{"tool arg max NaN", "tool photo {\narg limit max NaN\n}", "arg limit", "number"},

@@ -196,7 +196,7 @@ func compile(h *Handler) (*policy, error) {
 		perCaller = perCaller || readsRequest(ph)
 	}
 	if !perCaller {
-		return nil, fmt.Errorf("identity %s: its placeholders read the environment, files, the host or the clock, the same for every caller, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}",
+		return nil, fmt.Errorf("identity %s: its placeholders read the environment, files, the host, the clock or the server's side of the request, the same for every caller, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}",
 			strings.Join(p.identity, " "))
 	}
 	if len(p.reject) == 0 {
@@ -663,9 +663,16 @@ func parseFingerprint(s string) ([16]byte, error) {
 	return fp, nil
 }
 
+// sameForEveryCaller are the prefixes of placeholders whose value no
+// caller chooses: Caddy's global ones, which read the environment, files,
+// the host or the clock, and the server's own side of a request.
+var sameForEveryCaller = []string{
+	"env.", "file.", "system.", "time.",
+	"http.request.local", "http.request.scheme", "http.request.proto", "http.request.method", "http.shutting_down",
+}
+
 // readsRequest reports whether the text holds a placeholder that may
-// differ from one caller to the next: any but Caddy's global ones, which
-// read the environment, files, the host or the clock.
+// differ from one caller to the next: any not in sameForEveryCaller.
 func readsRequest(text string) bool {
 	for rest := text; ; {
 		open := strings.IndexByte(rest, '{')
@@ -677,7 +684,7 @@ func readsRequest(text string) bool {
 			return false
 		}
 		key := rest[open+1 : open+end]
-		if !slices.ContainsFunc([]string{"env.", "file.", "system.", "time."}, func(p string) bool { return strings.HasPrefix(key, p) }) {
+		if !slices.ContainsFunc(sameForEveryCaller, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			return true
 		}
 		rest = rest[open+end+1:]

@@ -77,8 +77,9 @@ type decision struct {
 	preauthPolicy []string // nil until the pre-auth layer ran
 	preauthLeft   float64
 	preauthHeld   bool
-	tenantLeft    float64 // tokens the tenant's bucket holds, as its layer reported
-	tenantHeld    bool    // tenantLeft is set and stands
+	policySet     []string // the RateLimit-Policy values setRateLimit set on the response
+	tenantLeft    float64  // tokens the tenant's bucket holds, as its layer reported
+	tenantHeld    bool     // tenantLeft is set and stands
 	// untracked has bit 1<<l set when layer l refused a new key because
 	// its bucket set was full: that key has no bucket, and none to spend.
 	untracked uint32

@@ -185,6 +185,7 @@ func (d *decision) untrackedLevel(l layer, lim bucketLimit) float64 {
 func (d *decision) setRateLimit(w http.ResponseWriter, policy []string, value []byte) {
 	hdr := w.Header()
 	hdr[hdrPolicy] = policy
+	d.policySet = policy
 	if len(value) == 0 {
 		return
 	}
@@ -194,36 +195,31 @@ func (d *decision) setRateLimit(w http.ResponseWriter, policy []string, value []
 }
 
 // withdrawRateLimit removes the RateLimit-Policy and RateLimit values
-// set for d from hdr, leaving any the backend added: an upstream 429
-// carries the backend's own. Ours were set before the backend answered,
-// and reverse_proxy adds its values after them, so ours are the leading
-// ones: a backend value that reads the same as ours (a second Caddy with
-// the same policy) stays.
+// setRateLimit set for d from hdr, leaving any the backend added: an
+// upstream 429 carries the backend's own. Ours were set before the
+// backend answered, and reverse_proxy adds its values after them, so ours
+// are the leading ones: a backend value that reads the same as ours (a
+// second Caddy with the same policy) stays, and so does every backend
+// value when d set none (an unmetered call).
 func (d *decision) withdrawRateLimit(hdr http.Header) {
-	for _, ours := range [][]string{d.lim.rlPolicy, d.preauthPolicy} {
-		if dropLeading(hdr, hdrPolicy, ours) {
-			break
-		}
-	}
+	dropLeading(hdr, hdrPolicy, d.policySet)
 	if d.carried != nil && d.carried.rateLimit[0] != "" {
 		dropLeading(hdr, hdrRateLimit, d.carried.rateLimit[:])
 	}
 }
 
 // dropLeading removes vals from the values of key in hdr if they are its
-// leading ones, and the key when nothing is left. It reports whether it
-// removed them.
-func dropLeading(hdr http.Header, key string, vals []string) bool {
+// leading ones, and the key when nothing is left.
+func dropLeading(hdr http.Header, key string, vals []string) {
 	have := hdr[key]
 	if len(vals) == 0 || !slices.Equal(have[:min(len(vals), len(have))], vals) {
-		return false
+		return
 	}
 	if len(have) == len(vals) {
 		delete(hdr, key)
 	} else {
 		hdr[key] = have[len(vals):]
 	}
-	return true
 }
 
 // knowUsed records n as the count of quota item q (as the deciding layer

@@ -316,6 +316,34 @@ func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 	e.passes(1, "analyze_photo", h...)
 }
 
+// A call this handler set no RateLimit fields on (an unmetered one) keeps
+// every RateLimit value of a backend's 429, even one that reads exactly
+// like this handler's policy.
+func TestUpstream429OfAnUnmeteredCallKeepsTheBackendsFields(t *testing.T) {
+	site := `route {
+	mcp_ratelimit {
+		zone upstream-unmetered
+		tenant 1/h burst 2
+		quota 3/day
+	}
+	@throttle header X-Throttle 1
+	rewrite @throttle /throttle
+	reverse_proxy $BACKEND
+}`
+	e := startSite(t, site)
+	token := "Bearer valid-unmetered"
+	if r := e.call(1, "Authorization", token); r.Status != http.StatusOK || r.Header.Get("RateLimit-Policy") == "" {
+		t.Fatalf("proving call: %d, RateLimit-Policy %q", r.Status, r.Header.Get("RateLimit-Policy"))
+	}
+	ours := `"tenant";q=2;w=7200, "quota-day";q=3;w=86400`
+	r := e.post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, "Authorization", token, "X-Throttle", "1",
+		"X-Upstream-Policy", ours, "X-Upstream-RateLimit", `"tenant";r=0;t=60`)
+	if p, v := r.Header.Values("RateLimit-Policy"), r.Header.Values("RateLimit"); r.Status != http.StatusTooManyRequests ||
+		len(p) != 1 || p[0] != ours || len(v) != 1 || v[0] != `"tenant";r=0;t=60` {
+		t.Fatalf("a backend 429 to an unmetered call: %d, RateLimit-Policy %q, RateLimit %q; want the backend's values", r.Status, p, v)
+	}
+}
+
 func TestUpstream429PassesThroughAndIsCountedApart(t *testing.T) {
 	site := `route {
 	mcp_ratelimit {

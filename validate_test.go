@@ -142,6 +142,8 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		`{"store":{"redis":{"url":"redis://127.0.0.1:1"}}}`,
 		`{"identity":["{env.TENANT_PREFIX}{http.request.header.X-Api-Key}","{system.hostname}"]}`,
 		`{"identity":["{env.HOME}","{http.auth.user.id}"]}`,
+		`{"identity":["{http.request.scheme}:{http.request.header.X-Api-Key}"]}`,
+		`{"identity":["{http.request.host}"]}`,
 	} {
 		if err := validateJSON(t, js); err != nil {
 			t.Errorf("Validate refused valid %s: %v", js, err)
