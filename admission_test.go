@@ -584,6 +584,14 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x15; \xc2\xa0token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x16; \xa0token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x17; token[]=c1", "X-Api-Key", "k1"}},
+		// Rack 2 reads `token]` and `[token` as token; qs with allowDots
+		// reads `token.0`. Go and Python read `token =v` as token.
+		{"token=x19&token%5D=valid-q", "token query parameter", real},
+		{"%5Btoken=valid-q", "token query parameter", real},
+		{"token.0=valid-q", "token query parameter", real},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x20; token =c1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x21; token\t=\tc1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "x=1 token =c1", "X-Api-Key", "k1"}},
 	} {
 		r := send(c.query, c.hdr...)
 		var got rpcError

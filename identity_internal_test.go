@@ -124,6 +124,12 @@ func TestEverySpellingABackendReadsCounts(t *testing.T) {
 		{"api key[0]", "api_key", true},
 		{"[tokens]", "token", false},
 		{"x[token]", "token", false},
+		{"token]", "token", true},
+		{"[token", "token", true},
+		{"]token", "token", true},
+		{"[[token]]", "token", true},
+		{"]]token]]", "token", true},
+		{"filters[token]", "token", false},
 	} {
 		if got := queryKeyIs(c.key, c.name); got != c.want {
 			t.Errorf("queryKeyIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)

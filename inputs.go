@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -39,14 +40,18 @@ func readInput(r *http.Request, key string) (value, unreadable string, ok bool) 
 // caller could add a throwaway value to mint an identity per value that
 // the one real one proves. Spellings that differ in case or escaping, and
 // pairs separated by ';' or that Go's parser drops, count too: some
-// backend reads them. The parameter sent only under such a spelling is
+// backend reads them (see queryKeyIs; qs with allowDots also reads
+// `name.0` as name). The parameter sent only under such a spelling is
 // unreadable as well: Caddy reads no identity, the backend may.
 func readQuery(r *http.Request, name string) (value, unreadable string) {
 	vals, present := r.URL.Query()[name]
 	value = strings.Join(vals, ",")
 	n := 0
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
-		if k, _, _ := strings.Cut(pair, "="); queryKeyIs(phpUnescape(k), name) {
+		k, _, _ := strings.Cut(pair, "=")
+		k = phpUnescape(k)
+		// qs with allowDots reads `name.0` and `name.x` as name.
+		if base, _, _ := strings.Cut(k, "."); queryKeyIs(k, name) || strings.EqualFold(base, name) {
 			n++
 		}
 	}
@@ -62,19 +67,20 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 }
 
 // queryKeyIs reports whether some backend reads the decoded query key k
-// as the parameter name: ignoring case, as an array (`name[]`, `name[0]`,
-// as qs and PHP read them; `[name]`, as qs reads a key without a parent),
-// or as PHP names its variable (phpName), arrays included (`api.key[]` is
-// PHP's array `api_key`).
+// as the parameter name, ignoring case: as it is; as its first run of
+// characters other than brackets, leading brackets skipped, which is how
+// Rack 2 names any key and how arrays name theirs (`name[]`, `name[0]` in
+// qs and PHP, qs's `[name]`, Rack's `name]` and `[[name]]`); or as PHP
+// names its variable (phpName), arrays included (`api.key[]` is PHP's
+// array `api_key`).
 func queryKeyIs(k, name string) bool {
 	want := phpName(name)
-	base, _, _ := strings.Cut(k, "[")
-	if strings.EqualFold(k, name) || strings.EqualFold(base, name) ||
-		strings.EqualFold(phpName(k), want) || strings.EqualFold(phpName(base), want) {
-		return true
+	first := strings.TrimLeft(k, "[]")
+	if i := strings.IndexAny(first, "[]"); i >= 0 {
+		first = first[:i]
 	}
-	seg, _, closed := strings.Cut(strings.TrimPrefix(k, "["), "]")
-	return closed && strings.HasPrefix(k, "[") && strings.EqualFold(seg, name)
+	return strings.EqualFold(k, name) || strings.EqualFold(first, name) ||
+		strings.EqualFold(phpName(k), want) || strings.EqualFold(phpName(first), want)
 }
 
 // phpName is a decoded query or cookie name as PHP names its variable:
@@ -181,15 +187,20 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
+// spacedEquals is an '=' with the spaces and tabs around it.
+var spacedEquals = regexp.MustCompile(`[ \t]*=[ \t]*`)
+
 // readCookie reads the cookie name as Caddy's replacer does: the first
 // whose name matches ignoring case. More than one such cookie is
 // unreadable, counted over the raw Cookie headers: a backend that matches
 // names exactly, or reads the last, would check another one than the
 // identity names. Pairs are counted split at ',' and whitespace too: Go
 // reads `sid=a sid=b` as one cookie valued "a sid=b", where Python's
-// SimpleCookie reads two. A word without '=' counts only as a whole
-// ';'-separated part, which Go and PHP read as a cookie with an empty
-// value; inside a value (`tabs=home,sid`) no parser reads it as one.
+// SimpleCookie reads two. Spaces around '=' do not split a pair: Go,
+// Starlette and Django read `sid =a` as sid, SimpleCookie `x=1 sid =a`
+// too. A word without '=' counts only as a whole ';'-separated part, which
+// Go and PHP read as a cookie with an empty value; inside a value
+// (`tabs=home,sid`) no parser reads it as one.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	found := false
 	for _, c := range r.Cookies() {
@@ -206,6 +217,10 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 					n++
 				}
 				continue
+			}
+			if strings.ContainsAny(part, " \t") {
+				// Go and the Python frameworks read `name =v` as name.
+				part = spacedEquals.ReplaceAllString(part, "=")
 			}
 			for pair := range strings.FieldsFuncSeq(part, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
 				if k, _, ok := strings.Cut(pair, "="); ok && cookieNameIs(k, name) {
