@@ -265,6 +265,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"zone dot dot", "zone ..", "zone ..", "directory"},
 		{"zone dot", "zone .", "zone .", "directory"},
 		{"identity without a placeholder", "identity notaplaceholder", "identity", "no placeholder"},
+		{"identity with an unclosed brace", "identity {http.request.header.X-Key", "identity", "no placeholder"},
 		{"identity of global placeholders only", "identity {env.HOME} {system.hostname}-{time.now.year}", "identity {env.HOME}", "same for every caller"},
 		{"identity of a file placeholder", "identity {file./etc/hostname}", "identity", "same for every caller"},
 		{"identity of the server's side", "identity {http.request.local.port} {http.request.scheme}-{http.shutting_down}", "identity", "same for every caller"},

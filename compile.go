@@ -190,7 +190,7 @@ func compile(h *Handler) (*policy, error) {
 	}
 	perCaller := false
 	for _, ph := range p.identity {
-		if !strings.Contains(ph, "{") {
+		if open := strings.IndexByte(ph, '{'); open < 0 || !strings.Contains(ph[open:], "}") {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}
 		perCaller = perCaller || readsRequest(ph)
