@@ -48,7 +48,8 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 	value = strings.Join(vals, ",")
 	n := 0
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
-		k, _, _ := strings.Cut(pair, "=")
+		// ufo (Nuxt's h3) skips leading '=': `=name=v` is name.
+		k, _, _ := strings.Cut(strings.TrimLeft(pair, "="), "=")
 		k = phpUnescape(k)
 		// qs with allowDots reads `name.0` and `name.x` as name.
 		if base, _, _ := strings.Cut(k, "."); queryKeyIs(k, name) || strings.EqualFold(base, name) {
@@ -105,11 +106,11 @@ func cookieNameIs(k, name string) bool {
 	return queryKeyIs(pyTrim(k), name) || queryKeyIs(phpUnescape(k), name)
 }
 
-// pyTrim trims what Python's str.strip trims from a cookie name, with
-// the header read either way Python frameworks decode it: as UTF-8
-// (Django), where U+00A0 and the other Unicode spaces count, or as
+// pyTrim trims what Python's str.strip trims from a cookie name or
+// value, with the header read either way Python frameworks decode it: as
+// UTF-8 (Django), where U+00A0 and the other Unicode spaces count, or as
 // Latin-1 (Starlette), where the bytes 0x85 and 0xA0 are spaces. Go drops
-// such a name as invalid, so Caddy reads no cookie from it.
+// a name with such spaces as invalid, so Caddy reads no cookie from it.
 func pyTrim(k string) string {
 	for k != "" {
 		r, n := utf8.DecodeRuneInString(k)
@@ -187,6 +188,41 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
+// splitCookies counts the cookies named name in one Cookie header, split
+// at ';', and at ',' and whitespace within a part (see readCookie).
+func splitCookies(line, name string) int {
+	n := 0
+	for part := range strings.SplitSeq(line, ";") {
+		if part = strings.Trim(part, " \t"); !strings.Contains(part, "=") {
+			if cookieNameIs(part, name) {
+				n++
+			}
+			continue
+		}
+		if strings.ContainsAny(part, " \t") {
+			// Go and the Python frameworks read `name =v` as name.
+			part = spacedEquals.ReplaceAllString(part, "=")
+		}
+		for pair := range strings.FieldsFuncSeq(part, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
+			if k, _, ok := strings.Cut(pair, "="); ok && cookieNameIs(k, name) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// webobLegal is a byte WebOb allows in a cookie name or unquoted value.
+const webobLegal = "[A-Za-z0-9_~!@#$%^&*()+=\\-`.?|:/{}<>']"
+
+// webobCookie is WebOb's cookie pattern (Pyramid reads request cookies
+// with it): it finds name=value pairs anywhere in a Cookie header, also
+// inside another cookie's value, after any byte it does not allow in a
+// name (`x=a"token=v` holds the cookie token).
+var webobCookie = regexp.MustCompile(`(` + webobLegal + `+?)[ \t\n\r\f\v]*=[ \t\n\r\f\v]*` +
+	`(?:"(?:\\"|.)*?"|[A-Za-z0-9_]{3},[ \t\n\r\f\v][A-Za-z0-9_-]{9,11}[ \t\n\r\f\v][0-9:]{8}[ \t\n\r\f\v]GMT|(?:` +
+	webobLegal + `|\\(?:[0-3][0-7][0-7]|.))*)`)
+
 // spacedEquals is an '=' with the spaces and tabs around it.
 var spacedEquals = regexp.MustCompile(`[ \t]*=[ \t]*`)
 
@@ -200,36 +236,31 @@ var spacedEquals = regexp.MustCompile(`[ \t]*=[ \t]*`)
 // Starlette and Django read `sid =a` as sid, SimpleCookie `x=1 sid =a`
 // too. A word without '=' counts only as a whole ';'-separated part, which
 // Go and PHP read as a cookie with an empty value; inside a value
-// (`tabs=home,sid`) no parser reads it as one.
+// (`tabs=home,sid`) no parser reads it as one. WebOb's reading, which finds
+// pairs inside other values, is counted apart (webobCookie); the larger
+// count decides.
+//
+// The value is trimmed as pyTrim trims a name: Go keeps the spaces in
+// `sid=  v` (and `sid=" v"`), which most backends trim, so each number of
+// spaces would be an identity of its own, proven by the one real value.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	found := false
 	for _, c := range r.Cookies() {
 		if strings.EqualFold(c.Name, name) {
-			value, found = c.Value, true
+			value, found = pyTrim(c.Value), true
 			break
 		}
 	}
-	n := 0
+	split, scanned := 0, 0
 	for _, line := range r.Header["Cookie"] {
-		for part := range strings.SplitSeq(line, ";") {
-			if part = strings.Trim(part, " \t"); !strings.Contains(part, "=") {
-				if cookieNameIs(part, name) {
-					n++
-				}
-				continue
-			}
-			if strings.ContainsAny(part, " \t") {
-				// Go and the Python frameworks read `name =v` as name.
-				part = spacedEquals.ReplaceAllString(part, "=")
-			}
-			for pair := range strings.FieldsFuncSeq(part, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
-				if k, _, ok := strings.Cut(pair, "="); ok && cookieNameIs(k, name) {
-					n++
-				}
+		split += splitCookies(line, name)
+		for _, m := range webobCookie.FindAllStringSubmatch(line, -1) {
+			if cookieNameIs(m[1], name) {
+				scanned++
 			}
 		}
 	}
-	switch {
+	switch n := max(split, scanned); {
 	case n > 1:
 		unreadable = "Send one " + name + " cookie: requests carrying several (in any letter case) are not accepted here."
 	case n == 1 && !found:
