@@ -597,6 +597,10 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		{"token=valid-q", "token cookie", []string{"Cookie", `token=x22; x=a"token=c1`, "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", `"token=c1`, "X-Api-Key", "k1"}},
 		{"=token=valid-q", "token query parameter", real},
+		// Each reading finds one token pair, a different one: Go the
+		// first, WebOb (reading `\;` as an escape) the second.
+		{"token=valid-q", "token cookie", []string{"Cookie", `x=a\;token=x23; y=b"token=c1`, "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x24; path=a\\\xc3\xa9token=c1", "X-Api-Key", "k1"}},
 	} {
 		r := send(c.query, c.hdr...)
 		var got rpcError
@@ -608,10 +612,11 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 	unchanged(t, e, before, "repeated identity inputs")
 	// The identity's name as a word inside another cookie's value is no
 	// cookie: the request is the real identity's, refused for its quota.
-	// Spaces around a cookie's value, which most backends trim, do not
-	// make another identity either.
+	// Spaces around a cookie's value, which most backends trim, and
+	// %-escapes in it, which most decode, do not make another identity
+	// either.
 	for _, cookie := range []string{"token=c1; tabs=home,token,settings", "token=c1; note=my token",
-		"token=c1; redirect=/cb?token=abc", "token=  c1", `token=" c1 "`} {
+		"token=c1; redirect=/cb?token=abc", "token=  c1", `token=" c1 "`, "token=%63%31", "token=c%31"} {
 		refusal(t, send("token=valid-q", "Cookie", cookie, "X-Api-Key", "k1"), http.StatusTooManyRequests, "quota")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,5 +188,36 @@ func BenchmarkTimeNow(b *testing.B) {
 	}
 	if last.IsZero() {
 		b.Fatal("zero time")
+	}
+}
+
+// BenchmarkReadCookie reads a cookie identity from a browser's Cookie
+// header, and from crafted ones (a long run of name bytes without '=',
+// many quotes): every reading is linear in the header's length.
+func BenchmarkReadCookie(b *testing.B) {
+	browser := "_ga=GA1.2.1234567890.1700000000; _gid=GA1.2.987654321.1700000000; _gcl_au=1.1.1234567.1700000000; " +
+		"_fbp=fb.1.1700000000000.1234567890; ajs_anonymous_id=%22a1b2c3d4-e5f6-7890-abcd-ef1234567890%22; " +
+		"OptanonConsent=isGpcEnabled=0&datestamp=Mon+Nov+30+2026&version=202310.1.0&groups=C0001%3A1%2CC0002%3A1; " +
+		"__cf_bm=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-1700000000-0-AbCdEfGhIjKlMnOpQrStUvWxYz==; " +
+		"redirect=https%3A%2F%2Fapp.example.com%2Fcb%3Ftoken%3Dabc; session=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjMifQ.c2lnbmF0dXJl; " +
+		"token=valid-cookie-bench-0123456789"
+	for _, c := range []struct{ name, header string }{
+		{"browser", browser},
+		{"run_without_equals_16KiB", "token=v; x=" + strings.Repeat("a", 16<<10)},
+		{"quotes_16KiB", "token=v; " + strings.Repeat(`x="a\"`, 16<<10/6)},
+		{"spaced_pairs_16KiB", "token=v; " + strings.Repeat("a=b ", 16<<10/4)},
+		{"name_long_pairs_16KiB", "token=v; " + strings.Repeat("tokex=b ", 16<<10/8)},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			r := httptest.NewRequest(http.MethodPost, "http://bench/mcp", nil)
+			r.Header.Set("Cookie", c.header)
+			b.SetBytes(int64(len(c.header)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, why := readCookie(r, "token"); v == "" || why != "" {
+					b.Fatalf("%q %q", v, why)
+				}
+			}
+		})
 	}
 }

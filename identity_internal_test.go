@@ -98,7 +98,7 @@ func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
 	}
 }
 
-// queryKeyIs and cookieNameIs count every spelling under which some
+// inputName's queryKey and cookie count every spelling under which some
 // backend reads a query parameter or a cookie: case, arrays as qs and PHP
 // read them, PHP's mangled and (for cookies) %-decoded names.
 func TestEverySpellingABackendReadsCounts(t *testing.T) {
@@ -131,8 +131,8 @@ func TestEverySpellingABackendReadsCounts(t *testing.T) {
 		{"]]token]]", "token", true},
 		{"filters[token]", "token", false},
 	} {
-		if got := queryKeyIs(c.key, c.name); got != c.want {
-			t.Errorf("queryKeyIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
+		if got := newInputName(c.name).queryKey(c.key); got != c.want {
+			t.Errorf("queryKey(%q) of %q = %v, want %v", c.key, c.name, got, c.want)
 		}
 	}
 	for _, c := range []struct {
@@ -157,8 +157,8 @@ func TestEverySpellingABackendReadsCounts(t *testing.T) {
 		{"\xa0api_keys", "api_key", false},
 		{"\xe9api_key", "api_key", false},
 	} {
-		if got := cookieNameIs(c.key, c.name); got != c.want {
-			t.Errorf("cookieNameIs(%q, %q) = %v, want %v", c.key, c.name, got, c.want)
+		if got := newInputName(c.name).cookie(c.key); got != c.want {
+			t.Errorf("cookie(%q) of %q = %v, want %v", c.key, c.name, got, c.want)
 		}
 	}
 }

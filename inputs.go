@@ -2,7 +2,7 @@ package mcplimit
 
 import (
 	"net/http"
-	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -40,19 +40,19 @@ func readInput(r *http.Request, key string) (value, unreadable string, ok bool) 
 // caller could add a throwaway value to mint an identity per value that
 // the one real one proves. Spellings that differ in case or escaping, and
 // pairs separated by ';' or that Go's parser drops, count too: some
-// backend reads them (see queryKeyIs; qs with allowDots also reads
+// backend reads them (see inputName.queryKey; qs with allowDots also reads
 // `name.0` as name). The parameter sent only under such a spelling is
 // unreadable as well: Caddy reads no identity, the backend may.
 func readQuery(r *http.Request, name string) (value, unreadable string) {
 	vals, present := r.URL.Query()[name]
 	value = strings.Join(vals, ",")
-	n := 0
+	n, in := 0, newInputName(name)
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
 		// ufo (Nuxt's h3) skips leading '=': `=name=v` is name.
 		k, _, _ := strings.Cut(strings.TrimLeft(pair, "="), "=")
 		k = phpUnescape(k)
 		// qs with allowDots reads `name.0` and `name.x` as name.
-		if base, _, _ := strings.Cut(k, "."); queryKeyIs(k, name) || strings.EqualFold(base, name) {
+		if base, _, _ := strings.Cut(k, "."); in.queryKey(k) || strings.EqualFold(base, name) {
 			n++
 		}
 	}
@@ -67,27 +67,70 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 	return value, unreadable
 }
 
-// queryKeyIs reports whether some backend reads the decoded query key k
+// inputName is the name of an identity query parameter or cookie, with
+// what matching spellings against it needs, computed once per request.
+type inputName struct {
+	name  string
+	php   string // phpName(name)
+	ascii bool   // no reading of a key is then shorter than the key
+}
+
+func newInputName(name string) inputName {
+	return inputName{name: name, php: phpName(name), ascii: isASCII(name)}
+}
+
+// queryKey reports whether some backend reads the decoded query key k
 // as the parameter name, ignoring case: as it is; as its first run of
 // characters other than brackets, leading brackets skipped, which is how
 // Rack 2 names any key and how arrays name theirs (`name[]`, `name[0]` in
 // qs and PHP, qs's `[name]`, Rack's `name]` and `[[name]]`); or as PHP
 // names its variable (phpName), arrays included (`api.key[]` is PHP's
 // array `api_key`).
-func queryKeyIs(k, name string) bool {
-	want := phpName(name)
-	first := strings.TrimLeft(k, "[]")
-	if i := strings.IndexAny(first, "[]"); i >= 0 {
-		first = first[:i]
+func (n inputName) queryKey(k string) bool {
+	if len(k) < len(n.name) && n.ascii {
+		return false
 	}
-	return strings.EqualFold(k, name) || strings.EqualFold(first, name) ||
-		strings.EqualFold(phpName(k), want) || strings.EqualFold(phpName(first), want)
+	i := 0
+	for i < len(k) && (k[i] == '[' || k[i] == ']') {
+		i++
+	}
+	j := i
+	for j < len(k) && k[j] != '[' && k[j] != ']' {
+		j++
+	}
+	first := k[i:j]
+	if strings.EqualFold(k, n.name) || first != k && strings.EqualFold(first, n.name) {
+		return true
+	}
+	// PHP's readings, where they differ from those just compared.
+	if pk := phpName(k); (pk != k || n.php != n.name) && strings.EqualFold(pk, n.php) {
+		return true
+	}
+	pf := phpName(first)
+	return first != k && (pf != first || n.php != n.name) && strings.EqualFold(pf, n.php)
+}
+
+// isASCII reports whether s is ASCII.
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // phpName is a decoded query or cookie name as PHP names its variable:
 // leading spaces dropped, cut at a NUL, '.', ' ' and '[' turned into '_'
 // (`api.key` and ` api key` are `api_key`).
 func phpName(k string) string {
+	plain := true
+	for i := 0; i < len(k) && plain; i++ {
+		plain = k[i] != '.' && k[i] != ' ' && k[i] != '[' && k[i] != 0
+	}
+	if plain {
+		return k // as most names are
+	}
 	k = strings.TrimLeft(k, " ")
 	k, _, _ = strings.Cut(k, "\x00")
 	return strings.Map(func(c rune) rune {
@@ -98,12 +141,16 @@ func phpName(k string) string {
 	}, k)
 }
 
-// cookieNameIs reports whether some backend reads the raw cookie name k
-// as name, as queryKeyIs reads a query key: as it is, with the spaces
+// cookie reports whether some backend reads the raw cookie name k as
+// the name, as queryKey reads a query key: as it is, with the spaces
 // around it that Python frameworks strip trimmed (pyTrim), or %-decoded
 // as PHP decodes it.
-func cookieNameIs(k, name string) bool {
-	return queryKeyIs(pyTrim(k), name) || queryKeyIs(phpUnescape(k), name)
+func (n inputName) cookie(k string) bool {
+	if len(k) < len(n.name) && n.ascii {
+		return false // no reading of k is longer than k
+	}
+	trimmed, decoded := pyTrim(k), phpUnescape(k)
+	return n.queryKey(trimmed) || decoded != trimmed && n.queryKey(decoded)
 }
 
 // pyTrim trims what Python's str.strip trims from a cookie name or
@@ -143,18 +190,22 @@ func pySpace(r rune, n int, b byte) bool {
 // '+' is a space, '%' and two hex digits the byte they name, and any other
 // '%' stays as it is. Where Go's strict decoding fails, PHP still reads a
 // name: `token%00%zz` is `token`, once cut at the NUL.
-func phpUnescape(k string) string {
-	if !strings.ContainsAny(k, "%+") {
-		return k
+func phpUnescape(k string) string { return percentDecode(k, true) }
+
+// percentDecode decodes every '%' and two hex digits in s to the byte they
+// name and leaves any other '%' as it is; plus makes '+' a space.
+func percentDecode(s string, plus bool) string {
+	if !strings.Contains(s, "%") && (!plus || !strings.Contains(s, "+")) {
+		return s
 	}
-	b := make([]byte, 0, len(k))
-	for i := 0; i < len(k); i++ {
-		c := k[i]
-		switch c {
-		case '+':
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '+' && plus:
 			c = ' '
-		case '%':
-			if hi, lo, ok := hexPair(k, i+1); ok {
+		case c == '%':
+			if hi, lo, ok := hexPair(s, i+1); ok {
 				c = hi<<4 | lo
 				i += 2
 			}
@@ -188,79 +239,94 @@ func hexDigit(c byte) (byte, bool) {
 	return 0, false
 }
 
-// splitCookies counts the cookies named name in one Cookie header, split
-// at ';', and at ',' and whitespace within a part (see readCookie).
-func splitCookies(line, name string) int {
-	n := 0
-	for part := range strings.SplitSeq(line, ";") {
-		if part = strings.Trim(part, " \t"); !strings.Contains(part, "=") {
-			if cookieNameIs(part, name) {
-				n++
+// splitPairs calls pair with the name of every cookie read in line split
+// at ';', and at ',', spaces and tabs within a part (SimpleCookie), and
+// the offset just past that name. Spaces around '=' do not split a pair:
+// Go, Starlette and Django read `sid =v` as sid, SimpleCookie `x=1 sid =v`
+// too. A word without '=' is a cookie only as a whole ';'-separated part,
+// which Go and PHP read as a cookie with an empty value; inside a value
+// (`tabs=home,sid`) no parser reads it as one.
+func splitPairs(line string, pair func(name string, end int)) {
+	sep := func(c byte) bool { return c == ',' || c == ' ' || c == '\t' }
+	blank := func(c byte) bool { return c == ' ' || c == '\t' }
+	for base := 0; base <= len(line); {
+		end := strings.IndexByte(line[base:], ';')
+		if end < 0 {
+			end = len(line)
+		} else {
+			end += base
+		}
+		part := line[base:end]
+		lead := len(part) - len(strings.TrimLeft(part, " \t"))
+		part = strings.Trim(part, " \t")
+		hasEq := strings.Contains(part, "=")
+		if part != "" && !hasEq {
+			pair(part, base+lead+len(part))
+		}
+		for i := 0; hasEq && i < len(part); {
+			for i < len(part) && sep(part[i]) {
+				i++
 			}
-			continue
-		}
-		if strings.ContainsAny(part, " \t") {
-			// Go and the Python frameworks read `name =v` as name.
-			part = spacedEquals.ReplaceAllString(part, "=")
-		}
-		for pair := range strings.FieldsFuncSeq(part, func(c rune) bool { return c == ',' || c == ' ' || c == '\t' }) {
-			if k, _, ok := strings.Cut(pair, "="); ok && cookieNameIs(k, name) {
-				n++
+			nameStart := i
+			for i < len(part) && part[i] != '=' && !sep(part[i]) {
+				i++
+			}
+			nameEnd := i
+			for i < len(part) && blank(part[i]) {
+				i++
+			}
+			if i >= len(part) || part[i] != '=' {
+				continue // a word without '=': no cookie
+			}
+			pair(part[nameStart:nameEnd], base+lead+nameEnd)
+			for i++; i < len(part) && blank(part[i]); i++ {
+			}
+			for i < len(part) && !sep(part[i]) {
+				i++
 			}
 		}
+		base = end + 1
 	}
-	return n
 }
-
-// webobLegal is a byte WebOb allows in a cookie name or unquoted value.
-const webobLegal = "[A-Za-z0-9_~!@#$%^&*()+=\\-`.?|:/{}<>']"
-
-// webobCookie is WebOb's cookie pattern (Pyramid reads request cookies
-// with it): it finds name=value pairs anywhere in a Cookie header, also
-// inside another cookie's value, after any byte it does not allow in a
-// name (`x=a"token=v` holds the cookie token).
-var webobCookie = regexp.MustCompile(`(` + webobLegal + `+?)[ \t\n\r\f\v]*=[ \t\n\r\f\v]*` +
-	`(?:"(?:\\"|.)*?"|[A-Za-z0-9_]{3},[ \t\n\r\f\v][A-Za-z0-9_-]{9,11}[ \t\n\r\f\v][0-9:]{8}[ \t\n\r\f\v]GMT|(?:` +
-	webobLegal + `|\\(?:[0-3][0-7][0-7]|.))*)`)
-
-// spacedEquals is an '=' with the spaces and tabs around it.
-var spacedEquals = regexp.MustCompile(`[ \t]*=[ \t]*`)
 
 // readCookie reads the cookie name as Caddy's replacer does: the first
 // whose name matches ignoring case. More than one such cookie is
 // unreadable, counted over the raw Cookie headers: a backend that matches
 // names exactly, or reads the last, would check another one than the
-// identity names. Pairs are counted split at ',' and whitespace too: Go
-// reads `sid=a sid=b` as one cookie valued "a sid=b", where Python's
-// SimpleCookie reads two. Spaces around '=' do not split a pair: Go,
-// Starlette and Django read `sid =a` as sid, SimpleCookie `x=1 sid =a`
-// too. A word without '=' counts only as a whole ';'-separated part, which
-// Go and PHP read as a cookie with an empty value; inside a value
-// (`tabs=home,sid`) no parser reads it as one. WebOb's reading, which finds
-// pairs inside other values, is counted apart (webobCookie); the larger
-// count decides.
+// identity names. Cookies are counted as two readings find them: split at
+// ';', ',' and whitespace (splitPairs; Go reads `sid=a sid=b` as one
+// cookie valued "a sid=b", where Python's SimpleCookie reads two), and as
+// WebOb finds pairs, inside other values too (webobPairs). A cookie both
+// find counts once: they must not add up to two, nor find one each where
+// a backend reads both.
 //
-// The value is trimmed as pyTrim trims a name: Go keeps the spaces in
-// `sid=  v` (and `sid=" v"`), which most backends trim, so each number of
-// spaces would be an identity of its own, proven by the one real value.
+// The value is made canonical as most backends read it: trimmed as pyTrim
+// trims a name and %-decoded (Node's cookie, PHP, Rack), so `sid=  v`,
+// `sid=" v"` and `sid=%76` are the identity v, not one each proven by the
+// one real value.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	found := false
 	for _, c := range r.Cookies() {
 		if strings.EqualFold(c.Name, name) {
-			value, found = pyTrim(c.Value), true
+			value, found = pyTrim(percentDecode(pyTrim(c.Value), false)), true
 			break
 		}
 	}
-	split, scanned := 0, 0
+	// Each reading reports where the names it reads end; the cookies
+	// named name are the distinct such places, over both readings.
+	n, in := 0, newInputName(name)
 	for _, line := range r.Header["Cookie"] {
-		split += splitCookies(line, name)
-		for _, m := range webobCookie.FindAllStringSubmatch(line, -1) {
-			if cookieNameIs(m[1], name) {
-				scanned++
+		var seen []int
+		count := func(k string, end int) {
+			if in.cookie(k) && !slices.Contains(seen, end) {
+				seen = append(seen, end)
 			}
 		}
+		splitPairs(line, count)
+		webobPairs(line, count)
+		n += len(seen)
 	}
-	switch n := max(split, scanned); {
+	switch {
 	case n > 1:
 		unreadable = "Send one " + name + " cookie: requests carrying several (in any letter case) are not accepted here."
 	case n == 1 && !found:
