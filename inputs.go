@@ -70,11 +70,16 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 // inputName is the name of an identity query parameter or cookie, with
 // what matching spellings against it needs, computed once per request.
 type inputName struct {
-	name  string
-	php   string // phpName(name)
-	ascii bool   // no reading of a key is then shorter than the key
+	name string
+	php  string // phpName(name)
+	// ascii says name is ASCII: a key shorter than name then never
+	// matches, since no reading of a key is longer than the key, and a
+	// string equal to an ASCII name under case folding is never shorter
+	// than it (the non-ASCII folds, K for k, ſ for s, take more bytes).
+	ascii bool
 }
 
+// newInputName prepares name for matching spellings against it.
 func newInputName(name string) inputName {
 	return inputName{name: name, php: phpName(name), ascii: isASCII(name)}
 }
@@ -147,7 +152,7 @@ func phpName(k string) string {
 // as PHP decodes it.
 func (n inputName) cookie(k string) bool {
 	if len(k) < len(n.name) && n.ascii {
-		return false // no reading of k is longer than k
+		return false
 	}
 	trimmed, decoded := pyTrim(k), phpUnescape(k)
 	return n.queryKey(trimmed) || decoded != trimmed && n.queryKey(decoded)
