@@ -73,7 +73,8 @@ type inputName struct {
 	name string
 	php  string // phpName(name)
 	// ascii says name is ASCII: a key shorter than name then never
-	// matches, since no reading of a key is longer than the key, and a
+	// matches, since a key's readings only drop or swap bytes (but for
+	// U+FFFD in place of invalid UTF-8, never in an ASCII name), and a
 	// string equal to an ASCII name under case folding is never shorter
 	// than it (the non-ASCII folds, K for k, ſ for s, take more bytes).
 	ascii bool
