@@ -601,6 +601,9 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		// first, WebOb (reading `\;` as an escape) the second.
 		{"token=valid-q", "token cookie", []string{"Cookie", `x=a\;token=x23; y=b"token=c1`, "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x24; path=a\\\xc3\xa9token=c1", "X-Api-Key", "k1"}},
+		// Django and Starlette strip Unicode spaces before '=' too.
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x25; token \xc2\xa0=c1", "X-Api-Key", "k1"}},
+		{"token=valid-q", "token cookie", []string{"Cookie", "token=x26; token \xa0=c1", "X-Api-Key", "k1"}},
 	} {
 		r := send(c.query, c.hdr...)
 		var got rpcError
@@ -616,7 +619,8 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 	// %-escapes in it, which most decode, do not make another identity
 	// either.
 	for _, cookie := range []string{"token=c1; tabs=home,token,settings", "token=c1; note=my token",
-		"token=c1; redirect=/cb?token=abc", "token=  c1", `token=" c1 "`, "token=%63%31", "token=c%31"} {
+		"token=c1; redirect=/cb?token=abc", "token=  c1", `token=" c1 "`, "token=%63%31", "token=c%31",
+		`token=c1; x="a token=b"`} {
 		refusal(t, send("token=valid-q", "Cookie", cookie, "X-Api-Key", "k1"), http.StatusTooManyRequests, "quota")
 	}
 }

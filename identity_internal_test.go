@@ -181,3 +181,23 @@ func TestPHPUnescapeDecodesWhatItCanAndKeepsTheRest(t *testing.T) {
 		}
 	}
 }
+
+// A cookie value is fingerprinted as one spelling of what backends read:
+// trimmed, %-decoded, '+' and space one.
+func TestCanonicalCookieValueJoinsSpellingsBackendsRead(t *testing.T) {
+	for in, want := range map[string]string{
+		"c1":         "c1",
+		"  c1 ":      "c1",
+		"%63%31":     "c1",
+		"c%31":       "c1",
+		"a+b":        "a b",
+		"a%20b":      "a b",
+		"a%2Bb":      "a b",
+		"\xc2\xa0c1": "c1",
+		"%zz":        "%zz",
+	} {
+		if got := canonicalCookieValue(in); got != want {
+			t.Errorf("canonicalCookieValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

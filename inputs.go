@@ -165,13 +165,11 @@ func (n inputName) cookie(k string) bool {
 // Latin-1 (Starlette), where the bytes 0x85 and 0xA0 are spaces. Go drops
 // a name with such spaces as invalid, so Caddy reads no cookie from it.
 func pyTrim(k string) string {
-	for k != "" {
-		r, n := utf8.DecodeRuneInString(k)
-		if !pySpace(r, n, k[0]) {
-			break
-		}
-		k = k[n:]
-	}
+	return pyTrimRight(k[skipPySpace(k, 0):])
+}
+
+// pyTrimRight is pyTrim at the end of k only.
+func pyTrimRight(k string) string {
 	for k != "" {
 		r, n := utf8.DecodeLastRuneInString(k)
 		if !pySpace(r, n, k[len(k)-1]) {
@@ -247,14 +245,15 @@ func hexDigit(c byte) (byte, bool) {
 
 // splitPairs calls pair with the name of every cookie read in line split
 // at ';', and at ',', spaces and tabs within a part (SimpleCookie), and
-// the offset just past that name. Spaces around '=' do not split a pair:
-// Go, Starlette and Django read `sid =v` as sid, SimpleCookie `x=1 sid =v`
-// too. A word without '=' is a cookie only as a whole ';'-separated part,
-// which Go and PHP read as a cookie with an empty value; inside a value
-// (`tabs=home,sid`) no parser reads it as one.
+// the offset just past that name (its trailing spaces trimmed as pyTrim
+// trims them). Spaces around '=' do not split a pair: Go, Starlette and
+// Django read `sid =v` as sid (Django and Starlette also across Unicode
+// spaces), SimpleCookie `x=1 sid =v` too, and a quoted value is one value
+// (`x="a sid=b"` holds no sid). A word without '=' is a cookie only as a
+// whole ';'-separated part, which Go and PHP read as a cookie with an
+// empty value; inside a value (`tabs=home,sid`) no parser reads it as one.
 func splitPairs(line string, pair func(name string, end int)) {
 	sep := func(c byte) bool { return c == ',' || c == ' ' || c == '\t' }
-	blank := func(c byte) bool { return c == ' ' || c == '\t' }
 	for base := 0; base <= len(line); {
 		end := strings.IndexByte(line[base:], ';')
 		if end < 0 {
@@ -267,7 +266,7 @@ func splitPairs(line string, pair func(name string, end int)) {
 		part = strings.Trim(part, " \t")
 		hasEq := strings.Contains(part, "=")
 		if part != "" && !hasEq {
-			pair(part, base+lead+len(part))
+			pair(part, base+lead+len(pyTrimRight(part)))
 		}
 		for i := 0; hasEq && i < len(part); {
 			for i < len(part) && sep(part[i]) {
@@ -277,15 +276,15 @@ func splitPairs(line string, pair func(name string, end int)) {
 			for i < len(part) && part[i] != '=' && !sep(part[i]) {
 				i++
 			}
-			nameEnd := i
-			for i < len(part) && blank(part[i]) {
-				i++
-			}
-			if i >= len(part) || part[i] != '=' {
+			name := part[nameStart:i]
+			j := skipPySpace(part, i)
+			if j >= len(part) || part[j] != '=' {
 				continue // a word without '=': no cookie
 			}
-			pair(part[nameStart:nameEnd], base+lead+nameEnd)
-			for i++; i < len(part) && blank(part[i]); i++ {
+			pair(name, base+lead+nameStart+len(pyTrimRight(name)))
+			i = skipPySpace(part, j+1)
+			if q, ok := quotedEnd(part, i); ok {
+				i = q
 			}
 			for i < len(part) && !sep(part[i]) {
 				i++
@@ -293,6 +292,44 @@ func splitPairs(line string, pair func(name string, end int)) {
 		}
 		base = end + 1
 	}
+}
+
+// skipPySpace returns the index of the first byte at or after i in s that
+// does not begin a space to Python (pySpace).
+func skipPySpace(s string, i int) int {
+	for i < len(s) {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !pySpace(r, n, s[i]) {
+			break
+		}
+		i += n
+	}
+	return i
+}
+
+// quotedEnd returns the end of the quoted string SimpleCookie reads at i
+// (`"(?:[^\\"]|\\.)*"`), if one starts there and ends.
+func quotedEnd(s string, i int) (int, bool) {
+	if i >= len(s) || s[i] != '"' {
+		return 0, false
+	}
+	for j := i + 1; j < len(s); j++ {
+		switch s[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1, true
+		}
+	}
+	return 0, false
+}
+
+// canonicalCookieValue spells a cookie value one way for every backend
+// reading of it: trimmed as pyTrim trims, %-decoded, and with '+' and
+// space made one ('+' is a space to Rack and PHP, itself to Node's cookie;
+// merging the two only ever joins spellings into one identity).
+func canonicalCookieValue(v string) string {
+	return pyTrim(strings.ReplaceAll(percentDecode(pyTrim(v), false), "+", " "))
 }
 
 // readCookie reads the cookie name as Caddy's replacer does: the first
@@ -306,15 +343,14 @@ func splitPairs(line string, pair func(name string, end int)) {
 // find counts once: they must not add up to two, nor find one each where
 // a backend reads both.
 //
-// The value is made canonical as most backends read it: trimmed as pyTrim
-// trims a name and %-decoded (Node's cookie, PHP, Rack), so `sid=  v`,
+// The value is made canonical (canonicalCookieValue), so `sid=  v`,
 // `sid=" v"` and `sid=%76` are the identity v, not one each proven by the
 // one real value.
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	found := false
 	for _, c := range r.Cookies() {
 		if strings.EqualFold(c.Name, name) {
-			value, found = pyTrim(percentDecode(pyTrim(c.Value), false)), true
+			value, found = canonicalCookieValue(c.Value), true
 			break
 		}
 	}
