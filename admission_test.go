@@ -620,7 +620,7 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 	// either.
 	for _, cookie := range []string{"token=c1; tabs=home,token,settings", "token=c1; note=my token",
 		"token=c1; redirect=/cb?token=abc", "token=  c1", `token=" c1 "`, "token=%63%31", "token=c%31",
-		`token=c1; x="a token=b"`} {
+		`token=c1; x="a token=b"`, "token=c1 x1", "token=c1,2", "token=c1[3"} {
 		refusal(t, send("token=valid-q", "Cookie", cookie, "X-Api-Key", "k1"), http.StatusTooManyRequests, "quota")
 	}
 }

@@ -325,11 +325,19 @@ func quotedEnd(s string, i int) (int, bool) {
 }
 
 // canonicalCookieValue spells a cookie value one way for every backend
-// reading of it: trimmed as pyTrim trims, %-decoded, and with '+' and
-// space made one ('+' is a space to Rack and PHP, itself to Node's cookie;
-// merging the two only ever joins spellings into one identity).
+// reading of it. It is trimmed as pyTrim trims, and cut at the first
+// space, ',', '[' or ']': Go keeps those in a value, but WebOb stops
+// reading at any of them and SimpleCookie at a space, so `sid=v x1`,
+// `sid=v x2`, … would each be an identity proven by v. It is then
+// %-decoded, with '+' and space one ('+' is a space to Rack and PHP,
+// itself to Node's cookie). Each step only ever joins spellings into one
+// identity.
 func canonicalCookieValue(v string) string {
-	return pyTrim(strings.ReplaceAll(percentDecode(pyTrim(v), false), "+", " "))
+	v = pyTrim(v)
+	if i := strings.IndexAny(v, " ,[]"); i >= 0 {
+		v = v[:i]
+	}
+	return pyTrim(strings.ReplaceAll(percentDecode(v, false), "+", " "))
 }
 
 // readCookie reads the cookie name as Caddy's replacer does: the first
