@@ -46,7 +46,14 @@ type Handler struct {
 	// credentials with more than one token, or an identity header that its
 	// Connection header names (a proxy would drop it), is refused with 400.
 	// A hop-by-hop identity header (Proxy-Authorization) is warned about at
-	// start unless trust_identity is set.
+	// start unless trust_identity is set. An identity query parameter or
+	// cookie sent twice under any spelling some backend reads, or only under
+	// a spelling Caddy's placeholder does not read, is refused with 400 too;
+	// a cookie's value is read as backends read it (trimmed, cut at a space,
+	// ',', '[' or ']', %-decoded, '+' as a space). At least one placeholder
+	// must read something the caller chooses: one made only of {env.*},
+	// {file.*}, {system.*}, {time.*} or the server's side of the request is
+	// a config error.
 	// Default: ["{http.request.header.Authorization}"].
 	Identity []string `json:"identity,omitempty"`
 
