@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -56,15 +57,22 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 			n++
 		}
 	}
+	return value, repeatedInput(n, present, name+" query parameter")
+}
+
+// repeatedInput says why a request carrying an identity input n times,
+// counted under every spelling some backend reads, must be refused, or
+// "" when it need not: more than once, backends read the first, the last
+// or another one; once but not read by Caddy's placeholder (read false),
+// the limiter sees no identity while the backend may authenticate it.
+func repeatedInput(n int, read bool, what string) string {
 	switch {
 	case n > 1:
-		unreadable = "Send the " + name + " query parameter once: requests carrying it several times are not accepted here."
-	case n == 1 && !present:
-		// Only under a spelling Caddy does not read: no identity here,
-		// while the backend may authenticate it.
-		unreadable = "Send the " + name + " query parameter spelled exactly so: other spellings are not accepted here."
+		return "Send one " + what + ": requests carrying several (under any spelling, in any letter case) are not accepted here."
+	case n == 1 && !read:
+		return "Send the " + what + " spelled exactly so: other spellings are not accepted here."
 	}
-	return value, unreadable
+	return ""
 }
 
 // inputName is the name of an identity query parameter or cookie, with
@@ -208,39 +216,15 @@ func percentDecode(s string, plus bool) string {
 		switch {
 		case c == '+' && plus:
 			c = ' '
-		case c == '%':
-			if hi, lo, ok := hexPair(s, i+1); ok {
-				c = hi<<4 | lo
+		case c == '%' && i+2 < len(s):
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				c = byte(v)
 				i += 2
 			}
 		}
 		b = append(b, c)
 	}
 	return string(b)
-}
-
-// hexPair returns the values of the two hex digits at s[i:i+2], if they
-// are.
-func hexPair(s string, i int) (hi, lo byte, ok bool) {
-	if i+2 > len(s) {
-		return 0, 0, false
-	}
-	hi, ok1 := hexDigit(s[i])
-	lo, ok2 := hexDigit(s[i+1])
-	return hi, lo, ok1 && ok2
-}
-
-// hexDigit returns the value of the hex digit c, if it is one.
-func hexDigit(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
-	case 'A' <= c && c <= 'F':
-		return c - 'A' + 10, true
-	}
-	return 0, false
 }
 
 // splitPairs calls pair with the name of every cookie read in line split
@@ -376,11 +360,5 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 		webobPairs(line, count)
 		n += len(seen)
 	}
-	switch {
-	case n > 1:
-		unreadable = "Send one " + name + " cookie: requests carrying several (in any letter case) are not accepted here."
-	case n == 1 && !found:
-		unreadable = "Send the " + name + " cookie named exactly so: other spellings are not accepted here."
-	}
-	return value, unreadable
+	return value, repeatedInput(n, found, name+" cookie")
 }
