@@ -35,6 +35,7 @@ func (e *env) inflight(zone string) int {
 func TestConcurrencyCapRefusesTheThirdAndHoldsAnAbandonedCallUntilItEnds(t *testing.T) {
 	e := start(t, "concurrency 2\ntenant 100/s burst 100\nquota off")
 	e.prove("valid-gina")
+	before := e.backend.ToolCalls()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan int, 2)
@@ -45,7 +46,11 @@ func TestConcurrencyCapRefusesTheThirdAndHoldsAnAbandonedCallUntilItEnds(t *test
 			callCtx, cancelOne = context.WithCancel(ctx)
 			defer cancelOne()
 			go func() {
-				harness.Eventually(t, 10*time.Second, "two calls in flight", func() bool { return e.inflight("default") == 2 })
+				// Both slow calls must be running in the backend, not merely admitted,
+				// or one may reach it after the count below is taken.
+				harness.Eventually(t, 10*time.Second, "two calls in flight", func() bool {
+					return e.inflight("default") == 2 && e.backend.ToolCalls() == before+2
+				})
 				got := refusal(t, e.call(3, "Authorization", "Bearer valid-gina"), http.StatusTooManyRequests, "concurrency")
 				// Nothing tells when a call in flight ends: no promise.
 				if strings.Contains(got.Error.Message, "will work then") {
