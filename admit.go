@@ -247,15 +247,27 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 	d.body, d.bodyOwn = buf, true
 	d.req = jsonrpc.GetRequest()
 	d.req.Parse(buf.Bytes())
+	var batchRef refusal
 	if d.req.Scanned() > pol.maxBatch {
-		return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request."), true
+		batchRef = bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request.")
+		if !pol.dryRun {
+			return batchRef, true
+		}
 	}
 	d.cost = d.requestCost()
 	for i := 0; i < d.req.Scanned() && !d.called; i++ {
 		d.called = d.req.Entry(i).Called()
 	}
+	// max_batch and arg bounds are limits an operator tunes, so a dry run
+	// only records them; the rules above keep the request readable.
+	if batchRef.status != 0 {
+		h.record(d, batchRef, true)
+	}
 	if ref, bad := d.checkArgs(); bad {
-		return ref, true
+		if !pol.dryRun {
+			return ref, true
+		}
+		h.record(d, ref, true)
 	}
 	_ = r.Body.Close()
 	return refusal{}, false

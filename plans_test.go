@@ -315,6 +315,40 @@ func TestDryRunCountsEachQuotaLayerOnce(t *testing.T) {
 	}
 }
 
+// In dry run the body limits an operator tunes, max_batch and arg bounds,
+// only record would-be refusals and the calls go on, charged in full;
+// the rules that keep the body readable (here Content-Encoding) still
+// refuse, since nothing could say what such a body would cost.
+func TestDryRunRecordsBatchAndArgBoundsButStillRefusesUnreadableBodies(t *testing.T) {
+	e := start(t, "zone drybody\ndry_run\ntenant 100/s burst 100\nquota off\nmax_batch 2\ntool slow {\n arg millis max 10\n}")
+	e.prove("valid-drybody")
+	auth := []string{"Authorization", "Bearer valid-drybody"}
+	before := e.backend.ToolCalls()
+	if r := e.post(batch(1, 3), auth...); r.Status != http.StatusOK {
+		t.Fatalf("a batch over max_batch in dry run: %d %s, want it forwarded", r.Status, r.Body)
+	}
+	if r := e.post(harness.ToolCall(5, "slow", map[string]any{"millis": 50}), auth...); r.Status != http.StatusOK {
+		t.Fatalf("a call over an arg bound in dry run: %d %s, want it forwarded", r.Status, r.Body)
+	}
+	if n := e.backend.ToolCalls() - before; n != 4 {
+		t.Fatalf("%d calls reached the backend, want the batch's 3 and the slow call", n)
+	}
+	if r := e.post(harness.ToolCall(6, "echo", map[string]any{"text": "z"}), append(auth, "Content-Encoding", "gzip")...); r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("an encoded body in dry run: %d %s, want 415", r.Status, r.Body)
+	}
+	unchanged(t, e, before+4, "an encoded body in dry run")
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="request"`, `zone="drybody"`); n != 2 {
+		t.Errorf("dry-run request refusals = %v, want 2 (the batch, the arg bound)", n)
+	}
+	if n := promValue(string(body), "mcp_ratelimit_refusals_total", `layer="request"`, `zone="drybody"`); n != 1 {
+		t.Errorf("request refusals = %v, want 1 (the encoded body)", n)
+	}
+}
+
 // settle waits after a config change until the site answers new
 // connections again (an old server shutting down may reset one), probing
 // with an unmetered GET carrying hdr (a proven identity's, so the probes
