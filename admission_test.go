@@ -147,6 +147,46 @@ func TestRejectingStatusForgetsButServerErrorDoesNot(t *testing.T) {
 	refusal(t, e.call(4, "Authorization", "Bearer valid-dave"), http.StatusTooManyRequests, "preauth")
 }
 
+// An identity forgotten after it was charged (any reject_status answer,
+// here to a free tools/list) stays charged to its quota while unproven:
+// forgetting and proving again must not make every other call free. A
+// credential never counted is charged to no quota.
+func TestForgottenIdentityStaysOnItsQuota(t *testing.T) {
+	e := start(t, "zone forgetq\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day")
+	auth := []string{"Authorization", "Bearer valid-forgetq"}
+	forget := func() {
+		t.Helper()
+		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
+			t.Fatalf("hook: %d", r.Status)
+		}
+	}
+	e.prove("valid-forgetq")
+	e.spend("valid-forgetq", 1)
+	for i := range 2 {
+		forget()
+		r := e.call(10+i, auth...)
+		if r.Status != http.StatusOK {
+			t.Fatalf("call %d of 3 after a forget: %d %s", i+2, r.Status, r.Body)
+		}
+		if !strings.Contains(r.Header.Get("RateLimit"), `"preauth"`) {
+			t.Fatalf("the call after a forget was not on pre-auth: RateLimit %q", r.Header.Get("RateLimit"))
+		}
+	}
+	before := e.backend.ToolCalls()
+	forget()
+	refusal(t, e.call(20, auth...), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a fourth call under quota 3/day, unproven after a forget")
+	if r := e.call(21, "Authorization", "Bearer valid-fresh-forgetq"); r.Status != http.StatusOK {
+		t.Fatalf("a credential never counted: %d %s", r.Status, r.Body)
+	}
+	for i := range 5 {
+		e.call(30+i, "Authorization", "Bearer garbage-forgetq-"+strconv.Itoa(i))
+	}
+	if n := adminZone(t, e.caddy, "forgetq")["tracked"].(map[string]any)["quota_entries"]; n != float64(1) {
+		t.Fatalf("quota entries %v, want only the one counted identity's: fresh credentials must create none", n)
+	}
+}
+
 // passedFrom makes n unproven calls from the client address from (sent as
 // X-Forwarded-For by a trusted proxy) and returns how many passed.
 func (e *env) passedFrom(from string, n int) int {

@@ -593,10 +593,15 @@ func minKnown(a, b int64) int64 {
 }
 
 // quotaItems sets d.items (and d.itemLayers) to every quota of the
-// request: the identity's, each called tool's and its group's.
+// request: the identity's, each called tool's and its group's. An
+// unproven identity's quotas count only once they hold a count: an
+// identity proven and then forgotten (a reject_status answer, even to a
+// free request) stays charged until its quotas reset, or being forgotten
+// and proven again would make every other call free; a flood of fresh
+// credentials creates no quota entries.
 func (d *decision) quotaItems() {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
-	if d.proven {
+	if d.proven || d.hasID {
 		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
 		if d.req != nil {
 			d.eachTool(func(name []byte) {
@@ -604,6 +609,9 @@ func (d *decision) quotaItems() {
 					d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)
 				}
 			})
+		}
+		if !d.proven && !d.z.quota.AnyCounted(d.items, d.now) {
+			d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 		}
 	}
 	if d.hasGroup && d.pol.groupQuota.any() {

@@ -108,6 +108,22 @@ func (c *Counter) Refund(items []Item, now time.Time) {
 	}
 }
 
+// AnyCounted reports whether the key of any of items has a count in its
+// period containing now, without creating one.
+func (c *Counter) AnyCounted(items []Item, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		if !items[i].Period.Valid() {
+			continue
+		}
+		if b := c.bucketLocked(items[i].Period, now, false); b != nil && b.used(items[i].Key) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Used returns the count of key in the period of kind p containing now: the
 // shared total last adopted plus what this instance counted since.
 func (c *Counter) Used(key []byte, p Period, now time.Time) int64 {

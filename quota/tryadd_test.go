@@ -310,3 +310,33 @@ func TestCountsListsTheCurrentPeriods(t *testing.T) {
 		t.Fatalf("%d counts in periods nothing was counted in", n)
 	}
 }
+
+func TestAnyCounted(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	add(c, "k", Day, 1, t0)
+	item := func(key string, p Period) Item { return Item{Key: []byte(key), Period: p, Limit: 10, N: 1} }
+	tests := []struct {
+		rule  string
+		items []Item
+		at    time.Time
+		want  bool
+	}{
+		{"counted key", []Item{item("k", Day)}, t0, true},
+		{"counted key after an uncounted one", []Item{item("other", Day), item("k", Day)}, t0, true},
+		{"unknown key", []Item{item("other", Day)}, t0, false},
+		{"other period kind", []Item{item("k", Month)}, t0, false},
+		{"other day", []Item{item("k", Day)}, t0.Add(24 * time.Hour), false},
+		{"invalid period", []Item{item("k", 0)}, t0, false},
+		{"no items", nil, t0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			if got := c.AnyCounted(tt.items, tt.at); got != tt.want {
+				t.Errorf("AnyCounted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if st := c.State(); st.Tracked != 1 {
+		t.Fatalf("AnyCounted created entries: %d tracked, want 1", st.Tracked)
+	}
+}
