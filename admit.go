@@ -610,7 +610,7 @@ func (d *decision) quotaItems() {
 				}
 			})
 		}
-		if !d.proven && !d.z.quota.AnyCounted(d.items, d.now) {
+		if !d.proven && len(d.items) > 0 && !d.z.quota.AnyCounted(d.items, d.now) {
 			d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 		}
 	}

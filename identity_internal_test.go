@@ -183,7 +183,7 @@ func TestPHPUnescapeDecodesWhatItCanAndKeepsTheRest(t *testing.T) {
 }
 
 // A cookie value is fingerprinted as one spelling of what backends read:
-// trimmed, %-decoded, '+' and space one.
+// trimmed, cut where WebOb stops reading it, %-decoded, '+' and space one.
 func TestCanonicalCookieValueJoinsSpellingsBackendsRead(t *testing.T) {
 	for in, want := range map[string]string{
 		"c1":         "c1",
@@ -195,6 +195,10 @@ func TestCanonicalCookieValueJoinsSpellingsBackendsRead(t *testing.T) {
 		"a%2Bb":      "a b",
 		"\xc2\xa0c1": "c1",
 		"%zz":        "%zz",
+		"c1 x1":      "c1",
+		"c1,x":       "c1",
+		"c1[0]":      "c1",
+		"c1]":        "c1",
 	} {
 		if got := canonicalCookieValue(in); got != want {
 			t.Errorf("canonicalCookieValue(%q) = %q, want %q", in, got, want)
