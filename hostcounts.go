@@ -1,16 +1,9 @@
 package mcplimit
 
 import (
-	"encoding/hex"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -49,23 +42,4 @@ func parseCounts(data []byte) []quota.Count {
 		out = append(out, quota.Count{Key: f[0], Period: quota.Period(p), Start: time.Unix(start, 0).UTC(), N: n})
 	}
 	return out
-}
-
-// hostCountsPath is the file of zone's counts in dir of the host's data
-// directory: <AppDataDir>/<dir>/<zone name in hex>.counts.
-func hostCountsPath(dir, zone string) string {
-	return filepath.Join(caddy.AppDataDir(), dir, hex.EncodeToString([]byte(zone))+".counts")
-}
-
-// takeHostCounts reads and removes the host file name; no counts when
-// there is none.
-func takeHostCounts(name string) ([]quota.Count, error) {
-	data, err := os.ReadFile(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	return parseCounts(data), os.Remove(name)
 }

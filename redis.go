@@ -244,6 +244,7 @@ func (z *zone) closeRedis(ctx context.Context) {
 		}
 	}
 	z.mirrorRedisPending(r) // gone once pushed or saved; fresh if neither
+	z.redisHost.release()
 	_ = r.store.Close()
 }
 

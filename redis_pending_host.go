@@ -1,24 +1,20 @@
 package mcplimit
 
 import (
-	"errors"
-	"io/fs"
-	"os"
+	"time"
 
 	"go.uber.org/zap"
 )
 
 // While Redis is unreachable, the quota counts made locally are also kept
 // on the host, rewritten every second, so that a crash during the outage
-// loses at most a second of them: the zone's next start on this host takes
-// them back and pushes them once Redis answers. Once pushed (or saved in
-// storage at a graceful stop), the host's copy goes.
+// loses at most a second of them: the next process of the zone to look
+// (see hostFiles) takes them over and pushes them once Redis answers.
+// Once pushed (or saved in storage at a graceful stop), the host's copy
+// goes.
 
-// redisPendingHostPath is the host's copy of zone's pending counts:
-// <AppDataDir>/mcp_ratelimit-redis-pending/<zone name in hex>.counts.
-func redisPendingHostPath(zone string) string {
-	return hostCountsPath("mcp_ratelimit-redis-pending", zone)
-}
+// redisPendingKind is the directory of AppDataDir of these copies.
+const redisPendingKind = "mcp_ratelimit-redis-pending"
 
 // mirrorRedisPending writes r's pending counts to the host's copy, or
 // removes the copy when there are none.
@@ -28,26 +24,26 @@ func (z *zone) mirrorRedisPending(r *zoneRedis) {
 	written := r.mirrored
 	r.mirrored = len(b) > 0
 	r.mu.Unlock()
-	name := redisPendingHostPath(z.name)
 	var err error
 	switch {
 	case len(b) > 0:
-		err = writeHostFile(name, b)
+		err = z.redisHost.save(b)
 	case written:
-		if err = os.Remove(name); errors.Is(err, fs.ErrNotExist) {
-			err = nil
-		}
+		err = z.redisHost.remove()
 	}
 	if err != nil {
 		z.logger.Load().Error("redis store: the host's copy of the counts made during the outage could not be updated",
-			zap.String("zone", z.name), zap.String("file", name), zap.Error(err))
+			zap.String("zone", z.name), zap.String("file", z.redisHost.path()), zap.Error(err))
 	}
 }
 
-// takeRedisPendingFromHost adds the host's copy, if any, to r's pending
-// counts and removes it.
-func (z *zone) takeRedisPendingFromHost(r *zoneRedis) error {
-	cs, err := takeHostCounts(redisPendingHostPath(z.name))
+// adoptRedisPending adds the orphaned copies of the zone's processes to
+// r's pending counts.
+func (z *zone) adoptRedisPending(r *zoneRedis, now time.Time) {
+	cs, err := z.redisHost.takeOrphans(now)
+	if err != nil {
+		z.logger.Load().Error("redis store: counts another process kept on this host during an outage: unreadable",
+			zap.String("zone", z.name), zap.String("dir", z.redisHost.dir), zap.Error(err))
+	}
 	r.addCounts(cs)
-	return err
 }

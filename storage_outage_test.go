@@ -432,15 +432,19 @@ func TestStorageOutageKeepsUnpushedCountsOnTheHostAsItGoes(t *testing.T) {
 	_, o, e, fp := countedBeforeOutage(t, zone, token)
 	o.set(true)
 	e.spend(token, 2)
-	file := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".counts")
+	files := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
 	harness.Eventually(t, 10*time.Second, "the unpushed counts kept on the host", func() bool {
-		b, _ := os.ReadFile(file)
+		names, _ := filepath.Glob(files)
+		if len(names) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(names[0])
 		return bytes.Contains(b, []byte("i/"+fp+" "))
 	})
 	o.set(false)
 	recovers(t, e, zone)
 	harness.Eventually(t, 10*time.Second, "the host's copy removed once pushed", func() bool {
-		_, err := os.Stat(file)
-		return errors.Is(err, fs.ErrNotExist)
+		names, _ := filepath.Glob(files)
+		return len(names) == 0
 	})
 }

@@ -1,33 +1,39 @@
 package mcplimit
 
 import (
-	"errors"
-	"io/fs"
-	"os"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// unpushedPath is where this host keeps the quota counts a zone could not
-// push to Caddy storage before it stopped (storage was unreachable):
-// <AppDataDir>/mcp_ratelimit-unpushed/<zone name in hex>.counts, beside
-// the key cache and outside the storage, which is what failed.
-func unpushedPath(zone string) string { return hostCountsPath("mcp_ratelimit-unpushed", zone) }
+// unpushedKind is the directory of AppDataDir where a zone keeps the quota
+// counts it could not push to Caddy storage (storage was unreachable),
+// beside the key cache and outside the storage, which is what failed; see
+// hostFiles for the files in it.
+const unpushedKind = "mcp_ratelimit-unpushed"
 
-// saveUnpushed writes us to the host's file, replacing it whole.
-func saveUnpushed(zone string, us []quota.Count) error {
+// saveUnpushed writes us to the zone's file, replacing it whole.
+func (z *zone) saveUnpushed(us []quota.Count) error {
 	var b []byte
 	for _, u := range us {
 		b = appendCountLine(b, u)
 	}
-	return writeHostFile(unpushedPath(zone), b)
+	return z.unpushed.save(b)
 }
 
-// takeUnpushed reads and removes the counts saveUnpushed kept for zone.
-func takeUnpushed(zone string) ([]quota.Count, error) {
-	return takeHostCounts(unpushedPath(zone))
+// adoptUnpushed counts again what stopped processes of the zone could not
+// push, to be pushed at the next flush.
+func (z *zone) adoptUnpushed(now time.Time) {
+	us, err := z.unpushed.takeOrphans(now)
+	if err != nil {
+		z.logger.Load().Error("counts another process could not push: unreadable", zap.String("zone", z.name), zap.String("dir", z.unpushed.dir), zap.Error(err))
+	}
+	if len(us) > 0 {
+		z.quota.AddUnpushed(us)
+		z.logger.Load().Info("counts a stopped process could not push are counted again, and pushed at the next flush", zap.String("zone", z.name), zap.Int("keys", len(us)))
+	}
 }
 
 // mirrorUnpushed keeps the host's copy of the counts not yet pushed to
@@ -36,14 +42,14 @@ func takeUnpushed(zone string) ([]quota.Count, error) {
 // removed once they are pushed.
 func (z *zone) mirrorUnpushed(pushed bool) {
 	if pushed {
-		if err := os.Remove(unpushedPath(z.name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := z.unpushed.remove(); err != nil {
 			z.logger.Load().Error("counts pushed to storage are still kept on this host: the next start would count them again",
-				zap.String("zone", z.name), zap.String("file", unpushedPath(z.name)), zap.Error(err))
+				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
 		}
 		return
 	}
 	if us := z.quota.Unpushed(); len(us) > 0 {
-		if err := saveUnpushed(z.name, us); err != nil {
+		if err := z.saveUnpushed(us); err != nil {
 			z.logger.Load().Error("counts not pushed to storage could not be kept on this host either: a crash now would lose them",
 				zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
 		}

@@ -73,8 +73,13 @@ type zone struct {
 	// storage (unreachable when the zone was created); nil once it is.
 	keyUnconfirmed atomic.Pointer[keyFailure]
 
+	// unpushed and redisHost are the zone's files of counts kept on the
+	// host: those storage did not take, and those Redis did not.
+	unpushed, redisHost hostFiles
+
 	cancel context.CancelFunc
 	done   chan struct{}
+	beat   chan struct{} // closed when keepHostFiles has returned
 }
 
 // acquireZone returns the zone named by pol, creating it on first use, and
@@ -149,20 +154,24 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if err != nil {
 		return nil, err
 	}
+	owner := newOwner()
 	z := &zone{
-		name:    pol.zone,
-		preauth: buckets.New[netip.Prefix](pol.maxKnown, buckets.HashPrefix),
-		tenants: buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
-		groups:  buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
-		shared:  buckets.New[single](2, hashSingle),
-		known:   known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
-		perID:   buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		all:     buckets.NewGauge[single](hashSingle),
-		storage: stor,
-		metrics: newZoneMetrics(pol.zone),
-		sampler: newSampler(),
-		forgets: map[string]int64{},
-		done:    make(chan struct{}),
+		name:      pol.zone,
+		unpushed:  newHostFiles(unpushedKind, pol.zone, owner),
+		redisHost: newHostFiles(redisPendingKind, pol.zone, owner),
+		preauth:   buckets.New[netip.Prefix](pol.maxKnown, buckets.HashPrefix),
+		tenants:   buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
+		groups:    buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
+		shared:    buckets.New[single](2, hashSingle),
+		known:     known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
+		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		all:       buckets.NewGauge[single](hashSingle),
+		storage:   stor,
+		metrics:   newZoneMetrics(pol.zone),
+		sampler:   newSampler(),
+		forgets:   map[string]int64{},
+		beat:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	z.fpKey.Store(newFingerprinter(key))
 	if keyErr != nil {
@@ -188,26 +197,20 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if err := z.quota.Load(loadCtx); err != nil {
 		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
 	}
-	if us, err := takeUnpushed(z.name); err != nil {
-		logger.Error("counts a previous stop could not push: unreadable", zap.String("zone", z.name), zap.String("file", unpushedPath(z.name)), zap.Error(err))
-	} else if len(us) > 0 {
-		z.quota.AddUnpushed(us)
-		logger.Info("counts a previous stop could not push are counted again, and pushed at the next flush", zap.String("zone", z.name), zap.Int("keys", len(us)))
-	}
+	z.adoptUnpushed(time.Now())
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
 		if err := z.loadRedisPending(loadCtx, rz); err != nil {
 			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage", zap.String("zone", z.name), zap.Error(err))
 		}
-		if err := z.takeRedisPendingFromHost(rz); err != nil {
-			logger.Error("counts kept on this host during a redis outage unreadable at start", zap.String("zone", z.name), zap.String("file", redisPendingHostPath(z.name)), zap.Error(err))
-		}
+		z.adoptRedisPending(rz, time.Now())
 	}
 	z.setDegradedGauge()
 	bg, cancel := context.WithCancel(context.Background())
 	z.cancel = cancel
 	z.pol.Store(pol)
+	go z.keepHostFiles(bg)
 	go z.run(bg)
 	return z, nil
 }
@@ -261,6 +264,7 @@ func (z *zone) run(ctx context.Context) {
 	for {
 		select {
 		case <-ctx.Done():
+			<-z.beat // it must not refresh the files released below
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			z.confirmKey(final) // else the counts flushed now may be under a key storage never holds
 			z.flush(final, true)
@@ -408,19 +412,25 @@ func (z *zone) flush(ctx context.Context, final bool) {
 }
 
 // keepUnpushed saves on this host the counts the final flush could not
-// push (storage unreachable): the next start of the zone counts them again
-// and pushes them.
+// push (storage unreachable) and releases the file: the next process of
+// the zone to look counts them again and pushes them. With nothing left
+// to push, a copy an earlier flush kept goes.
 func (z *zone) keepUnpushed() {
+	log := z.logger.Load()
 	us := z.quota.Unpushed()
 	if len(us) == 0 {
+		if err := z.unpushed.remove(); err != nil {
+			log.Error("counts pushed to storage are still kept on this host: the next start would count them again",
+				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
+		}
 		return
 	}
-	log := z.logger.Load()
-	if err := saveUnpushed(z.name, us); err != nil {
+	if err := z.saveUnpushed(us); err != nil {
 		log.Error("counts not pushed to storage are lost: they could not be saved on this host either", zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
 		return
 	}
-	log.Warn("counts not pushed to storage kept on this host until the next start", zap.String("zone", z.name), zap.String("file", unpushedPath(z.name)), zap.Int("keys", len(us)))
+	z.unpushed.release()
+	log.Warn("counts not pushed to storage kept on this host until the zone starts again", zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Int("keys", len(us)))
 }
 
 func (z *zone) onDegraded(degraded bool, err error) {

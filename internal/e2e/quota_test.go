@@ -239,14 +239,7 @@ func TestQuotaStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == admitted
 	})
 
-	// Break the storage: the directory becomes a regular file.
-	away := storage + ".away"
-	if err := os.Rename(storage, away); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(storage, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	repair := breakStorage(t, storage)
 	callN(4)
 	harness.Eventually(t, 5*flush, "the zone to report degraded", func() bool {
 		return harness.GetZone(t, p.Admin, zone).QuotaStore.Degraded
@@ -267,13 +260,7 @@ func TestQuotaStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 		t.Fatal("degraded cleared while the storage is still broken")
 	}
 
-	// Repair the storage.
-	if err := os.Remove(storage); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(away, storage); err != nil {
-		t.Fatal(err)
-	}
+	repair()
 	// A lock file left behind by a flush interrupted by the breakage goes
 	// stale after certmagic's 10s, and a flush waits up to 10s for a lock:
 	// on a loaded machine recovery can take a few of those.

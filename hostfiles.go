@@ -1,0 +1,182 @@
+package mcplimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// Counts a zone keeps on the host, outside the store they belong to, are
+// one file per zone per process:
+//
+//	<AppDataDir>/<kind>/<zone name in hex>.<owner>.counts
+//
+// where owner is "<host name in hex>-<pid>-<random>". Processes sharing a
+// data directory (several instances on one machine, or containers on one
+// volume) then never overwrite each other's counts. The owner refreshes
+// its files' modification time every hostFileBeat while it runs. A file is
+// an orphan, taken over by whichever process of the zone sees it first,
+// when its owner stopped gracefully (which sets the time to the Unix
+// epoch), when its owner ran on this host and that process is gone, or
+// when it was not refreshed for orphanAfter (an owner on another host
+// that crashed). A file named without an owner (<zone in hex>.counts,
+// written by earlier versions at a stop) is an orphan too.
+const (
+	hostFileBeat = 10 * time.Second
+	orphanAfter  = 6 * hostFileBeat
+)
+
+// hostFiles names a zone's file of one kind of counts kept on the host.
+type hostFiles struct {
+	dir   string // <AppDataDir>/<kind>
+	zone  string // the zone name in hex
+	owner string
+}
+
+// thisHost is this process's host name in hex, as owners spell it.
+var thisHost = hex.EncodeToString([]byte(hostName()))
+
+func hostName() string {
+	name, _ := os.Hostname()
+	return name
+}
+
+// newOwner returns a fresh owner of this process. Each zone object has
+// its own, so a zone that a reload removes and a later one adds again
+// takes its earlier self's files over once they are released.
+func newOwner() string {
+	return thisHost + "-" + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:8]
+}
+
+func newHostFiles(kind, zone, owner string) hostFiles {
+	return hostFiles{dir: filepath.Join(caddy.AppDataDir(), kind), zone: hex.EncodeToString([]byte(zone)), owner: owner}
+}
+
+// path is the owner's file.
+func (f hostFiles) path() string { return filepath.Join(f.dir, f.zone+"."+f.owner+".counts") }
+
+// save replaces the owner's file with data.
+func (f hostFiles) save(data []byte) error { return writeHostFile(f.path(), data) }
+
+// remove removes the owner's file, if any.
+func (f hostFiles) remove() error {
+	if err := os.Remove(f.path()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// touch tells other processes that the owner of the file, if any, still
+// runs.
+func (f hostFiles) touch(now time.Time) { _ = os.Chtimes(f.path(), now, now) }
+
+// release hands the owner's file, if any, to the next process of the zone
+// to look: the owner stops.
+func (f hostFiles) release() {
+	epoch := time.Unix(0, 0)
+	_ = os.Chtimes(f.path(), epoch, epoch)
+}
+
+// takeOrphans takes the zone's orphaned files over: each is claimed by a
+// rename (only one process can win it), read and removed. The counts
+// returned are the owner's to count from now on; the files that could not
+// be read are named in the error.
+func (f hostFiles) takeOrphans(now time.Time) ([]quota.Count, error) {
+	entries, err := os.ReadDir(f.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []quota.Count
+	var errs []error
+	for _, e := range entries {
+		mid, ok := strings.CutSuffix(e.Name(), ".counts")
+		switch {
+		case !ok:
+			continue
+		case mid == f.zone:
+			mid = "" // an earlier version's file
+		default:
+			if mid, ok = strings.CutPrefix(mid, f.zone+"."); !ok || mid == f.owner || strings.Contains(mid, ".") {
+				continue
+			}
+		}
+		info, err := e.Info()
+		if err != nil || mid != "" && !orphaned(mid, info.ModTime(), now) {
+			continue
+		}
+		name := filepath.Join(f.dir, e.Name())
+		claim := filepath.Join(f.dir, ".claim-"+f.owner+"-"+e.Name())
+		if os.Rename(name, claim) != nil {
+			continue // another process took it first
+		}
+		data, err := os.ReadFile(claim)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, parseCounts(data)...)
+		if err := os.Remove(claim); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// orphaned reports whether the file of owner, last refreshed at mtime,
+// has nobody left to push it.
+func orphaned(owner string, mtime, now time.Time) bool {
+	if now.Sub(mtime) >= orphanAfter {
+		return true
+	}
+	host, rest, _ := strings.Cut(owner, "-")
+	pid, _, _ := strings.Cut(rest, "-")
+	n, err := strconv.Atoi(pid)
+	return host == thisHost && err == nil && processGone(n)
+}
+
+// processGone reports whether no process of this host has the id pid.
+func processGone(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return true
+	}
+	defer func() { _ = p.Release() }()
+	err = p.Signal(syscall.Signal(0))
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+}
+
+// keepHostFiles refreshes the zone's files on the host every hostFileBeat
+// and takes over those other processes of the zone left, until ctx ends.
+func (z *zone) keepHostFiles(ctx context.Context) {
+	defer close(z.beat)
+	tick := time.NewTicker(hostFileBeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			z.unpushed.touch(now)
+			z.redisHost.touch(now)
+			z.adoptUnpushed(now)
+			if r := z.redis.Load(); r != nil {
+				z.adoptRedisPending(r, now)
+			}
+		}
+	}
+}

@@ -1,0 +1,125 @@
+package mcplimit
+
+import (
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// hostFile writes a file of n counts of key for owner in f's directory,
+// last refreshed at mtime, and returns its name.
+func hostFile(t *testing.T, f hostFiles, owner, key string, n int64, mtime time.Time) string {
+	t.Helper()
+	name := filepath.Join(f.dir, f.zone+"."+owner+".counts")
+	if owner == "" {
+		name = filepath.Join(f.dir, f.zone+".counts")
+	}
+	start := quota.Day.Start(time.Now())
+	if err := os.WriteFile(name, appendCountLine(nil, quota.Count{Key: key, Period: quota.Day, Start: start, N: n}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(name, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// goneProcess returns the id of a process of this host that has ended.
+func goneProcess(t *testing.T) int {
+	t.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Skipf("no process to end: %v", err)
+	}
+	return cmd.Process.Pid
+}
+
+// A zone takes over the files of processes that stopped gracefully, that
+// ran on this host and are gone, or that went silent for orphanAfter; a
+// running owner's file, its own and other zones' stay.
+func TestTakeOrphansTakesOnlyFilesNobodyWillPush(t *testing.T) {
+	now := time.Now()
+	dir := t.TempDir()
+	mine := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("a")), owner: newOwner()}
+	alive := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-OTHERZON" // another zone object of this process
+	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
+	elsewhere := hex.EncodeToString([]byte("another-host")) + "-1-REMOTE00"
+	remoteCrashed := hex.EncodeToString([]byte("another-host")) + "-2-REMOTE00"
+	other := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("ab")), owner: gone}
+
+	stays := []string{
+		hostFile(t, mine, mine.owner, "i/own", 1, now),
+		hostFile(t, mine, alive, "i/alive", 2, now.Add(-orphanAfter/2)),
+		hostFile(t, mine, elsewhere, "i/elsewhere", 4, now.Add(-orphanAfter+time.Second)),
+		hostFile(t, other, gone, "i/other-zone", 8, time.Unix(0, 0)),
+	}
+	hostFile(t, mine, alive+"X", "i/released", 16, time.Unix(0, 0))
+	hostFile(t, mine, gone, "i/gone", 32, now)
+	hostFile(t, mine, remoteCrashed, "i/silent", 64, now.Add(-orphanAfter))
+	hostFile(t, mine, "", "i/legacy", 128, now)
+
+	cs, err := mine.takeOrphans(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, c := range cs {
+		got[c.Key] += c.N
+	}
+	want := map[string]int64{"i/released": 16, "i/gone": 32, "i/silent": 64, "i/legacy": 128}
+	if len(got) != len(want) {
+		t.Fatalf("took %v, want %v", got, want)
+	}
+	for k, n := range want {
+		if got[k] != n {
+			t.Fatalf("took %v, want %v", got, want)
+		}
+	}
+	for _, name := range stays {
+		if _, err := os.Stat(name); err != nil {
+			t.Errorf("%s: %v, want it left to its owner", filepath.Base(name), err)
+		}
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(left) != len(stays) {
+		t.Fatalf("files left %v, want only %d (taken files and claims removed)", left, len(stays))
+	}
+}
+
+// Processes looking at once take each orphan exactly once: the claim is a
+// rename only one of them can win.
+func TestTakeOrphansClaimsEachFileOnce(t *testing.T) {
+	dir := t.TempDir()
+	zone := hex.EncodeToString([]byte("z"))
+	const files = 50
+	for i := range files {
+		hostFile(t, hostFiles{dir: dir, zone: zone}, "released-"+strconv.Itoa(i), "i/k", 1, time.Unix(0, 0))
+	}
+	var mu sync.Mutex
+	var total int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			cs, err := hostFiles{dir: dir, zone: zone, owner: newOwner()}.takeOrphans(time.Now())
+			if err != nil {
+				t.Error(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, c := range cs {
+				total += c.N
+			}
+		})
+	}
+	wg.Wait()
+	if total != files {
+		t.Fatalf("took %d counts from %d files of 1", total, files)
+	}
+}

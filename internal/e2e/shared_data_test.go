@@ -1,0 +1,87 @@
+package e2e
+
+import (
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// Processes sharing a data directory (instances on one machine, or
+// containers on one volume) keep the counts a storage outage left
+// unpushed in files of their own. One crashes, the other stops, both
+// during the outage; the one restarted takes over what each could not
+// push, and once storage is back every admitted call is stored.
+func TestQuotaOutageCountsOfProcessesSharingADataDirectory(t *testing.T) {
+	skipNearMidnight(t)
+	const limit, token = 1000, "valid-shared-data"
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	a := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
+	data := filepath.Join(a.Home, "data")
+	homeB := t.TempDir()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
+		t.Fatal(err)
+	}
+	b := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, homeB)
+	for _, p := range []*harness.Process{a, b} {
+		prove(t, p, token)
+		mustCall(t, p, token, "ok")
+	}
+	harness.Eventually(t, 5*flush, "the first counts to be stored", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == 2
+	})
+
+	repair := breakStorage(t, storage)
+	for range 2 {
+		mustCall(t, a, token, "ok")
+	}
+	for range 3 {
+		mustCall(t, b, token, "ok")
+	}
+	kept := filepath.Join(data, "caddy", "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
+	harness.Eventually(t, 10*flush, "each process to keep its unpushed counts on the host", func() bool {
+		names, _ := filepath.Glob(kept)
+		return len(names) == 2
+	})
+	a.Kill()
+	b.Stop()
+	a.Restart(t)
+	repair()
+	harness.Eventually(t, 45*time.Second, "every admitted call stored", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == 7
+	})
+	harness.Eventually(t, 10*flush, "the host's copies removed once pushed", func() bool {
+		names, _ := filepath.Glob(kept)
+		return len(names) == 0
+	})
+}
+
+// breakStorage makes the file-system storage at dir unusable (the
+// directory becomes a regular file) until the returned func repairs it.
+func breakStorage(t *testing.T, dir string) (repair func()) {
+	t.Helper()
+	away := dir + ".away"
+	if err := os.Rename(dir, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := os.Remove(dir); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(away, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
