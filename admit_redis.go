@@ -129,7 +129,8 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 	items := make([]redisstore.Item, 0, 3+len(d.items))
 	slots := make([]redisSlot, 0, cap(items))
 	addBucket := func(l layer, key string, lim bucketLimit) {
-		items = append(items, redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: float64(lim.rate), Burst: int64(lim.burst), N: d.cost})
+		since := time.UnixMicro(d.z.limitsSince[l].Load())
+		items = append(items, redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: float64(lim.rate), Burst: int64(lim.burst), Since: since, N: d.cost})
 		slots = append(slots, redisSlot{layer: l, lim: lim, quota: -1})
 	}
 	if d.proven && !d.lim.tenantOff {

@@ -382,3 +382,36 @@ func TestLiveOverridesRetuneTheirIdentitiesOnly(t *testing.T) {
 		t.Fatalf("slow 1.1s after its override to 2/s: %d %s", r.Status, r.Body)
 	}
 }
+
+// With `store redis` too, a raised rate never credits the time before the
+// change at the new rate: a tenant drained at 1/h and idle for 4s is not
+// handed 2 calls by a change to 30/m (nor a fresh burst), whether the
+// tenant limit changes or an override of its own is pushed.
+func TestRaisedRateOnRedisCreditsIdleTimeAtTheOldRate(t *testing.T) {
+	rd := harness.StartRedis(t)
+	for _, how := range []string{"tenant", "override"} {
+		t.Run(how, func(t *testing.T) {
+			zone, auth := "raise_redis_"+how, "Bearer valid-raise-"+how
+			e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 1/h burst 2\nquota off\nglobal off\nstore redis "+rd.URL)
+			e.prove("valid-raise-" + how)
+			for i := range 2 {
+				if r := e.call(i, "Authorization", auth); r.Status != http.StatusOK {
+					t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+				}
+			}
+			prefix := "mcprl:{" + zone + "}:b:t/"
+			fp := strings.TrimPrefix(rd.Do(t, "EVAL", "return redis.call('KEYS', ARGV[1])[1]", "0", prefix+"*"), prefix)
+			time.Sleep(4 * time.Second) // 2 tokens at 30/m, none at 1/h
+			path := e.caddy.HandlerPath(t, "mcp_ratelimit")
+			method, sub, body := http.MethodPatch, "/tenant", `{"rate":"30/m","burst":20}`
+			if how == "override" {
+				method, sub, body = http.MethodPut, "/overrides", fmt.Sprintf(`{%q:{"tenant":{"rate":"30/m","burst":20}}}`, fp)
+			}
+			if st, b := e.caddy.AdminDo(t, method, path+sub, []byte(body)); st != http.StatusOK {
+				t.Fatalf("%s %s: %d %s", method, sub, st, b)
+			}
+			settleAfterReload(t, e, auth)
+			refusal(t, e.call(3, "Authorization", auth), http.StatusTooManyRequests, "tenant")
+		})
+	}
+}

@@ -15,6 +15,9 @@ import (
 // counts: a reload that changes something else leaves the buckets alone,
 // so that an idle bucket keeps earning its own rate rather than the
 // slowest one a change credits to buckets whose new limit is unknown.
+// Buckets kept in Redis are not held here: the time of the last change of
+// each set's limits goes with every request to Redis, which credits a
+// bucket's idle time before it at the limits the bucket last had.
 
 // retune brings the zone's bucket sets to the limits of the handlers now
 // holding it. It runs when a handler takes hold of the zone and when one
@@ -36,6 +39,7 @@ func (z *zone) retune(now time.Time) {
 			z.applied[s.l] = m
 			bound, slowest := z.refill(s.l)
 			s.set.Advance(now, bound, slowest)
+			z.limitsSince[s.l].Store(now.UnixMicro())
 		}
 	}
 	// Overrides are their identities' own limits: a change to some, or
@@ -44,6 +48,7 @@ func (z *zone) retune(now time.Time) {
 	ov, split := z.overrideMaps()
 	if changed := append(changedKeys(z.overridesApplied, ov), split...); len(changed) > 0 {
 		z.tenants.Rebase(now, changed)
+		z.limitsSince[layerTenant].Store(now.UnixMicro())
 	}
 	z.overridesApplied = ov
 }

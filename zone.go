@@ -64,6 +64,11 @@ type zone struct {
 	// holders last retuned to; overridesApplied their overrides'.
 	applied          [numLayers]string
 	overridesApplied map[[16]byte]string
+	// limitsSince is, per bucket set (by its layer), when retune last
+	// changed the limits of some of its keys, in Unix microseconds: Redis
+	// credits a bucket's idle time before it at the limits the bucket was
+	// last charged under.
+	limitsSince [numLayers]atomic.Int64
 	// knownNew says an identity was proven since the known-good set was
 	// last saved; knownSaved is when that was, in Unix nanoseconds.
 	knownNew   atomic.Bool

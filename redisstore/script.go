@@ -43,16 +43,41 @@ local function period(kind, sec)
 end
 `
 
+// luaLevel is shared by the scripts. level returns what the bucket hash h
+// ({tokens, ts, rate, burst} as stored) holds at now, for a bucket of rate
+// a and burst b in force since since (all times in microseconds). The time
+// before since is credited at the rate and burst the bucket was last
+// charged under, the time after at a and b: a limit change never credits
+// past idle time at the new rate, which would hand out a fresh burst. A
+// bucket full at the change is full under b, as a bucket the instances do
+// not hold would be; a bucket never charged, or expired, is full.
+const luaLevel = `
+local function level(h, a, b, since, now)
+  local tokens, ts = tonumber(h[1]), tonumber(h[2])
+  if tokens == nil or ts == nil then return b end
+  local split = math.min(math.max(ts, since), now)
+  if split > ts then
+    local r0, b0 = tonumber(h[3]) or a, tonumber(h[4]) or b
+    tokens = math.min(b0, tokens + (split - ts) * r0 / 1000000)
+    if tokens >= b0 then return b end
+  end
+  return math.min(b, tokens + math.max(now - split, 0) * a / 1000000)
+end
+`
+
 // decideScript decides every item of one request atomically.
 //
 // KEYS[i] is item i's key: a bucket's hash, or a quota's base key to which
 // the period suffix is appended. A bucket's hash expires a day (or its
 // full refill, if longer) after its last use, plus the margin: a live
 // change to a slower rate must find a drained bucket still there, not an
-// expired one that reads as full. ARGV[1] is the TTL margin in seconds;
-// then four values per item: kind (1 bucket, 2 quota), then for a bucket
-// rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
-// limit, then the cost.
+// expired one that reads as full. It holds the bucket's tokens, the time
+// they were counted, and the rate and burst they were counted under.
+// ARGV[1] is the TTL margin in seconds; then five values per item: kind (1
+// bucket, 2 quota), then for a bucket rate (tokens/s) and burst, for a
+// quota period (1 day, 2 month) and limit, then the cost, then for a
+// bucket the Unix microsecond its rate and burst are in force since (0 for
+// a quota).
 //
 // It returns {0, 0, after_1, ..., after_n} when every item fits (and
 // charges them all), where after_i is what item i holds once charged: a
@@ -60,36 +85,29 @@ end
 // {i, wait_ms, now_1, ..., now_n} for the first item i that does not fit,
 // having written nothing: now_j is what item j holds (uncharged), and
 // wait_ms is -1 for a bucket whose burst is below the cost.
-var decideScript = redis.NewScript(luaDate + `
+var decideScript = redis.NewScript(luaDate + luaLevel + `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
 local margin = tonumber(ARGV[1])
 local n = #KEYS
-local level, qkeys, resets, after, cur = {}, {}, {}, {}, {}
+local left, qkeys, resets, after, cur = {}, {}, {}, {}, {}
 local adds = {}
 local refused, wait = 0, 0
 for i = 1, n do
-  local base = 2 + (i - 1) * 4
+  local base = 2 + (i - 1) * 5
   local kind, a, b, cost = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   if kind == 1 then
-    local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts')
-    local tokens, ts = tonumber(h[1]), tonumber(h[2])
-    if tokens == nil or ts == nil then
-      tokens = b
-    else
-      local elapsed = now - ts
-      if elapsed < 0 then elapsed = 0 end
-      tokens = math.min(b, tokens + elapsed * a / 1000000)
-    end
+    local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts', 'rate', 'burst')
+    local tokens = level(h, a, b, tonumber(ARGV[base + 4]), now)
     cur[i] = math.floor(tokens * 1000)
     if refused == 0 then
       if tokens < cost then
         refused, wait = i, math.ceil((cost - tokens) / a * 1000)
         if cost > b then wait = -1 end
       else
-        level[i] = tokens - cost
-        after[i] = math.floor(level[i] * 1000)
+        left[i] = tokens - cost
+        after[i] = math.floor(left[i] * 1000)
       end
     end
   else
@@ -114,10 +132,10 @@ if refused > 0 then
   return reply
 end
 for i = 1, n do
-  local base = 2 + (i - 1) * 4
+  local base = 2 + (i - 1) * 5
   local a, b, cost = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
-  if level[i] ~= nil then
-    redis.call('HSET', KEYS[i], 'tokens', tostring(level[i]), 'ts', tostring(now))
+  if left[i] ~= nil then
+    redis.call('HSET', KEYS[i], 'tokens', tostring(left[i]), 'ts', tostring(now), 'rate', ARGV[base + 1], 'burst', ARGV[base + 2])
     redis.call('PEXPIRE', KEYS[i], math.max(math.ceil(b / a * 1000), 86400000) + margin * 1000)
   elseif cost > 0 then
     redis.call('INCRBY', qkeys[i], cost)
@@ -132,22 +150,19 @@ return reply
 // refundScript gives back what a successful decide took, with the same
 // KEYS and ARGV: tokens return to buckets (up to the burst) and quota
 // counts of the current period go down (never below zero).
-var refundScript = redis.NewScript(luaDate + `
+var refundScript = redis.NewScript(luaDate + luaLevel + `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
 local margin = tonumber(ARGV[1])
 for i = 1, #KEYS do
-  local base = 2 + (i - 1) * 4
+  local base = 2 + (i - 1) * 5
   local kind, a, b, cost = tonumber(ARGV[base]), tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3])
   if kind == 1 then
-    local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts')
-    local tokens, ts = tonumber(h[1]), tonumber(h[2])
-    if tokens ~= nil and ts ~= nil then
-      local elapsed = now - ts
-      if elapsed < 0 then elapsed = 0 end
-      tokens = math.min(b, tokens + elapsed * a / 1000000 + cost)
-      redis.call('HSET', KEYS[i], 'tokens', tostring(tokens), 'ts', tostring(now))
+    local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts', 'rate', 'burst')
+    if tonumber(h[1]) ~= nil and tonumber(h[2]) ~= nil then
+      local tokens = math.min(b, level(h, a, b, tonumber(ARGV[base + 4]), now) + cost)
+      redis.call('HSET', KEYS[i], 'tokens', tostring(tokens), 'ts', tostring(now), 'rate', ARGV[base + 1], 'burst', ARGV[base + 2])
       redis.call('PEXPIRE', KEYS[i], math.max(math.ceil(b / a * 1000), 86400000) + margin * 1000)
     end
   else

@@ -50,6 +50,10 @@ type Item struct {
 	Rate float64
 	// Burst is a bucket's size.
 	Burst int64
+	// Since is when a bucket's Rate and Burst came into force (a limit
+	// change): the time before it is credited at the limits the bucket
+	// was last charged under. Zero credits all of it at Rate and Burst.
+	Since time.Time
 	// Period is a quota's period.
 	Period quota.Period
 	// Limit is a quota's largest count in one period.
@@ -195,7 +199,7 @@ func (s *Store) keyOf(it *Item) string {
 // args renders the script's KEYS and ARGV for items.
 func (s *Store) args(items []Item) ([]string, []any, error) {
 	keys := make([]string, len(items))
-	argv := make([]any, 1, 1+4*len(items))
+	argv := make([]any, 1, 1+5*len(items))
 	argv[0] = int64(ttlMargin / time.Second)
 	for i := range items {
 		it := &items[i]
@@ -205,7 +209,11 @@ func (s *Store) args(items []Item) ([]string, []any, error) {
 			if it.Rate <= 0 || it.Burst <= 0 {
 				return nil, nil, fmt.Errorf("bucket %s: rate and burst must be positive", it.Key)
 			}
-			argv = append(argv, 1, strconv.FormatFloat(it.Rate, 'g', -1, 64), it.Burst, it.N)
+			var since int64
+			if !it.Since.IsZero() {
+				since = it.Since.UnixMicro()
+			}
+			argv = append(argv, 1, strconv.FormatFloat(it.Rate, 'g', -1, 64), it.Burst, it.N, since)
 		case Quota:
 			if !it.Period.Valid() {
 				return nil, nil, fmt.Errorf("quota %s: invalid period", it.Key)
@@ -214,7 +222,7 @@ func (s *Store) args(items []Item) ([]string, []any, error) {
 			if it.Period == quota.Month {
 				p = 2
 			}
-			argv = append(argv, 2, p, it.Limit, it.N)
+			argv = append(argv, 2, p, it.Limit, it.N, 0)
 		default:
 			return nil, nil, fmt.Errorf("item %d: invalid kind %d", i, it.Kind)
 		}

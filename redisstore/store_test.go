@@ -421,3 +421,47 @@ func TestShortCircuitWaitsForTheCallsOwnCost(t *testing.T) {
 		t.Fatalf("call of cost 9 against burst 5: %+v, want a local refusal waiting about 5s", res)
 	}
 }
+
+// idle moves the last charge of bucket key d into the past, as if it had
+// sat unused since.
+func idle(t *testing.T, r *harness.Redis, s *redisstore.Store, key string, d time.Duration) {
+	t.Helper()
+	ts, err := strconv.ParseFloat(r.Do(t, "HGET", s.BucketKey(key), "ts"), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Do(t, "HSET", s.BucketKey(key), "ts", strconv.FormatFloat(ts-float64(d.Microseconds()), 'f', -1, 64))
+}
+
+// A limit change credits the idle time before it at the limits the
+// bucket was last charged under and the time after at the new ones: a
+// drained 1/h tenant raised to 10/m does not come back with 55s of 10/m.
+func TestLimitChangeCreditsIdleTimeAtTheOldLimit(t *testing.T) {
+	r, s, now := storeOnRedis(t)
+	old, raised := bucket("", 1.0/3600, 5, 5), bucket("", 10.0/60, 20, 1)
+	at := func(key string, it redisstore.Item, since time.Time) redisstore.Item {
+		it.Key, it.Since = key, since
+		return it
+	}
+	for _, key := range []string{"t/changed", "t/unknown", "t/split", "t/full"} {
+		if res := decide(t, s, at(key, old, time.Time{})); !res.OK {
+			t.Fatalf("%s: draining refused: %+v", key, res)
+		}
+	}
+	idle(t, r, s, "t/changed", 55*time.Second)
+	if res := decide(t, s, at("t/changed", raised, now.Add(time.Second))); res.OK || res.Now[0] > 0.02 {
+		t.Fatalf("after 55s at 1/h and a raise to 10/m: %+v, want a refusal holding ~0.015 tokens", res)
+	}
+	idle(t, r, s, "t/unknown", 55*time.Second)
+	if res := decide(t, s, at("t/unknown", raised, time.Time{})); !res.OK || res.After[0] < 8 || res.After[0] > 8.5 {
+		t.Fatalf("with no change time the gap is the new rate's: %+v, want ~8.2 left", res)
+	}
+	idle(t, r, s, "t/split", 2*time.Minute)
+	if res := decide(t, s, at("t/split", raised, now.Add(-time.Minute))); !res.OK || res.After[0] < 9 || res.After[0] > 9.5 {
+		t.Fatalf("1m at 1/h then 1m at 10/m: %+v, want ~9.0 left", res)
+	}
+	idle(t, r, s, "t/full", 6*time.Hour)
+	if res := decide(t, s, at("t/full", raised, now.Add(-time.Second))); !res.OK || res.After[0] < 19 || res.After[0] > 19.01 {
+		t.Fatalf("full at the change: %+v, want the new burst less 1", res)
+	}
+}
