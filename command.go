@@ -84,8 +84,12 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 			zoneName, strings.Join(zones, ", "))
 	}
 	if h.Store != nil && h.Store.Redis != nil {
-		// The handler uses the key in Redis; the one from storage only
-		// becomes it when no instance has stored one yet.
+		// The handler uses the key in Redis. Should Redis hold none, the
+		// command offers what a starting handler offers: the key this host
+		// last used, else storage's.
+		if cached := readKeyCache(zoneName); cached != nil {
+			key = cached
+		}
 		if key, err = redisFingerprintKey(h.Store.Redis, zoneName, key); err != nil {
 			return err
 		}

@@ -381,16 +381,30 @@ func redisFingerprint(t *testing.T, r *harness.Redis) string {
 // With store redis the handler fingerprints under the key in Redis, which
 // is not the one in each instance's own storage: the fingerprint command
 // must print what the handler uses, whichever instance's config it reads.
+// Should Redis lose the key, the command run first offers it the key the
+// instances use (as they do), not its storage's, which would become every
+// instance's key and change every fingerprint.
 func TestRedisFingerprintCommandUsesTheKeyInRedis(t *testing.T) {
 	skipNearMidnight(t)
 	ps, r := twoProvenOnRedis(t, "valid-fp")
 	mustCall(t, ps[0], "valid-fp", "ok")
 	want := redisFingerprint(t, r)
+	command := func(p *harness.Process) string {
+		out := p.Exec(t, "Bearer valid-fp\n", "mcp-ratelimit", "fingerprint", "--zone", rzone, "--config", "{config}", "--adapter", "caddyfile")
+		return strings.TrimSpace(out)
+	}
 	for i, p := range ps {
-		got := p.Exec(t, "Bearer valid-fp\n", "mcp-ratelimit", "fingerprint", "--zone", rzone, "--config", "{config}", "--adapter", "caddyfile")
-		if strings.TrimSpace(got) != want {
+		if got := command(p); got != want {
 			t.Errorf("instance %d: the command printed %q; the handler uses %s", i, got, want)
 		}
+	}
+	r.Do(t, "FLUSHALL")
+	if got := command(ps[1]); got != want { // its storage holds another key
+		t.Fatalf("after Redis lost the key the command printed %q, want %s", got, want)
+	}
+	mustCall(t, ps[0], "valid-fp", "ok")
+	if got := redisFingerprint(t, r); got != want {
+		t.Fatalf("after Redis lost the key the handler fingerprints %s, want %s", got, want)
 	}
 }
 
