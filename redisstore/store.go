@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -18,6 +19,12 @@ import (
 
 // DefaultTimeout bounds one call when Config.Timeout is zero.
 const DefaultTimeout = 50 * time.Millisecond
+
+// QueueTimeout bounds the wait of a request's call for a free connection.
+// Calls beyond the pool's size (pool_size in the URL; go-redis's default,
+// 10 per CPU, otherwise) queue for one: waiting is not Redis being slow,
+// so it is not part of Timeout, which bounds the round trip alone.
+const QueueTimeout = time.Second
 
 // ttlMargin is added to every expiry: a bucket's state outlives its full
 // refill, a quota count its period, by this much.
@@ -111,6 +118,7 @@ type Store struct {
 	prefix  string
 	timeout time.Duration
 	clock   func() time.Time
+	conns   chan struct{} // one slot per pooled connection a call holds
 
 	mu   sync.RWMutex
 	over map[overKey]overEntry
@@ -161,14 +169,40 @@ func New(cfg Config) (*Store, error) {
 	opts.ContextTimeoutEnabled = true
 	opts.DisableIdentity = true
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if opts.PoolSize <= 0 {
+		opts.PoolSize = 10 * runtime.GOMAXPROCS(0) // go-redis's default, made explicit
+	}
 	return &Store{
 		client:  redis.NewClient(opts),
 		prefix:  "mcprl:{" + cfg.Zone + "}:",
 		timeout: cfg.Timeout,
 		clock:   cfg.Clock,
+		conns:   make(chan struct{}, opts.PoolSize),
 		over:    map[overKey]overEntry{},
 	}, nil
 }
+
+// acquire waits, up to QueueTimeout or ctx's end, until a pooled
+// connection is free for a call, and takes it; release gives it back.
+func (s *Store) acquire(ctx context.Context) error {
+	select {
+	case s.conns <- struct{}{}:
+		return nil
+	default:
+	}
+	t := time.NewTimer(QueueTimeout)
+	defer t.Stop()
+	select {
+	case s.conns <- struct{}{}:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("no connection free within %v: all %d busy", QueueTimeout, cap(s.conns))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s *Store) release() { <-s.conns }
 
 // Close closes the connections.
 func (s *Store) Close() error { return s.client.Close() }
@@ -247,6 +281,10 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := s.acquire(ctx); err != nil {
+		return Result{}, fmt.Errorf("deciding in redis: %w", err)
+	}
+	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	vals, err := decideScript.Run(ctx, s.client, keys, argv...).Int64Slice()
@@ -315,6 +353,10 @@ func (s *Store) Refund(ctx context.Context, items []Item) error {
 	if err != nil {
 		return err
 	}
+	if err := s.acquire(ctx); err != nil {
+		return fmt.Errorf("refunding in redis: %w", err)
+	}
+	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := refundScript.Run(ctx, s.client, keys, argv...).Err(); err != nil {

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -463,5 +465,35 @@ func TestLimitChangeCreditsIdleTimeAtTheOldLimit(t *testing.T) {
 	idle(t, r, s, "t/full", 6*time.Hour)
 	if res := decide(t, s, at("t/full", raised, now.Add(-time.Second))); !res.OK || res.After[0] < 19 || res.After[0] > 19.01 {
 		t.Fatalf("full at the change: %+v, want the new burst less 1", res)
+	}
+}
+
+// Waiting for a free connection is not Redis being slow: calls queue for
+// one, and only the round trip on it is bounded by the timeout. A burst of
+// concurrent decisions on a one-connection pool is decided exactly.
+func TestConcurrentCallsQueueForAConnection(t *testing.T) {
+	r := harness.StartRedis(t)
+	s, err := redisstore.New(redisstore.Config{URL: r.URL + "?pool_size=1", Zone: "z", Timeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 1000
+	var admitted, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			res, err := s.Decide(context.Background(), []redisstore.Item{bucket("t/many", 1.0/3600, n/2, 1)})
+			switch {
+			case err != nil:
+				failed.Add(1)
+			case res.OK:
+				admitted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() != 0 || admitted.Load() != n/2 {
+		t.Fatalf("%d failed, %d admitted of %d concurrent calls; want none failed, exactly the burst of %d admitted", failed.Load(), admitted.Load(), n, n/2)
 	}
 }
