@@ -199,18 +199,26 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 // levelsInRedis records what Redis reported for the items slots describe
 // (after charging them, or uncharged after a refusal), for the RateLimit
 // headers: the tenant bucket's tokens and the identity's quota counts,
-// every instance's calls included.
+// every instance's calls included. The quota counts also go to the
+// in-memory quota (quota.Counter.Observe).
 func (d *decision) levelsInRedis(slots []redisSlot, levels []float64) {
 	if len(levels) != len(slots) {
 		return
 	}
+	quotas := false
 	for k, s := range slots {
 		switch {
 		case s.quota >= 0:
 			d.knowUsed(s.quota, int64(levels[k]))
+			quotas = true
 		case s.layer == layerTenant:
 			d.tenantLeft, d.tenantHeld = levels[k], true
 		}
+	}
+	if quotas {
+		// Should Redis become unreachable, the in-memory quota goes on
+		// from what Redis held, not from the outage counts alone.
+		d.z.quota.Observe(d.items, d.now)
 	}
 }
 

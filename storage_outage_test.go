@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -447,4 +448,32 @@ func TestStorageOutageKeepsUnpushedCountsOnTheHostAsItGoes(t *testing.T) {
 		names, _ := filepath.Glob(files)
 		return len(names) == 0
 	})
+}
+
+// When Redis becomes unreachable, the in-memory quota goes on from what
+// Redis last reported, not from zero: an identity that used its quota in
+// Redis stays refused during the outage. One that a 403 made this
+// instance forget is still charged to the quota Redis counted, before the
+// outage and during it.
+func TestRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
+	const zone = "outage_redis_quota"
+	rd := harness.StartRedis(t)
+	e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day\nstore redis "+rd.URL)
+	e.prove("valid-used-up")
+	e.spend("valid-used-up", 3)
+	e.prove("valid-forgotten")
+	e.spend("valid-forgotten", 3)
+	auth := []string{"Authorization", "Bearer valid-forgotten"}
+	if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
+		t.Fatalf("hook: %d", r.Status)
+	}
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(4, auth...), http.StatusTooManyRequests, "quota") // decided in Redis
+	rd.Kill()
+	refusal(t, e.call(4, "Authorization", "Bearer valid-used-up"), http.StatusTooManyRequests, "quota")
+	refusal(t, e.call(5, auth...), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "calls over a quota Redis counted, during a Redis outage")
+	if !adminZone(t, e.caddy, zone)["store"].(map[string]any)["degraded"].(bool) {
+		t.Fatal("the zone does not report the Redis store degraded")
+	}
 }

@@ -68,6 +68,10 @@ type bucket struct {
 	shared     map[string]int64 // totals of all instances, last adopted
 	pending    deltas           // counted here since the last successful push
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
+	// observed is, per key, what the store deciding in this Counter's
+	// place last held beyond what this Counter counted (see Observe);
+	// nil until it holds any.
+	observed deltas
 }
 
 func newBucket(p Period, start time.Time) *bucket {
@@ -83,6 +87,12 @@ func newBucket(p Period, start time.Time) *bucket {
 
 // used returns the count of key in b as this instance knows it.
 func (b *bucket) used(key []byte) int64 {
+	return b.local(key) + b.observed.get(key)
+}
+
+// local returns the count of key in b that this Counter counted or
+// adopted from storage.
+func (b *bucket) local(key []byte) int64 {
 	return b.shared[string(key)] + b.pending.get(key) + b.inflight.get(key)
 }
 

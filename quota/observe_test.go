@@ -1,0 +1,47 @@
+package quota
+
+import (
+	"testing"
+	"time"
+)
+
+// What another store reported is a floor under the counts, and what is
+// counted here afterwards adds to it; it is never pushed.
+func TestObserveCountsOnFromWhatTheOtherStoreHeld(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	item := func(used int64) []Item { return []Item{{Key: []byte("i/x"), Period: Day, Used: used}} }
+	c.Observe(item(10), t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 10 {
+		t.Fatalf("Used after observing 10: %d", got)
+	}
+	if !c.AnyCounted([]Item{{Key: []byte("i/x"), Period: Day}}, t0) {
+		t.Fatal("an observed count is not counted")
+	}
+	if c.AnyCounted([]Item{{Key: []byte("i/x"), Period: Month}}, t0) {
+		t.Fatal("observed in a day period, counted in the month")
+	}
+	if _, ok := c.TryAdd([]Item{{Key: []byte("i/x"), Period: Day, Limit: 12, N: 3}}, t0); ok {
+		t.Fatal("10 observed + 3 fit a limit of 12")
+	}
+	if _, ok := c.TryAdd([]Item{{Key: []byte("i/x"), Period: Day, Limit: 12, N: 2}}, t0); !ok {
+		t.Fatal("10 observed + 2 refused by a limit of 12")
+	}
+	if us := c.Unpushed(); len(us) != 1 || us[0].N != 2 {
+		t.Fatalf("unpushed %v, want only the 2 counted here", us)
+	}
+	// The other store took those 2 in (pushed after an outage) and one
+	// more: what it holds now counts, not the sum.
+	c.Observe(item(13), t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 13 {
+		t.Fatalf("Used after observing 13 with 2 counted here: %d", got)
+	}
+	// A smaller figure than counted here leaves the local count.
+	c.Observe(item(1), t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 2 {
+		t.Fatalf("Used after observing 1 with 2 counted here: %d", got)
+	}
+	c.Observe(item(7), t0.Add(24*time.Hour))
+	if got := c.Used([]byte("i/x"), Day, t0); got != 2 {
+		t.Fatalf("an observation of the next day changed today's count to %d", got)
+	}
+}
