@@ -1,10 +1,14 @@
 package mcplimit_test
 
 import (
+	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -414,4 +418,52 @@ func TestRaisedRateOnRedisCreditsIdleTimeAtTheOldRate(t *testing.T) {
 			refusal(t, e.call(3, "Authorization", auth), http.StatusTooManyRequests, "tenant")
 		})
 	}
+}
+
+// A reload that moves the zone to another storage (the global `storage`
+// option) confirms its fingerprint key there within seconds: an empty
+// storage gets the key in use, so an instance started on it fingerprints
+// alike; one that already holds a key (instances already use it) has
+// that key adopted, so fingerprints agree on it.
+func TestReloadToAnotherStorageConfirmsTheFingerprintKey(t *testing.T) {
+	keyIn := func(storage, zone string) []byte {
+		b, _ := os.ReadFile(filepath.Join(storage, "mcp_ratelimit", zone, "fingerprint.key"))
+		return b
+	}
+	t.Run("empty", func(t *testing.T) {
+		const zone, token = "moved_empty", "valid-moved-empty"
+		first, second := t.TempDir(), t.TempDir()
+		e := start(t, "zone "+zone, harness.Options{Storage: first})
+		e.prove(token)
+		key := keyIn(first, zone)
+		e = start(t, "zone "+zone, harness.Options{Storage: second})
+		harness.Eventually(t, 5*time.Second, "the key in use stored in the new storage", func() bool {
+			return bytes.Equal(keyIn(second, zone), key)
+		})
+		e.spend(token, 1) // still proven: the fingerprint did not change
+	})
+	t.Run("holding a key", func(t *testing.T) {
+		const zone, token = "moved_held", "valid-moved-held"
+		first, second := t.TempDir(), t.TempDir()
+		e := start(t, "zone "+zone, harness.Options{Storage: first})
+		e.prove(token)
+		held := make([]byte, 32)
+		_, _ = rand.Read(held)
+		if err := os.MkdirAll(filepath.Join(second, "mcp_ratelimit", zone), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(second, "mcp_ratelimit", zone, "fingerprint.key"), held, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		e = start(t, "zone "+zone, harness.Options{Storage: second})
+		want := fingerprintOf(t, second, zone, "Bearer "+token)
+		harness.Eventually(t, 5*time.Second, "the new storage's key adopted", func() bool {
+			e.prove(token)
+			st, _ := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/"+zone+"/identities/"+want, nil)
+			return st == http.StatusOK
+		})
+		if !bytes.Equal(keyIn(second, zone), held) {
+			t.Fatal("the new storage's key was replaced")
+		}
+	})
 }

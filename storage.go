@@ -2,6 +2,8 @@ package mcplimit
 
 import (
 	"context"
+	"fmt"
+	"reflect"
 	"sync/atomic"
 
 	"github.com/caddyserver/certmagic"
@@ -43,4 +45,18 @@ func (s *swapStorage) Delete(ctx context.Context, key string) error {
 // List implements quota.Storage.
 func (s *swapStorage) List(ctx context.Context, path string, recursive bool) ([]string, error) {
 	return s.get().List(ctx, path, recursive)
+}
+
+// sameStorage reports whether a and b are the same storage: the same
+// value, or values that describe themselves alike (certmagic's
+// FileStorage does, by its path). A storage module that does neither
+// counts as another storage at every config load, which costs only a
+// confirmation of the fingerprint key in it.
+func sameStorage(a, b certmagic.Storage) bool {
+	if reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b {
+		return true
+	}
+	as, aok := a.(fmt.Stringer)
+	bs, bok := b.(fmt.Stringer)
+	return aok && bok && fmt.Sprintf("%T", a) == fmt.Sprintf("%T", b) && as.String() == bs.String()
 }

@@ -77,6 +77,9 @@ type zone struct {
 	// keyUnconfirmed is why fpKey is not yet known to be the key in
 	// storage (unreachable when the zone was created); nil once it is.
 	keyUnconfirmed atomic.Pointer[keyFailure]
+	// storageMoved says a config load switched the zone to another
+	// storage, where its fingerprint key is still to be confirmed.
+	storageMoved atomic.Bool
 
 	// unpushed and redisHost are the zone's files of counts kept on the
 	// host: those storage did not take, and those Redis did not.
@@ -230,6 +233,9 @@ func (z *zone) apply(h *holder) {
 	z.retune(time.Now())
 	z.pol.Store(pol)
 	z.logger.Store(h.logger)
+	if old := z.storage.cur.Load(); old != nil && !sameStorage(*old, h.storage) {
+		z.storageMoved.Store(true)
+	}
 	z.storage.set(h.storage)
 	z.applyRedis(pol)
 }
@@ -289,6 +295,7 @@ func (z *zone) run(ctx context.Context) {
 				z.known.Sweep(now)
 				z.drainSampler()
 				z.probeRedis(ctx, now)
+				z.keyToMovedStorage(ctx)
 			}
 			// Half a tick of slack: ticks jitter, and without it a tick
 			// landing a hair early would put the work off by a whole tick.
@@ -367,6 +374,21 @@ func (z *zone) confirmKey(ctx context.Context) {
 	}
 	z.keyUnconfirmed.Store(nil)
 	z.setDegradedGauge()
+}
+
+// keyToMovedStorage confirms the zone's fingerprint key in the storage a
+// config load switched it to, within a second of the load: the key goes
+// there when that storage holds none, so an instance started on it
+// fingerprints as this one does; when it holds another (instances already
+// use it), that one is adopted, as at any confirmation.
+func (z *zone) keyToMovedStorage(ctx context.Context) {
+	if !z.storageMoved.Swap(false) {
+		return
+	}
+	z.keyUnconfirmed.CompareAndSwap(nil, &keyFailure{err: "storage changed by a config load; fingerprint key not yet confirmed there", at: time.Now()})
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	z.confirmKey(cctx)
 }
 
 // cacheKey keeps a copy of key, the zone's fingerprint key, on this host
