@@ -543,9 +543,27 @@ func TestRepeatedIdentityHeaderIsRefused(t *testing.T) {
 		r := harness.Do(t, req)
 		var got rpcError
 		r.JSON(t, &got)
-		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "Authorization") {
-			t.Fatalf("second Authorization %q: %d %s, want 400 naming the header", extra, r.Status, r.Body)
+		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "Authorization") || got.ID != float64(4) {
+			t.Fatalf("second Authorization %q: %d %s, want 400 naming the header and echoing id 4", extra, r.Status, r.Body)
 		}
+	}
+	// Like every refusal, it echoes each id of a batch and answers a
+	// notification with no body.
+	twice := func(body string) *harness.Response {
+		req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Add("Authorization", "Bearer valid-dup")
+		req.Header.Add("Authorization", "Bearer other")
+		return harness.Do(t, req)
+	}
+	r := twice("[" + harness.ToolCall(5, "echo", nil) + "," + harness.ToolCall(6, "echo", nil) + "]")
+	var errs []rpcError
+	r.JSON(t, &errs)
+	if r.Status != http.StatusBadRequest || len(errs) != 2 || errs[0].ID != float64(5) || errs[1].ID != float64(6) {
+		t.Fatalf("batch with a repeated Authorization: %d %s, want 400 with errors for ids 5 and 6", r.Status, r.Body)
+	}
+	if r := twice(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.Status != http.StatusBadRequest || len(r.Body) != 0 {
+		t.Fatalf("notification with a repeated Authorization: %d %q, want 400 with no body", r.Status, r.Body)
 	}
 	unchanged(t, e, before, "repeated Authorization")
 }

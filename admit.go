@@ -22,7 +22,8 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	if d.unreadable != "" {
 		// Which credential the backend would check is anyone's guess: a
 		// caller must not get to be proven under one and charged under
-		// another.
+		// another. A small body is read only to echo its ids.
+		d.peekIDs(w, r)
 		h.refuseRequest(d, w, bodyRefusal(http.StatusBadRequest, d.unreadable))
 		return true
 	}
