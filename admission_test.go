@@ -456,12 +456,21 @@ func TestForwardedForWithoutTrustedProxiesWarnsOnce(t *testing.T) {
 }
 
 // With trusted proxies configured, X-Forwarded-For is expected: no
-// warning, whether the request comes from a trusted proxy or not.
-func TestForwardedForWithTrustedProxiesDoesNotWarn(t *testing.T) {
-	for _, proxies := range []string{"127.0.0.1/32", "192.0.2.1/32"} {
-		t.Run(proxies, func(t *testing.T) {
+// warning that no proxy is trusted. Requests from a trusted proxy get one
+// warning, naming the zone, when trusted_proxies_strict is not set: Caddy
+// then takes the leftmost address, which a client behind an appending
+// proxy sets itself.
+func TestForwardedForWithTrustedProxies(t *testing.T) {
+	for _, tt := range []struct {
+		rule, servers, want string
+	}{
+		{"from a trusted proxy, strict", "trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict", ""},
+		{"from a trusted proxy, not strict", "trusted_proxies static 127.0.0.1/32", "trusted_proxies_strict"},
+		{"from an untrusted address", "trusted_proxies static 192.0.2.1/32", ""},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
 			opts, logPath := logOptions(t)
-			opts.Global += "\nservers {\n trusted_proxies static " + proxies + "\n}"
+			opts.Global += "\nservers {\n " + tt.servers + "\n}"
 			e := start(t, "zone xffquiet\npreauth 100/s burst 100", opts)
 			for i := range 3 {
 				if r := e.call(1+i, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)); r.Status != http.StatusOK {
@@ -472,10 +481,17 @@ func TestForwardedForWithTrustedProxiesDoesNotWarn(t *testing.T) {
 				return len(logEvents(t, logPath)) > 0
 			})
 			time.Sleep(200 * time.Millisecond)
+			var warned []map[string]any
 			for _, ev := range logEvents(t, logPath) {
 				if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
-					t.Fatalf("warned although trusted_proxies is set: %v", ev)
+					warned = append(warned, ev)
 				}
+			}
+			switch {
+			case tt.want == "" && len(warned) > 0:
+				t.Fatalf("warned: %v", warned)
+			case tt.want != "" && (len(warned) != 1 || !strings.Contains(warned[0]["msg"].(string), tt.want) || warned[0]["zone"] != "xffquiet"):
+				t.Fatalf("warnings %v, want one naming %s and the zone", warned, tt.want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
@@ -147,11 +148,33 @@ func clientAddr(r *http.Request, pol *policy) (netip.Addr, netip.Prefix) {
 // X-Forwarded-For while the server trusts no proxy, so the header is
 // ignored and the connection address is used.
 func (h *Handler) warnForwardedFor(r *http.Request) {
-	if h.zone.xffWarned.Load() || len(r.Header["X-Forwarded-For"]) == 0 || trustsProxies(r) {
+	z := h.zone
+	if z.strictChecked.Load() || len(r.Header["X-Forwarded-For"]) == 0 {
 		return
 	}
-	if h.zone.xffWarned.CompareAndSwap(false, true) {
-		h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)")
+	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); trusted {
+		// From a trusted proxy, Caddy takes the leftmost address unless
+		// trusted_proxies_strict is set: behind a proxy that appends to
+		// what the client sent, the client picks its own address.
+		z.xffWarned.Store(true)
+		srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
+		if z.strictChecked.CompareAndSwap(false, true) && srv != nil && srv.TrustedProxiesStrict == 0 {
+			h.logger.Warn("trusted_proxies is set without trusted_proxies_strict: Caddy takes the leftmost X-Forwarded-For address, which a client behind a proxy that appends to the header chooses itself, and with it its own pre-auth budget; set trusted_proxies_strict unless the proxy replaces the header",
+				zap.String("zone", z.name))
+		}
+		return
+	}
+	if z.xffWarned.Load() {
+		return
+	}
+	if trustsProxies(r) {
+		z.xffWarned.Store(true) // the proxies are trusted: the case is the one above
+		return
+	}
+	if z.xffWarned.CompareAndSwap(false, true) {
+		z.strictChecked.Store(true) // no proxy trusted: nothing else to say
+		h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)",
+			zap.String("zone", z.name))
 	}
 }
 

@@ -37,23 +37,27 @@ const (
 
 // zone is the state shared by every handler with the same zone name.
 type zone struct {
-	name      string
-	pol       atomic.Pointer[policy]
-	logger    atomic.Pointer[zap.Logger]
-	fpKey     atomic.Pointer[fingerprinter]
-	preauth   *buckets.Set[netip.Prefix]
-	tenants   *buckets.Set[[16]byte]
-	groups    *buckets.Set[[16]byte]
-	shared    *buckets.Set[single]
-	known     *known.Set[[16]byte]
-	perID     *buckets.Gauge[[16]byte]
-	all       *buckets.Gauge[single]
-	quota     *quota.Counter
-	storage   *swapStorage
-	redis     atomic.Pointer[zoneRedis] // nil without `store redis`
-	metrics   *zoneMetrics
-	sampler   *sampler
-	xffWarned atomic.Bool
+	name    string
+	pol     atomic.Pointer[policy]
+	logger  atomic.Pointer[zap.Logger]
+	fpKey   atomic.Pointer[fingerprinter]
+	preauth *buckets.Set[netip.Prefix]
+	tenants *buckets.Set[[16]byte]
+	groups  *buckets.Set[[16]byte]
+	shared  *buckets.Set[single]
+	known   *known.Set[[16]byte]
+	perID   *buckets.Gauge[[16]byte]
+	all     *buckets.Gauge[single]
+	quota   *quota.Counter
+	storage *swapStorage
+	redis   atomic.Pointer[zoneRedis] // nil without `store redis`
+	metrics *zoneMetrics
+	sampler *sampler
+	// xffWarned says the zone warned of X-Forwarded-For from an
+	// untrusted client, or need not; strictChecked that it checked
+	// trusted_proxies_strict on a request from a trusted proxy, or need
+	// not.
+	xffWarned, strictChecked atomic.Bool
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
