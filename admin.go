@@ -194,12 +194,12 @@ func storeView(st quota.State) map[string]any {
 	return v
 }
 
-// identityStatus is one identity's admin view; unknown fingerprints are
-// a 404.
+// identityStatus is one identity's admin view; a malformed fingerprint is
+// a 400, an unknown one a 404.
 func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 	fp, err := parseFingerprint(fpHex)
 	if err != nil {
-		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: err}
+		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
 	now := time.Now()
 	proven := z.known.Contains(fp, now)

@@ -104,7 +104,7 @@ func TestAdminAPIShape(t *testing.T) {
 		{"GET", "/mcp_ratelimit/nosuchzone", http.StatusNotFound},
 		{"GET", "/mcp_ratelimit/nosuchzone/identities/" + fp, http.StatusNotFound},
 		{"GET", "/mcp_ratelimit/adm/identities/" + strings.Repeat("0", 32), http.StatusNotFound},
-		{"GET", "/mcp_ratelimit/adm/identities/not-a-fingerprint", http.StatusNotFound},
+		{"GET", "/mcp_ratelimit/adm/identities/not-a-fingerprint", http.StatusBadRequest},
 		{"GET", "/mcp_ratelimit/adm/other/" + fp, http.StatusNotFound},
 		{"POST", "/mcp_ratelimit/", http.StatusMethodNotAllowed},
 		{"POST", "/mcp_ratelimit/adm", http.StatusMethodNotAllowed},

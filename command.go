@@ -52,6 +52,13 @@ admin API and accepts in "override".`,
 			fp.Flags().StringP("config", "c", "", "Config file whose storage holds the key (default: Caddy's default storage)")
 			fp.Flags().StringP("adapter", "a", "", "Name of config adapter")
 			cmd.AddCommand(fp)
+			cmd.Args = cobra.ArbitraryArgs
+			cmd.RunE = func(c *cobra.Command, args []string) error {
+				if len(args) == 0 {
+					return c.Help()
+				}
+				return fmt.Errorf("unknown subcommand %q: the subcommand is fingerprint (see caddy mcp-ratelimit --help)", args[0])
+			}
 		},
 	})
 }
