@@ -225,6 +225,9 @@ func compile(h *Handler) (*policy, error) {
 	if err := orDefault("flush_interval", &p.flush, defaultFlush); err != nil {
 		return nil, err
 	}
+	if p.flush < readTick {
+		return nil, fmt.Errorf("flush_interval %v: at least %v, the zone's tick (a flush takes storage locks; 1s to 30s is usual)", p.flush, readTick)
+	}
 	if err := compilePrefixes(p); err != nil {
 		return nil, err
 	}
@@ -416,6 +419,9 @@ func compileGroup(p *policy, h *Handler) error {
 	if h.Group.Key == "" {
 		return fmt.Errorf("group: key placeholder is required")
 	}
+	if err := perCaller("group key", h.Group.Key, "every caller would be in one group", "{http.auth.user.org}"); err != nil {
+		return err
+	}
 	if h.Group.Rate == "" {
 		return fmt.Errorf("group: rate is required")
 	}
@@ -532,6 +538,16 @@ func compileTiers(p *policy, tiers []Tier) error {
 		seen[t.Name] = true
 		if t.Match.Placeholder == "" || len(t.Match.Values) == 0 {
 			return fmt.Errorf("tier %s: match needs a placeholder and at least one value", t.Name)
+		}
+		if err := perCaller("tier "+t.Name+": match", t.Match.Placeholder, "the tier would apply to every caller or to none", "{http.auth.user.plan}"); err != nil {
+			return err
+		}
+		for _, earlier := range p.tiers {
+			for _, v := range t.Match.Values {
+				if earlier.placeholder == t.Match.Placeholder && slices.Contains(earlier.values, v) {
+					return fmt.Errorf("tier %s: match %s %q is tier %s's already, which comes first: this tier would never apply to it", t.Name, t.Match.Placeholder, v, earlier.name)
+				}
+			}
 		}
 		if t.Limits.empty() {
 			return fmt.Errorf("tier %s: sets no limits", t.Name)
@@ -661,6 +677,19 @@ func parseFingerprint(s string) ([16]byte, error) {
 		return fp, fmt.Errorf("a fingerprint is 32 lowercase hex characters: %w", err)
 	}
 	return fp, nil
+}
+
+// perCaller returns an error when text, the placeholder text of what,
+// holds no placeholder or only ones the same for every caller: then
+// consequence. example is a placeholder the message suggests.
+func perCaller(what, text, consequence, example string) error {
+	if open := strings.IndexByte(text, '{'); open < 0 || !strings.Contains(text[open:], "}") {
+		return fmt.Errorf("%s %q: no placeholder, so %s; use a placeholder such as %s", what, text, consequence, example)
+	}
+	if !readsRequest(text) {
+		return fmt.Errorf("%s %q: its placeholders read the environment, files, the host, the clock or the server's side of the request, the same for every caller, so %s; use a placeholder such as %s", what, text, consequence, example)
+	}
+	return nil
 }
 
 // sameForEveryCaller are the prefixes of placeholders whose value no
