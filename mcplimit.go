@@ -208,6 +208,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	warnHopByHopIdentity(pol, h.logger)
+	warnUnpayableCosts(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -407,4 +408,26 @@ func TestInflightCountsCallsWithoutACap(t *testing.T) {
 	harness.Eventually(t, 5*time.Second, "the gauge to come back to 0", func() bool { return e.inflight("inflightall") == 0 })
 	_, samples = scrapeMetrics(t, e.caddy)
 	mustMetric(t, samples, "mcp_ratelimit_inflight", map[string]string{"zone": "inflightall"}, 0)
+}
+
+// A tool costing more than the tenant burst (top level or a tier's) is
+// called out when the config loads: none of its calls could ever pass.
+func TestUnpayableToolCostIsWarnedAtLoad(t *testing.T) {
+	opts, logPath := logOptions(t)
+	start(t, "zone unpayable\ntenant 5/s burst 4\ncost slow 5\ncost quick 2\n"+
+		"tier small {\nmatch {http.request.header.X-Plan} small\ntenant 1/s burst 2\n}", opts)
+	var tiers []string
+	harness.Eventually(t, 5*time.Second, "the warnings", func() bool {
+		tiers = nil
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "costs more than the tenant burst") && ev["zone"] == "unpayable" {
+				tiers = append(tiers, fmt.Sprintf("%v/%v", ev["tier"], ev["tool"]))
+			}
+		}
+		return len(tiers) >= 2
+	})
+	slices.Sort(tiers)
+	if !slices.Equal(tiers, []string{"/slow", "small/slow"}) {
+		t.Fatalf("warned for %v, want slow at the top level and in tier small only", tiers)
+	}
 }
