@@ -477,3 +477,19 @@ func TestRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
 		t.Fatal("the zone does not report the Redis store degraded")
 	}
 }
+
+// A reload that removes `store redis` decides locally again, from what
+// Redis last reported to this instance: a quota used up in Redis stays
+// used up.
+func TestRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T) {
+	const zone = "redis_removed_quota"
+	rd := harness.StartRedis(t)
+	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day"
+	e := start(t, block+"\nstore redis "+rd.URL)
+	e.prove("valid-removed")
+	e.spend("valid-removed", 3)
+	e = start(t, block)
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(4, "Authorization", "Bearer valid-removed"), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a quota Redis counted, after the store was removed")
+}
