@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"io/fs"
@@ -23,7 +24,9 @@ import (
 //
 //	<AppDataDir>/<kind>/<zone name in hex>.<owner>.counts
 //
-// where owner is "<host name in hex>-<pid>-<random>". Processes sharing a
+// where owner is "<host>-<pid>-<random>", host being 16 hex digits of the
+// SHA-256 of the host name (a name of any length keeps the file name
+// short). Processes sharing a
 // data directory (several instances on one machine, or containers on one
 // volume) then never overwrite each other's counts. The owner refreshes
 // its files' modification time every hostFileBeat while it runs. A file is
@@ -45,12 +48,13 @@ type hostFiles struct {
 	owner string
 }
 
-// thisHost is this process's host name in hex, as owners spell it.
-var thisHost = hex.EncodeToString([]byte(hostName()))
+// thisHost is this process's host as owners spell it.
+var thisHost = hostID()
 
-func hostName() string {
+func hostID() string {
 	name, _ := os.Hostname()
-	return name
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:8])
 }
 
 // newOwner returns a fresh owner of this process. Each zone object has

@@ -50,8 +50,8 @@ func TestTakeOrphansTakesOnlyFilesNobodyWillPush(t *testing.T) {
 	mine := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("a")), owner: newOwner()}
 	alive := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-OTHERZON" // another zone object of this process
 	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
-	elsewhere := hex.EncodeToString([]byte("another-host")) + "-1-REMOTE00"
-	remoteCrashed := hex.EncodeToString([]byte("another-host")) + "-2-REMOTE00"
+	elsewhere := "00112233aabbccdd-1-REMOTE00" // another host
+	remoteCrashed := "00112233aabbccdd-2-REMOTE00"
 	other := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("ab")), owner: gone}
 
 	stays := []string{
