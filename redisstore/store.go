@@ -131,10 +131,18 @@ type overKey struct {
 	key    string
 }
 
+// RecheckAfter bounds how long a remembered refusal is answered locally:
+// after it, one call asks Redis again. Counts only grow, but a refund on
+// another instance (a charge a later layer refused) gives one back, and a
+// quota refusal is otherwise remembered until the period ends.
+const RecheckAfter = time.Minute
+
 // overEntry is a key known to be over its limit until until, for a cost
-// of at least n under the same limits.
+// of at least n under the same limits; the knowledge is used until
+// recheck.
 type overEntry struct {
 	until      time.Time
+	recheck    time.Time
 	n          int64
 	rate       float64
 	burst, lim int64
@@ -476,7 +484,7 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 	for i := range items {
 		it := &items[i]
 		e, ok := s.over[overKeyOf(it)]
-		if !ok || !now.Before(e.until) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
+		if !ok || !now.Before(e.until) || !now.Before(e.recheck) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
 			continue
 		}
 		held, wait := e.held, e.until.Sub(now)
@@ -520,7 +528,7 @@ func (s *Store) remember(it *Item, now, until time.Time, held float64) {
 			return
 		}
 	}
-	s.over[overKeyOf(it)] = overEntry{until: until, n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit, held: held, at: now}
+	s.over[overKeyOf(it)] = overEntry{until: until, recheck: now.Add(RecheckAfter), n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit, held: held, at: now}
 }
 
 // Sweep forgets remembered refusals whose wait has passed.
@@ -532,7 +540,7 @@ func (s *Store) Sweep(now time.Time) {
 
 func (s *Store) sweepLocked(now time.Time) {
 	for k, e := range s.over {
-		if !now.Before(e.until) {
+		if !now.Before(e.until) || !now.Before(e.recheck) {
 			delete(s.over, k)
 		}
 	}

@@ -497,3 +497,37 @@ func TestConcurrentCallsQueueForAConnection(t *testing.T) {
 		t.Fatalf("%d failed, %d admitted of %d concurrent calls; want none failed, exactly the burst of %d admitted", failed.Load(), admitted.Load(), n, n/2)
 	}
 }
+
+// A remembered refusal is answered locally for at most RecheckAfter: a
+// count another instance gave back (a refund) is then seen, instead of a
+// quota reading exhausted until the period ends.
+func TestRememberedRefusalIsCheckedAgain(t *testing.T) {
+	r := harness.StartRedis(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: "z", Timeout: time.Second, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	other := newStore(t, r, "z")
+	item := quotaItem("i/back", quota.Day, 3, 1)
+	for range 3 {
+		if res := decide(t, other, item); !res.OK {
+			t.Fatalf("charging: %+v", res)
+		}
+	}
+	if res := decide(t, s, item); res.OK || res.Local {
+		t.Fatalf("4th call %+v, want a refusal by Redis", res)
+	}
+	if err := other.Refund(context.Background(), []redisstore.Item{item}); err != nil {
+		t.Fatal(err)
+	}
+	if res := decide(t, s, item); !res.Local {
+		t.Fatalf("right after: %+v, want the refusal answered from memory", res)
+	}
+	now = now.Add(redisstore.RecheckAfter)
+	if res := decide(t, s, item); !res.OK {
+		t.Fatalf("after RecheckAfter: %+v, want Redis asked again and the call admitted", res)
+	}
+}
