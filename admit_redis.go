@@ -223,20 +223,12 @@ func (d *decision) levelsInRedis(slots []redisSlot, levels []float64) {
 }
 
 // refundRedis gives back a Redis admission that a later local layer
-// refused. If Redis cannot be reached, the quota part is kept as a
-// negative count to push when it returns.
+// refused. A refund that fails is not kept to push later: it may have run
+// in Redis all the same (a timeout), and pushing it would give the count
+// back twice. The count then stays, on the side of over-counting, never
+// of losing one.
 func (z *zone) refundRedis(r *zoneRedis, items []redisstore.Item) {
-	err := r.store.Refund(context.Background(), items)
-	if err == nil {
-		return
-	}
-	z.redisFailed(r, err)
-	now := time.Now()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, it := range items {
-		if it.Kind == redisstore.Quota {
-			r.add(deltaKey{key: string(it.Key), period: it.Period, start: it.Period.Start(now).Unix()}, -it.N)
-		}
+	if err := r.store.Refund(context.Background(), items); err != nil {
+		z.redisFailed(r, err)
 	}
 }
