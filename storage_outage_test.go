@@ -272,8 +272,8 @@ func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
 		t.Fatalf("fingerprint after a restart during the outage %s, want %s as before", got, fp)
 	}
 	degradedOnKey(t, e, zone)
-	if used := identityQuotaUsed(t, e, zone, fp); used["day"] != 2 {
-		t.Fatalf("quota used during the outage %v, want day 2 counted in memory", used)
+	if used := identityQuotaUsed(t, e, zone, fp); used["day"] != 3 {
+		t.Fatalf("quota used during the outage %v, want day 3: the 1 stored before, from the host's copy of the totals, and the 2 counted in memory", used)
 	}
 
 	o.set(false)
@@ -492,4 +492,30 @@ func TestRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T) {
 	before := e.backend.ToolCalls()
 	refusal(t, e.call(4, "Authorization", "Bearer valid-removed"), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a quota Redis counted, after the store was removed")
+}
+
+// A restart while storage is unreadable counts on from the totals the
+// zone last read, copied on the host, not from zero: an identity that had
+// used up its quota stays refused, though it must prove itself again.
+func TestRestartDuringStorageOutageKeepsAUsedUpQuota(t *testing.T) {
+	const zone, token = "outage_used_up", "valid-outage-used-up"
+	skipNearReset(t, nextDay)
+	block := "zone " + zone + "\nflush_interval 1s\nquota 3/day"
+	o := newOutage(t)
+	e := start(t, block, o.options())
+	e.prove(token)
+	e.spend(token, 3)
+	refusal(t, e.call(4, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	harness.Eventually(t, 10*time.Second, "the 3 calls stored", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, o.root, zone)) == 3
+	})
+	o.set(true)
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e = start(t, block, o.options())
+	before := e.backend.ToolCalls()
+	e.prove(token)
+	refusal(t, e.call(5, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a used-up quota after a restart during the outage")
 }

@@ -208,6 +208,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	defer cancelLoad()
 	if err := z.quota.Load(loadCtx); err != nil {
 		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
+		z.seedTotals(logger)
 	}
 	z.adoptUnpushed(time.Now())
 	z.restoreKnown(loadCtx, pol.knownTTL)
@@ -283,6 +284,7 @@ func (z *zone) run(ctx context.Context) {
 			final, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			z.confirmKey(final) // else the counts flushed now may be under a key storage never holds
 			z.flush(final, true)
+			z.saveTotals()
 			z.keepUnpushed()
 			z.closeRedis(final)
 			cancel()
@@ -469,6 +471,7 @@ func (z *zone) onDegraded(degraded bool, err error) {
 	if degraded {
 		z.metrics.degraded.Set(1)
 		log.Error("quota store unavailable: counting in memory until it returns", zap.String("zone", z.name), zap.Error(err))
+		z.saveTotals()
 		return
 	}
 	z.setDegradedGauge() // stays 1 while a Redis store is degraded

@@ -52,6 +52,7 @@ type Counter struct {
 	buckets map[bucketID]*bucket
 	latest  [Month + 1]*bucket // newest bucket per kind: TryAdd fast path
 	status  status
+	adopted bool // shared totals were read from storage at least once
 }
 
 // bucketID identifies one period: its kind and its start in Unix seconds.

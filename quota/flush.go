@@ -162,6 +162,7 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		switch {
 		case j.done:
 			b.shared = j.totals // includes the inflight deltas just pushed
+			c.adopted = true
 		case j.push:
 			mergeDeltas(b)
 		}
