@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -518,4 +519,37 @@ func TestRestartDuringStorageOutageKeepsAUsedUpQuota(t *testing.T) {
 	e.prove(token)
 	refusal(t, e.call(5, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a used-up quota after a restart during the outage")
+}
+
+// A storage lock left by a crashed instance holds every push until it
+// goes stale (certmagic: 10s). A flush waits for it no longer than
+// max(2s, flush_interval), then fails, so the stall shows as degraded
+// well before the lock goes stale; the counts stay pending, and are
+// pushed once it has.
+func TestStaleLockShowsAsDegraded(t *testing.T) {
+	const zone, token = "stale_lock", "valid-stale-lock"
+	skipNearReset(t, nextDay)
+	storage := t.TempDir()
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 1000/day", harness.Options{Storage: storage})
+	e.prove(token)
+	key := "mcp_ratelimit/" + zone + "/quota/day-" + time.Now().UTC().Format(time.DateOnly)
+	lock := filepath.Join(storage, "locks", certmagic.StorageKeys.Safe(key)+".lock")
+	now := time.Now()
+	meta, _ := json.Marshal(map[string]time.Time{"created": now, "updated": now})
+	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, meta, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.spend(token, 2)
+	harness.Eventually(t, 6*time.Second, "the zone to report degraded while the lock is fresh", func() bool {
+		return adminZone(t, e.caddy, zone)["quota_store"].(map[string]any)["degraded"].(bool)
+	})
+	if time.Since(now) >= 10*time.Second {
+		t.Skip("the machine is too slow to tell a short lock wait from the lock going stale")
+	}
+	harness.Eventually(t, 30*time.Second, "the counts pushed once the lock went stale", func() bool {
+		return harness.StoredDayCounts(t, storage, zone)["i/"+onlyIdentity(t, e, zone)] == 2
+	})
 }

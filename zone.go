@@ -193,10 +193,11 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.cacheKey(key)
 	z.redis.Store(rz)
 	z.quota = quota.New(quota.Config{
-		Storage:    stor,
-		Prefix:     storagePrefix(pol.zone),
-		Clock:      time.Now,
-		OnDegraded: z.onDegraded,
+		Storage:     stor,
+		Prefix:      storagePrefix(pol.zone),
+		Clock:       time.Now,
+		OnDegraded:  z.onDegraded,
+		LockTimeout: lockWait(pol.flush),
 	})
 	// mcp_ratelimit_tracked is read from the zone at each scrape.
 	z.metrics.refreshed = func(m *zoneMetrics) {
@@ -442,6 +443,15 @@ func (z *zone) flush(ctx context.Context, final bool) {
 		return
 	}
 	z.metrics.flushes.WithLabelValues("ok").Inc()
+}
+
+// lockWait bounds a flush's wait for the storage lock: a lock left by a
+// crashed instance holds every other instance's pushes until it goes stale
+// (certmagic: 10s), and a flush waiting longer than its interval would
+// hide that stall. Past the wait the flush fails, visibly (degraded), and
+// the counts stay pending for the next one.
+func lockWait(flush time.Duration) time.Duration {
+	return min(quota.DefaultLockTimeout, max(2*time.Second, flush))
 }
 
 // keepUnpushed saves on this host the counts the final flush could not
