@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -13,7 +14,10 @@ import (
 // The known store persists the proven identity fingerprints of a zone with
 // their last-use Unix times, at <Prefix>/known, as lines
 // "<fingerprint> <unixSeconds>\n", so that a restart does not force every
-// tenant to prove itself again.
+// tenant to prove itself again. A forget is kept there too, as
+// "!<fingerprint> <unixSeconds>", until the ttl passes: another instance
+// that still holds the identity, used before the forget, must not write
+// it back.
 
 // KnownEntry is one proven identity of the known store: its fingerprint
 // (a valid key: not empty, no space, no newline) and its last use in Unix
@@ -64,14 +68,28 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	if err != nil {
 		return err
 	}
-	stored := latestByKey(parseKnown(data))
-	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKey(e.Key) }))
+	stored, tombs := splitForgets(latestByKey(parseKnown(data)))
+	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKey(e.Key) || isForget(e.Key) }))
 	cutoff := int64(math.MinInt64)
 	if ttl > 0 {
 		cutoff = now.Add(-ttl).Unix()
 	}
 	out := make([]byte, 0, len(data)+len(adds)*48)
 	changed := false
+	// Forgets, the stored ones and the caller's, stay until the ttl
+	// passes (no entry they could delete outlives it).
+	for k, t := range forgets {
+		if old, ok := tombs[k]; !ok || t > old {
+			tombs[k], changed = t, true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(tombs)) {
+		if tombs[k] < cutoff {
+			changed = true
+			continue
+		}
+		out = appendLine(out, "!"+k, tombs[k])
+	}
 	for i, j := 0, 0; i < len(stored) || j < len(adds); {
 		var e KnownEntry
 		inStore, added := true, true
@@ -90,7 +108,9 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 			i++
 			j++
 		}
-		if t, ok := forgets[e.Key]; ok && !added && e.Last <= t || e.Last < cutoff {
+		t, forgot := forgets[e.Key]
+		tomb, others := tombs[e.Key]
+		if forgot && !added && e.Last <= t || !forgot && others && e.Last <= tomb || e.Last < cutoff {
 			changed = changed || inStore
 			continue
 		}
@@ -104,6 +124,22 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 		return fmt.Errorf("quota: store %s: %w", key, err)
 	}
 	return nil
+}
+
+// isForget reports whether key is a forget's line in the known store.
+func isForget(key string) bool { return strings.HasPrefix(key, "!") }
+
+// splitForgets separates the forgets of entries (sorted by key, as
+// latestByKey leaves them) from the proven identities, returning the
+// identities and each forgotten key's forget time.
+func splitForgets(entries []KnownEntry) ([]KnownEntry, map[string]int64) {
+	tombs := map[string]int64{}
+	n := 0
+	for n < len(entries) && isForget(entries[n].Key) { // "!" sorts before every fingerprint
+		tombs[entries[n].Key[1:]] = entries[n].Last
+		n++
+	}
+	return entries[n:], tombs
 }
 
 // parseKnown parses the known store's "<key> <int>" lines, skipping
@@ -149,5 +185,6 @@ func (c *Counter) LoadKnown(ctx context.Context) ([]KnownEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return latestByKey(parseKnown(data)), nil
+	entries, _ := splitForgets(latestByKey(parseKnown(data)))
+	return entries, nil
 }

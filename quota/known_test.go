@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 )
@@ -148,12 +149,14 @@ func TestSaveKnownSkipsUnchangedStore(t *testing.T) {
 		adds    []KnownEntry
 		forgets map[string]int64
 	}{
-		{"an older use and a forget of an absent key", []KnownEntry{{"aa", 8000}}, map[string]int64{"zz": 1}},
+		{"an older use", []KnownEntry{{"aa", 8000}}, nil},
+		{"a forget already stored", nil, map[string]int64{"zz": 100}},
+		{"an older forget of a key stored as forgotten", nil, map[string]int64{"zz": 50}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
 			st := newFakeStorage()
-			st.put(testPrefix+"/known", "aa 9000\n")
+			st.put(testPrefix+"/known", "!zz 100\naa 9000\n")
 			c := newTestCounter(st, newFakeClock(t0))
 			st.takeOps()
 			if err := c.SaveKnown(t.Context(), tt.adds, tt.forgets, 0, t0); err != nil {
@@ -185,5 +188,46 @@ func TestSaveKnownWritesSortedLines(t *testing.T) {
 	got, _ := st.Load(t.Context(), testPrefix+"/known")
 	if want := "aa 9\nab 1\nbb 5\ncc 4\n"; string(got) != want {
 		t.Errorf("stored %q, want %q", got, want)
+	}
+}
+
+// A forget is kept in the store: another instance that still holds the
+// identity, last used before the forget, does not write it back; one
+// proven again after the forget does. The forget goes once the ttl has
+// passed.
+func TestSavedForgetOutlivesOtherInstancesCopies(t *testing.T) {
+	st := newFakeStorage()
+	a, b := newTestCounter(st, newFakeClock(t0)), newTestCounter(st, newFakeClock(t0))
+	forgetAt := t0.Unix()
+	if err := a.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt - 100}, {"yy", forgetAt - 100}}, nil, time.Hour, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SaveKnown(t.Context(), []KnownEntry{{"yy", forgetAt - 100}}, map[string]int64{"xx": forgetAt}, time.Hour, t0); err != nil {
+		t.Fatal(err)
+	}
+	// b last saw xx before the forget, and saves its own set.
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt - 10}, {"yy", forgetAt - 10}}, nil, time.Hour, t0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.LoadKnown(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Key != "yy" {
+		t.Fatalf("known after another instance's save: %v, want only yy (xx was forgotten)", got)
+	}
+	// Proven again after the forget, on b: it is known again.
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt + 5}}, nil, time.Hour, t0.Add(5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.LoadKnown(t.Context()); len(got) != 2 {
+		t.Fatalf("known after a proof following the forget: %v, want xx and yy", got)
+	}
+	// Past the ttl the forget goes.
+	if err := b.SaveKnown(t.Context(), nil, nil, time.Hour, t0.Add(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := st.Load(t.Context(), testPrefix+"/known"); strings.Contains(string(data), "!xx") {
+		t.Fatalf("a forget older than the ttl is still stored: %q", data)
 	}
 }
