@@ -154,7 +154,15 @@ var subdirectives map[string]parseFunc
 
 func init() {
 	subdirectives = map[string]parseFunc{
-		"zone": func(d *caddyfile.Dispenser, h *Handler) error { return oneArg(d, &h.Zone) },
+		"zone": func(d *caddyfile.Dispenser, h *Handler) error {
+			if err := oneArg(d, &h.Zone); err != nil {
+				return err
+			}
+			if h.Zone == "" {
+				return d.Err("zone: empty name; leave zone out for the default zone")
+			}
+			return nil
+		},
 		"identity": func(d *caddyfile.Dispenser, h *Handler) error {
 			h.Identity = d.RemainingArgs()
 			if len(h.Identity) == 0 {

@@ -264,6 +264,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"zone with a space", `zone "my zone"`, "zone", "space"},
 		{"zone dot dot", "zone ..", "zone ..", "directory"},
 		{"zone dot", "zone .", "zone .", "directory"},
+		{"zone empty", `zone ""`, "zone", "empty"},
 		{"identity without a placeholder", "identity notaplaceholder", "identity", "no placeholder"},
 		{"identity with an unclosed brace", "identity {http.request.header.X-Key", "identity", "no placeholder"},
 		{"identity of global placeholders only", "identity {env.HOME} {system.hostname}-{time.now.year}", "identity {env.HOME}", "same for every caller"},
