@@ -640,6 +640,10 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		{"Token=valid-q", "token query parameter", real},
 		{"%20token=valid-q", "token query parameter", real},
 		{"token=valid-q", "token cookie", []string{"Cookie", "TOKEN=x6; token=c1", "X-Api-Key", "k1"}},
+		// Caddy's placeholder reads a cookie name in any letter case;
+		// backends (Go's r.Cookie among them) read it as spelled, so a
+		// lone TOKEN cookie is no credential to them.
+		{"token=valid-q", "token cookie", []string{"Cookie", "TOKEN=x18", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=c1", "Cookie", "token=x7", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x11 token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x12, token=c1", "X-Api-Key", "k1"}},

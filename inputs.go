@@ -324,11 +324,14 @@ func canonicalCookieValue(v string) string {
 	return pyTrim(strings.ReplaceAll(percentDecode(v, false), "+", " "))
 }
 
-// readCookie reads the cookie name as Caddy's replacer does: the first
-// whose name matches ignoring case. More than one such cookie is
-// unreadable, counted over the raw Cookie headers: a backend that matches
-// names exactly, or reads the last, would check another one than the
-// identity names. Cookies are counted as two readings find them: split at
+// readCookie reads the cookie name spelled exactly so, as backends read
+// it (Go's r.Cookie, RFC 6265): Caddy's replacer would also take another
+// letter case, which a backend then never sees as a credential, so that
+// each junk value sent as `SID` would be proven by a 2xx served without
+// one. A lone cookie spelled otherwise is unreadable, and so is more than
+// one matching cookie, counted over the raw Cookie headers in any letter
+// case: a backend that matches names differently, or reads the last,
+// would check another one than the identity names. Cookies are counted as two readings find them: split at
 // ';', ',' and whitespace (splitPairs; Go reads `sid=a sid=b` as one
 // cookie valued "a sid=b", where Python's SimpleCookie reads two), and as
 // WebOb finds pairs, inside other values too (webobPairs). A cookie both
@@ -341,7 +344,7 @@ func canonicalCookieValue(v string) string {
 func readCookie(r *http.Request, name string) (value, unreadable string) {
 	found := false
 	for _, c := range r.Cookies() {
-		if strings.EqualFold(c.Name, name) {
+		if c.Name == name {
 			value, found = canonicalCookieValue(c.Value), true
 			break
 		}
