@@ -197,6 +197,27 @@ func TestRefusedResponsesGetTheStatusAndNoAnswer(t *testing.T) {
 	}
 }
 
+// Under refuse_with jsonrpc, a refusal that cannot echo the request's id
+// (a pre-auth refusal of a body too large to read for it) is answered by
+// status: a 200 whose answer has id null is one an SDK cannot match, and
+// the Go SDK ends its session on it.
+func TestUnreadRefusalIsAnsweredByStatus(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1\nrefuse_with jsonrpc")
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	big := harness.ToolCall(2, "echo", map[string]any{"text": strings.Repeat("x", 70<<10)})
+	r := e.post(big)
+	var got rpcError
+	r.JSON(t, &got)
+	if r.Status != http.StatusTooManyRequests || got.ID != nil || got.Error == nil || got.Error.Data.Limit != "preauth" {
+		t.Fatalf("unread body refused: %d %.300s, want 429 with an id-null pre-auth error", r.Status, r.Body)
+	}
+	if r := e.call(3); r.Status != http.StatusOK {
+		t.Fatalf("a refusal whose body was read: %d %s, want 200 under refuse_with jsonrpc", r.Status, r.Body)
+	}
+}
+
 func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {
 	e := start(t, "preauth 1/m burst 5")
 	r := e.post(batch(1, 25))

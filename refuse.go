@@ -479,8 +479,11 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 		h.writeRateLimitHeaders(w, d)
 		// A legacy HTTP+SSE POST's 2xx body is never read, and a GET
 		// (an SSE stream) reads no JSON: both are refused by status, with
-		// the JSON-RPC error, whatever refuse_with says.
-		if mode != refuseStatus && d.post && acceptsEventStream(d.accept) {
+		// the JSON-RPC error, whatever refuse_with says. So is a body
+		// that was not read (too large or too slow for a pre-auth
+		// refusal): its answer's id is null, which an SDK cannot match to
+		// its request and, in a 200, takes as a broken session.
+		if mode != refuseStatus && d.post && acceptsEventStream(d.accept) && d.req != nil && d.req.Valid() && d.req.Len() > 0 {
 			status = http.StatusOK
 		} else {
 			mode = refuseStatus
