@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"bytes"
 	"io"
+	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -603,7 +604,7 @@ func minKnown(a, b int64) int64 {
 func (d *decision) quotaItems() {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	if d.proven || d.hasID {
-		d.addItems(layerQuota, d.identityQuotaKey(), d.lim.quota, d.cost)
+		d.addIdentityItems()
 		if d.req != nil {
 			d.eachTool(func(name []byte) {
 				if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
@@ -617,6 +618,24 @@ func (d *decision) quotaItems() {
 	}
 	if d.hasGroup && d.pol.groupQuota.any() {
 		d.addItems(layerGroupQuota, d.quotaKey("g/", nil, d.groupFP), d.pol.groupQuota, d.cost)
+	}
+}
+
+// addIdentityItems adds the identity's quota items: one per period its
+// limits set, and one without a limit per other period the zone's limits
+// count (policy.counted), so that a move to a tier or an override that
+// limits it finds what the identity already used there.
+func (d *decision) addIdentityItems() {
+	key := d.identityQuotaKey()
+	for _, p := range quotaPeriods {
+		lim := d.lim.quota.of(p)
+		if lim <= 0 {
+			if !d.pol.counted[p] {
+				continue
+			}
+			lim = math.MaxInt64
+		}
+		d.addItem(layerQuota, quota.Item{Key: key, Period: p, Limit: lim, N: d.cost})
 	}
 }
 

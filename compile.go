@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
@@ -154,8 +155,13 @@ type policy struct {
 	failClosed    bool
 	tiers         []tier
 	overrides     map[[16]byte]*override
-	dryRun        bool
-	redis         *RedisStore
+	// counted says which quota periods some identity quota of the policy
+	// (top level, tier or override) limits: every identity is counted in
+	// each, limited or not, so that one moving to a tier or an override
+	// that limits a period is held to what it already used in it.
+	counted [quota.Month + 1]bool
+	dryRun  bool
+	redis   *RedisStore
 }
 
 // compile validates h and turns it into a policy. Every error names the
@@ -285,6 +291,7 @@ func compile(h *Handler) (*policy, error) {
 	if err := compileOverrides(p, h.Overrides); err != nil {
 		return nil, err
 	}
+	p.countPeriods()
 	if h.Store != nil && h.Store.Redis != nil {
 		if h.Store.Redis.URL == "" {
 			return nil, fmt.Errorf("store redis: url is required")
@@ -586,6 +593,23 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 		p.overrides[key] = o
 	}
 	return nil
+}
+
+// countPeriods sets p.counted from every identity quota of p.
+func (p *policy) countPeriods() {
+	mark := func(q quotaLimit) {
+		p.counted[quota.Day] = p.counted[quota.Day] || q.day > 0
+		p.counted[quota.Month] = p.counted[quota.Month] || q.month > 0
+	}
+	mark(p.base.quota)
+	for _, t := range p.tiers {
+		mark(t.limits.quota)
+	}
+	for _, o := range p.overrides {
+		for _, l := range o.limits {
+			mark(l.quota)
+		}
+	}
 }
 
 // refill returns, over every limit of p for the bucket set of layer l (the

@@ -511,3 +511,28 @@ func TestPlanConcurrencyNeverRaisesTheZoneCap(t *testing.T) {
 	e.passes(1, "echo", one2...)
 	<-held
 }
+
+// Every identity is counted in each period some limit of the zone sets,
+// even under limits that set none there: a move to a tier (or an
+// override) that limits that period is held to what was used in it.
+func TestTierLimitingAnotherPeriodSeesWhatWasUsedInIt(t *testing.T) {
+	e := startSite(t, `route /mcp* {
+	vars plan {http.request.header.X-Plan}
+	mcp_ratelimit {
+		zone periods
+		tenant 100/s burst 100
+		quota 100/day
+		tier capped {
+			match {vars.plan} capped
+			quota 3/month
+		}
+	}
+	reverse_proxy $BACKEND
+}`)
+	const tok = "valid-periods"
+	e.prove(tok)
+	e.passes(5, "echo", "Authorization", "Bearer "+tok)
+	before := e.backend.ToolCalls()
+	refusal(t, e.callTool(1, "echo", "Authorization", "Bearer "+tok, "X-Plan", "capped"), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call under 3/month after 5 this month")
+}
