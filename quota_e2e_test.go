@@ -290,7 +290,7 @@ func TestQuotaRefusalWeighsEveryQuota(t *testing.T) {
 	}
 	got, r := e.quotaBatch(5, h...)
 	if got.Error.Data.MaxPerRequest != 4 || !strings.Contains(got.Error.Message, "more than the 4 left of this API key's daily quota (5)") ||
-		!strings.Contains(got.Error.Message, "costing at most 4 pass now") {
+		!strings.Contains(got.Error.Message, "costing at most 4 fit the quotas now") {
 		t.Fatalf("batch of 5 with 4 left today: %s", r.Body)
 	}
 

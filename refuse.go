@@ -247,7 +247,7 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		if ref.fits > 0 {
 			b = append(b, "; requests "...)
 			b = ref.appendQuotaSize(b, ref.fits)
-			b = append(b, " pass now"...)
+			b = append(b, " fit the quotas now"...)
 		}
 		return append(b, '.')
 	}
