@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/time/rate"
 
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
@@ -378,6 +379,25 @@ func (ref *refusal) appendBatchNote(b, id []byte) []byte {
 	return append(b, ") Fix that call and send the batch again."...)
 }
 
+// appendToolBatchNote appends what the entries of a batch refused by a
+// tool's quota that do not call that tool are told.
+func (ref *refusal) appendToolBatchNote(b []byte) []byte {
+	b = append(b, "Not run: the batch was refused whole because its calls of tool "...)
+	b = strconv.AppendQuote(b, ref.tool)
+	b = append(b, " are over that tool's quota ("...)
+	b = ref.appendMessage(b)
+	return append(b, ") Send this call again without them."...)
+}
+
+// callsTool reports whether entry e calls tool under some reading of it.
+func callsTool(e *jsonrpc.Entry, tool string) bool {
+	found := false
+	if e.HasMethod("tools/call") {
+		e.Tools(func(name []byte) { found = found || string(name) == tool })
+	}
+	return found
+}
+
 func argRefusal(tool string, a argBound) refusal {
 	return refusal{
 		layer: layerRequest, status: http.StatusBadRequest, code: codeInvalidParams, body: true, tool: tool, arg: &a,
@@ -523,8 +543,12 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		return
 	}
 	others := msg // what the entries not at fault are told
-	if ref.arg != nil {
+	toolQuota := ref.layer == layerToolQuota && ref.tool != ""
+	switch {
+	case ref.arg != nil:
 		others = appendJSONString(nil, ref.appendBatchNote(nil, idOrNull(req.Entry(ref.argEntry).ID())))
+	case toolQuota:
+		others = appendJSONString(nil, ref.appendToolBatchNote(nil))
 	}
 	n := 0
 	for i := 0; i < req.Len(); i++ {
@@ -539,7 +563,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		}
 		n++
 		m := msg
-		if i != ref.argEntry {
+		if ref.arg != nil && i != ref.argEntry || toolQuota && !callsTool(e, ref.tool) {
 			m = others
 		}
 		h.answer(buf, d, ref, m, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)

@@ -117,6 +117,23 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 	if e.backend.ToolCalls() != before {
 		t.Fatal("the refused photo call reached the backend")
 	}
+	// A batch with a photo call is refused whole; its other calls are
+	// told why they did not run, not that their tool is used up.
+	r = e.post("["+harness.ToolCall(3, "echo", map[string]any{"text": "x"})+","+harness.ToolCall(4, "analyze_photo", nil)+"]", h...)
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if r.Status != http.StatusTooManyRequests || len(answers) != 2 || answers[0].Error == nil || answers[1].Error == nil {
+		t.Fatalf("batch of an echo and a photo: %d %s", r.Status, r.Body)
+	}
+	if m := answers[0].Error.Message; !strings.HasPrefix(m, "Not run: the batch was refused whole because its calls of tool \"analyze_photo\"") {
+		t.Fatalf("the echo call of the batch is told %q", m)
+	}
+	if m := answers[1].Error.Message; !strings.Contains(m, "Do not call this tool") || strings.HasPrefix(m, "Not run") {
+		t.Fatalf("the photo call of the batch is told %q", m)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("the refused batch reached the backend")
+	}
 	// The account quota still has room for other tools: 10 - 2 = 8.
 	e.passes(8, "echo", h...)
 	refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
