@@ -30,15 +30,17 @@ type KnownEntry struct {
 // SaveKnown merges changes into the known store under Lock(<Prefix>/known):
 // it loads the store, keeps the larger last use for every entry of adds,
 // deletes every stored entry of forgets whose last use is not after the
-// forget time, drops entries last used before now-ttl (ttl > 0), and stores the
-// result, sorted by key, unless nothing changed. Entries of adds with an
-// invalid key are ignored. SaveKnown reuses adds: it sorts and compacts the
-// slice in place.
+// forget time, drops every entry (stored or added) last used at or before
+// a forget already stored (another instance's, or an earlier save's), drops
+// entries last used before now-ttl (ttl > 0), stores the forgets of the
+// last ttl with them, and stores the result, sorted by key, unless nothing
+// changed. Entries of adds with an invalid key are ignored. SaveKnown
+// reuses adds: it sorts and compacts the slice in place.
 //
-// An entry of adds is never deleted by forgets: adds is the caller's own
-// set, read after its forgets were taken, so a key in it was proven again
-// since it was forgotten (forget times are whole seconds, too coarse to
-// tell a forget from a new proof in the same second).
+// An entry of adds is never deleted by the forgets passed with it: adds is
+// the caller's own set, read after its forgets were taken, so a key in it
+// was proven again since it was forgotten (forget times are whole seconds,
+// too coarse to tell a forget from a new proof in the same second).
 //
 // The merge is a join of two sorted lists, not a map: saving 100k
 // identities takes tens of milliseconds and no per-entry allocation.
@@ -68,7 +70,8 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	if err != nil {
 		return err
 	}
-	stored, tombs := splitForgets(latestByKey(parseKnown(data)))
+	stored, storedTombs := splitForgets(latestByKey(parseKnown(data)))
+	tombs := maps.Clone(storedTombs)
 	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKey(e.Key) || isForget(e.Key) }))
 	cutoff := int64(math.MinInt64)
 	if ttl > 0 {
@@ -79,6 +82,9 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	// Forgets, the stored ones and the caller's, stay until the ttl
 	// passes (no entry they could delete outlives it).
 	for k, t := range forgets {
+		if _, again := slices.BinarySearchFunc(adds, k, func(e KnownEntry, k string) int { return strings.Compare(e.Key, k) }); again {
+			continue // proven again since: no forget to keep
+		}
 		if old, ok := tombs[k]; !ok || t > old {
 			tombs[k], changed = t, true
 		}
@@ -109,8 +115,8 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 			j++
 		}
 		t, forgot := forgets[e.Key]
-		tomb, others := tombs[e.Key]
-		if forgot && !added && e.Last <= t || !forgot && others && e.Last <= tomb || e.Last < cutoff {
+		tomb, tombed := storedTombs[e.Key]
+		if forgot && !added && e.Last <= t || tombed && e.Last <= tomb || e.Last < cutoff {
 			changed = changed || inStore
 			continue
 		}
@@ -185,6 +191,9 @@ func (c *Counter) LoadKnown(ctx context.Context) ([]KnownEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	entries, _ := splitForgets(latestByKey(parseKnown(data)))
-	return entries, nil
+	entries, tombs := splitForgets(latestByKey(parseKnown(data)))
+	return slices.DeleteFunc(entries, func(e KnownEntry) bool {
+		t, ok := tombs[e.Key]
+		return ok && e.Last <= t
+	}), nil
 }

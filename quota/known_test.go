@@ -231,3 +231,28 @@ func TestSavedForgetOutlivesOtherInstancesCopies(t *testing.T) {
 		t.Fatalf("a forget older than the ttl is still stored: %q", data)
 	}
 }
+
+// A caller's own older forget does not shield its entry from a newer
+// forget another instance stored: the entry, used before that forget,
+// goes.
+func TestStoredForgetBeatsACallersOlderOne(t *testing.T) {
+	st := newFakeStorage()
+	a, b := newTestCounter(st, newFakeClock(t0)), newTestCounter(st, newFakeClock(t0))
+	at := t0.Unix()
+	if err := a.SaveKnown(t.Context(), nil, map[string]int64{"xx": at}, time.Hour, t0); err != nil {
+		t.Fatal(err)
+	}
+	// b forgot xx at at-200, proved it again at at-100, and saves now.
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", at - 100}}, map[string]int64{"xx": at - 200}, time.Hour, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := a.LoadKnown(t.Context()); len(got) != 0 {
+		t.Fatalf("known %v, want none: xx was last used before a's forget", got)
+	}
+	// A file holding both (written by a version that kept them) loads
+	// without the entry too.
+	st.put(testPrefix+"/known", "!xx 100\nxx 90\nyy 90\n")
+	if got, _ := a.LoadKnown(t.Context()); len(got) != 1 || got[0].Key != "yy" {
+		t.Fatalf("known %v, want only yy", got)
+	}
+}
