@@ -249,6 +249,9 @@ func TestStoredForgetBeatsACallersOlderOne(t *testing.T) {
 	if got, _ := a.LoadKnown(t.Context()); len(got) != 0 {
 		t.Fatalf("known %v, want none: xx was last used before a's forget", got)
 	}
+	if data, _ := st.Load(t.Context(), testPrefix+"/known"); strings.Contains("\n"+string(data), "\nxx ") {
+		t.Fatalf("stored %q: the copy used before the forget was written back", data)
+	}
 	// A file holding both (written by a version that kept them) loads
 	// without the entry too.
 	st.put(testPrefix+"/known", "!xx 100\nxx 90\nyy 90\n")
