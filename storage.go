@@ -53,7 +53,10 @@ func (s *swapStorage) List(ctx context.Context, path string, recursive bool) ([]
 // counts as another storage at every config load, which costs only a
 // confirmation of the fingerprint key in it.
 func sameStorage(a, b certmagic.Storage) bool {
-	if reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.TypeOf(a).Comparable() && a == b {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	if reflect.TypeOf(a) == reflect.TypeOf(b) && reflect.ValueOf(a).Comparable() && a == b {
 		return true
 	}
 	as, aok := a.(fmt.Stringer)

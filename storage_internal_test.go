@@ -14,6 +14,11 @@ type (
 		certmagic.Storage
 		nodes []string
 	}
+	// holderStorage compares as a type but not always as a value.
+	holderStorage struct {
+		certmagic.Storage
+		of any
+	}
 )
 
 // A config load makes a new storage value even when the storage stays:
@@ -30,6 +35,9 @@ func TestSameStorage(t *testing.T) {
 		{"file storage at another path", a, &certmagic.FileStorage{Path: "/b"}, false},
 		{"a module that does not describe itself", &plainStorage{}, &plainStorage{}, false},
 		{"values that cannot be compared", listStorage{}, listStorage{}, false},
+		{"values holding what cannot be compared", holderStorage{of: []int{1}}, holderStorage{of: []int{1}}, false},
+		{"no storage either side", nil, nil, true},
+		{"no storage on one side", a, nil, false},
 	} {
 		if got := sameStorage(tt.x, tt.y); got != tt.want {
 			t.Errorf("%s: sameStorage = %v, want %v", tt.rule, got, tt.want)
