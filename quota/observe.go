@@ -2,18 +2,25 @@ package quota
 
 import "time"
 
+// ObserveSlack is how far apart Observe allows this host's clock and the
+// other store's to be.
+const ObserveSlack = 10 * time.Second
+
 // Observe records, for each item, that the store deciding this zone's
 // quotas in this Counter's place (Redis) holds it.Used for it.Key in the
 // period of kind it.Period containing now. From then on Used, TryAdd and
 // AnyCounted count at least that much plus what is counted here: should
 // that store become unreachable, counting here goes on from what it held
-// instead of from what this Counter alone saw.
+// instead of from what this Counter alone saw. Within ObserveSlack of a
+// period's start nothing is recorded: the other store reads its own clock,
+// and a count it gave for the period that just ended must not become the
+// new one's.
 func (c *Counter) Observe(items []Item, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range items {
 		it := &items[i]
-		if !it.Period.Valid() || !validKey(it.Key) {
+		if !it.Period.Valid() || !validKey(it.Key) || !it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack))) {
 			continue
 		}
 		b := c.bucketLocked(it.Period, now, true)

@@ -45,3 +45,23 @@ func TestObserveCountsOnFromWhatTheOtherStoreHeld(t *testing.T) {
 		t.Fatalf("an observation of the next day changed today's count to %d", got)
 	}
 }
+
+// Near a period's start the other store's clock may still be in the
+// period before: what it reports then is not recorded.
+func TestObserveSkipsThePeriodBoundary(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	midnight := Day.Next(t0)
+	item := []Item{{Key: []byte("i/x"), Period: Day, Used: 100}}
+	c.Observe(item, midnight.Add(2*time.Second))
+	if got := c.Used([]byte("i/x"), Day, midnight.Add(2*time.Second)); got != 0 {
+		t.Fatalf("a count reported 2s after midnight was recorded: %d", got)
+	}
+	c.Observe(item, midnight.Add(-2*time.Second))
+	if got := c.Used([]byte("i/x"), Day, midnight.Add(-2*time.Second)); got != 0 {
+		t.Fatalf("a count reported 2s before midnight was recorded: %d", got)
+	}
+	c.Observe(item, midnight.Add(time.Minute))
+	if got := c.Used([]byte("i/x"), Day, midnight.Add(time.Minute)); got != 100 {
+		t.Fatalf("a count reported a minute after midnight: %d, want 100", got)
+	}
+}
