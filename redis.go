@@ -49,6 +49,10 @@ type zoneRedis struct {
 	mirrored  bool // the host holds a copy of pending (mirrorRedisPending)
 	// keyChecked is when the run loop last checked the key in Redis.
 	keyChecked time.Time
+	// movedTo is the store a reload replaced this one with, once this
+	// one's pending counts went to it: counts recorded since (by a request
+	// or an adoption that loaded this store before the swap) go there.
+	movedTo *zoneRedis
 }
 
 // deltaKey is one quota count of one period made while degraded.
@@ -166,6 +170,8 @@ func (z *zone) applyRedis(pol *policy) {
 			if len(r.pending) > 0 {
 				r.degraded.Store(true)
 			}
+			clear(old.pending)
+			old.movedTo = r
 		}
 		old.mu.Unlock()
 	}
@@ -365,6 +371,11 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 // while the store is degraded.
 func (r *zoneRedis) record(items []quota.Item, now time.Time, sign int64) {
 	r.mu.Lock()
+	if next := r.movedTo; next != nil {
+		r.mu.Unlock()
+		next.record(items, now, sign)
+		return
+	}
 	defer r.mu.Unlock()
 	for _, it := range items {
 		if it.N == 0 || !it.Period.Valid() {

@@ -20,6 +20,10 @@ const redisPendingKind = "mcp_ratelimit-redis-pending"
 // removes the copy when there are none.
 func (z *zone) mirrorRedisPending(r *zoneRedis) {
 	r.mu.Lock()
+	if r.movedTo != nil {
+		r.mu.Unlock()
+		return // the copy follows the store that took the counts over
+	}
 	b := pendingLines(r.pending)
 	written := r.mirrored
 	r.mirrored = len(b) > 0

@@ -42,3 +42,18 @@ func TestTimedOutRefundIsNotPushedAgain(t *testing.T) {
 		t.Fatalf("%d counts kept to push, want none", n)
 	}
 }
+
+// Counts recorded into a store a reload replaced, by a request or an
+// adoption that loaded it just before the swap, go to the store that took
+// its pending counts over, and its host copy is left to that one.
+func TestReplacedRedisStoreForwardsItsCounts(t *testing.T) {
+	old := &zoneRedis{pending: map[deltaKey]int64{}}
+	next := &zoneRedis{pending: map[deltaKey]int64{}}
+	old.movedTo = next
+	now := time.Now()
+	old.record([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now, 1)
+	old.addCounts([]quota.Count{{Key: "i/b", Period: quota.Day, Start: quota.Day.Start(now), N: 3}})
+	if old.pendingLen() != 0 || next.pendingLen() != 2 {
+		t.Fatalf("pending: replaced store %d, its successor %d; want 0 and 2", old.pendingLen(), next.pendingLen())
+	}
+}
