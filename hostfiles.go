@@ -130,7 +130,8 @@ func (f hostFiles) takeOrphans(now time.Time) ([]quota.Count, error) {
 		}
 		data, err := os.ReadFile(claim)
 		if err != nil {
-			errs = append(errs, err)
+			// Handed back under its name, for the next look to try again.
+			errs = append(errs, errors.Join(err, os.Rename(claim, name)))
 			continue
 		}
 		out = append(out, parseCounts(data)...)

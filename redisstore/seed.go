@@ -43,9 +43,11 @@ func (s *Store) Seed(ctx context.Context, counts []Delta) error {
 		if len(keys) == 0 {
 			continue
 		}
-		cctx, cancel := context.WithTimeout(ctx, s.timeout*4)
-		err := seedScript.Run(cctx, s.client, keys, args...).Err()
-		cancel()
+		err := s.held(ctx, func() error {
+			cctx, cancel := context.WithTimeout(ctx, s.timeout*4)
+			defer cancel()
+			return seedScript.Run(cctx, s.client, keys, args...).Err()
+		})
 		if err != nil {
 			return fmt.Errorf("seeding %d quota counts in redis: %w", len(keys), err)
 		}

@@ -212,6 +212,16 @@ func (s *Store) acquire(ctx context.Context) error {
 
 func (s *Store) release() { <-s.conns }
 
+// held runs call holding one of the pool's connections (see acquire), so
+// that background calls never leave a request's call without one.
+func (s *Store) held(ctx context.Context, call func() error) error {
+	if err := s.acquire(ctx); err != nil {
+		return err
+	}
+	defer s.release()
+	return call()
+}
+
 // Close closes the connections.
 func (s *Store) Close() error { return s.client.Close() }
 
@@ -380,18 +390,21 @@ func (s *Store) Push(ctx context.Context, deltas []Delta) error {
 	if len(deltas) == 0 {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
-	defer cancel()
-	_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		for _, d := range deltas {
-			if !d.Period.Valid() || d.N == 0 {
-				continue
+	err := s.held(ctx, func() error {
+		ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
+		defer cancel()
+		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			for _, d := range deltas {
+				if !d.Period.Valid() || d.N == 0 {
+					continue
+				}
+				k := s.QuotaKey(d.Key, d.Period, d.Start)
+				p.IncrBy(ctx, k, d.N)
+				p.ExpireAt(ctx, k, d.Period.Next(d.Start).Add(ttlMargin))
 			}
-			k := s.QuotaKey(d.Key, d.Period, d.Start)
-			p.IncrBy(ctx, k, d.N)
-			p.ExpireAt(ctx, k, d.Period.Next(d.Start).Add(ttlMargin))
-		}
-		return nil
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("pushing %d counts to redis: %w", len(deltas), err)
@@ -401,9 +414,12 @@ func (s *Store) Push(ctx context.Context, deltas []Delta) error {
 
 // Ping checks that Redis answers within the timeout.
 func (s *Store) Ping(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
-	defer cancel()
-	if err := s.client.Ping(ctx).Err(); err != nil {
+	err := s.held(ctx, func() error {
+		ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
+		defer cancel()
+		return s.client.Ping(ctx).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("pinging redis: %w", err)
 	}
 	return nil
@@ -421,12 +437,19 @@ func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, e
 		}
 	}
 	name := s.prefix + "fpkey"
-	if err := s.client.SetNX(ctx, name, candidate, 0).Err(); err != nil {
-		return nil, fmt.Errorf("storing fingerprint key in redis: %w", err)
-	}
-	key, err := s.client.Get(ctx, name).Bytes()
+	var key []byte
+	err := s.held(ctx, func() error {
+		if err := s.client.SetNX(ctx, name, candidate, 0).Err(); err != nil {
+			return fmt.Errorf("storing fingerprint key in redis: %w", err)
+		}
+		var err error
+		if key, err = s.client.Get(ctx, name).Bytes(); err != nil {
+			return fmt.Errorf("loading fingerprint key from redis: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return nil, fmt.Errorf("loading fingerprint key from redis: %w", err)
+		return nil, err
 	}
 	if len(key) != 32 {
 		return nil, fmt.Errorf("fingerprint key %s in redis: %d bytes, want 32", name, len(key))
@@ -437,7 +460,12 @@ func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, e
 // Used returns the count of a quota key in the period of kind p containing
 // t, as Redis holds it.
 func (s *Store) Used(ctx context.Context, key string, p quota.Period, t time.Time) (int64, error) {
-	n, err := s.client.Get(ctx, s.QuotaKey(key, p, t)).Int64()
+	var n int64
+	err := s.held(ctx, func() error {
+		var err error
+		n, err = s.client.Get(ctx, s.QuotaKey(key, p, t)).Int64()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return 0, nil
 	}
@@ -451,7 +479,12 @@ func (s *Store) Used(ctx context.Context, key string, p quota.Period, t time.Tim
 // the refill since), when that charge was, on Redis's clock, and whether
 // Redis holds the bucket.
 func (s *Store) Tokens(ctx context.Context, key string) (tokens float64, at time.Time, ok bool, err error) {
-	v, err := s.client.HMGet(ctx, s.BucketKey(key), "tokens", "ts").Result()
+	var v []any
+	err = s.held(ctx, func() error {
+		var err error
+		v, err = s.client.HMGet(ctx, s.BucketKey(key), "tokens", "ts").Result()
+		return err
+	})
 	if err != nil {
 		return 0, time.Time{}, false, fmt.Errorf("reading bucket %s: %w", key, err)
 	}
