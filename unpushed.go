@@ -43,7 +43,7 @@ func (z *zone) adoptUnpushed(now time.Time) {
 func (z *zone) mirrorUnpushed(pushed bool) {
 	if pushed {
 		if err := z.unpushed.remove(); err != nil {
-			z.logger.Load().Error("counts pushed to storage are still kept on this host: the next start would count them again",
+			z.logger.Load().Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
 				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
 		}
 		return

@@ -463,7 +463,7 @@ func (z *zone) keepUnpushed() {
 	us := z.quota.Unpushed()
 	if len(us) == 0 {
 		if err := z.unpushed.remove(); err != nil {
-			log.Error("counts pushed to storage are still kept on this host: the next start would count them again",
+			log.Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
 				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
 		}
 		return

@@ -16,10 +16,14 @@
 //     (they include this instance's own pushed counts);
 //   - pending: what this instance counted since its last successful push
 //     (negative after a [Counter.Refund]);
-//   - inflight: the pending deltas a running [Counter.Flush] is pushing.
+//   - inflight: the pending deltas a running [Counter.Flush] is pushing;
+//   - observed: what a store deciding in the Counter's place (Redis)
+//     reported beyond the above ([Counter.Observe]).
 //
-// Used = shared + pending + inflight. [Counter.TryAdd] checks and charges
-// under one mutex and never waits on storage.
+// Used = shared + pending + inflight + observed. [Counter.TryAdd] checks
+// and charges under one mutex and never waits on storage. A start while
+// storage is unreadable may take shared totals an earlier process copied
+// ([Counter.SeedTotals]) until storage is read.
 //
 // # Storage
 //
