@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
@@ -311,6 +315,63 @@ func TestRejectedLoadLeavesTheZoneAsItWas(t *testing.T) {
 	if known := s["tracked"].(map[string]any)["known"].(float64); known != 3 {
 		t.Fatalf("%v proven identities after a rejected load with max_known 2, want all 3", known)
 	}
+}
+
+func init() {
+	caddy.RegisterModule(slowFailingHandler{})
+}
+
+// slowFailingHandler fails to provision after a while: a config load
+// Caddy rejects only once the zone's run loop has ticked several times.
+type slowFailingHandler struct{}
+
+// CaddyModule returns the Caddy module information.
+func (slowFailingHandler) CaddyModule() caddy.ModuleInfo {
+	return caddy.ModuleInfo{ID: "http.handlers.mcprl_slow_fail", New: func() caddy.Module { return new(slowFailingHandler) }}
+}
+
+// Provision waits, then fails.
+func (*slowFailingHandler) Provision(caddy.Context) error {
+	time.Sleep(400 * time.Millisecond)
+	return errors.New("mcprl_slow_fail fails, as the test wants")
+}
+
+// ServeHTTP is never reached: the handler never provisions.
+func (*slowFailingHandler) ServeHTTP(http.ResponseWriter, *http.Request, caddyhttp.Handler) error {
+	return nil
+}
+
+// A config load that Caddy rejects only after a while (here a handler
+// that takes 400ms to fail) lowers nothing in the meantime either: the
+// zone applies the most generous max_known of the handlers holding it,
+// and the old ones hold it until a load is in force.
+func TestSlowRejectedLoadEvictsNothing(t *testing.T) {
+	const block = "zone kept_slow\npreauth 100/s burst 100\nquota off"
+	e := start(t, block)
+	for _, tok := range []string{"valid-s1", "valid-s2", "valid-s3"} {
+		e.prove(tok)
+	}
+	site := "route {\nmcp_ratelimit {\n" + block + "\nmax_known 1\n}\nrespond 204\n}"
+	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	bad := strings.Replace(string(js), `{"handler":"static_response"`, `{"handler":"mcprl_slow_fail"},{"handler":"static_response"`, 1)
+	if bad == string(js) {
+		t.Fatalf("no static_response handler in the adapted config: %s", js)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(bad)); st == http.StatusOK {
+		t.Fatalf("POST /load of a config with a failing handler: %d %s, want it rejected", st, body)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if known := zoneStatusOf(t, e.caddy, "kept_slow")["tracked"].(map[string]any)["known"].(float64); known != 3 {
+		t.Fatalf("%v proven identities after a slow rejected load with max_known 1, want all 3", known)
+	}
+	// The same load without the failing handler is in force: its lower
+	// max_known applies.
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", js); st != http.StatusOK {
+		t.Fatalf("POST /load: %d %s", st, body)
+	}
+	harness.Eventually(t, 5*time.Second, "max_known 1 applied", func() bool {
+		return zoneStatusOf(t, e.caddy, "kept_slow")["tracked"].(map[string]any)["known"].(float64) == 1
+	})
 }
 
 // A reload that leaves a bucket set's limits as they were (here two that

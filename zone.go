@@ -246,19 +246,41 @@ func (z *zone) apply(h *holder) {
 	z.applyRedis(pol)
 }
 
-// applyCapacities applies pol's zone-wide capacities once pol has been
-// the zone's policy for a whole tick of the run loop (seen is the one
-// the previous tick saw, applied the one last applied).
-func (z *zone) applyCapacities(seen, applied *policy) *policy {
-	pol := z.pol.Load()
-	if pol != seen || pol == applied {
-		return applied
+// zoneCapacity is the identity capacity and lifetime a zone applies.
+type zoneCapacity struct {
+	maxKnown int
+	knownTTL time.Duration
+}
+
+// capacity is the most generous max_known and known_ttl of the handlers
+// holding the zone. During a config load the old handlers hold it beside
+// the new ones, so a lower limit applies only once the load is in force
+// and the old ones have let go, and never for a load Caddy rejects,
+// however long it takes to fail; handlers of one config that disagree
+// give a result that does not depend on the order Caddy loaded them in.
+func (z *zone) capacity() zoneCapacity {
+	z.holdMu.Lock()
+	defer z.holdMu.Unlock()
+	var c zoneCapacity
+	for _, h := range z.holders {
+		c.maxKnown = max(c.maxKnown, h.pol.maxKnown)
+		c.knownTTL = max(c.knownTTL, h.pol.knownTTL)
 	}
-	z.known.SetLimits(pol.maxKnown, pol.knownTTL)
-	z.preauth.SetCapacity(pol.maxKnown)
-	z.tenants.SetCapacity(pol.maxKnown)
-	z.groups.SetCapacity(pol.maxKnown)
-	return pol
+	return c
+}
+
+// applyCapacities applies the zone's capacity when it differs from
+// applied, the one last applied, and returns the one in force.
+func (z *zone) applyCapacities(applied zoneCapacity) zoneCapacity {
+	c := z.capacity()
+	if c == applied || c.maxKnown == 0 {
+		return applied // unchanged, or no handler holds the zone
+	}
+	z.known.SetLimits(c.maxKnown, c.knownTTL)
+	z.preauth.SetCapacity(c.maxKnown)
+	z.tenants.SetCapacity(c.maxKnown)
+	z.groups.SetCapacity(c.maxKnown)
+	return c
 }
 
 // Destruct stops the zone's background work after a final flush.
@@ -276,8 +298,8 @@ func (z *zone) run(ctx context.Context) {
 	tick := time.NewTicker(readTick)
 	defer tick.Stop()
 	lastFlush, lastRead, lastSweep := time.Now(), time.Now(), time.Now()
-	seen := z.pol.Load()
-	applied := seen // newZone made the sets with its capacities
+	pol := z.pol.Load()
+	applied := zoneCapacity{pol.maxKnown, pol.knownTTL} // newZone made the sets with them
 	for {
 		select {
 		case <-ctx.Done():
@@ -292,8 +314,7 @@ func (z *zone) run(ctx context.Context) {
 			z.drainSampler()
 			return
 		case now := <-tick.C:
-			applied = z.applyCapacities(seen, applied)
-			seen = z.pol.Load()
+			applied = z.applyCapacities(applied)
 			if now.Sub(lastSweep)+readTick/2 >= time.Second {
 				lastSweep = now
 				z.preauth.Sweep(now)
