@@ -251,6 +251,7 @@ func (z *zone) closeRedis(ctx context.Context) {
 	}
 	z.mirrorRedisPending(r) // gone once pushed or saved; fresh if neither
 	z.redisHost.release()
+	z.saveRedisCounts()
 	_ = r.store.Close()
 }
 
@@ -261,6 +262,7 @@ func (z *zone) redisFailed(r *zoneRedis, err error) {
 		z.setDegradedGauge()
 		z.logger.Load().Error("redis store unavailable: deciding locally (fail open) until it returns",
 			zap.String("zone", z.name), zap.Error(err))
+		go z.saveRedisCounts() // off the request that found Redis gone
 	}
 }
 

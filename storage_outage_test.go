@@ -553,3 +553,25 @@ func TestStaleLockShowsAsDegraded(t *testing.T) {
 		return harness.StoredDayCounts(t, storage, zone)["i/"+onlyIdentity(t, e, zone)] == 2
 	})
 }
+
+// A restart while Redis is unreachable counts on from what Redis last
+// reported, copied on the host at the stop: an identity that used up its
+// quota in Redis stays refused, instead of getting the quota afresh from
+// each restart during the outage.
+func TestRestartDuringRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
+	const zone = "redis_restart_quota"
+	rd := harness.StartRedis(t)
+	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day\nstore redis " + rd.URL
+	e := start(t, block)
+	e.prove("valid-restarted")
+	e.spend("valid-restarted", 3)
+	rd.Kill()
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e = start(t, block)
+	before := e.backend.ToolCalls()
+	e.prove("valid-restarted")
+	refusal(t, e.call(4, "Authorization", "Bearer valid-restarted"), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a quota Redis counted, after a restart during the Redis outage")
+}

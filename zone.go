@@ -212,6 +212,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedTotals(logger)
 	}
 	z.adoptUnpushed(time.Now())
+	if rz != nil && rz.degraded.Load() {
+		z.seedRedisCounts(logger)
+	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.

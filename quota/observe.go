@@ -38,3 +38,24 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 		}
 	}
 }
+
+// Observed returns, for the current period of every kind the Counter
+// counts, each key's count as Used reads it where a store deciding in the
+// Counter's place reported more than was counted here: what a copy kept
+// outside it must give Observe again, for a start while that store is
+// unreachable.
+func (c *Counter) Observed(now time.Time) []Count {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Count
+	for _, p := range c.periods {
+		b := c.bucketLocked(p, now, false)
+		if b == nil {
+			continue
+		}
+		for k := range b.observed {
+			out = append(out, Count{Key: k, Period: p, Start: b.start, N: b.used([]byte(k))})
+		}
+	}
+	return out
+}

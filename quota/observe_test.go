@@ -65,3 +65,16 @@ func TestObserveSkipsThePeriodBoundary(t *testing.T) {
 		t.Fatalf("a count reported a minute after midnight: %d, want 100", got)
 	}
 }
+
+// Observed gives back, for a copy, each observed key's count as Used
+// reads it, and nothing for keys only counted here.
+func TestObservedCopiesWhatObserveRecorded(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 10}}, t0)
+	add(c, "i/x", Day, 2, t0)
+	add(c, "i/local", Day, 5, t0)
+	got := c.Observed(t0)
+	if len(got) != 1 || got[0].Key != "i/x" || got[0].N != 12 || !got[0].Start.Equal(Day.Start(t0)) {
+		t.Fatalf("Observed = %v, want i/x 12 of today", got)
+	}
+}
