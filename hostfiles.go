@@ -94,37 +94,29 @@ func (f hostFiles) release() {
 }
 
 // takeOrphans takes the zone's orphaned files over: each is claimed by a
-// rename (only one process can win it), read and removed. The counts
-// returned are the owner's to count from now on; the files that could not
-// be read are named in the error.
-func (f hostFiles) takeOrphans(now time.Time) ([]quota.Count, error) {
+// rename (only one process can win it) and read. The counts returned are
+// the owner's to count from now on; the files that could not be read are
+// named in the error. The claimed files stay, as
+// .claim.<zone in hex>.<owner>.<unix nanoseconds>-<n>.counts, until
+// dropClaims removes them, which the owner does once its own file holds
+// their counts. A claim is itself an orphan when its claimer ran on this
+// host and is gone, or when it is older than orphanAfter (claims last
+// milliseconds): a crash in between leaves the counts to another process.
+func (f hostFiles) takeOrphans(now time.Time) (counts []quota.Count, claims []string, err error) {
 	entries, err := os.ReadDir(f.dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []quota.Count
 	var errs []error
 	for _, e := range entries {
-		mid, ok := strings.CutSuffix(e.Name(), ".counts")
-		switch {
-		case !ok:
-			continue
-		case mid == f.zone:
-			mid = "" // an earlier version's file
-		default:
-			if mid, ok = strings.CutPrefix(mid, f.zone+"."); !ok || mid == f.owner || strings.Contains(mid, ".") {
-				continue
-			}
-		}
-		info, err := e.Info()
-		if err != nil || mid != "" && !orphaned(mid, info.ModTime(), now) {
+		if !f.orphan(e, now) {
 			continue
 		}
 		name := filepath.Join(f.dir, e.Name())
-		claim := filepath.Join(f.dir, ".claim-"+f.owner+"-"+e.Name())
+		claim := filepath.Join(f.dir, ".claim."+f.zone+"."+f.owner+"."+strconv.FormatInt(now.UnixNano(), 10)+"-"+strconv.Itoa(len(claims)+len(errs))+".counts")
 		if os.Rename(name, claim) != nil {
 			continue // another process took it first
 		}
@@ -134,12 +126,48 @@ func (f hostFiles) takeOrphans(now time.Time) ([]quota.Count, error) {
 			errs = append(errs, errors.Join(err, os.Rename(claim, name)))
 			continue
 		}
-		out = append(out, parseCounts(data)...)
-		if err := os.Remove(claim); err != nil {
+		counts = append(counts, parseCounts(data)...)
+		claims = append(claims, claim)
+	}
+	return counts, claims, errors.Join(errs...)
+}
+
+// orphan reports whether the directory entry e is a file of the zone's
+// that nobody will push: another owner's file (or an earlier version's)
+// orphaned by its owner, or another claimer's claim orphaned by it.
+func (f hostFiles) orphan(e fs.DirEntry, now time.Time) bool {
+	mid, ok := strings.CutSuffix(e.Name(), ".counts")
+	if !ok {
+		return false
+	}
+	if rest, isClaim := strings.CutPrefix(mid, ".claim."+f.zone+"."); isClaim {
+		claimer, at, ok := strings.Cut(rest, ".")
+		nanos, err := strconv.ParseInt(strings.SplitN(at, "-", 2)[0], 10, 64)
+		if !ok || err != nil || claimer == f.owner {
+			return false
+		}
+		return now.Sub(time.Unix(0, nanos)) >= orphanAfter || orphaned(claimer, now, now)
+	}
+	if mid == f.zone {
+		return true // an earlier version's file
+	}
+	owner, ok := strings.CutPrefix(mid, f.zone+".")
+	if !ok || owner == f.owner || strings.Contains(owner, ".") {
+		return false
+	}
+	info, err := e.Info()
+	return err == nil && orphaned(owner, info.ModTime(), now)
+}
+
+// dropClaims removes files takeOrphans claimed.
+func dropClaims(claims []string) error {
+	var errs []error
+	for _, c := range claims {
+		if err := os.Remove(c); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // orphaned reports whether the file of owner, last refreshed at mtime,

@@ -65,8 +65,11 @@ func TestTakeOrphansTakesOnlyFilesNobodyWillPush(t *testing.T) {
 	hostFile(t, mine, remoteCrashed, "i/silent", 64, now.Add(-orphanAfter))
 	hostFile(t, mine, "", "i/legacy", 128, now)
 
-	cs, err := mine.takeOrphans(now)
+	cs, claims, err := mine.takeOrphans(now)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dropClaims(claims); err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]int64{}
@@ -107,7 +110,10 @@ func TestTakeOrphansClaimsEachFileOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {
-			cs, err := hostFiles{dir: dir, zone: zone, owner: newOwner()}.takeOrphans(time.Now())
+			cs, claims, err := hostFiles{dir: dir, zone: zone, owner: newOwner()}.takeOrphans(time.Now())
+			if err == nil {
+				err = dropClaims(claims)
+			}
 			if err != nil {
 				t.Error(err)
 			}
@@ -121,5 +127,36 @@ func TestTakeOrphansClaimsEachFileOnce(t *testing.T) {
 	wg.Wait()
 	if total != files {
 		t.Fatalf("took %d counts from %d files of 1", total, files)
+	}
+}
+
+// A claim left by a claimer that crashed before its own file held the
+// counts is an orphan too; one a live claimer is working on is not.
+func TestClaimsOfGoneClaimersAreTakenOver(t *testing.T) {
+	now := time.Now()
+	dir := t.TempDir()
+	mine := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("c")), owner: newOwner()}
+	claim := func(claimer string, at time.Time, key string, n int64) {
+		t.Helper()
+		name := filepath.Join(dir, ".claim."+mine.zone+"."+claimer+"."+strconv.FormatInt(at.UnixNano(), 10)+"-0.counts")
+		line := appendCountLine(nil, quota.Count{Key: key, Period: quota.Day, Start: quota.Day.Start(now), N: n})
+		if err := os.WriteFile(name, line, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	alive := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-LIVECLAI"
+	claim(alive, now, "i/working", 1)
+	claim(thisHost+"-"+strconv.Itoa(goneProcess(t))+"-GONECLAI", now, "i/crashed", 2)
+	claim("00112233aabbccdd-7-REMOTECL", now.Add(-orphanAfter), "i/old", 4)
+	cs, claims, err := mine.takeOrphans(now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got int64
+	for _, c := range cs {
+		got += c.N
+	}
+	if got != 6 || len(claims) != 2 {
+		t.Fatalf("took %v (%d claims), want the crashed claimer's 2 and the old claim's 4", cs, len(claims))
 	}
 }

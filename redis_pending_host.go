@@ -42,12 +42,20 @@ func (z *zone) mirrorRedisPending(r *zoneRedis) {
 }
 
 // adoptRedisPending adds the orphaned copies of the zone's processes to
-// r's pending counts.
+// r's pending counts; their files go once this process's own copy holds
+// them.
 func (z *zone) adoptRedisPending(r *zoneRedis, now time.Time) {
-	cs, err := z.redisHost.takeOrphans(now)
+	cs, claims, err := z.redisHost.takeOrphans(now)
 	if err != nil {
 		z.logger.Load().Error("redis store: counts another process kept on this host during an outage: unreadable",
 			zap.String("zone", z.name), zap.String("dir", z.redisHost.dir), zap.Error(err))
 	}
-	r.addCounts(cs)
+	if len(cs) > 0 {
+		r.addCounts(cs)
+		z.mirrorRedisPending(r)
+	}
+	if err := dropClaims(claims); err != nil {
+		z.logger.Load().Error("redis store: files of counts taken over are still on this host: another process may count them again",
+			zap.String("zone", z.name), zap.Error(err))
+	}
 }

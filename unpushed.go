@@ -24,15 +24,24 @@ func (z *zone) saveUnpushed(us []quota.Count) error {
 }
 
 // adoptUnpushed counts again what stopped processes of the zone could not
-// push, to be pushed at the next flush.
+// push, to be pushed at the next flush. Their files go once this process's
+// own file holds their counts, so that a crash in between loses none.
 func (z *zone) adoptUnpushed(now time.Time) {
-	us, err := z.unpushed.takeOrphans(now)
+	us, claims, err := z.unpushed.takeOrphans(now)
 	if err != nil {
 		z.logger.Load().Error("counts another process could not push: unreadable", zap.String("zone", z.name), zap.String("dir", z.unpushed.dir), zap.Error(err))
 	}
 	if len(us) > 0 {
 		z.quota.AddUnpushed(us)
+		if err := z.saveUnpushed(z.quota.Unpushed()); err != nil {
+			z.logger.Load().Error("counts taken over from another process could not be kept on this host: a crash before the next flush would lose them",
+				zap.String("zone", z.name), zap.Error(err))
+		}
 		z.logger.Load().Info("counts a stopped process could not push are counted again, and pushed at the next flush", zap.String("zone", z.name), zap.Int("keys", len(us)))
+	}
+	if err := dropClaims(claims); err != nil {
+		z.logger.Load().Error("files of counts taken over are still on this host: another process may count them again",
+			zap.String("zone", z.name), zap.Error(err))
 	}
 }
 
@@ -48,10 +57,19 @@ func (z *zone) mirrorUnpushed(pushed bool) {
 		}
 		return
 	}
-	if us := z.quota.Unpushed(); len(us) > 0 {
-		if err := z.saveUnpushed(us); err != nil {
-			z.logger.Load().Error("counts not pushed to storage could not be kept on this host either: a crash now would lose them",
-				zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
+	us := z.quota.Unpushed()
+	if len(us) == 0 {
+		// A flush that failed after its pushes went through (an unlock,
+		// a read) leaves nothing to keep: a copy kept would count them
+		// again.
+		if err := z.unpushed.remove(); err != nil {
+			z.logger.Load().Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
+				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
 		}
+		return
+	}
+	if err := z.saveUnpushed(us); err != nil {
+		z.logger.Load().Error("counts not pushed to storage could not be kept on this host either: a crash now would lose them",
+			zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
 	}
 }
