@@ -1,9 +1,16 @@
 package mcplimit
 
 import (
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -42,4 +49,31 @@ func parseCounts(data []byte) []quota.Count {
 		out = append(out, quota.Count{Key: f[0], Period: quota.Period(p), Start: time.Unix(start, 0).UTC(), N: n})
 	}
 	return out
+}
+
+// countsCopyPath is a zone's copy of counts of one kind kept on the host,
+// one per zone: <AppDataDir>/<kind>/<zone name in hex>.counts.
+func countsCopyPath(kind, zone string) string {
+	return filepath.Join(caddy.AppDataDir(), kind, hex.EncodeToString([]byte(zone))+".counts")
+}
+
+// writeCounts replaces the host file name with cs.
+func writeCounts(name string, cs []quota.Count) error {
+	var b []byte
+	for _, c := range cs {
+		b = appendCountLine(b, c)
+	}
+	return writeHostFile(name, b)
+}
+
+// readCounts reads the host file name; no counts when there is none.
+func readCounts(name string) ([]quota.Count, error) {
+	data, err := os.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return parseCounts(data), nil
 }

@@ -1,30 +1,21 @@
 package mcplimit
 
 import (
-	"encoding/hex"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// redisCountsPath is where this host keeps a copy of the quota counts
-// Redis last reported to a zone (quota.Counter.Observe):
-// <AppDataDir>/mcp_ratelimit-redis-counts/<zone name in hex>.counts. It is
+// redisCountsKind is the directory of AppDataDir where a zone keeps a copy
+// of the quota counts Redis last reported to it (quota.Counter.Observe),
 // written when Redis becomes unreachable and when the zone stops, and read
 // by a start while Redis is unreachable, so that an identity that used up
 // its quota in Redis stays refused across a restart during the outage.
 // Counts only grow within a period, so any copy of the current period is
 // a lower bound; processes sharing a data directory may each write it.
-func redisCountsPath(zone string) string {
-	return filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-redis-counts", hex.EncodeToString([]byte(zone))+".counts")
-}
+const redisCountsKind = "mcp_ratelimit-redis-counts"
 
 // saveRedisCounts copies the counts Redis reported to the zone to the
 // host.
@@ -33,11 +24,7 @@ func (z *zone) saveRedisCounts() {
 	if len(cs) == 0 {
 		return
 	}
-	var b []byte
-	for _, c := range cs {
-		b = appendCountLine(b, c)
-	}
-	if err := writeHostFile(redisCountsPath(z.name), b); err != nil {
+	if err := writeCounts(countsCopyPath(redisCountsKind, z.name), cs); err != nil {
 		z.logger.Load().Warn("redis store: the counts it reported were not copied to this host: a start during the outage would count from what storage holds",
 			zap.String("zone", z.name), zap.Error(err))
 	}
@@ -46,21 +33,20 @@ func (z *zone) saveRedisCounts() {
 // seedRedisCounts takes the host's copy of the counts Redis reported back,
 // for a start while Redis is unreachable.
 func (z *zone) seedRedisCounts(logger *zap.Logger) {
-	data, err := os.ReadFile(redisCountsPath(z.name))
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
+	cs, err := readCounts(countsCopyPath(redisCountsKind, z.name))
 	if err != nil {
 		logger.Warn("redis store: the host's copy of the counts it reported is unreadable", zap.String("zone", z.name), zap.Error(err))
 		return
 	}
 	now := time.Now()
 	var items []quota.Item
-	for _, c := range parseCounts(data) {
+	for _, c := range cs {
 		if c.Start.Equal(c.Period.Start(now)) {
 			items = append(items, quota.Item{Key: []byte(c.Key), Period: c.Period, Used: c.N})
 		}
 	}
-	z.quota.Observe(items, now)
-	logger.Info("redis store unreachable at start: quota counts go on from those it last reported, copied on this host", zap.String("zone", z.name), zap.Int("keys", len(items)))
+	if len(items) > 0 {
+		z.quota.Observe(items, now)
+		logger.Info("redis store unreachable at start: quota counts go on from those it last reported, copied on this host", zap.String("zone", z.name), zap.Int("keys", len(items)))
+	}
 }
