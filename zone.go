@@ -81,6 +81,9 @@ type zone struct {
 	// keyUnconfirmed is why fpKey is not yet known to be the key in
 	// storage (unreachable when the zone was created); nil once it is.
 	keyUnconfirmed atomic.Pointer[keyFailure]
+	// capacity is the most generous max_known and known_ttl of the
+	// handlers holding the zone (noteCapacity).
+	capacity atomic.Pointer[zoneCapacity]
 	// storageMoved says a config load switched the zone to another
 	// storage, where its fingerprint key is still to be confirmed.
 	storageMoved atomic.Bool
@@ -125,6 +128,7 @@ func (z *zone) hold(h *holder) {
 	z.holdMu.Lock()
 	defer z.holdMu.Unlock()
 	z.holders = append(z.holders, h)
+	z.noteCapacity()
 	z.apply(h)
 }
 
@@ -140,6 +144,7 @@ func (z *zone) unhold(pol *policy) {
 			continue
 		}
 		z.holders = slices.Delete(z.holders, i, i+1)
+		z.noteCapacity()
 		switch n := len(z.holders); {
 		case n == 0: // the zone is being released
 		case i == n:
@@ -185,6 +190,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		beat:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
+	z.capacity.Store(&zoneCapacity{pol.maxKnown, pol.knownTTL})
 	z.fpKey.Store(newFingerprinter(key))
 	if keyErr != nil {
 		z.keyUnconfirmed.Store(&keyFailure{err: keyErr.Error(), at: time.Now()})
@@ -255,27 +261,28 @@ type zoneCapacity struct {
 	knownTTL time.Duration
 }
 
-// capacity is the most generous max_known and known_ttl of the handlers
-// holding the zone. During a config load the old handlers hold it beside
+// The zone's capacity is the most generous max_known and known_ttl of the
+// handlers holding it. During a config load the old handlers hold it beside
 // the new ones, so a lower limit applies only once the load is in force
 // and the old ones have let go, and never for a load Caddy rejects,
 // however long it takes to fail; handlers of one config that disagree
 // give a result that does not depend on the order Caddy loaded them in.
-func (z *zone) capacity() zoneCapacity {
-	z.holdMu.Lock()
-	defer z.holdMu.Unlock()
+// noteCapacity records it for the run loop (which must not wait on
+// holdMu: a reload holds it through Redis round trips). z.holdMu must be
+// held.
+func (z *zone) noteCapacity() {
 	var c zoneCapacity
 	for _, h := range z.holders {
 		c.maxKnown = max(c.maxKnown, h.pol.maxKnown)
 		c.knownTTL = max(c.knownTTL, h.pol.knownTTL)
 	}
-	return c
+	z.capacity.Store(&c)
 }
 
 // applyCapacities applies the zone's capacity when it differs from
 // applied, the one last applied, and returns the one in force.
 func (z *zone) applyCapacities(applied zoneCapacity) zoneCapacity {
-	c := z.capacity()
+	c := *z.capacity.Load()
 	if c == applied || c.maxKnown == 0 {
 		return applied // unchanged, or no handler holds the zone
 	}
