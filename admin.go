@@ -111,7 +111,7 @@ func (z *zone) knownView(limit int, now time.Time) map[string]any {
 		fp   [16]byte
 		last time.Time
 	}
-	ttl := z.pol.Load().knownTTL
+	ttl := z.capacity.Load().knownTTL
 	var all []entry
 	z.known.Each(func(fp [16]byte, last time.Time) {
 		if ttl <= 0 || now.Sub(last) < ttl {

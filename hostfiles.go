@@ -193,8 +193,10 @@ func processGone(pid int) bool {
 	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
 }
 
-// keepHostFiles refreshes the zone's files on the host every hostFileBeat
-// and takes over those other processes of the zone left, until ctx ends.
+// keepHostFiles refreshes the zone's files on the host every hostFileBeat,
+// until ctx ends. It runs apart from the zone's run loop, which a flush
+// may hold longer than orphanAfter; the run loop takes other processes'
+// files over (adoptHostFiles), as it writes and removes the zone's own.
 func (z *zone) keepHostFiles(ctx context.Context) {
 	defer close(z.beat)
 	tick := time.NewTicker(hostFileBeat)
@@ -206,10 +208,18 @@ func (z *zone) keepHostFiles(ctx context.Context) {
 		case now := <-tick.C:
 			z.unpushed.touch(now)
 			z.redisHost.touch(now)
-			z.adoptUnpushed(now)
-			if r := z.redis.Load(); r != nil {
-				z.adoptRedisPending(r, now)
-			}
 		}
+	}
+}
+
+// adoptHostFiles takes over the files of counts other processes of the
+// zone left on the host. It runs on the zone's run loop, between flushes:
+// a flush removes the zone's own file once its counts are pushed, and
+// must not remove it while an adoption has just written counts it did
+// not push, nor be undone by an adoption's older snapshot.
+func (z *zone) adoptHostFiles(now time.Time) {
+	z.adoptUnpushed(now)
+	if r := z.redis.Load(); r != nil {
+		z.adoptRedisPending(r, now)
 	}
 }

@@ -413,6 +413,11 @@ func (r *zoneRedis) take() map[deltaKey]int64 {
 // putBack adds counts that could not be sent back to the pending ones.
 func (r *zoneRedis) putBack(batch map[deltaKey]int64) {
 	r.mu.Lock()
+	if next := r.movedTo; next != nil { // replaced during the push
+		r.mu.Unlock()
+		next.putBack(batch)
+		return
+	}
 	defer r.mu.Unlock()
 	for k, n := range batch {
 		r.add(k, n)

@@ -44,8 +44,8 @@ func TestTimedOutRefundIsNotPushedAgain(t *testing.T) {
 }
 
 // Counts recorded into a store a reload replaced, by a request or an
-// adoption that loaded it just before the swap, go to the store that took
-// its pending counts over, and its host copy is left to that one.
+// adoption that loaded it just before the swap, or put back by a push the
+// reload cut short, go to the store that took its pending counts over.
 func TestReplacedRedisStoreForwardsItsCounts(t *testing.T) {
 	old := &zoneRedis{pending: map[deltaKey]int64{}}
 	next := &zoneRedis{pending: map[deltaKey]int64{}}
@@ -53,7 +53,8 @@ func TestReplacedRedisStoreForwardsItsCounts(t *testing.T) {
 	now := time.Now()
 	old.record([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now, 1)
 	old.addCounts([]quota.Count{{Key: "i/b", Period: quota.Day, Start: quota.Day.Start(now), N: 3}})
-	if old.pendingLen() != 0 || next.pendingLen() != 2 {
-		t.Fatalf("pending: replaced store %d, its successor %d; want 0 and 2", old.pendingLen(), next.pendingLen())
+	old.putBack(map[deltaKey]int64{{key: "i/c", period: quota.Day, start: quota.Day.Start(now).Unix()}: 4}) // a push the reload cut short
+	if old.pendingLen() != 0 || next.pendingLen() != 3 {
+		t.Fatalf("pending: replaced store %d, its successor %d; want 0 and 3", old.pendingLen(), next.pendingLen())
 	}
 }

@@ -528,3 +528,36 @@ func TestReloadToAnotherStorageConfirmsTheFingerprintKey(t *testing.T) {
 		}
 	})
 }
+
+// The saved proven set keeps identities as long as the zone does: for the
+// most generous known_ttl of its handlers, not the last-loaded one's.
+func TestSavedKnownSetFollowsTheZonesKnownTTL(t *testing.T) {
+	storage := t.TempDir()
+	e := startSite(t, `route /long* {
+	mcp_ratelimit {
+		zone ttls
+		known_ttl 1m
+		flush_interval 1s
+	}
+	reverse_proxy $BACKEND
+}
+route /mcp* {
+	mcp_ratelimit {
+		zone ttls
+		known_ttl 1s
+		flush_interval 1s
+	}
+	reverse_proxy $BACKEND
+}`, harness.Options{Storage: storage})
+	e.prove("valid-ttl-old")
+	fp := fingerprintOf(t, storage, "ttls", "Bearer valid-ttl-old")
+	time.Sleep(2500 * time.Millisecond)
+	e.prove("valid-ttl-new") // a new proof: the set is saved at the next flush
+	harness.Eventually(t, 5*time.Second, "the new proof saved", func() bool {
+		b, _ := os.ReadFile(filepath.Join(storage, "mcp_ratelimit", "ttls", "known"))
+		return strings.Count(string(b), "\n") >= 1 && strings.Contains(string(b), fingerprintOf(t, storage, "ttls", "Bearer valid-ttl-new"))
+	})
+	if b, _ := os.ReadFile(filepath.Join(storage, "mcp_ratelimit", "ttls", "known")); !strings.Contains(string(b), fp) {
+		t.Fatalf("stored known set %q lacks an identity used 2.5s ago under the zone's known_ttl of 1m", b)
+	}
+}

@@ -240,9 +240,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 
 // apply makes h's policy the zone's policy in force. Existing buckets
 // keep their levels; the new limits are applied to them at their next
-// use (see retune). The zone-wide capacities (max_known, known_ttl)
-// follow in the run loop once the policy has stood for a tick, so that a
-// load rejected just after provisioning evicts nothing.
+// use (see retune). The zone-wide capacities (max_known, known_ttl) are
+// the most generous of the holders' (noteCapacity), applied by the run
+// loop.
 func (z *zone) apply(h *holder) {
 	pol := h.pol
 	z.retune(time.Now())
@@ -307,7 +307,7 @@ func (z *zone) run(ctx context.Context) {
 	defer close(z.done)
 	tick := time.NewTicker(readTick)
 	defer tick.Stop()
-	lastFlush, lastRead, lastSweep := time.Now(), time.Now(), time.Now()
+	lastFlush, lastRead, lastSweep, lastAdopt := time.Now(), time.Now(), time.Now(), time.Now()
 	pol := z.pol.Load()
 	applied := zoneCapacity{pol.maxKnown, pol.knownTTL} // newZone made the sets with them
 	for {
@@ -334,6 +334,10 @@ func (z *zone) run(ctx context.Context) {
 				z.drainSampler()
 				z.probeRedis(ctx, now)
 				z.keyToMovedStorage(ctx)
+				if now.Sub(lastAdopt) >= hostFileBeat {
+					lastAdopt = now
+					z.adoptHostFiles(now)
+				}
 			}
 			// Half a tick of slack: ticks jitter, and without it a tick
 			// landing a hair early would put the work off by a whole tick.
@@ -586,8 +590,7 @@ func (z *zone) saveKnown(ctx context.Context) error {
 		binary.BigEndian.PutUint64(fp[8:], e.lo)
 		adds[i] = quota.KnownEntry{Key: hex.EncodeToString(fp[:]), Last: int64(e.last)}
 	}
-	pol := z.pol.Load()
-	if err := z.quota.SaveKnown(ctx, adds, forgets, pol.knownTTL, time.Now()); err != nil {
+	if err := z.quota.SaveKnown(ctx, adds, forgets, z.capacity.Load().knownTTL, time.Now()); err != nil {
 		z.forgetMu.Lock()
 		for k, v := range forgets {
 			if z.forgets[k] < v {
