@@ -205,6 +205,11 @@ func (c *Caddy) Load(t testing.TB, caddyfileText string) {
 	}
 }
 
+// adminClient opens a connection per request: Caddy replaces its admin
+// server at every config load, and a kept-alive connection to the one it
+// replaced answers the next request with EOF.
+var adminClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // AdminDo sends a request to the admin endpoint, with extra headers as
 // name, value pairs, and returns status and body.
 func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte, hdr ...string) (int, []byte) {
@@ -218,7 +223,7 @@ func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte, hdr ...s
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := adminClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}
