@@ -80,7 +80,9 @@ type Gateway struct {
 // such as the organization an authentication handler sets.
 type Group struct {
 	// Key is the placeholder whose value names the group, e.g.
-	// `{http.auth.user.org}`. An empty value skips the group layer.
+	// `{http.auth.user.org}`; it must hold a placeholder that can differ
+	// between callers (not only `{env.*}` and the like). An empty value
+	// skips the group layer.
 	Key string `json:"key,omitempty"`
 
 	// Rate is the group's refill rate, `<n>/<s|m|h>`. Required.
@@ -139,12 +141,15 @@ func (l *Limits) empty() bool {
 
 // TierMatch selects a tier by a placeholder's value.
 type TierMatch struct {
-	// Placeholder is evaluated per request, e.g. `{http.auth.user.plan}`.
-	// It should come from a trusted earlier handler: a raw client header
-	// lets the client pick its own plan.
+	// Placeholder is evaluated per request, e.g. `{http.auth.user.plan}`;
+	// it must hold a placeholder that can differ between callers. It
+	// should come from a trusted earlier handler: a raw client header lets
+	// the client pick its own plan.
 	Placeholder string `json:"placeholder,omitempty"`
 
-	// Values lists the values that select this tier (exact match).
+	// Values lists the values that select this tier (exact match); a value
+	// an earlier tier with the same placeholder lists is refused, as this
+	// tier would never apply to it.
 	Values []string `json:"values,omitempty"`
 }
 
@@ -179,7 +184,9 @@ type RedisStore struct {
 	URL string `json:"url,omitempty"`
 
 	// Timeout bounds one round trip; past it the request is decided
-	// locally (fail open). Default: 50ms.
+	// locally (fail open). Waiting for a free pooled connection
+	// (`?pool_size=N` in the URL, 10 per CPU by default) is not part of it:
+	// calls queue for one up to 1s. Default: 50ms.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 

@@ -146,7 +146,9 @@ func clientAddr(r *http.Request, pol *policy) (netip.Addr, netip.Prefix) {
 
 // warnForwardedFor logs, once per zone, that a request carries
 // X-Forwarded-For while the server trusts no proxy, so the header is
-// ignored and the connection address is used.
+// ignored and the connection address is used; or, for a request from a
+// trusted proxy, that trusted_proxies_strict is not set, so Caddy takes
+// the leftmost address, which a client behind an appending proxy writes.
 func (h *Handler) warnForwardedFor(r *http.Request) {
 	z := h.zone
 	if z.strictChecked.Load() || len(r.Header["X-Forwarded-For"]) == 0 {

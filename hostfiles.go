@@ -26,9 +26,9 @@ import (
 //
 // where owner is "<host>-<pid>-<random>", host being 16 hex digits of the
 // SHA-256 of the host name (a name of any length keeps the file name
-// short). Processes sharing a
-// data directory (several instances on one machine, or containers on one
-// volume) then never overwrite each other's counts. The owner refreshes
+// short). Processes sharing a data directory (several instances on one
+// machine, or containers on one volume) then never overwrite each other's
+// counts. The owner refreshes
 // its files' modification time every hostFileBeat while it runs. A file is
 // an orphan, taken over by whichever process of the zone sees it first,
 // when its owner stopped gracefully (which sets the time to the Unix
@@ -146,7 +146,7 @@ func (f hostFiles) orphan(e fs.DirEntry, now time.Time) bool {
 		if !ok || err != nil || claimer == f.owner {
 			return false
 		}
-		return now.Sub(time.Unix(0, nanos)) >= orphanAfter || orphaned(claimer, now, now)
+		return now.Sub(time.Unix(0, nanos)) >= orphanAfter || ownerGone(claimer)
 	}
 	if mid == f.zone {
 		return true // an earlier version's file
@@ -173,9 +173,12 @@ func dropClaims(claims []string) error {
 // orphaned reports whether the file of owner, last refreshed at mtime,
 // has nobody left to push it.
 func orphaned(owner string, mtime, now time.Time) bool {
-	if now.Sub(mtime) >= orphanAfter {
-		return true
-	}
+	return now.Sub(mtime) >= orphanAfter || ownerGone(owner)
+}
+
+// ownerGone reports whether owner ran on this host and its process is
+// gone.
+func ownerGone(owner string) bool {
 	host, rest, _ := strings.Cut(owner, "-")
 	pid, _, _ := strings.Cut(rest, "-")
 	n, err := strconv.Atoi(pid)

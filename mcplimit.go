@@ -34,8 +34,10 @@ type Handler struct {
 	// Zone names the state this handler shares: every handler with the same
 	// zone shares buckets, the known-good set and quota counts, across
 	// routes and across config reloads. Each handler decides with its own
-	// settings; the zone-wide ones (flush_interval, known_ttl, max_known,
-	// store) are those of the zone's handler loaded last. Default: "default".
+	// settings; the zone-wide ones (flush_interval, store) are those of the
+	// zone's handler loaded last, known_ttl and max_known the largest of
+	// its handlers'. Default: "default" (the Caddyfile refuses an empty
+	// name).
 	Zone string `json:"zone,omitempty"`
 
 	// Identity lists the placeholders whose values, joined with newlines,
@@ -68,13 +70,16 @@ type Handler struct {
 	// KnownTTL is how long a proven identity stays proven after its last
 	// use. Proven identities are saved to storage at the flush after one
 	// is proven or forgotten; last uses alone every 24th of KnownTTL, so a
-	// restart may expire an identity up to that much early. Default: 24h.
+	// restart may expire an identity up to that much early. A zone keeps
+	// identities for the largest KnownTTL of its handlers. Default: 24h.
 	KnownTTL caddy.Duration `json:"known_ttl,omitempty"`
 
 	// MaxKnown caps the proven identities kept in the zone (least recently
 	// used are dropped beyond it, never below); it also caps each bucket
-	// set as a whole. A lower value is applied once the config has stood
-	// for a tenth of a second. Default: 100000.
+	// set as a whole. A zone applies the largest MaxKnown of the handlers
+	// holding it: a lower value applies once the config that lowers it is
+	// in force and the old one has let go, never for a rejected load.
+	// Default: 100000.
 	MaxKnown int `json:"max_known,omitempty"`
 
 	// Meter lists the JSON-RPC methods that cost; `*` makes every request
@@ -136,8 +141,9 @@ type Handler struct {
 	IPv6Prefix int `json:"ipv6_prefix,omitempty"`
 
 	// FlushInterval is how often quota counts are pushed to and read from
-	// Caddy's storage (and changes to the proven identities saved).
-	// Default: 30s.
+	// Caddy's storage (and changes to the proven identities saved). A
+	// flush waits for a storage lock at most this long (2s to 10s). At
+	// least 100ms. Default: 30s.
 	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
 
 	// ErrorCode is the JSON-RPC error code of refusals; it must lie

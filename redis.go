@@ -372,18 +372,28 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 // record adds (sign 1) or takes back (sign -1) quota counts made locally
 // while the store is degraded.
 func (r *zoneRedis) record(items []quota.Item, now time.Time, sign int64) {
-	r.mu.Lock()
-	if next := r.movedTo; next != nil {
-		r.mu.Unlock()
-		next.record(items, now, sign)
-		return
-	}
+	r = r.lockLive()
 	defer r.mu.Unlock()
 	for _, it := range items {
 		if it.N == 0 || !it.Period.Valid() {
 			continue
 		}
 		r.add(deltaKey{key: string(it.Key), period: it.Period, start: it.Period.Start(now).Unix()}, sign*it.N)
+	}
+}
+
+// lockLive locks and returns the store that counts recorded into r go to:
+// r, or the store a reload replaced it with (movedTo), which took its
+// pending counts over.
+func (r *zoneRedis) lockLive() *zoneRedis {
+	for {
+		r.mu.Lock()
+		next := r.movedTo
+		if next == nil {
+			return r
+		}
+		r.mu.Unlock()
+		r = next
 	}
 }
 
@@ -412,12 +422,7 @@ func (r *zoneRedis) take() map[deltaKey]int64 {
 
 // putBack adds counts that could not be sent back to the pending ones.
 func (r *zoneRedis) putBack(batch map[deltaKey]int64) {
-	r.mu.Lock()
-	if next := r.movedTo; next != nil { // replaced during the push
-		r.mu.Unlock()
-		next.putBack(batch)
-		return
-	}
+	r = r.lockLive() // a reload may have replaced r during the push
 	defer r.mu.Unlock()
 	for k, n := range batch {
 		r.add(k, n)

@@ -80,12 +80,7 @@ func pendingLines(pending map[deltaKey]int64) []byte {
 
 // addCounts adds counts read back to r's pending counts.
 func (r *zoneRedis) addCounts(cs []quota.Count) {
-	r.mu.Lock()
-	if next := r.movedTo; next != nil {
-		r.mu.Unlock()
-		next.addCounts(cs)
-		return
-	}
+	r = r.lockLive()
 	defer r.mu.Unlock()
 	for _, c := range cs {
 		r.add(deltaKey{key: c.Key, period: c.Period, start: c.Start.Unix()}, c.N)

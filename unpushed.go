@@ -15,12 +15,14 @@ import (
 const unpushedKind = "mcp_ratelimit-unpushed"
 
 // saveUnpushed writes us to the zone's file, replacing it whole.
-func (z *zone) saveUnpushed(us []quota.Count) error {
-	var b []byte
-	for _, u := range us {
-		b = appendCountLine(b, u)
+func (z *zone) saveUnpushed(us []quota.Count) error { return writeCounts(z.unpushed.path(), us) }
+
+// dropUnpushed removes the zone's file: nothing in it is left to push.
+func (z *zone) dropUnpushed() {
+	if err := z.unpushed.remove(); err != nil {
+		z.logger.Load().Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
+			zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
 	}
-	return z.unpushed.save(b)
 }
 
 // adoptUnpushed counts again what stopped processes of the zone could not
@@ -48,24 +50,16 @@ func (z *zone) adoptUnpushed(now time.Time) {
 // mirrorUnpushed keeps the host's copy of the counts not yet pushed to
 // storage up to date after each flush: written while storage fails, so a
 // crash during an outage loses no more than one flush interval, and
-// removed once they are pushed.
+// removed once they are pushed. A flush that failed after its pushes
+// went through (an unlock, a read) leaves nothing to keep either: a copy
+// kept would count them again.
 func (z *zone) mirrorUnpushed(pushed bool) {
-	if pushed {
-		if err := z.unpushed.remove(); err != nil {
-			z.logger.Load().Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
-				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
-		}
-		return
+	var us []quota.Count
+	if !pushed {
+		us = z.quota.Unpushed()
 	}
-	us := z.quota.Unpushed()
 	if len(us) == 0 {
-		// A flush that failed after its pushes went through (an unlock,
-		// a read) leaves nothing to keep: a copy kept would count them
-		// again.
-		if err := z.unpushed.remove(); err != nil {
-			z.logger.Load().Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
-				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
-		}
+		z.dropUnpushed()
 		return
 	}
 	if err := z.saveUnpushed(us); err != nil {

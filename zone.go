@@ -261,15 +261,14 @@ type zoneCapacity struct {
 	knownTTL time.Duration
 }
 
-// The zone's capacity is the most generous max_known and known_ttl of the
-// handlers holding it. During a config load the old handlers hold it beside
-// the new ones, so a lower limit applies only once the load is in force
-// and the old ones have let go, and never for a load Caddy rejects,
-// however long it takes to fail; handlers of one config that disagree
-// give a result that does not depend on the order Caddy loaded them in.
-// noteCapacity records it for the run loop (which must not wait on
-// holdMu: a reload holds it through Redis round trips). z.holdMu must be
-// held.
+// noteCapacity records the zone's capacity for the run loop, which must
+// not wait on holdMu (a reload holds it through Redis round trips): the
+// most generous max_known and known_ttl of the handlers holding the zone.
+// During a config load the old handlers hold it beside the new ones, so a
+// lower limit applies only once the load is in force and the old ones
+// have let go, and never for a load Caddy rejects, however long it takes
+// to fail; handlers of one config that disagree give a result that does
+// not depend on the order Caddy loaded them in. z.holdMu must be held.
 func (z *zone) noteCapacity() {
 	var c zoneCapacity
 	for _, h := range z.holders {
@@ -497,10 +496,7 @@ func (z *zone) keepUnpushed() {
 	log := z.logger.Load()
 	us := z.quota.Unpushed()
 	if len(us) == 0 {
-		if err := z.unpushed.remove(); err != nil {
-			log.Error("counts pushed to storage are still kept on this host: a process of the zone taking the file over would count them again",
-				zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Error(err))
-		}
+		z.dropUnpushed()
 		return
 	}
 	if err := z.saveUnpushed(us); err != nil {
@@ -508,7 +504,7 @@ func (z *zone) keepUnpushed() {
 		return
 	}
 	z.unpushed.release()
-	log.Warn("counts not pushed to storage kept on this host until the zone starts again", zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Int("keys", len(us)))
+	log.Warn("counts not pushed to storage kept on this host until a process of the zone takes them over", zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Int("keys", len(us)))
 }
 
 func (z *zone) onDegraded(degraded bool, err error) {

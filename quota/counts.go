@@ -21,11 +21,8 @@ func (c *Counter) Counts(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Count
-	for _, p := range c.periods {
-		b := c.bucketLocked(p, now, false)
-		if b == nil {
-			continue
-		}
+	for _, b := range c.currentLocked(now) {
+		p := b.period
 		seen := make(map[string]bool, len(b.shared)+len(b.pending))
 		add := func(key string) {
 			if seen[key] {
@@ -44,6 +41,18 @@ func (c *Counter) Counts(now time.Time) []Count {
 		}
 		for k := range b.inflight {
 			add(k)
+		}
+	}
+	return out
+}
+
+// currentLocked returns the buckets of the current period of every kind
+// the Counter counts that it holds. c.mu must be held.
+func (c *Counter) currentLocked(now time.Time) []*bucket {
+	var out []*bucket
+	for _, p := range c.periods {
+		if b := c.bucketLocked(p, now, false); b != nil {
+			out = append(out, b)
 		}
 	}
 	return out

@@ -48,13 +48,9 @@ func (c *Counter) Observed(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Count
-	for _, p := range c.periods {
-		b := c.bucketLocked(p, now, false)
-		if b == nil {
-			continue
-		}
+	for _, b := range c.currentLocked(now) {
 		for k := range b.observed {
-			out = append(out, Count{Key: k, Period: p, Start: b.start, N: b.used([]byte(k))})
+			out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: b.used([]byte(k))})
 		}
 	}
 	return out

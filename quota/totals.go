@@ -11,13 +11,9 @@ func (c *Counter) Totals(now time.Time) (cs []Count, ok bool) {
 	if !c.adopted {
 		return nil, false
 	}
-	for _, p := range c.periods {
-		b := c.bucketLocked(p, now, false)
-		if b == nil {
-			continue
-		}
+	for _, b := range c.currentLocked(now) {
 		for k, n := range b.shared {
-			cs = append(cs, Count{Key: k, Period: p, Start: b.start, N: n})
+			cs = append(cs, Count{Key: k, Period: b.period, Start: b.start, N: n})
 		}
 	}
 	return cs, true
