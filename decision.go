@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 
@@ -23,11 +22,10 @@ import (
 // decision carries one request through admission and, once admitted,
 // through the backend's answer. Decisions are pooled.
 type decision struct {
-	h    *Handler
-	z    *zone
-	pol  *policy
-	now  time.Time
-	repl *caddy.Replacer
+	h   *Handler
+	z   *zone
+	pol *policy
+	now time.Time
 
 	ip       netip.Addr   // the client address of an unproven caller
 	addr     netip.Prefix // its key: the network of ip
@@ -102,22 +100,18 @@ var decisionPool = sync.Pool{New: func() any { return new(decision) }}
 func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	d := decisionPool.Get().(*decision)
 	d.h, d.z, d.pol, d.now = h, h.zone, h.pol, now
-	d.repl, _ = r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
-	if d.repl == nil {
-		d.repl = caddy.NewReplacer()
-	}
 	h.warnForwardedFor(r)
 	// Frameworks answer OPTIONS (and often HEAD) themselves, before any
 	// authentication runs (Express does for every route): such a 2xx
 	// says nothing about the credential.
 	d.answeredBlind = r.Method == http.MethodOptions || r.Method == http.MethodHead
 	var v string
-	if v, d.unreadable = identityValue(r, d.repl, d.pol.identity); v != "" {
+	if v, d.unreadable = identityValue(r, d.pol); v != "" {
 		d.fp, d.hasID = d.z.fpKey.Load().sum(v), true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
 	}
 	if d.pol.groupKey != "" {
-		if g := placeholderValue(r, d.repl, d.pol.groupKey); g != "" {
+		if g := placeholderValue(r, d.pol.groupKey); g != "" {
 			d.groupFP, d.hasGroup = d.z.fpKey.Load().sum(g), true
 		}
 	}
@@ -205,7 +199,7 @@ func trustsProxies(r *http.Request) bool {
 // first, then the first matching tier, then the top-level limits.
 func (p *policy) limitsFor(r *http.Request, d *decision) limits {
 	l := p.base
-	if t := p.tierFor(r, d.repl); t != nil {
+	if t := p.tierFor(r); t != nil {
 		l = t.limits
 	}
 	if d.hasID && len(p.overrides) > 0 {
@@ -217,10 +211,10 @@ func (p *policy) limitsFor(r *http.Request, d *decision) limits {
 }
 
 // tierFor returns the first tier whose placeholder matches, or nil.
-func (p *policy) tierFor(r *http.Request, repl *caddy.Replacer) *tier {
+func (p *policy) tierFor(r *http.Request) *tier {
 	for i := range p.tiers {
 		t := &p.tiers[i]
-		if v := placeholderValue(r, repl, t.placeholder); v != "" && slices.Contains(t.values, v) {
+		if v := placeholderValue(r, t.placeholder); v != "" && slices.Contains(t.values, v) {
 			return t
 		}
 	}
@@ -270,7 +264,8 @@ func (d *decision) release() {
 	}
 	items, layers, keys := d.items[:0], d.itemLayers[:0], d.keys[:0]
 	watch := d.watch.reuse()
-	*d = decision{items: items, itemLayers: layers, keys: keys, watch: watch}
+	*d = decision{} // cleared in place: a literal with fields is built apart, then copied
+	d.items, d.itemLayers, d.keys, d.watch = items, layers, keys, watch
 	decisionPool.Put(d)
 }
 

@@ -63,15 +63,18 @@ func (f *fingerprinter) sum(value string) [16]byte {
 // and every mark uses it, so they cannot drift apart. It also returns why
 // the identity headers do not name one credential the way every backend
 // reads it ("" when they do); such a request must be refused.
-func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string) (value, unreadable string) {
-	if len(placeholders) == 1 {
-		return readPlaceholder(r, repl, placeholders[0])
+func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
+	if pol.identityHeader != "" {
+		return readHeader(r, pol.identityHeader)
 	}
-	parts := make([]string, len(placeholders))
+	if len(pol.identity) == 1 {
+		return readPlaceholder(r, pol.identity[0])
+	}
+	parts := make([]string, len(pol.identity))
 	empty := true
-	for i, p := range placeholders {
+	for i, p := range pol.identity {
 		var why string
-		parts[i], why = readPlaceholder(r, repl, p)
+		parts[i], why = readPlaceholder(r, p)
 		empty = empty && parts[i] == ""
 		unreadable = cmp.Or(unreadable, why)
 	}
@@ -82,20 +85,24 @@ func identityValue(r *http.Request, repl *caddy.Replacer, placeholders []string)
 }
 
 // placeholderValue evaluates one placeholder, as identityValue reads it.
-func placeholderValue(r *http.Request, repl *caddy.Replacer, ph string) string {
-	v, _ := readPlaceholder(r, repl, ph)
+func placeholderValue(r *http.Request, ph string) string {
+	v, _ := readPlaceholder(r, ph)
 	return v
 }
 
 // readPlaceholder evaluates one placeholder. A lone request-header
 // placeholder is read straight from the header (see readHeader), without
-// the replacer's allocations. Any other is evaluated by Caddy's replacer,
-// with every request header, query parameter and cookie it names read
-// and checked as readInput does. unreadable says why the request does not
-// name one value as every backend reads it.
-func readPlaceholder(r *http.Request, repl *caddy.Replacer, ph string) (value, unreadable string) {
+// the replacer's allocations. Any other is evaluated by the request's
+// replacer, with every request header, query parameter and cookie it names
+// read and checked as readInput does. unreadable says why the request does
+// not name one value as every backend reads it.
+func readPlaceholder(r *http.Request, ph string) (value, unreadable string) {
 	if name, ok := headerPlaceholder(ph); ok {
 		return readHeader(r, name)
+	}
+	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		repl = caddy.NewReplacer()
 	}
 	value, _ = repl.ReplaceFunc(ph, func(key string, val any) (any, error) {
 		v, why, ok := readInput(r, key)
@@ -176,7 +183,13 @@ func connectionNames(r *http.Request, name string) bool {
 // headerPlaceholder returns the header name of a lone request-header
 // placeholder such as {http.request.header.Authorization}.
 func headerPlaceholder(ph string) (string, bool) {
-	name, ok := strings.CutPrefix(ph, "{"+headerPrefix)
+	return lonePlaceholder(ph, headerPrefix)
+}
+
+// lonePlaceholder returns the name in ph when ph is one placeholder
+// {<prefix><name>} and nothing else.
+func lonePlaceholder(ph, prefix string) (string, bool) {
+	name, ok := strings.CutPrefix(ph, "{"+prefix)
 	if !ok || !strings.HasSuffix(name, "}") || strings.ContainsAny(name[:len(name)-1], "{}") {
 		return "", false
 	}

@@ -10,13 +10,13 @@ import (
 // parse for 100k keys. Readers skip malformed lines instead of failing.
 
 // validKey reports whether key can be stored: not empty, no space, no newline.
-func validKey[K string | []byte](key K) bool {
-	for i := 0; i < len(key); i++ {
-		if key[i] == ' ' || key[i] == '\n' {
-			return false
-		}
-	}
-	return len(key) > 0
+func validKey(key []byte) bool {
+	return len(key) > 0 && bytes.IndexByte(key, ' ') < 0 && bytes.IndexByte(key, '\n') < 0
+}
+
+// validKeyString is validKey for a key held as a string.
+func validKeyString(key string) bool {
+	return len(key) > 0 && strings.IndexByte(key, ' ') < 0 && strings.IndexByte(key, '\n') < 0
 }
 
 // nextLine splits s at its first newline.

@@ -66,8 +66,11 @@ func TestValidKey(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
-			if got := validKey(tt.key); got != tt.want {
+			if got := validKey([]byte(tt.key)); got != tt.want {
 				t.Errorf("validKey(%q) = %v", tt.key, got)
+			}
+			if got := validKeyString(tt.key); got != tt.want {
+				t.Errorf("validKeyString(%q) = %v", tt.key, got)
 			}
 		})
 	}

@@ -72,7 +72,7 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	}
 	stored, storedTombs := splitForgets(latestByKey(parseKnown(data)))
 	tombs := maps.Clone(storedTombs)
-	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKey(e.Key) || isForget(e.Key) }))
+	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKeyString(e.Key) || isForget(e.Key) }))
 	cutoff := int64(math.MinInt64)
 	if ttl > 0 {
 		cutoff = now.Add(-ttl).Unix()

@@ -32,7 +32,7 @@ func (c *Counter) SeedTotals(cs []Count, now time.Time) {
 		return
 	}
 	for _, t := range cs {
-		if !t.Period.Valid() || !validKey(t.Key) || t.N <= 0 || !t.Start.Equal(t.Period.Start(now)) {
+		if !t.Period.Valid() || !validKeyString(t.Key) || t.N <= 0 || !t.Start.Equal(t.Period.Start(now)) {
 			continue
 		}
 		b := c.bucketLocked(t.Period, now, true)

@@ -25,7 +25,7 @@ func (c *Counter) AddUnpushed(us []Count) {
 	defer c.mu.Unlock()
 	now := c.clock()
 	for _, u := range us {
-		if !u.Period.Valid() || !validKey(u.Key) || u.N == 0 || u.Start.Before(u.Period.prev(u.Period.Start(now))) || u.Start.After(now) {
+		if !u.Period.Valid() || !validKeyString(u.Key) || u.N == 0 || u.Start.Before(u.Period.prev(u.Period.Start(now))) || u.Start.After(now) {
 			continue
 		}
 		c.bucketLocked(u.Period, u.Start, true).pending.add([]byte(u.Key), u.N)
