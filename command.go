@@ -31,8 +31,10 @@ func init() {
 The fingerprint subcommand reads an identity value on stdin exactly as the
 identity placeholders produce it (e.g. the whole Authorization header value
 "Bearer abc", whose scheme and whitespace may be spelled any way, as the
-handler reads them; with several placeholders, one value per line), strips
-the trailing newline, and prints its fingerprint under the zone's key — from
+handler reads them; a cookie's value as it is sent, which the command makes
+canonical as the handler does; with several placeholders, one value per
+line), strips the trailing newline, and prints its fingerprint under the
+zone's key — from
 the configured storage, or from the zone's Redis store when the config gives
 it one (store redis) — the same fingerprint the handler logs, shows in the
 admin API and accepts in "override".`,
@@ -161,9 +163,12 @@ func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error)
 	return val.(caddy.StorageConverter).CertMagicStorage()
 }
 
-// asPlaceholdersProduce returns the identity value read on stdin as the
-// identity placeholders produce it: credentials headers (Authorization by
-// default) spelled canonically, one line per placeholder.
+// asPlaceholdersProduce returns the identity value read on stdin, one line
+// per placeholder as the identity placeholders produce it, as the handler
+// reads it: credentials headers (Authorization by default) spelled
+// canonically (canonicalCredentials), cookies made canonical
+// (canonicalCookieValue). Only a line whose placeholder is one header or
+// cookie placeholder and nothing else is rewritten.
 func asPlaceholdersProduce(value string, placeholders []string) string {
 	if len(placeholders) == 0 {
 		placeholders = []string{defaultIdentity}
@@ -178,6 +183,9 @@ func asPlaceholdersProduce(value string, placeholders []string) string {
 	for i, ph := range placeholders {
 		if name, ok := headerPlaceholder(ph); ok && isCredentialsHeader(name) {
 			lines[i], _ = canonicalCredentials(lines[i])
+		}
+		if _, ok := lonePlaceholder(ph, cookiePrefix); ok {
+			lines[i] = canonicalCookieValue(lines[i])
 		}
 	}
 	return strings.Join(lines, "\n")

@@ -29,11 +29,16 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// loggedFingerprint runs Caddy in process with file storage dir, makes a
-// pre-auth refusal with the given Authorization value, and returns the
-// fingerprint the refusal log carries and the Caddyfile path.
-func loggedFingerprint(t *testing.T, dir, zone, authz string) (string, string) {
+// loggedFingerprint runs Caddy in process with file storage dir and a
+// handler whose identity is the placeholder identity ("" for the default),
+// makes a pre-auth refusal of requests carrying value in the request header
+// named header, and returns the fingerprint the refusal log carries and
+// the Caddyfile path. secret is what of value the log must never show.
+func loggedFingerprint(t *testing.T, dir, zone, identity, header, value, secret string) (string, string) {
 	t.Helper()
+	if identity != "" {
+		identity = "identity " + identity
+	}
 	tmp := t.TempDir()
 	logPath := filepath.Join(tmp, "caddy.log")
 	port, adminPort := freePort(t), freePort(t)
@@ -54,13 +59,14 @@ http://127.0.0.1:%d {
 	route {
 		mcp_ratelimit {
 			zone %s
+			%s
 			preauth 1/m burst 1
 		}
 		# Rejecting the credential keeps the identity unproven.
 		respond "no" 401
 	}
 }
-`, adminPort, dir, logPath, port, zone)
+`, adminPort, dir, logPath, port, zone, identity)
 	cfgPath := filepath.Join(tmp, "Caddyfile")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
@@ -78,7 +84,7 @@ http://127.0.0.1:%d {
 	status := 0
 	for range 3 {
 		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
-		req.Header.Set("Authorization", authz)
+		req.Header.Set(header, value)
 		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -98,7 +104,7 @@ http://127.0.0.1:%d {
 				Msg, Zone, Layer, Fingerprint string
 			}
 			if json.Unmarshal(sc.Bytes(), &ev) == nil && ev.Msg == "refused" && ev.Zone == zone && ev.Layer == "preauth" && ev.Fingerprint != "" {
-				if strings.Contains(string(b), strings.TrimPrefix(authz, "Bearer ")) {
+				if strings.Contains(string(b), secret) {
 					t.Fatalf("the log carries the raw credential:\n%s", b)
 				}
 				return ev.Fingerprint, cfgPath
@@ -113,7 +119,7 @@ http://127.0.0.1:%d {
 
 func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 	dir := t.TempDir()
-	logged, cfgPath := loggedFingerprint(t, dir, "z", "Bearer abc-LOGGED")
+	logged, cfgPath := loggedFingerprint(t, dir, "z", "", "Authorization", "Bearer abc-LOGGED", "abc-LOGGED")
 	if len(logged) != 32 {
 		t.Fatalf("logged fingerprint %q is not 32 hex characters", logged)
 	}
@@ -183,5 +189,22 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 	var out bytes.Buffer
 	if err := runFingerprint("z", filepath.Join(dir, "missing.Caddyfile"), "caddyfile", strings.NewReader("Bearer abc-LOGGED\n"), &out, &notes); err == nil {
 		t.Errorf("missing config file: no error (printed %q)", out.String())
+	}
+}
+
+// The command reads a cookie identity as the cookie placeholder produces
+// it, and fingerprints it as the handler does: trimmed, cut at a space,
+// %-decoded, with '+' a space (canonicalCookieValue).
+func TestFingerprintCommandReadsCookiesAsTheHandler(t *testing.T) {
+	const raw = "ab+cd%2Fef=="
+	logged, cfgPath := loggedFingerprint(t, t.TempDir(), "ck", "{http.request.cookie.token}", "Cookie", "token="+raw, raw)
+	for stdin, same := range map[string]bool{raw + "\n": true, "ab cd/ef==\n": false} {
+		var out, notes bytes.Buffer
+		if err := runFingerprint("ck", cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes); err != nil {
+			t.Fatalf("runFingerprint: %v", err)
+		}
+		if got := strings.TrimSpace(out.String()); (got == logged) != same {
+			t.Errorf("stdin %q: printed %s, logged %s, want same=%v", stdin, got, logged, same)
+		}
 	}
 }
