@@ -256,7 +256,7 @@ func (p *policy) view() map[string]any {
 	}
 	overrides := map[string]any{}
 	for fp, o := range p.overrides {
-		overrides[fingerprintHex(fp)] = limitsView(o.limits[""]) // over the top-level limits
+		overrides[fingerprintHex(fp)] = p.overrideView(o)
 	}
 	gateways := make([]any, 0, len(p.gateways))
 	for _, g := range p.gateways {
@@ -283,6 +283,29 @@ func (p *policy) view() map[string]any {
 	if p.groupKey != "" {
 		v["group"] = map[string]any{"key": p.groupKey, "rate": p.group.text, "burst": p.group.burst, "quota": quotaView(p.groupQuota)}
 	}
+	return v
+}
+
+// overrideView shows an override as the limits in force for its identity:
+// over the top-level limits when no tier matches the request, and in
+// in_tier over each tier's, since what the override leaves unset comes
+// from the tier a request matches. sets lists what the override sets.
+func (p *policy) overrideView(o *override) map[string]any {
+	v := limitsView(o.apply(p.base))
+	inTier := map[string]any{}
+	for _, t := range p.tiers {
+		inTier[t.name] = limitsView(o.apply(t.limits))
+	}
+	sets := []string{}
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"tenant", o.tenant}, {"quota", o.quota}, {"concurrency", o.concurrency}, {"costs", len(o.costs) > 0}} {
+		if f.set {
+			sets = append(sets, f.name)
+		}
+	}
+	v["in_tier"], v["sets"] = inTier, sets
 	return v
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -289,5 +290,43 @@ func TestAdminListsProvenIdentitiesMostRecentFirst(t *testing.T) {
 		if status, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/list/identities?limit="+bad, nil); status != http.StatusBadRequest {
 			t.Errorf("limit=%s: %d, want 400 (%s)", bad, status, body)
 		}
+	}
+}
+
+// The admin API shows an override as the limits in force for its identity.
+// What the override leaves unset comes from the tier a request matches, so
+// it shows them over the top-level limits and over each tier, and says
+// which fields it sets.
+func TestAdminShowsOverrideOverEachTier(t *testing.T) {
+	e := start(t, "zone ovtier\ntenant 1/m burst 2\nquota 100/day\ntier gold {\nmatch {http.request.header.X-Plan} gold\ntenant 1/m burst 6\nconcurrency 1\ncost photo 3\n}")
+	fp := fingerprintOf(t, e.caddy.Storage, "ovtier", "Bearer valid-o")
+	hp := e.caddy.HandlerPath(t, "mcp_ratelimit")
+	if status, body := e.caddy.AdminDo(t, http.MethodPut, hp+"/overrides", []byte(fmt.Sprintf(`{%q:{"quota":{"day":40}}}`, fp))); status != http.StatusOK {
+		t.Fatalf("PUT %s/overrides: %d %s", hp, status, body)
+	}
+	limits, _ := adminZone(t, e.caddy, "ovtier")["limits"].(map[string]any)
+	overrides, _ := limits["overrides"].(map[string]any)
+	ov, _ := overrides[fp].(map[string]any)
+	b, _ := json.Marshal(ov)
+	var got struct {
+		Tenant struct{ Burst int }
+		Quota  struct{ Day int }
+		Sets   []string
+		InTier map[string]struct {
+			Tenant      struct{ Burst int }
+			Quota       struct{ Day int }
+			Concurrency struct {
+				PerIdentity int `json:"per_identity"`
+			}
+			Costs map[string]int
+		} `json:"in_tier"`
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("override view %s: %v", b, err)
+	}
+	gold := got.InTier["gold"]
+	if got.Tenant.Burst != 2 || got.Quota.Day != 40 || !slices.Equal(got.Sets, []string{"quota"}) ||
+		gold.Tenant.Burst != 6 || gold.Quota.Day != 40 || gold.Concurrency.PerIdentity != 1 || gold.Costs["photo"] != 3 {
+		t.Fatalf("override view %s: want top-level tenant burst 2 and, in tier gold, burst 6, 1 call in flight, cost photo 3; quota 40/day in both; sets [quota]", b)
 	}
 }
