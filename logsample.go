@@ -9,8 +9,8 @@ import (
 // sampleThreshold events in one sampleWindow for one layer; past that,
 // one event is logged per sampleEvery refusals, carrying
 // represents_count, and whatever is left over is logged when the window
-// ends, so the represents_count of all events always sums to the number
-// of refusals.
+// ends or the zone stops, so the represents_count of all events always
+// sums to the number of refusals.
 const (
 	sampleWindow    = time.Second
 	sampleThreshold = 20
@@ -66,13 +66,14 @@ func (s *sampler) record(k sampleKey, now time.Time) uint64 {
 }
 
 // drain returns the refusals not yet represented by a logged event in
-// windows that have ended, and forgets them.
-func (s *sampler) drain(now time.Time) map[sampleKey]uint64 {
+// windows that have ended, or in every window when all is set (the zone
+// stops: no later event would carry them), and forgets them.
+func (s *sampler) drain(now time.Time, all bool) map[sampleKey]uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out map[sampleKey]uint64
 	for k, st := range s.state {
-		if now.Sub(st.windowStart) < sampleWindow {
+		if !all && now.Sub(st.windowStart) < sampleWindow {
 			continue
 		}
 		if st.pending > 0 {

@@ -257,6 +257,34 @@ func TestRefusalCountersAreExactPerLayerAndSurviveReload(t *testing.T) {
 	check(tenantRefusals+1, preauthRefusals, admitted, total+1)
 }
 
+// A zone that stops (here: a reload drops it) logs the refusals its
+// sampling still holds, however young their window: the represents_count
+// of its events sum to every refusal.
+func TestStoppingZoneLogsTheRefusalsSamplingHolds(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := start(t, "zone floodstop\npreauth 1/m burst 1", opts)
+	if r := e.call(0); r.Status == http.StatusTooManyRequests {
+		t.Fatalf("first call refused: %s", r.Body)
+	}
+	const n = 130 // 20 logged one by one, one event for 100, 10 held
+	for i := range n {
+		if r := e.call(1 + i); r.Status != http.StatusTooManyRequests {
+			t.Fatalf("call %d: %d, want a pre-auth refusal", i, r.Status)
+		}
+	}
+	site := "mcp_ratelimit {\nzone floodstop-next\n}\nreverse_proxy $BACKEND"
+	e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, opts.Global))
+	var sum float64
+	harness.Eventually(t, 5*time.Second, "the stopped zone's events to represent every refusal", func() bool {
+		sum = 0
+		for _, ev := range refusalEvents(logEvents(t, logPath), "floodstop", "preauth") {
+			rc, _ := ev["represents_count"].(float64)
+			sum += rc
+		}
+		return sum == n
+	})
+}
+
 func TestRefusalFloodIsSampledButRepresentsEveryRefusal(t *testing.T) {
 	opts, logPath := logOptions(t)
 	e := start(t, "zone flood\npreauth 1/m burst 1", opts)

@@ -438,9 +438,10 @@ func (h *Handler) record(d *decision, ref refusal, dry bool) {
 	h.logger.Info("refused", fields...)
 }
 
-// drainSampler logs the refusals that sampling left unrepresented.
-func (z *zone) drainSampler() {
-	for k, n := range z.sampler.drain(time.Now()) {
+// drainSampler logs the refusals that sampling left unrepresented in
+// windows that have ended, or in all of them when the zone stops.
+func (z *zone) drainSampler(stopping bool) {
+	for k, n := range z.sampler.drain(time.Now(), stopping) {
 		msg := "refused"
 		fields := []zap.Field{zap.String("zone", z.name), zap.String("layer", k.layer.String()), zap.Uint64("represents_count", n)}
 		if k.dry {

@@ -320,7 +320,7 @@ func (z *zone) run(ctx context.Context) {
 			z.keepUnpushed()
 			z.closeRedis(final)
 			cancel()
-			z.drainSampler()
+			z.drainSampler(true)
 			return
 		case now := <-tick.C:
 			applied = z.applyCapacities(applied)
@@ -330,7 +330,7 @@ func (z *zone) run(ctx context.Context) {
 				z.tenants.Sweep(now)
 				z.groups.Sweep(now)
 				z.known.Sweep(now)
-				z.drainSampler()
+				z.drainSampler(false)
 				z.probeRedis(ctx, now)
 				z.keyToMovedStorage(ctx)
 				if now.Sub(lastAdopt) >= hostFileBeat {
