@@ -126,39 +126,39 @@ type gateway struct {
 
 // policy is the compiled, immutable form of a Handler's configuration.
 type policy struct {
-	zone     string
-	identity []string
+	zone          string
+	identity      []string
+	trustIdentity bool
+	reject        []int
+	knownTTL      time.Duration
+	maxKnown      int
+	meter         jsonrpc.Meter
+	maxBody       int64
+	maxBatch      int
+	preauth       bucketLimit
+	preauthOff    bool
+	preauthPolicy []string // RateLimit-Policy value of the pre-auth bucket
+	gateways      []gateway
+	base          limits
+	global        bucketLimit
+	globalOff     bool
+	anonymous     bucketLimit
+	anonymousOn   bool
+	v4, v6        int
+	flush         time.Duration
+	errorCode     int
+	refuseWith    refuseMode
+	groupKey      string
+	group         bucketLimit
+	groupQuota    quotaLimit
+	tools         map[string]*toolPolicy
+	failClosed    bool
+	tiers         []tier
+	overrides     map[[16]byte]*override
 	// identityHeader names the header of an identity that is one lone
 	// request-header placeholder, parsed once here rather than on every
 	// request; "" for any other identity.
 	identityHeader string
-	trustIdentity  bool
-	reject         []int
-	knownTTL       time.Duration
-	maxKnown       int
-	meter          jsonrpc.Meter
-	maxBody        int64
-	maxBatch       int
-	preauth        bucketLimit
-	preauthOff     bool
-	preauthPolicy  []string // RateLimit-Policy value of the pre-auth bucket
-	gateways       []gateway
-	base           limits
-	global         bucketLimit
-	globalOff      bool
-	anonymous      bucketLimit
-	anonymousOn    bool
-	v4, v6         int
-	flush          time.Duration
-	errorCode      int
-	refuseWith     refuseMode
-	groupKey       string
-	group          bucketLimit
-	groupQuota     quotaLimit
-	tools          map[string]*toolPolicy
-	failClosed     bool
-	tiers          []tier
-	overrides      map[[16]byte]*override
 	// counted says which quota periods some identity quota of the policy
 	// (top level, tier or override) limits: every identity is counted in
 	// each, limited or not, so that one moving to a tier or an override
