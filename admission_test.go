@@ -545,7 +545,7 @@ func TestNeverFittingRequestNamesAnExhaustedQuota(t *testing.T) {
 // checks the first value would prove or serve a caller whom the limiter
 // keyed by the joined values, so each variant would mint a fresh budget.
 func TestRepeatedIdentityHeaderIsRefused(t *testing.T) {
-	e := start(t, "tenant 10/s burst 100\nquota 2/day")
+	e := start(t, "tenant 10/s burst 100\nquota 2/day\npreauth 100/s burst 1000")
 	e.prove("valid-dup")
 	e.spend("valid-dup", 2)
 	refusal(t, e.call(3, "Authorization", "Bearer valid-dup"), http.StatusTooManyRequests, "quota")
@@ -606,7 +606,7 @@ func TestSiteLevelDirectiveLimitsHandleBlocks(t *testing.T) {
 // serves requests without Authorization, so it proves any such identity.)
 func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 	e := start(t, "identity {http.request.uri.query.token} {http.request.cookie.token} \"key:{http.request.header.X-Api-Key}\"\n"+
-		"tenant 10/s burst 100\nquota 2/day")
+		"tenant 10/s burst 100\nquota 2/day\npreauth 100/s burst 1000")
 	mcp := e.mcp
 	send := func(query string, hdr ...string) *harness.Response {
 		t.Helper()
@@ -1041,5 +1041,73 @@ func TestRefusalOfABodyWithoutMethodHasAnAnswer(t *testing.T) {
 	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
 	if got.ID != nil || !strings.Contains(string(r.Body), `"id":null`) {
 		t.Fatalf("refusal of a body without method: %s, want an error with id null", r.Body)
+	}
+}
+
+// A credential sent as a request trailer never reaches the backend: a
+// server that reads trailers as headers (uvicorn with httptools) would
+// otherwise run calls of an exhausted identity that the limiter, seeing
+// no identity, charges to the pre-auth budget only, and would prove junk
+// sent in the header with the trailer's real credential.
+func TestRequestTrailersDoNotReachTheBackend(t *testing.T) {
+	e := start(t, "zone trailers\ntenant 10/s burst 100\nquota 2/day\npreauth 100/s burst 100")
+	e.prove("valid-trailer")
+	e.spend("valid-trailer", 2)
+	refusal(t, e.call(3, "Authorization", "Bearer valid-trailer"), http.StatusTooManyRequests, "quota")
+	url := strings.Replace(e.mcp, "/mcp", "/merge-trailers", 1)
+	send := func(id int, hdr ...string) *harness.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, io.NopCloser(strings.NewReader(harness.ToolCall(id, "echo", map[string]any{"text": "hi"}))))
+		req.ContentLength = -1 // chunked, which trailers need
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for i := 0; i+1 < len(hdr); i += 2 {
+			req.Header.Set(hdr[i], hdr[i+1])
+		}
+		req.Trailer = http.Header{"Authorization": {"Bearer valid-trailer"}}
+		return harness.Do(t, req)
+	}
+	before := e.backend.ToolCalls()
+	for i := range 3 {
+		if r := send(10 + i); r.Status != http.StatusUnauthorized {
+			t.Fatalf("call %d with the credential only in a trailer: %d %s, want the backend's 401", i, r.Status, r.Body)
+		}
+	}
+	// Junk in the header, the real credential in the trailer: the
+	// backend's answer must not prove the junk.
+	if r := send(20, "Authorization", "Bearer junk-1"); r.Status != http.StatusUnauthorized {
+		t.Fatalf("junk header with a trailer credential: %d %s, want the backend's 401", r.Status, r.Body)
+	}
+	if n := e.backend.ToolCalls(); n != before {
+		t.Fatalf("the backend ran %d tool calls authenticated by a trailer", n-before)
+	}
+	fp := fingerprintOf(t, e.caddy.Storage, "trailers", "Bearer junk-1")
+	if _, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/trailers/identities/"+fp, nil); strings.Contains(string(body), `"proven":true`) {
+		t.Fatalf("junk in the header was proven by a trailer's credential: %s", body)
+	}
+}
+
+// A request refused because its identity headers are unreadable pays its
+// pre-auth token first, like any unproven request: a flood of them costs
+// the sender its address's budget, not one body read each for free.
+func TestUnreadableIdentityPaysPreauth(t *testing.T) {
+	e := start(t, "zone unreadable-preauth\npreauth 1/m burst 2")
+	twice := func(id int) *harness.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(id, "echo", map[string]any{"text": "hi"})))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Add("Authorization", "Bearer a")
+		req.Header.Add("Authorization", "Bearer b")
+		return harness.Do(t, req)
+	}
+	for i := range 2 {
+		if r := twice(i); r.Status != http.StatusBadRequest {
+			t.Fatalf("request %d with two Authorization headers: %d %s, want 400", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, twice(2), http.StatusTooManyRequests, "preauth")
+	if n := e.backend.Requests(); n != 0 {
+		t.Fatalf("%d requests reached the backend", n)
 	}
 }

@@ -20,14 +20,6 @@ import (
 // the request was refused and the refusal written.
 func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	d.accept, d.post = r.Header["Accept"], r.Method == http.MethodPost
-	if d.unreadable != "" {
-		// Which credential the backend would check is anyone's guess: a
-		// caller must not get to be proven under one and charged under
-		// another. A small body is read only to echo its ids.
-		d.peekIDs(w, r)
-		h.refuseRequest(d, w, bodyRefusal(http.StatusBadRequest, d.unreadable))
-		return true
-	}
 	// Pre-auth: an unproven caller pays one token of its address's budget
 	// before its body is even read.
 	preauthRefused := false // in dry run: the request goes on, refused once
@@ -40,6 +32,19 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 			}
 			preauthRefused, dryPreauth = true, d.ref
 		}
+	}
+	if d.unreadable != "" {
+		// Which credential the backend would check is anyone's guess: a
+		// caller must not get to be proven under one and charged under
+		// another. It has paid its pre-auth token (kept, as for every
+		// refusal of what was sent), so such requests cannot read bodies
+		// for free; a small body is read only to echo its ids.
+		d.peekIDs(w, r)
+		if preauthRefused {
+			h.refuse(d, w, dryPreauth)
+		}
+		h.refuseRequest(d, w, bodyRefusal(http.StatusBadRequest, d.unreadable))
+		return true
 	}
 	ref, refused := h.inspect(d, r)
 	if preauthRefused {

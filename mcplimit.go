@@ -261,6 +261,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 		d.watch.expect(d.req) // before the body, which d.req reads, goes on
 	}
 	d.handOn(r)
+	// Request trailers stop here: servers such as uvicorn with httptools
+	// merge them into the headers their application reads, so a
+	// credential (or a Content-Encoding) sent as a trailer would be one
+	// the limiter never saw, and reverse_proxy forwards them.
+	r.Trailer = nil
 	h.writeRateLimitHeaders(w, d)
 	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d}
 	defer d.finish()

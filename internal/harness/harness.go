@@ -70,7 +70,9 @@ type Backend struct {
 	// Addr is host:port of the backend; /mcp serves Streamable HTTP
 	// statelessly with JSON answers, /session with sessions and SSE,
 	// /linger like /session but holding each answer open for a second
-	// after its last message, and /sse the legacy HTTP+SSE transport.
+	// after its last message, /sse the legacy HTTP+SSE transport, and
+	// /merge-trailers like /mcp, for callers with a credential, with
+	// request trailers read as headers.
 	Addr string
 }
 
@@ -91,6 +93,27 @@ func StartBackend(t testing.TB) *Backend {
 		}
 	})
 	mux.Handle("/sse", b.SSEHandler())
+	// /merge-trailers serves /mcp to authenticated callers only, as an
+	// application on uvicorn with httptools does that reads its headers
+	// into a dict: the request's trailers join the headers, and the last
+	// value of a name wins.
+	stateless := b.Handler()
+	mux.HandleFunc("/merge-trailers", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for k, vv := range r.Trailer {
+			r.Header[k] = vv
+		}
+		if r.Header.Get("Authorization") == "" {
+			http.Error(w, "credential required", http.StatusUnauthorized)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		stateless.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("/throttle", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "7")
 		// X-Upstream-Policy makes the backend send a RateLimit-Policy of
