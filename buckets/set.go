@@ -169,7 +169,12 @@ func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
 // Len returns the number of buckets.
 func (s *Set[K]) Len() int { return int(s.count.Load()) }
 
+// shardIndex returns the shard of key. A Set of one shard (the global
+// bucket's) skips hashing the key.
 func (s *Set[K]) shardIndex(key K) int {
+	if len(s.shards) == 1 {
+		return 0
+	}
 	return int(stripe.Mix(s.hash(key)^s.seed) >> s.shift)
 }
 
