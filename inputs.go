@@ -353,15 +353,18 @@ func readCookie(r *http.Request, name string) (value, unreadable string) {
 	// named name are the distinct such places, over both readings.
 	n, in := 0, newInputName(name)
 	for _, line := range r.Header["Cookie"] {
-		var seen []int
+		var ends []int
 		count := func(k string, end int) {
-			if in.cookie(k) && !slices.Contains(seen, end) {
-				seen = append(seen, end)
+			if in.cookie(k) {
+				ends = append(ends, end)
 			}
 		}
 		splitPairs(line, count)
 		webobPairs(line, count)
-		n += len(seen)
+		// Sorted, not searched per cookie: a header of thousands of
+		// `sid=` pairs must cost n log n, not n².
+		slices.Sort(ends)
+		n += len(slices.Compact(ends))
 	}
 	return value, repeatedInput(n, found, name+" cookie")
 }

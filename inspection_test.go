@@ -355,6 +355,32 @@ func TestBatchOverMaxBatchIs400(t *testing.T) {
 		t.Fatalf("no JSON-RPC error: %s", r.Body)
 	}
 	unchanged(t, e, before, "batch of 33")
+	var each []struct{ ID any }
+	if err := json.Unmarshal(r.Body, &each); err != nil || len(each) != 33 {
+		t.Fatalf("batch of 33: want one error per entry: %s", r.Body)
+	}
+}
+
+// A refusal answers a batch of more than 128 entries (and more than
+// max_batch) with one error, not one per entry: a 64 KiB body of
+// `[1,1,…]` from a caller pre-auth already refuses, or a proven one's
+// oversized batch, must not draw megabytes of answers.
+func TestRefusalOfAnOversizedBatchIsOneError(t *testing.T) {
+	e := start(t, "zone echo-bound\npreauth 1/m burst 2")
+	e.prove("valid-echo")
+	e.call(1) // spends the address's last token
+	body := "[" + strings.TrimSuffix(strings.Repeat("1,", 30000), ",") + "]"
+	r := e.post(body)
+	if r.Status != http.StatusTooManyRequests || len(r.Body) > 2048 {
+		t.Fatalf("pre-auth refusal of a %d-byte batch: %d, %d bytes of answer, want 429 and one error", len(body), r.Status, len(r.Body))
+	}
+	if !bytes.HasPrefix(bytes.TrimSpace(r.Body), []byte("{")) {
+		t.Fatalf("answer is not one error object: %.200s", r.Body)
+	}
+	big := batch(1, 129)
+	if r := e.post(big, "Authorization", "Bearer valid-echo"); r.Status != http.StatusBadRequest || !bytes.HasPrefix(r.Body, []byte("{")) {
+		t.Fatalf("batch of 129: %d %.200s, want 400 with one error", r.Status, r.Body)
+	}
 }
 
 func TestPerToolCostIsCharged(t *testing.T) {

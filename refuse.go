@@ -543,6 +543,13 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		}
 		return
 	}
+	if req.Len() > max(d.pol.maxBatch, minEchoedEntries) {
+		// One answer per entry of a batch far larger than any this
+		// handler runs would let a 64 KiB body of `[1,1,…]` draw 10 MB of
+		// errors: such a batch gets one error with id null.
+		h.answer(buf, d, ref, msg, nullID, false, mode)
+		return
+	}
 	others := msg // what the entries not at fault are told
 	toolQuota := ref.layer == layerToolQuota && ref.tool != ""
 	switch {
@@ -573,6 +580,12 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		buf.WriteByte(']')
 	}
 }
+
+// minEchoedEntries is how many entries of a batch a refusal answers one
+// by one at least, whatever max_batch: an answer stays an array of one
+// error per entry for any batch a client plausibly sends, and is bounded
+// (~40 KB) for one built to draw a huge answer.
+const minEchoedEntries = 128
 
 var nullID = []byte("null")
 
