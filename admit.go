@@ -2,11 +2,13 @@ package mcplimit
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"math"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +48,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		h.refuseRequest(d, w, bodyRefusal(http.StatusBadRequest, d.unreadable))
 		return true
 	}
-	ref, refused := h.inspect(d, r)
+	ref, refused := h.inspect(d, w, r)
 	if preauthRefused {
 		h.refuse(d, w, dryPreauth)
 	}
@@ -218,7 +220,7 @@ func (h *Handler) refuse(d *decision, w http.ResponseWriter, ref refusal) bool {
 // inspect reads and classifies the body of a request that carries one.
 // Requests without a body (SSE GET streams, DELETE) cost nothing unless
 // the meter is `*`.
-func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
+func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (refusal, bool) {
 	pol := d.pol
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	if !hasBody {
@@ -235,15 +237,28 @@ func (h *Handler) inspect(d *decision, r *http.Request) (refusal, bool) {
 		// read a different message than the one classified here.
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."), true
 	}
+	// The body is held in memory until it is all here, before any layer
+	// after pre-auth can refuse: a caller trickling it must not hold that
+	// memory for long. The deadline is lifted once it has arrived, so it
+	// never cuts the answer's stream.
+	wait := bodyWait(pol.maxBody)
+	deadline := setReadDeadline(w, d.now.Add(wait))
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, pol.maxBody)
 	if err != nil || tooLarge {
 		if buf != nil {
 			buf.Release()
 		}
+		// The deadline stays on a refused body: the server stops reading.
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive within "+itoa(int64(wait/time.Second))+"s; send it at once."), true
+		}
 		if err != nil {
 			return bodyRefusal(http.StatusBadRequest, "The request body could not be read."), true
 		}
 		return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."), true
+	}
+	if deadline {
+		setReadDeadline(w, time.Time{})
 	}
 	if jsonrpc.WideEncoding(buf.Bytes()) {
 		// A backend that detects the encoding (Python's json does) would
@@ -296,6 +311,29 @@ func (d *decision) handOn(r *http.Request) {
 	r.TransferEncoding = nil
 }
 
+// setReadDeadline sets the read deadline of w's connection (of its stream,
+// on HTTP/2) and reports whether it could. It walks w's Unwrap chain as
+// http.ResponseController does, without the allocation a controller costs
+// every metered request.
+func setReadDeadline(w http.ResponseWriter, t time.Time) bool {
+	for {
+		switch u := w.(type) {
+		case interface{ SetReadDeadline(time.Time) error }:
+			return u.SetReadDeadline(t) == nil
+		case interface{ Unwrap() http.ResponseWriter }:
+			w = u.Unwrap()
+		default:
+			return false
+		}
+	}
+}
+
+// bodyWait is how long a metered body may take to arrive: 5s, plus a
+// second per 64 KiB the body may hold (21s for the default 1 MiB).
+func bodyWait(maxBody int64) time.Duration {
+	return 5*time.Second + time.Duration(maxBody/(64<<10))*time.Second
+}
+
 // peekLimit bounds what a pre-auth refusal reads to echo request ids.
 const peekLimit = 64 << 10
 
@@ -312,14 +350,13 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return
 	}
-	rc := http.NewResponseController(w)
 	if r.ContentLength > peekLimit {
 		// Not read, and not waited for either: net/http would otherwise
 		// drain up to 256 KiB of it before sending the refusal.
-		_ = rc.SetReadDeadline(time.Now())
+		setReadDeadline(w, time.Now())
 		return
 	}
-	if rc.SetReadDeadline(time.Now().Add(peekWait)) != nil {
+	if !setReadDeadline(w, time.Now().Add(peekWait)) {
 		return
 	}
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, peekLimit)
@@ -329,7 +366,7 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 		buf.Release()
 		return
 	}
-	_ = rc.SetReadDeadline(time.Time{})
+	setReadDeadline(w, time.Time{})
 	d.body, d.bodyOwn = buf, true
 	d.req = jsonrpc.GetRequest()
 	d.req.Parse(buf.Bytes())
