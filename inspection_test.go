@@ -383,6 +383,31 @@ func TestRefusalOfAnOversizedBatchIsOneError(t *testing.T) {
 	}
 }
 
+// The one error for an oversized batch has id null, so it is answered by
+// status under refuse_with jsonrpc too (a 200 with id null ends the Go
+// SDK's session); a batch of notifications alone gets no answer however
+// large; and a batch within a max_batch above 128 is still answered one
+// error per entry.
+func TestOversizedBatchRefusalKeepsTheAnswerRules(t *testing.T) {
+	e := start(t, "zone echo-rules\nrefuse_with jsonrpc\npreauth 1/m burst 2\nmax_batch 200\ntenant 1/m burst 1\nquota off")
+	e.prove("valid-rules")
+	e.call(1) // spends the address's last pre-auth token
+	r := e.post(batch(1, 201))
+	if r.Status != http.StatusTooManyRequests || !bytes.HasPrefix(r.Body, []byte(`{"jsonrpc":"2.0","id":null`)) {
+		t.Fatalf("unproven batch of 201 under refuse_with jsonrpc: %d %.200s, want 429 and one error with id null", r.Status, r.Body)
+	}
+	notes := "[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/progress"},`, 300), ",") + "]"
+	if r := e.post(notes); r.Status != http.StatusTooManyRequests || len(r.Body) != 0 {
+		t.Fatalf("unproven batch of 300 notifications: %d %.200s, want 429 and no answer", r.Status, r.Body)
+	}
+	// 150 calls fit max_batch 200; the tenant's burst of 1 refuses them.
+	r = e.post(batch(1, 150), "Authorization", "Bearer valid-rules")
+	var each []struct{ ID int }
+	if err := json.Unmarshal(r.Body, &each); err != nil || len(each) != 150 || each[149].ID != 150 {
+		t.Fatalf("batch of 150 within max_batch 200: %d %.200s, want one error per entry", r.Status, r.Body)
+	}
+}
+
 func TestPerToolCostIsCharged(t *testing.T) {
 	const tok = "valid-cost"
 	e := start(t, "cost slow 3\ntenant 1/m burst 5\nquota off")

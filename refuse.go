@@ -512,11 +512,15 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	} else {
 		mode = refuseStatus
 	}
+	oneForAll := d.tooManyToEcho()
+	if oneForAll {
+		status, mode = ref.status, refuseStatus // its answer's id is null, as above
+	}
 	sc := refusalBufs.Get().(*refusalScratch)
 	sc.out.Reset()
 	sc.msg = ref.appendMessage(sc.msg[:0])
 	sc.js = appendJSONString(sc.js[:0], sc.msg)
-	h.refusalBody(&sc.out, d, &ref, sc.js, mode)
+	h.refusalBody(&sc.out, d, &ref, sc.js, mode, oneForAll)
 	if sc.out.Len() == 0 {
 		// Notifications get no JSON-RPC answer; the status still refuses.
 		status = ref.status
@@ -529,8 +533,9 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 // refusalBody writes one answer per request entry that has an id: an
 // object for a single message, an array for a batch, nothing when every
 // entry is a notification or a response (a client's answer to a server
-// request, which JSON-RPC never answers).
-func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg []byte, mode refuseMode) {
+// request, which JSON-RPC never answers). oneForAll (tooManyToEcho)
+// answers a batch with one error whose id is null instead.
+func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg []byte, mode refuseMode, oneForAll bool) {
 	req := d.req
 	if req == nil || !req.Valid() || req.Len() == 0 {
 		h.answer(buf, d, ref, msg, nullID, false, mode)
@@ -543,10 +548,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		}
 		return
 	}
-	if req.Len() > max(d.pol.maxBatch, minEchoedEntries) {
-		// One answer per entry of a batch far larger than any this
-		// handler runs would let a 64 KiB body of `[1,1,…]` draw 10 MB of
-		// errors: such a batch gets one error with id null.
+	if oneForAll {
 		h.answer(buf, d, ref, msg, nullID, false, mode)
 		return
 	}
@@ -579,6 +581,27 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 	if n > 0 {
 		buf.WriteByte(']')
 	}
+}
+
+// tooManyToEcho reports whether d's request is a batch with more entries
+// to answer (those with an id) than a refusal answers one by one: more
+// than max_batch and more than minEchoedEntries. One answer per entry of
+// a batch far larger than any the handler runs would let a 64 KiB body of
+// `[1,1,…]` draw 10 MB of errors, so such a batch gets one error.
+func (d *decision) tooManyToEcho() bool {
+	req := d.req
+	if req == nil || !req.Valid() || !req.Batch() {
+		return false
+	}
+	limit, n := max(d.pol.maxBatch, minEchoedEntries), 0
+	for i := 0; i < req.Len(); i++ {
+		if e := req.Entry(i); !e.Notification() && !e.Response() {
+			if n++; n > limit {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // minEchoedEntries is how many entries of a batch a refusal answers one
