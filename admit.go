@@ -239,10 +239,10 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (
 	}
 	// The body is held in memory until it is all here, before any layer
 	// after pre-auth can refuse: a caller trickling it must not hold that
-	// memory for long. The deadline is lifted once it has arrived, so it
-	// never cuts the answer's stream.
+	// memory for long. The deadline cannot cut the answer: net/http
+	// clears it once the body has been read (HTTP/1) or has ended (HTTP/2).
 	wait := bodyWait(pol.maxBody)
-	deadline := setReadDeadline(w, d.now.Add(wait))
+	setReadDeadline(w, d.now.Add(wait))
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, pol.maxBody)
 	if err != nil || tooLarge {
 		if buf != nil {
@@ -256,9 +256,6 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (
 			return bodyRefusal(http.StatusBadRequest, "The request body could not be read."), true
 		}
 		return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."), true
-	}
-	if deadline {
-		setReadDeadline(w, time.Time{})
 	}
 	if jsonrpc.WideEncoding(buf.Bytes()) {
 		// A backend that detects the encoding (Python's json does) would
