@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"slices"
 	"strings"
@@ -166,8 +167,8 @@ func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error)
 // asPlaceholdersProduce returns the identity value read on stdin, one line
 // per placeholder as the identity placeholders produce it, as the handler
 // reads it: credentials headers (Authorization by default) spelled
-// canonically (canonicalCredentials), cookies made canonical
-// (canonicalCookieValue). Only a line whose placeholder is one header or
+// canonically (canonicalCredentials), cookies read as readCookie reads
+// them (cookieAsRead). Only a line whose placeholder is one header or
 // cookie placeholder and nothing else is rewritten.
 func asPlaceholdersProduce(value string, placeholders []string) string {
 	if len(placeholders) == 0 {
@@ -184,11 +185,23 @@ func asPlaceholdersProduce(value string, placeholders []string) string {
 		if name, ok := headerPlaceholder(ph); ok && isCredentialsHeader(name) {
 			lines[i], _ = canonicalCredentials(lines[i])
 		}
-		if _, ok := lonePlaceholder(ph, cookiePrefix); ok {
-			lines[i] = canonicalCookieValue(lines[i])
+		if name, ok := lonePlaceholder(ph, cookiePrefix); ok {
+			lines[i] = cookieAsRead(name, lines[i])
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// cookieAsRead is the identity the handler reads from a request whose
+// cookie name carries value: through the same parser (quotes stripped as
+// Go strips them) and readCookie (canonicalCookieValue). A value Go's
+// parser drops is made canonical as it is.
+func cookieAsRead(name, value string) string {
+	r := &http.Request{Header: http.Header{"Cookie": {name + "=" + value}}}
+	if v, _ := readCookie(r, name); v != "" {
+		return v
+	}
+	return canonicalCookieValue(value)
 }
 
 // zoneHandler returns the configuration of the zone's handler in the

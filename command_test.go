@@ -193,12 +193,12 @@ func TestFingerprintCommandPrintsWhatTheHandlerLogs(t *testing.T) {
 }
 
 // The command reads a cookie identity as the cookie placeholder produces
-// it, and fingerprints it as the handler does: trimmed, cut at a space,
-// %-decoded, with '+' a space (canonicalCookieValue).
+// it or as it is sent (quoted), and fingerprints it as the handler does:
+// quotes stripped, trimmed, cut at a space, %-decoded, with '+' a space.
 func TestFingerprintCommandReadsCookiesAsTheHandler(t *testing.T) {
 	const raw = "ab+cd%2Fef=="
 	logged, cfgPath := loggedFingerprint(t, t.TempDir(), "ck", "{http.request.cookie.token}", "Cookie", "token="+raw, raw)
-	for stdin, same := range map[string]bool{raw + "\n": true, "ab cd/ef==\n": false} {
+	for stdin, same := range map[string]bool{raw + "\n": true, `"` + raw + `"` + "\n": true, "ab cd/ef==\n": false} {
 		var out, notes bytes.Buffer
 		if err := runFingerprint("ck", cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes); err != nil {
 			t.Fatalf("runFingerprint: %v", err)
