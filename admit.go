@@ -250,7 +250,7 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (
 		}
 		// The deadline stays on a refused body: the server stops reading.
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive within "+itoa(int64(wait/time.Second))+"s; send it at once."), true
+			return bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."), true
 		}
 		if err != nil {
 			return bodyRefusal(http.StatusBadRequest, "The request body could not be read."), true
@@ -306,29 +306,6 @@ func (d *decision) handOn(r *http.Request) {
 	d.bodyOwn = false
 	r.ContentLength = int64(len(d.body.Bytes()))
 	r.TransferEncoding = nil
-}
-
-// setReadDeadline sets the read deadline of w's connection (of its stream,
-// on HTTP/2) and reports whether it could. It walks w's Unwrap chain as
-// http.ResponseController does, without the allocation a controller costs
-// every metered request.
-func setReadDeadline(w http.ResponseWriter, t time.Time) bool {
-	for {
-		switch u := w.(type) {
-		case interface{ SetReadDeadline(time.Time) error }:
-			return u.SetReadDeadline(t) == nil
-		case interface{ Unwrap() http.ResponseWriter }:
-			w = u.Unwrap()
-		default:
-			return false
-		}
-	}
-}
-
-// bodyWait is how long a metered body may take to arrive: 5s, plus a
-// second per 64 KiB the body may hold (21s for the default 1 MiB).
-func bodyWait(maxBody int64) time.Duration {
-	return 5*time.Second + time.Duration(maxBody/(64<<10))*time.Second
 }
 
 // peekLimit bounds what a pre-auth refusal reads to echo request ids.

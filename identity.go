@@ -189,7 +189,10 @@ func headerPlaceholder(ph string) (string, bool) {
 // lonePlaceholder returns the name in ph when ph is one placeholder
 // {<prefix><name>} and nothing else.
 func lonePlaceholder(ph, prefix string) (string, bool) {
-	name, ok := strings.CutPrefix(ph, "{"+prefix)
+	if !strings.HasPrefix(ph, "{") {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(ph[1:], prefix)
 	if !ok || !strings.HasSuffix(name, "}") || strings.ContainsAny(name[:len(name)-1], "{}") {
 		return "", false
 	}
