@@ -1174,3 +1174,42 @@ func TestTrickledBodyIsRefusedAndLongAnswersAreNotCut(t *testing.T) {
 		})
 	}
 }
+
+// Go's HTTP/2 server keeps the spaces and tabs around a header value that
+// HTTP/1 parsers drop, and reverse_proxy forwards over HTTP/1.1: " key"
+// and "key\t" must be the identity "key", not fresh ones with a fresh
+// tenant bucket and quota each that the backend reads as "key".
+func TestHeaderIdentityWhitespaceOverHTTP2IsOneIdentity(t *testing.T) {
+	e := start(t, "zone h2-ows\nidentity {http.request.header.X-Api-Key}\ntenant 1/m burst 2\nquota off\npreauth 100/s burst 100",
+		harness.Options{Global: "servers {\n protocols h1 h2c\n}"})
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	call := func(key string) *harness.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(1, "echo", map[string]any{"text": "hi"})))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header["X-Api-Key"] = []string{key}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("answered over %s, want HTTP/2", resp.Proto)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		return &harness.Response{Status: resp.StatusCode, Header: resp.Header, Body: body}
+	}
+	for i := range 3 { // proves the key, then spends its burst of 2
+		if r := call("valid-ows"); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, call("valid-ows"), http.StatusTooManyRequests, "tenant")
+	for _, key := range []string{" valid-ows", "valid-ows ", "\tvalid-ows", "valid-ows\t ", "  valid-ows"} {
+		refusal(t, call(key), http.StatusTooManyRequests, "tenant")
+	}
+}

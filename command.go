@@ -166,9 +166,9 @@ func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error)
 
 // asPlaceholdersProduce returns the identity value read on stdin, one line
 // per placeholder as the identity placeholders produce it, as the handler
-// reads it: credentials headers (Authorization by default) spelled
-// canonically (canonicalCredentials), cookies read as readCookie reads
-// them (cookieAsRead). Only a line whose placeholder is one header or
+// reads it: headers trimmed of spaces and tabs, credentials headers
+// (Authorization by default) spelled canonically (canonicalCredentials),
+// cookies read as readCookie reads them (cookieAsRead). Only a line whose placeholder is one header or
 // cookie placeholder and nothing else is rewritten.
 func asPlaceholdersProduce(value string, placeholders []string) string {
 	if len(placeholders) == 0 {
@@ -182,8 +182,11 @@ func asPlaceholdersProduce(value string, placeholders []string) string {
 		return value
 	}
 	for i, ph := range placeholders {
-		if name, ok := headerPlaceholder(ph); ok && isCredentialsHeader(name) {
-			lines[i], _ = canonicalCredentials(lines[i])
+		if name, ok := headerPlaceholder(ph); ok {
+			lines[i] = trimOWS(lines[i])
+			if isCredentialsHeader(name) {
+				lines[i], _ = canonicalCredentials(lines[i])
+			}
 		}
 		if name, ok := lonePlaceholder(ph, cookiePrefix); ok {
 			lines[i] = cookieAsRead(name, lines[i])

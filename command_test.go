@@ -208,3 +208,16 @@ func TestFingerprintCommandReadsCookiesAsTheHandler(t *testing.T) {
 		}
 	}
 }
+
+// The command trims the spaces and tabs around a header identity, as the
+// handler does (over HTTP/2 they reach it; HTTP/1 parsers drop them).
+func TestFingerprintCommandTrimsHeaderIdentities(t *testing.T) {
+	logged, cfgPath := loggedFingerprint(t, t.TempDir(), "hk", "{http.request.header.X-Api-Key}", "X-Api-Key", "k-LOGGED", "k-LOGGED")
+	var out, notes bytes.Buffer
+	if err := runFingerprint("hk", cfgPath, "caddyfile", strings.NewReader(" k-LOGGED\t\n"), &out, &notes); err != nil {
+		t.Fatalf("runFingerprint: %v", err)
+	}
+	if got := strings.TrimSpace(out.String()); got != logged {
+		t.Fatalf("stdin \" k-LOGGED\\t\": printed %s, logged %s", got, logged)
+	}
+}

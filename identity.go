@@ -129,9 +129,13 @@ func readHeader(r *http.Request, name string) (value, unreadable string) {
 	case 0:
 		return "", ""
 	case 1:
-		value = vals[0]
+		value = trimOWS(vals[0])
 	default:
-		value = strings.Join(vals, ",")
+		trimmed := make([]string, len(vals))
+		for i, v := range vals {
+			trimmed[i] = trimOWS(v)
+		}
+		value = strings.Join(trimmed, ",")
 		unreadable = "Send exactly one " + textproto.CanonicalMIMEHeaderKey(name) + " header: requests carrying several are not accepted here."
 	}
 	if isCredentialsHeader(name) {
@@ -146,6 +150,17 @@ func readHeader(r *http.Request, name string) (value, unreadable string) {
 		unreadable = "The Connection header names " + textproto.CanonicalMIMEHeaderKey(name) + ", which a proxy removes before the server sees it: do not list it there."
 	}
 	return value, unreadable
+}
+
+// trimOWS trims the spaces and tabs around a header value. HTTP/1 parsers
+// (Go's, and the backend's behind reverse_proxy) drop them, but Go's
+// HTTP/2 server keeps them, so over HTTP/2 " key" and "key " would each be
+// an identity of their own that the backend reads as "key".
+func trimOWS(v string) string {
+	if v != "" && (v[0] == ' ' || v[0] == '\t' || v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
+		return strings.Trim(v, " \t")
+	}
+	return v
 }
 
 // hopByHop are the headers reverse_proxy never forwards.
