@@ -1213,3 +1213,34 @@ func TestHeaderIdentityWhitespaceOverHTTP2IsOneIdentity(t *testing.T) {
 		refusal(t, call(key), http.StatusTooManyRequests, "tenant")
 	}
 }
+
+// A raw '#' in the request target is part of the query to Go, a fragment
+// to Python's urlsplit and Node's URL: with a query identity,
+// `?token=k#1` would be a fresh identity per suffix that the backend reads
+// as k, and `?x=1#&token=junk` one it never sees. Such requests are
+// refused.
+func TestQueryIdentityWithAFragmentIsRefused(t *testing.T) {
+	e := start(t, "zone query-hash\nidentity {http.request.uri.query.token}\npreauth 100/s burst 100")
+	for _, target := range []string{"/mcp?token=valid-hash#1", "/mcp?x=1#&token=junk", "/mcp#?token=junk"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := harness.ToolCall(1, "echo", map[string]any{"text": "hi"})
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			target, conn.RemoteAddr(), len(body), body)
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", target, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		conn.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "Do not send '#'") {
+			t.Fatalf("%s: %d %s, want 400 about the '#'", target, resp.StatusCode, b)
+		}
+	}
+	if n := e.backend.Requests(); n != 0 {
+		t.Fatalf("%d requests reached the backend", n)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"go.uber.org/zap"
@@ -242,11 +243,34 @@ func canonicalCredentials(v string) (canonical string, extra bool) {
 	if spaces, ok := canonicalSpaces(v); ok {
 		return v, spaces > 1 && tokenScheme(v[:strings.IndexByte(v, ' ')])
 	}
-	fields := strings.Fields(v)
+	fields := credentialFields(v)
 	if len(fields) > 1 {
 		fields[0] = capitalized(fields[0])
 	}
 	return strings.Join(fields, " "), len(fields) > 2 && tokenScheme(fields[0])
+}
+
+// credentialFields splits v at every run of what some backend reads as a
+// space (pySpace): Go's Unicode spaces, and Python's, which also has
+// 0x1C-0x1F and, decoding headers as Latin-1, the lone bytes 0x85 and
+// 0xA0 (`Bearer\xa0k` is `Bearer k` to authlib).
+func credentialFields(v string) []string {
+	var fields []string
+	start := -1
+	for i := 0; i < len(v); {
+		r, n := utf8.DecodeRuneInString(v[i:])
+		switch space := pySpace(r, n, v[i]); {
+		case space && start >= 0:
+			fields, start = append(fields, v[start:i]), -1
+		case !space && start < 0:
+			start = i
+		}
+		i += n
+	}
+	if start >= 0 {
+		fields = append(fields, v[start:])
+	}
+	return fields
 }
 
 // tokenScheme reports whether scheme takes a single token: Bearer, Basic.

@@ -21,6 +21,10 @@ func TestCanonicalCredentials(t *testing.T) {
 		{" Bearer abc ", "Bearer abc", false},
 		{"Bearer\tabc", "Bearer abc", false},
 		{"Bearer\u00a0abc", "Bearer abc", false},
+		{"Bearer\xa0abc", "Bearer abc", false}, // Latin-1 spaces, lone bytes: Python splits there
+		{"\x85Bearer \xa0\xa0abc", "Bearer abc", false},
+		{"Bearer\x1fabc", "Bearer abc", false}, // so it does at 0x1C-0x1F
+		{"Bearer abc\xa0junk", "Bearer abc junk", true},
 		{"Bearer AbC", "Bearer AbC", false},                 // the token keeps its case
 		{"Basic dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false}, // so does base64
 		{"abcDEF", "abcDEF", false},                         // a lone token is not a scheme

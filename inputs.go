@@ -47,6 +47,13 @@ func readInput(r *http.Request, key string) (value, unreadable string, ok bool) 
 func readQuery(r *http.Request, name string) (value, unreadable string) {
 	vals, present := r.URL.Query()[name]
 	value = strings.Join(vals, ",")
+	if strings.IndexByte(r.RequestURI, '#') >= 0 {
+		// Go reads a raw '#' in the request target as part of the query
+		// (or the path); Python's urlsplit and Node's URL start a fragment
+		// there, so `?token=k#1` would be an identity per suffix that the
+		// backend reads as k, and `#&token=junk` one it never sees.
+		return value, "Do not send '#' in the request target: servers read what follows it as a fragment, not as the query."
+	}
 	n, in := 0, newInputName(name)
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {
 		// ufo (Nuxt's h3) skips leading '=': `=name=v` is name.
