@@ -168,8 +168,9 @@ func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error)
 // per placeholder as the identity placeholders produce it, as the handler
 // reads it: headers trimmed of spaces and tabs, credentials headers
 // (Authorization by default) spelled canonically (canonicalCredentials),
-// cookies read as readCookie reads them (cookieAsRead). Only a line whose placeholder is one header or
-// cookie placeholder and nothing else is rewritten.
+// cookies read as readCookie reads them (cookieAsRead). Only a line whose
+// placeholder is one header or cookie placeholder and nothing else is
+// rewritten.
 func asPlaceholdersProduce(value string, placeholders []string) string {
 	if len(placeholders) == 0 {
 		placeholders = []string{defaultIdentity}
