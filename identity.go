@@ -235,9 +235,9 @@ func isCredentialsHeader(name string) bool {
 // every variant, so "bearer  abc" and "Bearer abc" must be one identity,
 // or each variant would earn a budget of its own. The parts are separated
 // by single spaces (split at what any backend reads as a space, see
-// credentialFields), the scheme is
-// capitalized ("Bearer") when credentials follow it, and the credentials
-// keep their case; a lone token is only trimmed. A value already in that
+// credentialFields), the scheme is capitalized ("Bearer") when credentials
+// follow it, and the credentials keep their case; a lone token is only
+// trimmed. A value already in that
 // form, as clients send it, is returned as is, read in one pass. extra
 // reports Bearer or Basic credentials with more than one token.
 func canonicalCredentials(v string) (canonical string, extra bool) {
