@@ -233,6 +233,19 @@ func (c *Caddy) Load(t testing.TB, caddyfileText string) {
 // replaced answers the next request with EOF.
 var adminClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
+// adminDo sends req to the admin endpoint. A GET whose connection is
+// dropped before any answer is retried a few times: a config load
+// replaces the admin server, and a connection the old one had accepted is
+// closed unanswered.
+func adminDo(req *http.Request) (*http.Response, error) {
+	resp, err := adminClient.Do(req)
+	for try := 0; err != nil && req.Method == http.MethodGet && droppedUnanswered(err) && try < 5; try++ {
+		time.Sleep(20 * time.Millisecond)
+		resp, err = adminClient.Do(req)
+	}
+	return resp, err
+}
+
 // AdminDo sends a request to the admin endpoint, with extra headers as
 // name, value pairs, and returns status and body.
 func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte, hdr ...string) (int, []byte) {
@@ -246,7 +259,7 @@ func (c *Caddy) AdminDo(t testing.TB, method, path string, body []byte, hdr ...s
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := adminClient.Do(req)
+	resp, err := adminDo(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
 	}

@@ -113,7 +113,11 @@ func Metric(t testing.TB, admin, series string) (float64, bool) {
 
 func adminGet(t testing.TB, url string) []byte {
 	t.Helper()
-	resp, err := client.Get(url)
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adminDo(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)
 	}
