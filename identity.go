@@ -257,19 +257,16 @@ func canonicalCredentials(v string) (canonical string, extra bool) {
 // 0xA0 (`Bearer\xa0k` is `Bearer k` to authlib).
 func credentialFields(v string) []string {
 	var fields []string
-	start := -1
-	for i := 0; i < len(v); {
-		r, n := utf8.DecodeRuneInString(v[i:])
-		switch space := pySpace(r, n, v[i]); {
-		case space && start >= 0:
-			fields, start = append(fields, v[start:i]), -1
-		case !space && start < 0:
-			start = i
+	for i := skipPySpace(v, 0); i < len(v); i = skipPySpace(v, i) {
+		start := i
+		for i < len(v) {
+			r, n := utf8.DecodeRuneInString(v[i:])
+			if pySpace(r, n, v[i]) {
+				break
+			}
+			i += n
 		}
-		i += n
-	}
-	if start >= 0 {
-		fields = append(fields, v[start:])
+		fields = append(fields, v[start:i])
 	}
 	return fields
 }

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -244,23 +245,23 @@ func recovers(t *testing.T, e *env, zone string) {
 	}
 }
 
-// countedBeforeOutage starts zone on a flaky storage, still up, and has
-// token proven and counted once; it returns the site block, the outage,
-// the env and token's fingerprint.
-func countedBeforeOutage(t *testing.T, zone, token string) (string, *outage, *env, string) {
+// countedBeforeOutage starts zone on a flaky storage, still up, with a
+// daily quota of limit, and has token proven and counted n times; it
+// returns the site block, the outage, the env and token's fingerprint.
+func countedBeforeOutage(t *testing.T, zone, token string, limit, n int) (string, *outage, *env, string) {
 	t.Helper()
 	skipNearReset(t, nextDay)
-	block := "zone " + zone + "\nflush_interval 1s\nquota 1000/day"
+	block := "zone " + zone + "\nflush_interval 1s\nquota " + strconv.Itoa(limit) + "/day"
 	o := newOutage(t)
 	e := start(t, block, o.options())
 	e.prove(token)
-	e.spend(token, 1)
+	e.spend(token, n)
 	return block, o, e, onlyIdentity(t, e, zone)
 }
 
 func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
 	const zone, token = "outage_restart", "valid-outage-restart"
-	block, o, e, fp := countedBeforeOutage(t, zone, token)
+	block, o, e, fp := countedBeforeOutage(t, zone, token, 1000, 1)
 	if err := caddy.Stop(); err != nil { // a graceful stop flushes
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func TestRedisKeyKeepsPrecedenceOverStorageAfterOutage(t *testing.T) {
 // when storage returns: nothing is lost.
 func TestStopDuringStorageOutageKeepsUnpushedCounts(t *testing.T) {
 	const zone, token = "outage_stop", "valid-outage-stop"
-	block, o, e, fp := countedBeforeOutage(t, zone, token)
+	block, o, e, fp := countedBeforeOutage(t, zone, token, 1000, 1)
 	o.set(true)
 	e.spend(token, 2)
 	if err := caddy.Stop(); err != nil { // its final flush fails
@@ -431,7 +432,7 @@ func TestStopDuringStorageOutageKeepsUnpushedCounts(t *testing.T) {
 // one flush interval of them; once pushed, the host's copy goes.
 func TestStorageOutageKeepsUnpushedCountsOnTheHostAsItGoes(t *testing.T) {
 	const zone, token = "outage_mirror", "valid-outage-mirror"
-	_, o, e, fp := countedBeforeOutage(t, zone, token)
+	_, o, e, fp := countedBeforeOutage(t, zone, token, 1000, 1)
 	o.set(true)
 	e.spend(token, 2)
 	files := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
@@ -500,12 +501,7 @@ func TestRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T) {
 // used up its quota stays refused, though it must prove itself again.
 func TestRestartDuringStorageOutageKeepsAUsedUpQuota(t *testing.T) {
 	const zone, token = "outage_used_up", "valid-outage-used-up"
-	skipNearReset(t, nextDay)
-	block := "zone " + zone + "\nflush_interval 1s\nquota 3/day"
-	o := newOutage(t)
-	e := start(t, block, o.options())
-	e.prove(token)
-	e.spend(token, 3)
+	block, o, e, _ := countedBeforeOutage(t, zone, token, 3, 3)
 	refusal(t, e.call(4, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
 	harness.Eventually(t, 10*time.Second, "the 3 calls stored", func() bool {
 		return harness.SumIdentities(harness.StoredDayCounts(t, o.root, zone)) == 3
