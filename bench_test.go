@@ -167,14 +167,28 @@ func BenchmarkZoneFlush100k(b *testing.B) {
 	}
 }
 
-// BenchmarkFingerprint is the keyed hash every request with an identity
-// pays (HMAC-SHA256, pooled): a floor of the decision's cost.
+// BenchmarkFingerprint is the keyed hash a request with an identity pays
+// (HMAC-SHA256, pooled) unless its identity is proven and cached.
 func BenchmarkFingerprint(b *testing.B) {
 	f := newFingerprinter(newFingerprintKey())
 	b.ReportAllocs()
 	for b.Loop() {
 		if f.sum("Bearer valid-bench") == ([16]byte{}) {
 			b.Fatal("zero fingerprint")
+		}
+	}
+}
+
+// BenchmarkFingerprintCached is what a proven identity's request pays
+// instead: finding its fingerprint in the zone's cache.
+func BenchmarkFingerprintCached(b *testing.B) {
+	f := newFingerprinter(newFingerprintKey())
+	const v = "Bearer valid-bench"
+	f.cache.remember(v, f.sum(v))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := f.cache.lookup(v); !ok {
+			b.Fatal("not cached")
 		}
 	}
 }

@@ -107,8 +107,18 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	d.answeredBlind = r.Method == http.MethodOptions || r.Method == http.MethodHead
 	var v string
 	if v, d.unreadable = identityValue(r, d.pol); v != "" {
-		d.fp, d.hasID = d.z.fpKey.Load().sum(v), true
-		d.proven = d.pol.trustIdentity || d.z.known.Proven(d.fp, now)
+		f := d.z.fpKey.Load()
+		fp, cached := f.cache.lookup(v)
+		if !cached {
+			fp = f.sum(v)
+		}
+		d.fp, d.hasID = fp, true
+		d.proven = d.pol.trustIdentity || d.z.known.Proven(fp, now)
+		if d.proven && !cached {
+			// Only proven identities are remembered: a flood of fresh
+			// credentials leaves the cache to the callers it serves.
+			f.cache.remember(v, fp)
+		}
 	}
 	if d.pol.groupKey != "" {
 		if g := placeholderValue(r, d.pol.groupKey); g != "" {

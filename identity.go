@@ -26,10 +26,12 @@ import (
 // fingerprinter turns identity values into keyed fingerprints: the first
 // 128 bits of HMAC-SHA256 under the zone's key. The key lives in Caddy's
 // storage, so every instance and every restart computes the same
-// fingerprint, and raw credentials never need to be kept anywhere.
+// fingerprint, and raw credentials never need to be stored: only its
+// in-memory cache keeps proven identities' values (see fpCache).
 type fingerprinter struct {
-	key  []byte
-	pool sync.Pool
+	key   []byte
+	pool  sync.Pool
+	cache *fpCache // proven identities' fingerprints under key
 }
 
 // macState is a pooled HMAC with scratch buffers for its input and output.
@@ -40,7 +42,7 @@ type macState struct {
 }
 
 func newFingerprinter(key []byte) *fingerprinter {
-	f := &fingerprinter{key: key}
+	f := &fingerprinter{key: key, cache: newFPCache()}
 	f.pool.New = func() any { return &macState{mac: hmac.New(sha256.New, key)} }
 	return f
 }

@@ -1,0 +1,98 @@
+package mcplimit
+
+import (
+	"bytes"
+	"fmt"
+	"hash/maphash"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+)
+
+func TestFPCacheKeepsOnlyWhatItWasGiven(t *testing.T) {
+	f := newFingerprinter(newFingerprintKey())
+	c := f.cache
+	v := "Bearer k-00000"
+	if _, ok := c.lookup(v); ok {
+		t.Fatal("an empty cache finds a fingerprint")
+	}
+	c.remember(v, f.sum(v))
+	if fp, ok := c.lookup(v); !ok || fp != f.sum(v) {
+		t.Fatalf("lookup after remember = %x, %v; want the HMAC %x", fp, ok, f.sum(v))
+	}
+
+	// A value of the same length and slot finds nothing of the other's,
+	// and takes the slot when remembered.
+	other := ""
+	for i := 1; other == "" && i < 100000; i++ {
+		if s := fmt.Sprintf("Bearer k-%05d", i); maphash.String(c.seed, s)%fpCacheSlots == maphash.String(c.seed, v)%fpCacheSlots {
+			other = s
+		}
+	}
+	if other == "" {
+		t.Fatal("no value of the same length shares a slot")
+	}
+	if _, ok := c.lookup(other); ok {
+		t.Fatalf("%q finds the fingerprint of %q, which shares its slot", other, v)
+	}
+	c.remember(other, f.sum(other))
+	if fp, ok := c.lookup(other); !ok || fp != f.sum(other) {
+		t.Fatalf("lookup(%q) = %x, %v", other, fp, ok)
+	}
+	if _, ok := c.lookup(v); ok {
+		t.Fatalf("%q still found after %q took its slot", v, other)
+	}
+
+	long := "Bearer " + strings.Repeat("x", fpCacheMaxValue)
+	c.remember(long, f.sum(long))
+	if _, ok := c.lookup(long); ok {
+		t.Fatalf("a value of %d bytes was kept", len(long))
+	}
+
+	if g := newFingerprinter(f.key); g.cache == f.cache {
+		t.Fatal("two fingerprinters share a cache")
+	}
+}
+
+// TestFPCacheRemembersOnlyProvenIdentities drives the handler: a caller
+// the backend has not proven leaves nothing in the cache, so a flood of
+// fresh credentials cannot churn it, and a proven one is found there with
+// the fingerprint its HMAC gives.
+func TestFPCacheRemembersOnlyProvenIdentities(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "fpcache-proven"})
+	serve := func(token string) {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
+		req := httptest.NewRequest(http.MethodPost, "http://cache/mcp", bytes.NewReader([]byte(body)))
+		req.Header.Set("Authorization", token)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		w := httptest.NewRecorder()
+		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+			w.WriteHeader(http.StatusOK)
+			return nil
+		})
+		if err := h.ServeHTTP(w, req, next); err != nil || w.Code != http.StatusOK {
+			t.Fatalf("ServeHTTP: %d, %v", w.Code, err)
+		}
+	}
+	f := h.zone.fpKey.Load()
+	const token = "Bearer valid-cache"
+	serve(token) // unproven: the 2xx proves it
+	if _, ok := f.cache.lookup(token); ok {
+		t.Fatal("an unproven identity was remembered")
+	}
+	if !h.zone.known.Proven(f.sum(token), time.Now()) {
+		t.Fatal("the 2xx did not prove the identity")
+	}
+	serve(token)
+	if fp, ok := f.cache.lookup(token); !ok || fp != f.sum(token) {
+		t.Fatalf("proven identity: lookup = %x, %v; want %x", fp, ok, f.sum(token))
+	}
+}
