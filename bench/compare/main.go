@@ -11,7 +11,7 @@
 //
 // throughput drives both with the same tools/call load in interleaved
 // rounds (A B, B A, A B …) and reports median throughput and p99 latency,
-// and the median of the per-round ratios.
+// the median of the per-round ratios, and each Caddy's CPU per request.
 // tenants makes N distinct tenants each prove themselves and make a
 // metered call, and reports heap and RSS growth per tenant beyond plain
 // Caddy's for the same traffic. flood sends requests that each carry a

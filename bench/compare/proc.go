@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -110,6 +111,22 @@ func (p *caddyProc) memory() (heap, rss int64) {
 		}
 	}
 	return vars.Memstats.HeapAlloc, rss
+}
+
+// cpuTime returns the user plus system CPU time the Caddy process has used
+// so far, from /proc/<pid>/stat (in Linux's clock ticks of 10 ms).
+func (p *caddyProc) cpuTime() time.Duration {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.cmd.Process.Pid))
+	check(err)
+	// The command name, in parentheses, may hold spaces: fields are
+	// counted after it, from the third (state) on.
+	rest := stat[bytes.LastIndexByte(stat, ')')+1:]
+	f := strings.Fields(string(rest))
+	utime, err := strconv.ParseInt(f[14-3], 10, 64)
+	check(err)
+	stime, err := strconv.ParseInt(f[15-3], 10, 64)
+	check(err)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
 }
 
 // exits are what must run however the command ends: stopping the Caddy

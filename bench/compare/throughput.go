@@ -19,6 +19,7 @@ type result struct {
 	rps    float64
 	p99    time.Duration
 	errors int64
+	cpu    time.Duration // the Caddy process's CPU time per request
 }
 
 // throughput runs interleaved rounds with load (run or a wrkRunner's)
@@ -26,7 +27,10 @@ type result struct {
 // that a host slowing down or speeding up during a pair favours neither.
 // Besides the ratio of the medians, it prints the median of the per-round
 // ratios to the first configuration: each compares two measurements taken
-// seconds apart, so drift between rounds cancels out of it.
+// seconds apart, so drift between rounds cancels out of it. It also prints
+// each Caddy's median CPU time per request, and its difference from the
+// first's: what the module costs the server itself, apart from the load
+// generator's and the backend's share of the cores.
 func throughput(targets []*caddyProc, rounds int, d time.Duration, conns int, load func(url string, conns int, d time.Duration) result) {
 	results := map[string][]result{}
 	for _, t := range targets { // warm up and prove the tokens
@@ -38,12 +42,16 @@ func throughput(targets []*caddyProc, rounds int, d time.Duration, conns int, lo
 			slices.Reverse(order)
 		}
 		for _, t := range order {
+			cpu0 := t.cpuTime()
 			r := load(t.url, conns, d)
+			if n := r.rps * d.Seconds(); n > 0 {
+				r.cpu = time.Duration(float64(t.cpuTime()-cpu0) / n)
+			}
 			results[t.name] = append(results[t.name], r)
-			fmt.Fprintf(os.Stderr, "round %d %-8s %8.0f req/s  p99 %v  errors %d\n", i+1, t.name, r.rps, r.p99, r.errors)
+			fmt.Fprintf(os.Stderr, "round %d %-8s %8.0f req/s  p99 %v  Caddy CPU %v/req  errors %d\n", i+1, t.name, r.rps, r.p99, r.cpu.Round(100*time.Nanosecond), r.errors)
 		}
 	}
-	fmt.Printf("| configuration | median req/s | median p99 | median of round ratios (req/s, p99) | rounds |\n|---|---|---|---|---|\n")
+	fmt.Printf("| configuration | median req/s | median p99 | median of round ratios (req/s, p99) | median Caddy CPU per request | rounds |\n|---|---|---|---|---|---|\n")
 	baseRounds := results[targets[0].name]
 	base := median(baseRounds)
 	for _, t := range targets {
@@ -54,19 +62,29 @@ func throughput(targets []*caddyProc, rounds int, d time.Duration, conns int, lo
 			rps[i] = r.rps / baseRounds[i].rps
 			p99[i] = float64(r.p99) / float64(baseRounds[i].p99)
 		}
-		fmt.Printf("| %s | %.0f (%.3f×) | %v (%.2f×) | %.3f×, %.2f× | %d |\n", t.label, m.rps, m.rps/base.rps,
-			m.p99.Round(time.Microsecond), float64(m.p99)/float64(base.p99), medianOf(rps), medianOf(p99), len(rs))
+		cpu := m.cpu.Round(100 * time.Nanosecond).String()
+		if t != targets[0] {
+			delta := (m.cpu - base.cpu).Round(100 * time.Nanosecond)
+			sign := "+"
+			if delta < 0 {
+				sign = ""
+			}
+			cpu += fmt.Sprintf(" (%s%v, %.3f×)", sign, delta, float64(m.cpu)/float64(base.cpu))
+		}
+		fmt.Printf("| %s | %.0f (%.3f×) | %v (%.2f×) | %.3f×, %.2f× | %s | %d |\n", t.label, m.rps, m.rps/base.rps,
+			m.p99.Round(time.Microsecond), float64(m.p99)/float64(base.p99), medianOf(rps), medianOf(p99), cpu, len(rs))
 	}
 }
 
-// median returns the median throughput and the median p99 of rs.
+// median returns the median throughput, p99 and CPU per request of rs.
 func median(rs []result) result {
 	rps := make([]float64, len(rs))
 	p99 := make([]float64, len(rs))
+	cpu := make([]float64, len(rs))
 	for i, r := range rs {
-		rps[i], p99[i] = r.rps, float64(r.p99)
+		rps[i], p99[i], cpu[i] = r.rps, float64(r.p99), float64(r.cpu)
 	}
-	return result{rps: medianOf(rps), p99: time.Duration(medianOf(p99))}
+	return result{rps: medianOf(rps), p99: time.Duration(medianOf(p99)), cpu: time.Duration(medianOf(cpu))}
 }
 
 // medianOf returns the median of xs, which it sorts: the mean of the two
