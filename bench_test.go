@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,6 +105,49 @@ func BenchmarkServeHTTPAdmitted(b *testing.B) {
 		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
 	})
 	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusOK)
+}
+
+// BenchmarkServeHTTPAdmittedParallel is BenchmarkServeHTTPAdmitted from
+// every core at once, 100 tenants as in bench/compare: what the shared
+// state (metrics, the global bucket, the quota's lock) costs when requests
+// run side by side, as in a server.
+func BenchmarkServeHTTPAdmittedParallel(b *testing.B) {
+	h := benchHandler(b, &Handler{
+		Zone: "bench-admit-parallel", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
+		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+	})
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_ = r.Body.Close()
+		w.WriteHeader(http.StatusOK)
+		return nil
+	})
+	var seq atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		req := httptest.NewRequest(http.MethodPost, "http://bench/mcp", nil)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		w := &sink{hdr: http.Header{}}
+		rd := new(rewindBody)
+		tokens := make([]string, 100)
+		for i := range tokens {
+			tokens[i] = "Bearer valid-" + strconv.Itoa(i) + "-" + strconv.FormatInt(seq.Add(1), 10)
+		}
+		for i := 0; pb.Next(); i++ {
+			rd.Reset(toolCall300)
+			req.Body, req.ContentLength = rd, int64(len(toolCall300))
+			req.Header["Authorization"] = tokens[i%len(tokens) : i%len(tokens)+1]
+			clear(w.hdr)
+			if err := h.ServeHTTP(w, req, next); err != nil {
+				b.Fatal(err)
+			}
+			if w.status != http.StatusOK {
+				b.Fatalf("status %d", w.status)
+			}
+		}
+	})
 }
 
 func BenchmarkServeHTTPRefused(b *testing.B) {
