@@ -15,13 +15,13 @@ import (
 type zoneMetrics struct {
 	refusals  *prometheus.CounterVec
 	dryRun    *prometheus.CounterVec
-	admitted  prometheus.Counter
-	inflight  prometheus.Gauge
+	admitted  prometheus.CounterFunc // reads admittedN
+	inflight  prometheus.GaugeFunc   // reads inflightN
 	tracked   *prometheus.GaugeVec
 	degraded  prometheus.Gauge
 	flushes   *prometheus.CounterVec
 	decision  prometheus.Histogram
-	upstream  prometheus.Counter
+	upstream  prometheus.CounterFunc // reads upstreamN
 	storeRTT  prometheus.Histogram
 	storeErrs prometheus.Counter
 	storeHits prometheus.Counter
@@ -29,7 +29,9 @@ type zoneMetrics struct {
 	dryLayer  [numLayers]prometheus.Counter
 	refreshed func(*zoneMetrics)
 
-	// Plain copies of the counters for the admin API.
+	// The counts themselves, which the admin API reads too; admitted,
+	// upstream and in-flight are exported from them at scrape time, so a
+	// request moves one atomic per count rather than two.
 	refusedN  [numLayers]atomic.Uint64
 	dryN      [numLayers]atomic.Uint64
 	admittedN atomic.Uint64
@@ -50,37 +52,35 @@ func (m *zoneMetrics) refused(l layer, dry bool) {
 
 // admit counts one admitted request.
 func (m *zoneMetrics) admit() {
-	m.admitted.Inc()
 	m.admittedN.Add(1)
 }
 
 // upstreamThrottled counts one backend 429 passed through.
 func (m *zoneMetrics) upstreamThrottled() {
-	m.upstream.Inc()
 	m.upstreamN.Add(1)
 }
 
 // inflightAdd moves the in-flight gauge by delta.
 func (m *zoneMetrics) inflightAdd(delta int64) {
-	m.inflight.Add(float64(delta))
 	m.inflightN.Add(delta)
 }
 
 func newZoneMetrics(zone string) *zoneMetrics {
 	zl := prometheus.Labels{"zone": zone}
-	m := &zoneMetrics{
+	m := &zoneMetrics{}
+	*m = zoneMetrics{
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_refusals_total", Help: "Requests refused, by layer.", ConstLabels: zl,
 		}, []string{"layer"}),
 		dryRun: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_dry_run_refusals_total", Help: "Requests a layer would have refused in dry run, by layer.", ConstLabels: zl,
 		}, []string{"layer"}),
-		admitted: prometheus.NewCounter(prometheus.CounterOpts{
+		admitted: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_admitted_total", Help: "Requests admitted.", ConstLabels: zl,
-		}),
-		inflight: prometheus.NewGauge(prometheus.GaugeOpts{
+		}, func() float64 { return float64(m.admittedN.Load()) }),
+		inflight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mcp_ratelimit_inflight", Help: "Metered calls in flight.", ConstLabels: zl,
-		}),
+		}, func() float64 { return float64(m.inflightN.Load()) }),
 		tracked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_ratelimit_tracked", Help: "Entries tracked in memory, by kind.", ConstLabels: zl,
 		}, []string{"kind"}),
@@ -94,9 +94,9 @@ func newZoneMetrics(zone string) *zoneMetrics {
 			Name: "mcp_ratelimit_decision_seconds", Help: "Time to admit or refuse a request.", ConstLabels: zl,
 			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2},
 		}),
-		upstream: prometheus.NewCounter(prometheus.CounterOpts{
+		upstream: prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_upstream_throttled_total", Help: "Backend 429 answers passed through (not our refusals).", ConstLabels: zl,
-		}),
+		}, func() float64 { return float64(m.upstreamN.Load()) }),
 		storeRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "mcp_ratelimit_store_roundtrip_seconds", Help: "Round trips to the Redis store (one per decision it answered).", ConstLabels: zl,
 			Buckets: []float64{5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 1e-1},
