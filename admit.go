@@ -621,7 +621,7 @@ func (d *decision) quotaItems() {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	if d.proven || d.hasID {
 		d.addIdentityItems()
-		if d.req != nil {
+		if d.req != nil && d.pol.toolQuotas {
 			d.eachTool(func(name []byte) {
 				if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
 					d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)

@@ -153,6 +153,7 @@ type policy struct {
 	groupQuota    quotaLimit
 	tools         map[string]*toolPolicy
 	failClosed    bool
+	toolQuotas    bool // some tool has a quota of its own
 	tiers         []tier
 	overrides     map[[16]byte]*override
 	// identityHeader names the header of an identity that is one lone
@@ -489,6 +490,7 @@ func compileTools(p *policy, h *Handler) error {
 		}
 		sort.Slice(tp.args, func(i, j int) bool { return tp.args[i].name < tp.args[j].name })
 		p.failClosed = p.failClosed || tp.failClosed
+		p.toolQuotas = p.toolQuotas || tp.quota.any()
 		p.tools[name] = tp
 	}
 	return nil
