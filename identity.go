@@ -228,7 +228,8 @@ func headerValues(r *http.Request, name string) []string {
 // isCredentialsHeader reports whether the header name carries RFC 9110
 // credentials: Authorization or Proxy-Authorization.
 func isCredentialsHeader(name string) bool {
-	return strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
+	return name == "Authorization" || // as the default identity spells it: no folding
+		strings.EqualFold(name, "Authorization") || strings.EqualFold(name, "Proxy-Authorization")
 }
 
 // canonicalCredentials spells a credentials value ("<scheme> <token>")
