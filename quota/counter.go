@@ -88,7 +88,19 @@ func newBucket(p Period, start time.Time) *bucket {
 
 // used returns the count of key in b as this instance knows it.
 func (b *bucket) used(key []byte) int64 {
-	return b.local(key) + b.observed.get(key)
+	n, _ := b.usedPending(key)
+	return n
+}
+
+// usedPending is used, with the pointer to key's pending count (nil when
+// it has none), so that TryAdd adds to it without finding it again.
+func (b *bucket) usedPending(key []byte) (int64, *int64) {
+	p := b.pending[string(key)]
+	n := b.shared[string(key)] + b.inflight.get(key) + b.observed.get(key)
+	if p != nil {
+		n += *p
+	}
+	return n, p
 }
 
 // local returns the count of key in b that this Counter counted or

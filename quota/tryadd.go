@@ -36,12 +36,16 @@ type Item struct {
 func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if failed = c.checkLocked(items, now); failed >= 0 {
+	var pending [4]*int64 // the first items' pending counts, as the check found them
+	if failed = c.checkLocked(items, now, pending[:]); failed >= 0 {
 		return failed, false
 	}
 	for i := range items {
-		it := &items[i]
-		if it.N != 0 {
+		switch it := &items[i]; {
+		case it.N == 0:
+		case i < len(pending) && pending[i] != nil:
+			*pending[i] += it.N // N > 0: the count stays above zero
+		default:
 			c.bucketLocked(it.Period, now, true).pending.add(it.Key, it.N)
 		}
 	}
@@ -53,20 +57,24 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 func (c *Counter) Fits(items []Item, now time.Time) (failed int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	failed = c.checkLocked(items, now)
+	failed = c.checkLocked(items, now, nil)
 	return failed, failed < 0
 }
 
 // checkLocked is the check of TryAdd: the index of the refused item, or -1
-// when all fit.
-func (c *Counter) checkLocked(items []Item, now time.Time) int {
+// when all fit. It sets pending[i], for as many items as pending holds,
+// to the item's pending count, nil when its key has none yet.
+func (c *Counter) checkLocked(items []Item, now time.Time, pending []*int64) int {
 	failed := -1
 	for i := range items {
 		it := &items[i]
 		if !it.Period.Valid() || it.N < 0 || !validKey(it.Key) {
 			return i
 		}
-		used := c.bucketLocked(it.Period, now, true).used(it.Key)
+		used, p := c.bucketLocked(it.Period, now, true).usedPending(it.Key)
+		if i < len(pending) {
+			pending[i] = p
+		}
 		for j := range i { // the same key twice in one call adds up
 			if bytes.Equal(items[j].Key, it.Key) && items[j].Period == it.Period {
 				used += items[j].N

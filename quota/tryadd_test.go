@@ -50,6 +50,25 @@ func TestTryAdd(t *testing.T) {
 			wantUsed: map[usage]int64{{"k", Day}: 0, {"k", Month}: 10},
 		},
 		{
+			rule: "more items than the check keeps counts for, keys old and new, repeated",
+			before: []Item{
+				{Key: []byte("t/a"), Period: Day, Limit: 50, N: 1},
+				{Key: []byte("t/e"), Period: Day, Limit: 50, N: 5},
+			},
+			items: []Item{
+				{Key: []byte("t/a"), Period: Day, Limit: 50, N: 1},
+				{Key: []byte("t/b"), Period: Day, Limit: 50, N: 2},
+				{Key: []byte("t/a"), Period: Day, Limit: 50, N: 3},
+				{Key: []byte("t/b"), Period: Day, Limit: 50, N: 4},
+				{Key: []byte("t/e"), Period: Day, Limit: 50, N: 5},
+				{Key: []byte("t/f"), Period: Day, Limit: 50, N: 6},
+				{Key: []byte("t/f"), Period: Day, Limit: 50, N: 7},
+				{Key: []byte("t/a"), Period: Day, Limit: 50, N: 8},
+			},
+			wantFailed: -1, wantOK: true,
+			wantUsed: map[usage]int64{{"t/a", Day}: 13, {"t/b", Day}: 6, {"t/e", Day}: 10, {"t/f", Day}: 13},
+		},
+		{
 			rule: "all or nothing: several keys all fit, all counted",
 			items: []Item{
 				{Key: []byte("i/a"), Period: Day, Limit: 5, N: 1},
