@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -691,6 +692,12 @@ func appendJSONString(b, s []byte) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && jsonWordSafe(binary.LittleEndian.Uint64(s[i:])) {
+			i += 8
+		}
+		if i == len(s) {
+			break
+		}
 		if c := s[i]; c < utf8.RuneSelf {
 			if jsonSafe[c] {
 				i++
@@ -723,6 +730,22 @@ func appendJSONString(b, s []byte) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// jsonWordSafe reports whether all eight bytes of x are jsonSafe, so that
+// appendJSONString skips them at once. A byte's high bit is set in m when
+// the byte equals one of the escaped characters (its XOR with it is zero,
+// and subtracting one borrows) or is below 0x20; a borrow reaching higher
+// bytes only ever follows such a byte. Bytes of 0x80 and up are not safe
+// here: the rune path decides them.
+func jsonWordSafe(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	m := ((x ^ (ones * '"')) - ones) | ((x ^ (ones * '\\')) - ones) | ((x ^ (ones * '<')) - ones) |
+		((x ^ (ones * '>')) - ones) | ((x ^ (ones * '&')) - ones) | (x - ones*0x20)
+	return (m|x)&highs == 0
 }
 
 // jsonSafe marks the ASCII bytes appendJSONString copies as they are:

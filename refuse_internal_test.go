@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/time/rate"
 
@@ -22,6 +23,40 @@ func TestAppendJSONStringReadsBackAsEncodingJSONWould(t *testing.T) {
 		_ = json.Unmarshal(js, &want)
 		if back != want {
 			t.Errorf("%q reads back as %q, encoding/json gives %q", s, back, want)
+		}
+	}
+}
+
+// appendJSONString skips eight safe bytes at a time: a byte to escape, or
+// a rune to decode, at any offset of a word must still be seen.
+func TestAppendJSONStringSeesEveryByteAtEveryOffset(t *testing.T) {
+	safe := []byte("abcdefghijklmnopqrstuvwx")
+	for _, odd := range []string{`"`, `\`, "<", ">", "&", "\x00", "\x1f", "\n", "\x7f", "\x80", "\xff", "é", "\u2028"} {
+		for at := range len(safe) {
+			in := append(append(append([]byte{}, safe[:at]...), odd...), safe[at:]...)
+			got := appendJSONString(nil, in)
+			var back string
+			if err := json.Unmarshal(got, &back); err != nil {
+				t.Fatalf("%q encodes to invalid JSON %s: %v", in, got, err)
+			}
+			want, _ := json.Marshal(string(in))
+			var wantBack string
+			_ = json.Unmarshal(want, &wantBack)
+			if back != wantBack {
+				t.Fatalf("%q reads back as %q, want %q", in, back, wantBack)
+			}
+			for _, c := range got[1 : len(got)-1] {
+				if c < 0x20 || c == '<' || c == '>' || c == '&' {
+					t.Fatalf("%q encodes to %q, which holds %q raw", in, got, c)
+				}
+			}
+		}
+	}
+	for c := range 256 {
+		x := uint64(c) << 24 // byte c among seven 'a's
+		x |= 0x6161616161616161 &^ (0xff << 24)
+		if want := c < utf8.RuneSelf && jsonSafe[c]; jsonWordSafe(x) != want {
+			t.Errorf("jsonWordSafe with byte %#x = %v, want %v", c, !want, want)
 		}
 	}
 }
