@@ -18,9 +18,9 @@ const (
 // fpCache remembers the fingerprints of proven identities, so that their
 // requests skip the HMAC. It is direct-mapped: a slot holds the last
 // identity remembered there, found by a hash under a seed of this process.
-// It lives in memory only, beside the request that carries the value, and
-// a lookup compares the whole value, so a value finds only its own
-// fingerprint. A fingerprinter owns one: a new key starts an empty cache.
+// It lives in memory only, never in storage or logs, and a lookup compares
+// the whole value, so a value finds only its own fingerprint. A
+// fingerprinter owns one: a new key starts an empty cache.
 type fpCache struct {
 	seed  maphash.Seed
 	slots [fpCacheSlots]atomic.Pointer[fpEntry]

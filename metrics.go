@@ -67,20 +67,13 @@ func (m *zoneMetrics) inflightAdd(delta int64) {
 
 func newZoneMetrics(zone string) *zoneMetrics {
 	zl := prometheus.Labels{"zone": zone}
-	m := &zoneMetrics{}
-	*m = zoneMetrics{
+	m := &zoneMetrics{
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_refusals_total", Help: "Requests refused, by layer.", ConstLabels: zl,
 		}, []string{"layer"}),
 		dryRun: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_dry_run_refusals_total", Help: "Requests a layer would have refused in dry run, by layer.", ConstLabels: zl,
 		}, []string{"layer"}),
-		admitted: prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcp_ratelimit_admitted_total", Help: "Requests admitted.", ConstLabels: zl,
-		}, func() float64 { return float64(m.admittedN.Load()) }),
-		inflight: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "mcp_ratelimit_inflight", Help: "Metered calls in flight.", ConstLabels: zl,
-		}, func() float64 { return float64(m.inflightN.Load()) }),
 		tracked: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_ratelimit_tracked", Help: "Entries tracked in memory, by kind.", ConstLabels: zl,
 		}, []string{"kind"}),
@@ -94,9 +87,6 @@ func newZoneMetrics(zone string) *zoneMetrics {
 			Name: "mcp_ratelimit_decision_seconds", Help: "Time to admit or refuse a request.", ConstLabels: zl,
 			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2},
 		}),
-		upstream: prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "mcp_ratelimit_upstream_throttled_total", Help: "Backend 429 answers passed through (not our refusals).", ConstLabels: zl,
-		}, func() float64 { return float64(m.upstreamN.Load()) }),
 		storeRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "mcp_ratelimit_store_roundtrip_seconds", Help: "Round trips to the Redis store (one per decision it answered).", ConstLabels: zl,
 			Buckets: []float64{5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 1e-2, 2.5e-2, 5e-2, 1e-1},
@@ -108,6 +98,15 @@ func newZoneMetrics(zone string) *zoneMetrics {
 			Name: "mcp_ratelimit_store_local_hits_total", Help: "Refusals of keys known to be over their limit, answered without a round trip to the Redis store.", ConstLabels: zl,
 		}),
 	}
+	m.admitted = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcp_ratelimit_admitted_total", Help: "Requests admitted.", ConstLabels: zl,
+	}, func() float64 { return float64(m.admittedN.Load()) })
+	m.inflight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "mcp_ratelimit_inflight", Help: "Metered calls in flight.", ConstLabels: zl,
+	}, func() float64 { return float64(m.inflightN.Load()) })
+	m.upstream = prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mcp_ratelimit_upstream_throttled_total", Help: "Backend 429 answers passed through (not our refusals).", ConstLabels: zl,
+	}, func() float64 { return float64(m.upstreamN.Load()) })
 	for l := range numLayers {
 		m.byLayer[l] = m.refusals.WithLabelValues(layerNames[l])
 		m.dryLayer[l] = m.dryRun.WithLabelValues(layerNames[l])
