@@ -43,9 +43,13 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	for i := range items {
 		switch it := &items[i]; {
 		case it.N == 0:
-		case i < len(pending) && pending[i] != nil:
-			*pending[i] += it.N // N > 0: the count stays above zero
+		case i < len(pending) && pending[i] != nil && *pending[i] > 0:
+			// Still in the map (deltas.add only drops a count it brings
+			// to zero, leaving it negative), and N > 0 keeps it above zero.
+			*pending[i] += it.N
 		default:
+			// A count a Refund after a Flush left negative may come back
+			// to zero here, and deltas.add drops it then.
 			c.bucketLocked(it.Period, now, true).pending.add(it.Key, it.N)
 		}
 	}

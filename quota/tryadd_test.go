@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"context"
 	"testing"
 	"time"
 )
@@ -171,6 +172,43 @@ func TestTryAdd(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A Refund after a Flush leaves a negative pending count; the next TryAdd
+// of the key brings it back to zero, and nothing may be left pending then:
+// no count of zero for State, Unpushed or the next Flush to carry. A
+// second item of the same key in that call must still be counted.
+func TestTryAddDropsAPendingCountItBringsToZero(t *testing.T) {
+	c := newTestCounter(newFakeStorage(), newFakeClock(t0), Day)
+	it := []Item{{Key: []byte("k"), Period: Day, Limit: 10, N: 1}}
+	if _, ok := c.TryAdd(it, t0); !ok {
+		t.Fatal("first TryAdd refused")
+	}
+	if err := c.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c.Refund(it, t0) // pending -1
+	if _, ok := c.TryAdd(it, t0); !ok {
+		t.Fatal("second TryAdd refused")
+	}
+	if st := c.State(); st.Pending != 0 || len(c.Unpushed()) != 0 {
+		t.Fatalf("after the counts cancelled out: State().Pending = %d, Unpushed = %+v; want nothing pending", st.Pending, c.Unpushed())
+	}
+	if n := c.Used([]byte("k"), Day, t0); n != 1 {
+		t.Fatalf("used %d, want 1", n)
+	}
+
+	c.Refund(it, t0) // pending -1 again
+	two := []Item{it[0], it[0]}
+	if _, ok := c.TryAdd(two, t0); !ok {
+		t.Fatal("TryAdd of the key twice refused")
+	}
+	if n := c.Used([]byte("k"), Day, t0); n != 2 {
+		t.Fatalf("used %d after the key twice, want 2", n)
+	}
+	if st := c.State(); st.Pending != 1 {
+		t.Fatalf("State().Pending = %d, want 1", st.Pending)
 	}
 }
 
