@@ -95,18 +95,26 @@ func (b *bucket) used(key []byte) int64 {
 // usedPending is used, with the pointer to key's pending count (nil when
 // it has none), so that TryAdd adds to it without finding it again.
 func (b *bucket) usedPending(key []byte) (int64, *int64) {
-	p := b.pending[string(key)]
-	n := b.shared[string(key)] + b.inflight.get(key) + b.observed.get(key)
-	if p != nil {
-		n += *p
-	}
-	return n, p
+	n, p := b.localPending(key)
+	return n + b.observed.get(key), p
 }
 
 // local returns the count of key in b that this Counter counted or
 // adopted from storage.
 func (b *bucket) local(key []byte) int64 {
-	return b.shared[string(key)] + b.pending.get(key) + b.inflight.get(key)
+	n, _ := b.localPending(key)
+	return n
+}
+
+// localPending is local, with the pointer to key's pending count (nil
+// when it has none).
+func (b *bucket) localPending(key []byte) (int64, *int64) {
+	p := b.pending[string(key)]
+	n := b.shared[string(key)] + b.inflight.get(key)
+	if p != nil {
+		n += *p
+	}
+	return n, p
 }
 
 // deltas maps keys to counts through pointers, so that a key already
@@ -120,6 +128,19 @@ func (d deltas) get(key []byte) int64 {
 		return *p
 	}
 	return 0
+}
+
+// addFound adds n > 0 to the count of key through p, the pointer a lookup
+// of key in d found (nil when there was none), without finding it again
+// while that is sure to be right: a positive count is still d's, since add
+// drops a count only when it reaches zero, leaving it negative. Otherwise
+// it adds as add does.
+func (d deltas) addFound(p *int64, key []byte, n int64) {
+	if p != nil && *p > 0 && n > 0 {
+		*p += n
+		return
+	}
+	d.add(key, n)
 }
 
 // add adds n to the count of key, and drops the key when its count becomes

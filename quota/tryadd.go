@@ -41,17 +41,15 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 		return failed, false
 	}
 	for i := range items {
-		switch it := &items[i]; {
-		case it.N == 0:
-		case i < len(pending) && pending[i] != nil && *pending[i] > 0:
-			// Still in the map (deltas.add only drops a count it brings
-			// to zero, leaving it negative), and N > 0 keeps it above zero.
-			*pending[i] += it.N
-		default:
-			// A count a Refund after a Flush left negative may come back
-			// to zero here, and deltas.add drops it then.
-			c.bucketLocked(it.Period, now, true).pending.add(it.Key, it.N)
+		it := &items[i]
+		if it.N == 0 {
+			continue
 		}
+		var p *int64
+		if i < len(pending) {
+			p = pending[i]
+		}
+		c.bucketLocked(it.Period, now, true).pending.addFound(p, it.Key, it.N)
 	}
 	return -1, true
 }
