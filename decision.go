@@ -30,6 +30,7 @@ type decision struct {
 	ip       netip.Addr   // the client address of an unproven caller
 	addr     netip.Prefix // its key: the network of ip
 	fp       [16]byte
+	cached   *fpEntry // fp's entry in the fingerprint cache, if it was there
 	hasID    bool
 	proven   bool
 	groupFP  [16]byte
@@ -108,13 +109,15 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	var v string
 	if v, d.unreadable = identityValue(r, d.pol); v != "" {
 		f := d.z.fpKey.Load()
-		fp, cached := f.cache.lookup(v)
-		if !cached {
+		var fp [16]byte
+		if d.cached = f.cache.lookup(v); d.cached != nil {
+			fp = d.cached.fp
+		} else {
 			fp = f.sum(v)
 		}
 		d.fp, d.hasID = fp, true
 		d.proven = d.pol.trustIdentity || d.z.known.Proven(fp, now)
-		if d.proven && !cached {
+		if d.proven && d.cached == nil {
 			// Only proven identities are remembered: a flood of fresh
 			// credentials leaves the cache to the callers it serves.
 			f.cache.remember(v, fp)
@@ -249,7 +252,11 @@ func (d *decision) quotaKey(kind string, tool []byte, fp [16]byte) []byte {
 	if tool != nil {
 		d.keys = append(appendKeyTool(d.keys, tool), '/')
 	}
-	d.keys = hex.AppendEncode(d.keys, fp[:])
+	if e := d.cached; e != nil && e.fp == fp {
+		d.keys = append(d.keys, e.hex[:]...) // spelled out when it was cached
+	} else {
+		d.keys = hex.AppendEncode(d.keys, fp[:])
+	}
 	return d.keys[lo:len(d.keys):len(d.keys)]
 }
 

@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"crypto/subtle"
+	"encoding/hex"
 	"hash/maphash"
 	"strings"
 	"sync/atomic"
@@ -9,10 +10,12 @@ import (
 
 // fpCacheSlots is how many proven identities' fingerprints a zone keeps
 // at hand; fpCacheMaxValue bounds the identity values it keeps, so that
-// the cache holds at most about 1.3 MB whatever callers send.
+// the cache holds at most about 4.5 MB whatever callers send. The bound
+// admits a bearer JWT (commonly 700-1000 bytes), whose HMAC costs about
+// twice the lookup.
 const (
 	fpCacheSlots    = 4096
-	fpCacheMaxValue = 256
+	fpCacheMaxValue = 1024
 )
 
 // fpCache remembers the fingerprints of proven identities, so that their
@@ -26,10 +29,12 @@ type fpCache struct {
 	slots [fpCacheSlots]atomic.Pointer[fpEntry]
 }
 
-// fpEntry is one remembered identity value and its fingerprint.
+// fpEntry is one remembered identity value and its fingerprint, also in
+// hex, as quota keys spell it. An entry never changes once remembered.
 type fpEntry struct {
 	value string
 	fp    [16]byte
+	hex   [32]byte
 }
 
 func newFPCache() *fpCache {
@@ -41,15 +46,15 @@ func (c *fpCache) slot(value string) *atomic.Pointer[fpEntry] {
 	return &c.slots[maphash.String(c.seed, value)%fpCacheSlots]
 }
 
-// lookup returns the fingerprint remembered for value, if any. The values
-// are compared in constant time, so that timing tells nothing of a
-// remembered credential to a caller sending guesses.
-func (c *fpCache) lookup(value string) ([16]byte, bool) {
+// lookup returns the entry remembered for value, or nil. The values are
+// compared in constant time, so that timing tells nothing of a remembered
+// credential to a caller sending guesses.
+func (c *fpCache) lookup(value string) *fpEntry {
 	e := c.slot(value).Load()
 	if e == nil || len(e.value) != len(value) || subtle.ConstantTimeCompare([]byte(e.value), []byte(value)) != 1 {
-		return [16]byte{}, false
+		return nil
 	}
-	return e.fp, true
+	return e
 }
 
 // remember keeps fp as value's fingerprint, in place of whatever its slot
@@ -59,5 +64,7 @@ func (c *fpCache) remember(value string, fp [16]byte) {
 	if len(value) > fpCacheMaxValue {
 		return
 	}
-	c.slot(value).Store(&fpEntry{value: strings.Clone(value), fp: fp})
+	e := &fpEntry{value: strings.Clone(value), fp: fp}
+	hex.Encode(e.hex[:], fp[:])
+	c.slot(value).Store(e)
 }

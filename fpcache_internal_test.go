@@ -12,18 +12,19 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
 func TestFPCacheKeepsOnlyWhatItWasGiven(t *testing.T) {
 	f := newFingerprinter(newFingerprintKey())
 	c := f.cache
 	v := "Bearer k-00000"
-	if _, ok := c.lookup(v); ok {
+	if c.lookup(v) != nil {
 		t.Fatal("an empty cache finds a fingerprint")
 	}
 	c.remember(v, f.sum(v))
-	if fp, ok := c.lookup(v); !ok || fp != f.sum(v) {
-		t.Fatalf("lookup after remember = %x, %v; want the HMAC %x", fp, ok, f.sum(v))
+	if e := c.lookup(v); e == nil || e.fp != f.sum(v) || string(e.hex[:]) != fingerprintHex(e.fp) {
+		t.Fatalf("lookup after remember = %+v; want the HMAC %x, in hex too", e, f.sum(v))
 	}
 
 	// A value of the same length and slot finds nothing of the other's,
@@ -37,20 +38,20 @@ func TestFPCacheKeepsOnlyWhatItWasGiven(t *testing.T) {
 	if other == "" {
 		t.Fatal("no value of the same length shares a slot")
 	}
-	if _, ok := c.lookup(other); ok {
+	if c.lookup(other) != nil {
 		t.Fatalf("%q finds the fingerprint of %q, which shares its slot", other, v)
 	}
 	c.remember(other, f.sum(other))
-	if fp, ok := c.lookup(other); !ok || fp != f.sum(other) {
-		t.Fatalf("lookup(%q) = %x, %v", other, fp, ok)
+	if e := c.lookup(other); e == nil || e.fp != f.sum(other) || string(e.hex[:]) != fingerprintHex(e.fp) {
+		t.Fatalf("lookup(%q) = %+v", other, e)
 	}
-	if _, ok := c.lookup(v); ok {
+	if c.lookup(v) != nil {
 		t.Fatalf("%q still found after %q took its slot", v, other)
 	}
 
 	long := "Bearer " + strings.Repeat("x", fpCacheMaxValue)
 	c.remember(long, f.sum(long))
-	if _, ok := c.lookup(long); ok {
+	if c.lookup(long) != nil {
 		t.Fatalf("a value of %d bytes was kept", len(long))
 	}
 
@@ -64,7 +65,7 @@ func TestFPCacheKeepsOnlyWhatItWasGiven(t *testing.T) {
 // fresh credentials cannot churn it, and a proven one is found there with
 // the fingerprint its HMAC gives.
 func TestFPCacheRemembersOnlyProvenIdentities(t *testing.T) {
-	h := provisionForTest(t, &Handler{Zone: "fpcache-proven"})
+	h := provisionForTest(t, &Handler{Zone: "fpcache-proven", Quota: &QuotaLimit{Day: 1000}})
 	serve := func(token string) {
 		t.Helper()
 		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`
@@ -85,14 +86,23 @@ func TestFPCacheRemembersOnlyProvenIdentities(t *testing.T) {
 	f := h.zone.fpKey.Load()
 	const token = "Bearer valid-cache"
 	serve(token) // unproven: the 2xx proves it
-	if _, ok := f.cache.lookup(token); ok {
+	if f.cache.lookup(token) != nil {
 		t.Fatal("an unproven identity was remembered")
 	}
 	if !h.zone.known.Proven(f.sum(token), time.Now()) {
 		t.Fatal("the 2xx did not prove the identity")
 	}
 	serve(token)
-	if fp, ok := f.cache.lookup(token); !ok || fp != f.sum(token) {
-		t.Fatalf("proven identity: lookup = %x, %v; want %x", fp, ok, f.sum(token))
+	if e := f.cache.lookup(token); e == nil || e.fp != f.sum(token) {
+		t.Fatalf("proven identity: lookup = %+v; want %x", e, f.sum(token))
+	}
+	// Found in the cache, the identity is charged under the quota key its
+	// HMAC spells, as when it was not: of the two calls made once proven,
+	// the first computed the HMAC and the second found the cache entry, and
+	// they are counted together.
+	serve(token)
+	key := []byte("i/" + fingerprintHex(f.sum(token)))
+	if n := h.zone.quota.Used(key, quota.Day, time.Now()); n != 2 {
+		t.Fatalf("quota count of %s = %d, want 2 (one per call made as a proven identity)", key, n)
 	}
 }

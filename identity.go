@@ -297,25 +297,69 @@ func capitalized(s string) string {
 // canonicalSpaces reports whether canonicalCredentials would leave v
 // unchanged (printable ASCII, single spaces between parts, and a
 // capitalized scheme when a space follows it) and, if so, how many spaces
-// separate its parts.
+// separate its parts. Credentials run to hundreds of bytes (a JWT), so
+// their visible ASCII is skipped eight bytes at a time.
 func canonicalSpaces(v string) (spaces int, ok bool) {
 	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
 		return 0, false
 	}
-	sp := strings.IndexByte(v, ' ')
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c < ' ' || c >= 0x7F:
-			return 0, false // control or non-ASCII bytes, maybe whitespace: the slow path decides
-		case c == ' ' && v[i-1] == ' ':
-			return 0, false
-		case c == ' ':
-			spaces++
-		case sp > 0 && i == 0 && 'a' <= c && c <= 'z', sp > 0 && i > 0 && i < sp && 'A' <= c && c <= 'Z':
-			return 0, false
+	if sp := strings.IndexByte(v, ' '); sp > 0 && !capitalizedWord(v[:sp]) {
+		return 0, false
+	}
+	for i := 0; i < len(v); {
+		n := min(len(v)-i, 8)
+		if n == 8 && visibleWord(le64(v[i:])) {
+			i += 8
+			continue
+		}
+		for end := i + n; i < end; i++ {
+			switch c := v[i]; {
+			case c < ' ' || c >= 0x7F:
+				return 0, false // control or non-ASCII bytes, maybe whitespace: the slow path decides
+			case c == ' ' && v[i-1] == ' ':
+				return 0, false
+			case c == ' ':
+				spaces++
+			}
 		}
 	}
 	return spaces, true
+}
+
+// capitalizedWord reports whether the letters of w are as capitalized
+// spells them: the first not lower case, the others not upper case.
+func capitalizedWord(w string) bool {
+	if 'a' <= w[0] && w[0] <= 'z' {
+		return false
+	}
+	for i := 1; i < len(w); i++ {
+		if 'A' <= w[i] && w[i] <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// visibleWord reports whether the eight bytes of x are all visible ASCII
+// (0x21-0x7E). A byte's high bit is set in below when it is under 0x21
+// (subtracting borrows; a borrow reaching higher bytes only ever follows
+// such a byte) and in above when it is 0x7F or more (adding 1 carries into
+// the high bit, which bytes of 0x80 and up have already).
+func visibleWord(x uint64) bool {
+	const (
+		ones  = 0x0101010101010101
+		highs = 0x8080808080808080
+	)
+	below := (x - ones*0x21) &^ x
+	above := x + ones | x
+	return (below|above)&highs == 0
+}
+
+// le64 reads the first eight bytes of s as a little-endian word.
+func le64(s string) uint64 {
+	_ = s[7]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // fingerprintHex formats a fingerprint as operators see it.

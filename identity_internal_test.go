@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -51,6 +52,58 @@ func TestCanonicalCredentials(t *testing.T) {
 	if _, ok := canonicalSpaces("Bearer " + strings.Repeat("x", 40)); !ok {
 		t.Error("a canonical bearer value takes the slow path")
 	}
+}
+
+// TestCanonicalSpacesReadsEveryByte checks the word-at-a-time reading of
+// canonicalSpaces against a byte-by-byte one: every byte value at every
+// offset of values long enough to be read in words, and random values of
+// the bytes that decide.
+func TestCanonicalSpacesReadsEveryByte(t *testing.T) {
+	check := func(v string) {
+		t.Helper()
+		gotN, gotOK := canonicalSpaces(v)
+		wantN, wantOK := canonicalSpacesByByte(v)
+		if gotN != wantN || gotOK != wantOK {
+			t.Fatalf("canonicalSpaces(%q) = %d, %v; byte by byte %d, %v", v, gotN, gotOK, wantN, wantOK)
+		}
+	}
+	for _, base := range []string{"Bearer " + strings.Repeat("x", 25), strings.Repeat("k", 24)} {
+		for i := range len(base) {
+			for c := range 256 {
+				check(base[:i] + string([]byte{byte(c)}) + base[i+1:])
+			}
+		}
+	}
+	alphabet := []byte("aBz ZeR\t\x1f\x7f\x80\xa0~!0")
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200000 {
+		b := make([]byte, rng.IntN(40))
+		for j := range b {
+			b[j] = alphabet[rng.IntN(len(alphabet))]
+		}
+		check(string(b))
+	}
+}
+
+// canonicalSpacesByByte is canonicalSpaces read one byte at a time.
+func canonicalSpacesByByte(v string) (spaces int, ok bool) {
+	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
+		return 0, false
+	}
+	sp := strings.IndexByte(v, ' ')
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case c < ' ' || c >= 0x7F:
+			return 0, false
+		case c == ' ' && v[i-1] == ' ':
+			return 0, false
+		case c == ' ':
+			spaces++
+		case sp > 0 && i == 0 && 'a' <= c && c <= 'z', sp > 0 && i > 0 && i < sp && 'A' <= c && c <= 'Z':
+			return 0, false
+		}
+	}
+	return spaces, true
 }
 
 // FuzzCanonicalCredentials checks that the fast path never keeps a value

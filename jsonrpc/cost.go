@@ -71,6 +71,9 @@ func (r *Request) Calls(m Meter) int {
 	if !m.Enabled() {
 		return 0
 	}
+	if r.count <= 1 { // one entry at most: the loop below could not count more than the minimum
+		return 1
+	}
 	n := 0
 	for i := range r.entries {
 		if r.entries[i].cost(m, nil) > 0 {
