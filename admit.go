@@ -21,7 +21,7 @@ import (
 // admit runs the request path of SPEC.md in order. It returns true when
 // the request was refused and the refusal written.
 func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) bool {
-	d.accept, d.post = r.Header["Accept"], r.Method == http.MethodPost
+	d.header, d.post = r.Header, r.Method == http.MethodPost
 	// Pre-auth: an unproven caller pays one token of its address's budget
 	// before its body is even read.
 	preauthRefused := false // in dry run: the request goes on, refused once
@@ -264,8 +264,7 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (
 		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."), true
 	}
 	d.body, d.bodyOwn = buf, true
-	d.req = jsonrpc.GetRequest()
-	d.req.Parse(buf.Bytes())
+	d.parse(buf.Bytes())
 	var batchRef refusal
 	if d.req.Scanned() > pol.maxBatch {
 		batchRef = bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request.")
@@ -342,8 +341,7 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 	}
 	setReadDeadline(w, time.Time{})
 	d.body, d.bodyOwn = buf, true
-	d.req = jsonrpc.GetRequest()
-	d.req.Parse(buf.Bytes())
+	d.parse(buf.Bytes())
 }
 
 // checkArgs applies `arg <name> max <n>` bounds to every tools/call entry,

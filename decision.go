@@ -39,10 +39,11 @@ type decision struct {
 
 	body    *jsonrpc.Buffer
 	bodyOwn bool
-	req     *jsonrpc.Request
+	req     *jsonrpc.Request // the parsed body: parsed, once the body is read
+	parsed  *jsonrpc.Request // kept across uses, as items and keys are
 	cost    int64
-	accept  []string // the request's Accept values, read only to answer a refusal
-	post    bool     // the request is a POST, which may carry JSON-RPC messages
+	header  http.Header // the request's header, for the Accept values a refusal answers by
+	post    bool        // the request is a POST, which may carry JSON-RPC messages
 	// probing makes the layers after a refusal decide without taking
 	// anything, to find the refusal that holds the request back longest.
 	probing bool
@@ -274,16 +275,25 @@ func (d *decision) release() {
 		d.undetach()
 	}
 	if d.req != nil {
-		jsonrpc.PutRequest(d.req)
+		d.req.Trim()
 	}
 	if d.body != nil && d.bodyOwn {
 		d.body.Release()
 	}
-	items, layers, keys := d.items[:0], d.itemLayers[:0], d.keys[:0]
+	items, layers, keys, parsed := d.items[:0], d.itemLayers[:0], d.keys[:0], d.parsed
 	watch := d.watch.reuse()
 	*d = decision{} // cleared in place: a literal with fields is built apart, then copied
-	d.items, d.itemLayers, d.keys, d.watch = items, layers, keys, watch
+	d.items, d.itemLayers, d.keys, d.parsed, d.watch = items, layers, keys, parsed, watch
 	decisionPool.Put(d)
+}
+
+// parse parses body into the decision's Request, and makes it d.req.
+func (d *decision) parse(body []byte) {
+	if d.parsed == nil {
+		d.parsed = new(jsonrpc.Request)
+	}
+	d.req = d.parsed
+	d.req.Parse(body)
 }
 
 // finish frees the concurrency slots, and takes the calls out of the

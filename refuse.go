@@ -505,7 +505,7 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 		// that was not read (too large or too slow for a pre-auth
 		// refusal): its answer's id is null, which an SDK cannot match to
 		// its request and, in a 200, takes as a broken session.
-		if mode != refuseStatus && d.post && acceptsEventStream(d.accept) && d.req != nil && d.req.Valid() && d.req.Len() > 0 {
+		if mode != refuseStatus && d.post && acceptsEventStream(d.header["Accept"]) && d.req != nil && d.req.Valid() && d.req.Len() > 0 {
 			status = http.StatusOK
 		} else {
 			mode = refuseStatus

@@ -212,3 +212,34 @@ func TestResponse(t *testing.T) {
 		})
 	}
 }
+
+// TestTrimDropsWhatALargeBodyGrew checks that a Request kept for reuse
+// (as the handler keeps one per pooled decision) does not hold on to the
+// buffers an unusually large body grew, and still parses afterwards.
+func TestTrimDropsWhatALargeBodyGrew(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools\u002fcall","params":{"name":"x"}}`
+	bodies := map[string]string{
+		"entries and readings": "[" + strings.Repeat(call+",", keepEntries) + call + "]",
+		"decoded strings":      `{"method":"` + strings.Repeat(`\u0041`, keepBytes+1) + `"}`,
+		"entry bits":           "[" + strings.Repeat("0,", keepWords*64) + "0]",
+		"nesting":              strings.Repeat("[", keepWords*64+1) + strings.Repeat("]", keepWords*64+1),
+	}
+	r := new(Request)
+	for name, body := range bodies {
+		r.Parse([]byte(body))
+		grown := cap(r.entries) > keepEntries || cap(r.methods) > keepEntries || cap(r.arena) > keepBytes ||
+			cap(r.objBits) > keepWords || cap(r.s.stack) > keepWords
+		if !grown {
+			t.Fatalf("%s: the body grew no buffer beyond what is kept", name)
+		}
+		r.Trim()
+		if cap(r.entries) > keepEntries || cap(r.methods) > keepEntries || cap(r.tools) > keepEntries || cap(r.args) > keepEntries ||
+			cap(r.arena) > keepBytes || cap(r.scratch) > keepBytes || cap(r.objBits) > keepWords || cap(r.s.stack) > keepWords {
+			t.Fatalf("%s: Trim kept a grown buffer", name)
+		}
+	}
+	r.Parse([]byte(call))
+	if !r.Valid() || r.Len() != 1 || !r.Entry(0).Called() {
+		t.Fatal("a trimmed Request no longer parses")
+	}
+}

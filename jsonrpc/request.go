@@ -76,6 +76,13 @@ func PutRequest(r *Request) {
 	if r == nil {
 		return
 	}
+	r.Trim()
+	requestPool.Put(r)
+}
+
+// Trim resets r and drops the buffers an unusually large body grew, so
+// that a Request kept for reuse holds no more than a pooled one.
+func (r *Request) Trim() {
 	r.Reset()
 	if cap(r.arena) > keepBytes {
 		r.arena = nil
@@ -95,7 +102,6 @@ func PutRequest(r *Request) {
 	if cap(r.s.stack) > keepWords {
 		r.s.stack = nil
 	}
-	requestPool.Put(r)
 }
 
 // Reset forgets the last parse, including the reference to its body.
