@@ -298,7 +298,7 @@ func capitalized(s string) string {
 // unchanged (printable ASCII, single spaces between parts, and a
 // capitalized scheme when a space follows it) and, if so, how many spaces
 // separate its parts. Credentials run to hundreds of bytes (a JWT), so
-// their visible ASCII is skipped eight bytes at a time.
+// each part is checked eight bytes at a time.
 func canonicalSpaces(v string) (spaces int, ok bool) {
 	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
 		return 0, false
@@ -306,24 +306,22 @@ func canonicalSpaces(v string) (spaces int, ok bool) {
 	if sp := strings.IndexByte(v, ' '); sp > 0 && !capitalizedWord(v[:sp]) {
 		return 0, false
 	}
-	for i := 0; i < len(v); {
-		n := min(len(v)-i, 8)
-		if n == 8 && visibleWord(le64(v[i:])) {
-			i += 8
-			continue
-		}
-		for end := i + n; i < end; i++ {
-			switch c := v[i]; {
-			case c < ' ' || c >= 0x7F:
-				return 0, false // control or non-ASCII bytes, maybe whitespace: the slow path decides
-			case c == ' ' && v[i-1] == ' ':
+	for {
+		sp := strings.IndexByte(v, ' ')
+		if sp < 0 {
+			if !visible(v) {
 				return 0, false
-			case c == ' ':
-				spaces++
 			}
+			return spaces, true
 		}
+		// A part is never empty: v neither starts nor ends with a space,
+		// so an empty part is two spaces in a row.
+		if sp == 0 || !visible(v[:sp]) {
+			return 0, false
+		}
+		spaces++
+		v = v[sp+1:]
 	}
-	return spaces, true
 }
 
 // capitalizedWord reports whether the letters of w are as capitalized
@@ -340,11 +338,32 @@ func capitalizedWord(w string) bool {
 	return true
 }
 
-// visibleWord reports whether the eight bytes of x are all visible ASCII
-// (0x21-0x7E). A byte's high bit is set in below when it is under 0x21
-// (subtracting borrows; a borrow reaching higher bytes only ever follows
-// such a byte) and in above when it is 0x7F or more (adding 1 carries into
-// the high bit, which bytes of 0x80 and up have already).
+// visible reports whether s is all visible ASCII (0x21-0x7E): control,
+// space and non-ASCII bytes are what some backend may read as whitespace.
+// From eight bytes on it reads words, the last one overlapping the one
+// before it.
+func visible(s string) bool {
+	if len(s) < 8 {
+		for i := 0; i < len(s); i++ {
+			if s[i] <= ' ' || s[i] >= 0x7F {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(s)-8; i += 8 {
+		if !visibleWord(le64(s[i:])) {
+			return false
+		}
+	}
+	return visibleWord(le64(s[len(s)-8:]))
+}
+
+// visibleWord reports whether the eight bytes of x are all visible ASCII.
+// A byte's high bit is set in below when it is under 0x21 (subtracting
+// borrows; a borrow reaching higher bytes only ever follows such a byte)
+// and in above when it is 0x7F or more (adding 1 carries into the high
+// bit, which bytes of 0x80 and up have already).
 func visibleWord(x uint64) bool {
 	const (
 		ones  = 0x0101010101010101

@@ -85,6 +85,22 @@ func TestCanonicalSpacesReadsEveryByte(t *testing.T) {
 	}
 }
 
+// TestVisibleReadsEveryByte puts every byte value at every offset of
+// strings from 1 to 24 bytes long, around the word boundaries.
+func TestVisibleReadsEveryByte(t *testing.T) {
+	for n := 1; n <= 24; n++ {
+		for i := range n {
+			for c := range 256 {
+				b := []byte(strings.Repeat("k", n))
+				b[i] = byte(c)
+				if want := c > ' ' && c < 0x7F; visible(string(b)) != want {
+					t.Fatalf("visible(%q) = %v, want %v", b, !want, want)
+				}
+			}
+		}
+	}
+}
+
 // canonicalSpacesByByte is canonicalSpaces read one byte at a time.
 func canonicalSpacesByByte(v string) (spaces int, ok bool) {
 	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
