@@ -39,7 +39,7 @@ type decision struct {
 
 	body    *jsonrpc.Buffer
 	bodyOwn bool
-	req     *jsonrpc.Request // the parsed body: parsed, once the body is read
+	req     *jsonrpc.Request // the body as parsed (into parsed), once it is read
 	parsed  *jsonrpc.Request // kept across uses, as items and keys are
 	cost    int64
 	header  http.Header // the request's header, for the Accept values a refusal answers by

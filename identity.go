@@ -303,17 +303,11 @@ func canonicalSpaces(v string) (spaces int, ok bool) {
 	if v == "" || v[0] == ' ' || v[len(v)-1] == ' ' {
 		return 0, false
 	}
-	if sp := strings.IndexByte(v, ' '); sp > 0 && !capitalizedWord(v[:sp]) {
+	sp := strings.IndexByte(v, ' ')
+	if sp > 0 && !capitalizedWord(v[:sp]) {
 		return 0, false
 	}
-	for {
-		sp := strings.IndexByte(v, ' ')
-		if sp < 0 {
-			if !visible(v) {
-				return 0, false
-			}
-			return spaces, true
-		}
+	for ; sp >= 0; sp = strings.IndexByte(v, ' ') {
 		// A part is never empty: v neither starts nor ends with a space,
 		// so an empty part is two spaces in a row.
 		if sp == 0 || !visible(v[:sp]) {
@@ -322,6 +316,10 @@ func canonicalSpaces(v string) (spaces int, ok bool) {
 		spaces++
 		v = v[sp+1:]
 	}
+	if !visible(v) {
+		return 0, false
+	}
+	return spaces, true
 }
 
 // capitalizedWord reports whether the letters of w are as capitalized
