@@ -47,7 +47,10 @@ func (h *latencyHistogram) observe(d time.Duration) {
 func (h *latencyHistogram) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 
 // Collect implements prometheus.Collector: the counts as a cumulative
-// histogram in seconds.
+// histogram in seconds. They are read one after another, not as one
+// snapshot: a scrape taken while requests run may hold in its sum an
+// observation its count misses, or the reverse, which the next scrape
+// settles (rates over scrapes are unaffected).
 func (h *latencyHistogram) Collect(ch chan<- prometheus.Metric) {
 	buckets := make(map[float64]uint64, len(decisionBounds))
 	var count uint64
