@@ -47,18 +47,16 @@ func scanString(b []byte, i int) (end int, flags uint8) {
 		// Eight bytes at a time until one is a quote, a backslash or a
 		// control byte: m gets the high bit of each byte whose
 		// subtraction borrows, and bytes >= 0x80 never borrow.
-		rest := b[i:]
-		for len(rest) >= 8 {
-			x := binary.LittleEndian.Uint64(rest)
+		for i <= len(b)-8 {
+			x := binary.LittleEndian.Uint64(b[i:])
 			seen |= x
 			special := ((x ^ quotes) - ones) | ((x ^ slashs) - ones) | (x - spaces)
 			if m := special &^ x & highs; m != 0 {
-				rest = rest[bits.TrailingZeros64(m)>>3:]
+				i += bits.TrailingZeros64(m) >> 3
 				break
 			}
-			rest = rest[8:]
+			i += 8
 		}
-		i = len(b) - len(rest)
 		if i >= len(b) {
 			return -1, flags
 		}
