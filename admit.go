@@ -179,7 +179,11 @@ func (d *decision) wholeCostRefusal(ref refusal) refusal {
 
 // requestCost is what the parsed request costs under the handler's meter.
 func (d *decision) requestCost() int64 {
-	cost := d.req.Cost(d.pol.meter, d.toolCost)
+	toolCost := d.toolCost
+	if len(d.lim.costs) == 0 {
+		toolCost = nil // every tool costs 1: no name to look up
+	}
+	cost := d.req.Cost(d.pol.meter, toolCost)
 	if d.pol.meter.All && cost < 1 {
 		cost = 1
 	}

@@ -36,8 +36,8 @@ type Item struct {
 func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var pending [4]*int64 // the first items' pending counts, as the check found them
-	if failed = c.checkLocked(items, now, pending[:]); failed >= 0 {
+	var found [4]foundCount // the first items' buckets and pending counts, as the check found them
+	if failed = c.checkLocked(items, now, found[:]); failed >= 0 {
 		return failed, false
 	}
 	for i := range items {
@@ -45,13 +45,20 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 		if it.N == 0 {
 			continue
 		}
-		var p *int64
-		if i < len(pending) {
-			p = pending[i]
+		if i < len(found) {
+			found[i].b.pending.addFound(found[i].p, it.Key, it.N)
+		} else {
+			c.bucketLocked(it.Period, now, true).pending.addFound(nil, it.Key, it.N)
 		}
-		c.bucketLocked(it.Period, now, true).pending.addFound(p, it.Key, it.N)
 	}
 	return -1, true
+}
+
+// foundCount is where the check of TryAdd found an item counted: its
+// bucket, and its pending count there (nil when it has none yet).
+type foundCount struct {
+	b *bucket
+	p *int64
 }
 
 // Fits reports what TryAdd would, setting each item's Used the same way,
@@ -64,18 +71,19 @@ func (c *Counter) Fits(items []Item, now time.Time) (failed int, ok bool) {
 }
 
 // checkLocked is the check of TryAdd: the index of the refused item, or -1
-// when all fit. It sets pending[i], for as many items as pending holds,
-// to the item's pending count, nil when its key has none yet.
-func (c *Counter) checkLocked(items []Item, now time.Time, pending []*int64) int {
+// when all fit. It sets found[i], for as many items as found holds, to
+// where the item is counted.
+func (c *Counter) checkLocked(items []Item, now time.Time, found []foundCount) int {
 	failed := -1
 	for i := range items {
 		it := &items[i]
 		if !it.Period.Valid() || it.N < 0 || !validKey(it.Key) {
 			return i
 		}
-		used, p := c.bucketLocked(it.Period, now, true).usedPending(it.Key)
-		if i < len(pending) {
-			pending[i] = p
+		b := c.bucketLocked(it.Period, now, true)
+		used, p := b.usedPending(it.Key)
+		if i < len(found) {
+			found[i] = foundCount{b, p}
 		}
 		for j := range i { // the same key twice in one call adds up
 			if bytes.Equal(items[j].Key, it.Key) && items[j].Period == it.Period {
