@@ -20,7 +20,7 @@ type zoneMetrics struct {
 	tracked   *prometheus.GaugeVec
 	degraded  prometheus.Gauge
 	flushes   *prometheus.CounterVec
-	decision  *latencyHistogram
+	decision  prometheus.Histogram
 	upstream  prometheus.CounterFunc // reads upstreamN
 	storeRTT  prometheus.Histogram
 	storeErrs prometheus.Counter
@@ -83,8 +83,9 @@ func newZoneMetrics(zone string) *zoneMetrics {
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_flushes_total", Help: "Quota flushes to storage, by result.", ConstLabels: zl,
 		}, []string{"result"}),
-		decision: newLatencyHistogram(prometheus.Opts{
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "mcp_ratelimit_decision_seconds", Help: "Time to admit or refuse a request.", ConstLabels: zl,
+			Buckets: []float64{1e-6, 2.5e-6, 5e-6, 1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 1e-3, 1e-2},
 		}),
 		storeRTT: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "mcp_ratelimit_store_roundtrip_seconds", Help: "Round trips to the Redis store (one per decision it answered).", ConstLabels: zl,
@@ -151,5 +152,5 @@ func (m *zoneMetrics) register(reg *prometheus.Registry) error {
 
 // observe records one admission decision's duration.
 func (m *zoneMetrics) observe(start time.Time) {
-	m.decision.observe(time.Since(start))
+	m.decision.Observe(time.Since(start).Seconds())
 }
