@@ -2,7 +2,6 @@ package mcplimit
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -303,9 +302,9 @@ func resolveQuota(ql *QuotaLimit, def quotaLimit) (quotaLimit, error) {
 // ceilSeconds converts a wait into a Retry-After value: whole seconds,
 // at least 1, never earlier than the real wait.
 func ceilSeconds(d time.Duration) int64 {
-	s := int64(math.Ceil(d.Seconds()))
-	if s < 1 {
-		return 1
+	s := int64(d / time.Second)
+	if d%time.Second > 0 {
+		s++
 	}
-	return s
+	return max(s, 1)
 }

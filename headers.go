@@ -148,7 +148,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		b = append(b, `";r=`...)
 		b = appendSFInt(b, lim-used)
 		b = append(b, ";t="...)
-		b = appendSFInt(b, ceilSeconds(p.Next(d.now).Sub(d.now)))
+		b = appendSFInt(b, secondsTo(p.Next(d.now), d.now))
 	}
 	d.setRateLimit(w, d.lim.rlPolicy, b)
 }
@@ -168,6 +168,13 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision) {
 	}
 	var arr [48]byte
 	d.setRateLimit(w, d.preauthPolicy, appendBucketLeft(arr[:0], "preauth", d.preauthLim, tokens))
+}
+
+// secondsTo is ceilSeconds(next.Sub(now)) for a next later than now that
+// falls on a whole second, as a period's reset does: now's fraction of a
+// second is then what the ceiling adds back.
+func secondsTo(next, now time.Time) int64 {
+	return max(next.Unix()-now.Unix(), 1)
 }
 
 // untrackedLevel is what the RateLimit header shows for a key of layer l
