@@ -27,13 +27,13 @@ import (
 // last of them is cleaned up.
 var zones = caddy.NewUsagePool()
 
-// single keys the zone-wide buckets (global, anonymous).
-type single uint8
-
-const (
-	globalKey single = iota
-	anonymousKey
-)
+// globalKey and anonymousKey key the zone-wide buckets (global,
+// anonymous) and the zone's concurrency gauge. They are fingerprint-shaped
+// so that those sets run the code compiled for the tenants' sets: in a
+// busy server each line of code a decision runs is fetched from memory
+// again for every request (see BENCHMARKS.md), and one copy is half the
+// fetching of two.
+var globalKey, anonymousKey = [16]byte{}, [16]byte{1}
 
 // zone is the state shared by every handler with the same zone name.
 type zone struct {
@@ -44,10 +44,10 @@ type zone struct {
 	preauth *buckets.Set[netip.Prefix]
 	tenants *buckets.Set[[16]byte]
 	groups  *buckets.Set[[16]byte]
-	shared  *buckets.Set[single]
+	shared  *buckets.Set[[16]byte]
 	known   *known.Set[[16]byte]
 	perID   *buckets.Gauge[[16]byte]
-	all     *buckets.Gauge[single]
+	all     *buckets.Gauge[[16]byte]
 	quota   *quota.Counter
 	storage *swapStorage
 	redis   atomic.Pointer[zoneRedis] // nil without `store redis`
@@ -179,10 +179,10 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		preauth:   buckets.New[netip.Prefix](pol.maxKnown, buckets.HashPrefix),
 		tenants:   buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
 		groups:    buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
-		shared:    buckets.New[single](2, hashSingle),
+		shared:    buckets.New[[16]byte](2, buckets.HashFingerprint),
 		known:     known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
 		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		all:       buckets.NewGauge[single](hashSingle),
+		all:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:   stor,
 		metrics:   newZoneMetrics(pol.zone),
 		sampler:   newSampler(),
@@ -620,7 +620,5 @@ func (z *zone) restoreKnown(ctx context.Context, ttl time.Duration) {
 	}
 	z.knownSaved.Store(now.UnixNano()) // what is stored is what is known
 }
-
-func hashSingle(k single) uint64 { return uint64(k) }
 
 func storagePrefix(zone string) string { return "mcp_ratelimit/" + zone }
