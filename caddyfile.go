@@ -424,39 +424,42 @@ func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, er
 	return n, period, nil
 }
 
-// parseQuota parses `<n>/<day|month>` (or `off` when allowOff) into q,
-// refusing a second value for the same period.
+// parseQuota parses `<n>/<day|month>...` (or a lone `off` when allowOff)
+// into q, refusing a second value for the same period, on this line or an
+// earlier one.
 func parseQuota(d *caddyfile.Dispenser, q **QuotaLimit, allowOff bool) error {
 	name := d.Val()
-	var s string
-	if err := oneArg(d, &s); err != nil {
-		return err
+	args := d.RemainingArgs()
+	if len(args) == 0 {
+		return d.ArgErr()
 	}
-	if s == "off" && allowOff {
+	if len(args) == 1 && args[0] == "off" && allowOff {
 		if *q != nil {
 			return d.Errf("%s off: cannot be combined with other %s lines", name, name)
 		}
 		*q = &QuotaLimit{Off: true}
 		return nil
 	}
-	n, period, err := parseQuotaArg(d, s)
-	if err != nil {
-		return err
+	for _, s := range args {
+		n, period, err := parseQuotaArg(d, s)
+		if err != nil {
+			return err
+		}
+		if *q == nil {
+			*q = &QuotaLimit{}
+		}
+		if (*q).Off {
+			return d.Errf("%s off: cannot be combined with other %s lines", name, name)
+		}
+		dst := &(*q).Day
+		if period == "month" {
+			dst = &(*q).Month
+		}
+		if *dst != 0 {
+			return d.Errf("%s: the %s period is given more than once", name, period)
+		}
+		*dst = n
 	}
-	if *q == nil {
-		*q = &QuotaLimit{}
-	}
-	if (*q).Off {
-		return d.Errf("%s off: cannot be combined with other %s lines", name, name)
-	}
-	dst := &(*q).Day
-	if period == "month" {
-		dst = &(*q).Month
-	}
-	if *dst != 0 {
-		return d.Errf("%s: the %s period is given more than once", name, period)
-	}
-	*dst = n
 	return nil
 }
 
