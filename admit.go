@@ -48,12 +48,12 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		h.refuseRequest(d, w, bodyRefusal(http.StatusBadRequest, d.unreadable))
 		return true
 	}
-	ref, refused := h.inspect(d, w, r)
+	inspected := h.inspect(d, w, r)
 	if preauthRefused {
 		h.refuse(d, w, dryPreauth)
 	}
-	if refused {
-		h.refuseRequest(d, w, ref)
+	if !inspected {
+		h.refuseRequest(d, w, d.ref)
 		return true
 	}
 	if !d.proven && d.cost > 1 && !preauthRefused {
@@ -72,8 +72,8 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		}
 	}
 	if d.cost > 0 {
-		if ref, refused := h.admitLayers(d, w); refused {
-			return h.refuse(d, w, ref)
+		if !h.admitLayers(d, w) {
+			return h.refuse(d, w, d.ref)
 		}
 	}
 	d.z.metrics.admit()
@@ -102,7 +102,7 @@ func (d *decision) countInflight() {
 // decides. Otherwise the first refusal ends the taking, and the layers
 // after it only look (probe), so that the refusal given is the one that
 // holds the request back longest.
-func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) (refusal, bool) {
+func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 	if c := d.lim.concurrency; !d.pol.dryRun && (d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0) {
 		// Anonymous and concurrency come after the shared layers but
 		// look first: a request they refuse must not hold global tokens
@@ -110,7 +110,7 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) (refusal, bool
 		// flood of such requests would crowd out other tenants.
 		d.probing = true
 		if !d.admitAnonymous() || !d.admitConcurrency() {
-			return d.probe(0, d.ref), true
+			return d.refused(d.probe(0, d.ref))
 		}
 		d.probing = false
 	}
@@ -120,10 +120,10 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) (refusal, bool
 		case d.pol.dryRun:
 			h.refuse(d, w, d.ref)
 		default:
-			return d.probe(i+1, d.ref), true
+			return d.refused(d.probe(i+1, d.ref))
 		}
 	}
-	return refusal{}, false
+	return true
 }
 
 // probe has the layers from admissionSteps[from] on decide without taking
@@ -221,25 +221,26 @@ func (h *Handler) refuse(d *decision, w http.ResponseWriter, ref refusal) bool {
 	return true
 }
 
-// inspect reads and classifies the body of a request that carries one.
-// Requests without a body (SSE GET streams, DELETE) cost nothing unless
-// the meter is `*`.
-func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (refusal, bool) {
+// inspect reads and classifies the body of a request that carries one,
+// and reports whether the request may go on; when it may not, its
+// refusal is in d.ref. Requests without a body (SSE GET streams, DELETE)
+// cost nothing unless the meter is `*`.
+func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	pol := d.pol
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	if !hasBody {
 		if pol.meter.All {
 			d.cost = 1
 		}
-		return refusal{}, false
+		return true
 	}
 	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
-		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."), true
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."))
 	}
 	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
 		// A backend that decodes by charset (the TypeScript SDK does) would
 		// read a different message than the one classified here.
-		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."), true
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."))
 	}
 	// The body is held in memory until it is all here, before any layer
 	// after pre-auth can refuse: a caller trickling it must not hold that
@@ -254,27 +255,24 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (
 		}
 		// The deadline stays on a refused body: the server stops reading.
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			return bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."), true
+			return d.refused(bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."))
 		}
 		if err != nil {
-			return bodyRefusal(http.StatusBadRequest, "The request body could not be read."), true
+			return d.refused(bodyRefusal(http.StatusBadRequest, "The request body could not be read."))
 		}
-		return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."), true
+		return d.refused(bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."))
 	}
 	if jsonrpc.WideEncoding(buf.Bytes()) {
 		// A backend that detects the encoding (Python's json does) would
 		// run every message of a body that reads as nothing in UTF-8.
 		buf.Release()
-		return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."), true
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."))
 	}
 	d.body, d.bodyOwn = buf, true
 	d.parse(buf.Bytes())
-	var batchRef refusal
-	if d.req.Scanned() > pol.maxBatch {
-		batchRef = bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(pol.maxBatch))+" entries per request.")
-		if !pol.dryRun {
-			return batchRef, true
-		}
+	tooLong := d.req.Scanned() > pol.maxBatch
+	if tooLong && !pol.dryRun {
+		return d.refused(batchRefusal(pol.maxBatch))
 	}
 	d.cost = d.requestCost()
 	for i := 0; i < d.req.Scanned() && !d.called; i++ {
@@ -282,17 +280,17 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) (
 	}
 	// max_batch and arg bounds are limits an operator tunes, so a dry run
 	// only records them; the rules above keep the request readable.
-	if batchRef.status != 0 {
-		h.record(d, batchRef, true)
+	if tooLong {
+		h.record(d, batchRefusal(pol.maxBatch), true)
 	}
-	if ref, bad := d.checkArgs(); bad {
+	if !d.checkArgs() {
 		if !pol.dryRun {
-			return ref, true
+			return false
 		}
-		h.record(d, ref, true)
+		h.record(d, d.ref, true)
 	}
 	_ = r.Body.Close()
-	return refusal{}, false
+	return true
 }
 
 // handOn gives an admitted request the body inspect read, byte for byte.
@@ -349,11 +347,12 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkArgs applies `arg <name> max <n>` bounds to every tools/call entry,
-// before any token is spent. One bad call refuses the whole batch.
-func (d *decision) checkArgs() (refusal, bool) {
+// before any token is spent, and reports whether they hold; when they do
+// not, the refusal is in d.ref. One bad call refuses the whole batch.
+func (d *decision) checkArgs() bool {
 	tools := d.pol.tools
 	if len(tools) == 0 {
-		return refusal{}, false
+		return true
 	}
 	// Scanned, not Len: an invalid body (NaN, a second value after the
 	// first) is still run by lenient or streaming parsers.
@@ -379,10 +378,10 @@ func (d *decision) checkArgs() (refusal, bool) {
 		})
 		if bad {
 			ref.argEntry = i
-			return ref, true
+			return d.refused(ref)
 		}
 	}
-	return refusal{}, false
+	return true
 }
 
 // reservePreauth takes n tokens from the client address's pre-auth

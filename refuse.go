@@ -410,6 +410,11 @@ func bodyRefusal(status int, msg string) refusal {
 	return refusal{layer: layerRequest, status: status, code: codeInvalidRequest, body: true, msg: msg}
 }
 
+// batchRefusal refuses a batch of more than max entries.
+func batchRefusal(max int) refusal {
+	return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(max))+" entries per request.")
+}
+
 // record counts a refusal and logs it, sampled once a flood passes the
 // threshold.
 func (h *Handler) record(d *decision, ref refusal, dry bool) {
