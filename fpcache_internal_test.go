@@ -3,7 +3,6 @@ package mcplimit
 import (
 	"bytes"
 	"fmt"
-	"hash/maphash"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -31,7 +30,7 @@ func TestFPCacheKeepsOnlyWhatItWasGiven(t *testing.T) {
 	// and takes the slot when remembered.
 	other := ""
 	for i := 1; other == "" && i < 100000; i++ {
-		if s := fmt.Sprintf("Bearer k-%05d", i); maphash.String(c.seed, s)%fpCacheSlots == maphash.String(c.seed, v)%fpCacheSlots {
+		if s := fmt.Sprintf("Bearer k-%05d", i); c.slot(c.sum(s)) == c.slot(c.sum(v)) {
 			other = s
 		}
 	}
@@ -49,10 +48,27 @@ func TestFPCacheKeepsOnlyWhatItWasGiven(t *testing.T) {
 		t.Fatalf("%q still found after %q took its slot", v, other)
 	}
 
-	long := "Bearer " + strings.Repeat("x", fpCacheMaxValue)
+	// Both halves of the hash must match: an entry that shares the first
+	// (which picks the slot) but not the second is another value's.
+	s := c.sum(v)
+	c.slot(s).Store(&fpEntry{sum: valueSum{s[0], s[1] ^ 1}, fp: f.sum(other)})
+	if c.lookup(v) != nil {
+		t.Fatal("an entry matching only the first half of the hash was found")
+	}
+
+	// A bearer JWT, however long, is remembered, and no entry holds a
+	// value: what the cache keeps prints without the credential.
+	long := "Bearer " + strings.Repeat("x", 4096)
 	c.remember(long, f.sum(long))
-	if c.lookup(long) != nil {
-		t.Fatalf("a value of %d bytes was kept", len(long))
+	if e := c.lookup(long); e == nil || e.fp != f.sum(long) {
+		t.Fatalf("a value of %d bytes was not remembered", len(long))
+	}
+	for i := range c.slots {
+		if e := c.slots[i].Load(); e != nil {
+			if dump := fmt.Sprintf("%+v %q", *e, fmt.Sprint(*e)); strings.Contains(dump, "k-0") || strings.Contains(dump, "xxxx") {
+				t.Fatalf("slot %d holds an identity value: %s", i, dump)
+			}
+		}
 	}
 
 	if g := newFingerprinter(f.key); g.cache == f.cache {
