@@ -3,8 +3,8 @@
 // the 64-byte lines holding an instruction executed at least once per
 // operation on average. In a busy server the decision's code is evicted
 // from the instruction cache between two requests, so each of these
-// lines is fetched again for every request. bench/footprint.sh records
-// the profile and runs this command.
+// lines is fetched again for every request. `bench/instructions.sh -lines`
+// records the profile and runs this command.
 //
 //	go run ./bench/footprint -n 20000 callgrind.out
 package main
