@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"strconv"
 	"testing"
@@ -12,25 +13,25 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// benchRedis starts a redis-server on a free loopback port for one
-// benchmark (the harness package cannot be imported from here: it imports
-// this one).
-func benchRedis(b *testing.B) string {
-	b.Helper()
+// localRedis starts a redis-server on a free loopback port for one test
+// or benchmark, and returns its URL and process (the harness package
+// cannot be imported from here: it imports this one).
+func localRedis(tb testing.TB) (string, *os.Process) {
+	tb.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		b.Fatalf("redis-server is not installed (apt-get install -y redis-server): %v", err)
+		tb.Fatalf("redis-server is not installed (apt-get install -y redis-server): %v", err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", b.TempDir())
+	cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", tb.TempDir())
 	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	tb.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.Dial("tcp", addr); err == nil {
@@ -38,18 +39,18 @@ func benchRedis(b *testing.B) string {
 			break
 		}
 		if time.Now().After(deadline) {
-			b.Fatal("redis-server did not start")
+			tb.Fatal("redis-server did not start")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return "redis://" + addr + "/0"
+	return "redis://" + addr + "/0", cmd.Process
 }
 
 // BenchmarkServeHTTPAdmittedRedis is BenchmarkServeHTTPAdmitted with the
 // tenant, quota and global layers decided in Redis on loopback: one round
 // trip per metered call.
 func BenchmarkServeHTTPAdmittedRedis(b *testing.B) {
-	url := benchRedis(b)
+	url, _ := localRedis(b)
 	h := benchHandler(b, &Handler{
 		Zone: "bench-admit-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
 		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
@@ -65,7 +66,7 @@ func BenchmarkServeHTTPAdmittedRedis(b *testing.B) {
 // tenant decided in Redis: after the first refusal, the short-circuit
 // answers without a round trip.
 func BenchmarkServeHTTPRefusedRedis(b *testing.B) {
-	url := benchRedis(b)
+	url, _ := localRedis(b)
 	h := benchHandler(b, &Handler{
 		Zone: "bench-refuse-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
 		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},

@@ -38,8 +38,12 @@ type zoneRedis struct {
 	// holds; until then, the store must not decide.
 	keyAdopted atomic.Bool
 
-	mu        sync.Mutex
-	pending   map[deltaKey]int64
+	mu      sync.Mutex
+	pending map[deltaKey]int64
+	// doubt is the batch of a push that failed: Redis may still have run
+	// it (a timeout), so it is sent again first, as it was, under its id,
+	// which Redis adds once (see push). nil when there is none.
+	doubt     *pushBatch
 	lastErr   string
 	lastErrAt time.Time
 	failures  uint64
@@ -167,10 +171,12 @@ func (z *zone) applyRedis(pol *policy) {
 			for k, n := range old.pending {
 				r.add(k, n)
 			}
-			if len(r.pending) > 0 {
+			r.doubt = old.doubt // r is new: it has none of its own
+			if r.countLocked() > 0 {
 				r.degraded.Store(true)
 			}
 			clear(old.pending)
+			old.doubt = nil
 			old.movedTo = r
 		}
 		old.mu.Unlock()
@@ -193,6 +199,7 @@ func (z *zone) applyRedis(pol *policy) {
 		// Without a store, the outage's counts have nowhere to go.
 		old.mu.Lock()
 		clear(old.pending)
+		old.doubt = nil
 		old.mu.Unlock()
 		z.mirrorRedisPending(old)
 	}
@@ -405,50 +412,6 @@ func (r *zoneRedis) add(k deltaKey, n int64) {
 	}
 }
 
-func (r *zoneRedis) pendingLen() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.pending)
-}
-
-// take removes and returns the pending counts.
-func (r *zoneRedis) take() map[deltaKey]int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	batch := r.pending
-	r.pending = map[deltaKey]int64{}
-	return batch
-}
-
-// putBack adds counts that could not be sent back to the pending ones.
-func (r *zoneRedis) putBack(batch map[deltaKey]int64) {
-	r = r.lockLive() // a reload may have replaced r during the push
-	defer r.mu.Unlock()
-	for k, n := range batch {
-		r.add(k, n)
-	}
-}
-
-// push sends the pending counts to Redis; on failure they stay pending.
-func (r *zoneRedis) push(ctx context.Context) error {
-	batch := r.take()
-	if len(batch) == 0 {
-		return nil
-	}
-	deltas := make([]redisstore.Delta, 0, len(batch))
-	for k, n := range batch {
-		deltas = append(deltas, redisstore.Delta{Key: k.key, Period: k.period, Start: time.Unix(k.start, 0).UTC(), N: n})
-	}
-	if err := r.store.Push(ctx, deltas); err != nil {
-		r.putBack(batch)
-		return err
-	}
-	r.mu.Lock()
-	r.pushed += uint64(len(batch))
-	r.mu.Unlock()
-	return nil
-}
-
 // view is the store section of the zone's admin view.
 func (r *zoneRedis) view() map[string]any {
 	r.mu.Lock()
@@ -459,7 +422,7 @@ func (r *zoneRedis) view() map[string]any {
 		"timeout":    r.store.Timeout().String(),
 		"last_error": r.lastErr,
 		"failures":   r.failures,
-		"pending":    len(r.pending),
+		"pending":    r.countLocked(),
 		"pushed":     r.pushed,
 		"remembered": r.store.Remembered(),
 	}

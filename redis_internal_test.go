@@ -1,11 +1,15 @@
 package mcplimit
 
 import (
+	"context"
 	"net"
+	"os"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
@@ -56,5 +60,144 @@ func TestReplacedRedisStoreForwardsItsCounts(t *testing.T) {
 	old.putBack(map[deltaKey]int64{{key: "i/c", period: quota.Day, start: quota.Day.Start(now).Unix()}: 4}) // a push the reload cut short
 	if old.pendingLen() != 0 || next.pendingLen() != 3 {
 		t.Fatalf("pending: replaced store %d, its successor %d; want 0 and 3", old.pendingLen(), next.pendingLen())
+	}
+}
+
+// A push of an outage's counts whose answer is lost (Redis too slow for
+// the timeout) may still run in Redis. Sent again, it must not add its
+// counts twice; counts made meanwhile go in a push of their own.
+func TestPushThatTimedOutButRanIsNotCountedTwice(t *testing.T) {
+	url, proc := localRedis(t)
+	st, err := redisstore.New(redisstore.Config{URL: url, Zone: "push-doubt", Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	r := &zoneRedis{store: st, pending: map[deltaKey]int64{}}
+	ctx, day := context.Background(), quota.Day.Start(time.Now())
+	count := func(key string) int64 {
+		t.Helper()
+		n, err := st.Used(ctx, key, quota.Day, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	signal := func(sig syscall.Signal) {
+		t.Helper()
+		if err := proc.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	add := func(key string, n int64) {
+		r.addCounts([]quota.Count{{Key: key, Period: quota.Day, Start: day, N: n}})
+	}
+
+	// A first push loads the script, so that the one cut short below runs
+	// as it was sent once Redis thaws.
+	add("i/first", 1)
+	if err := r.push(ctx); err != nil || count("i/first") != 1 {
+		t.Fatalf("first push: %v, count %d", err, count("i/first"))
+	}
+	add("i/doubt", 3)
+	signal(syscall.SIGSTOP) // Redis freezes, and answers nothing until it thaws
+	err = r.push(ctx)
+	signal(syscall.SIGCONT)
+	if err == nil {
+		t.Fatal("a push to a frozen Redis succeeded")
+	}
+	for deadline := time.Now().Add(5 * time.Second); count("i/doubt") != 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis never ran the push it received while frozen (count %d)", count("i/doubt"))
+		}
+	}
+	if n := r.pendingLen(); n != 1 {
+		t.Fatalf("%d counts kept to push, want the one in doubt", n)
+	}
+	add("i/later", 2)
+	if err := r.push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, later := count("i/doubt"), count("i/later"); got != 3 || later != 2 {
+		t.Fatalf("after the retry: i/doubt %d (want 3: the push ran once), i/later %d (want 2)", got, later)
+	}
+	if n := r.pendingLen(); n != 0 {
+		t.Fatalf("%d counts still to push", n)
+	}
+}
+
+// Counts in doubt are counts not yet in Redis: the host's copy and a save
+// to storage hold them, and a reload's new store sends them again under
+// the same id.
+func TestCountsInDoubtAreKeptLikePendingOnes(t *testing.T) {
+	now := time.Now()
+	k := func(key string) deltaKey {
+		return deltaKey{key: key, period: quota.Day, start: quota.Day.Start(now).Unix()}
+	}
+	r := &zoneRedis{pending: map[deltaKey]int64{k("i/a"): 2, k("i/b"): 1}}
+	r.doubt = &pushBatch{id: "p1", counts: map[deltaKey]int64{k("i/a"): 3, k("i/b"): -1}}
+	if n := r.pendingLen(); n != 4 {
+		t.Fatalf("pendingLen %d, want 4 (2 pending, 2 in doubt)", n)
+	}
+	r.mu.Lock()
+	all := r.allLocked()
+	r.mu.Unlock()
+	if len(all) != 1 || all[k("i/a")] != 5 {
+		t.Fatalf("all counts %v, want i/a 5 (i/b nets to nothing)", all)
+	}
+	z := &zone{name: "doubt-mirror", redisHost: newHostFiles(redisPendingKind, "doubt-mirror", "test")}
+	z.logger.Store(zap.NewNop())
+	t.Cleanup(func() { _ = os.Remove(z.redisHost.path()) })
+	z.mirrorRedisPending(r)
+	data, err := os.ReadFile(z.redisHost.path())
+	if cs := parseCounts(data); err != nil || len(cs) != 1 || cs[0].Key != "i/a" || cs[0].N != 5 {
+		t.Fatalf("the host's copy holds %v (%v), want i/a 5", cs, err)
+	}
+	if got := r.take(); len(got) != 1 || got[k("i/a")] != 5 || r.pendingLen() != 0 {
+		t.Fatalf("take = %v, leaving %d", got, r.pendingLen())
+	}
+
+	// A push cut short by a reload keeps its batch, id and all, in the
+	// store that took the counts over.
+	old := &zoneRedis{pending: map[deltaKey]int64{}}
+	next := &zoneRedis{pending: map[deltaKey]int64{}}
+	old.movedTo = next
+	b := &pushBatch{id: "p2", counts: map[deltaKey]int64{k("i/c"): 4}}
+	old.keepInDoubt(b)
+	if next.doubt != b || old.pendingLen() != 0 {
+		t.Fatalf("the batch in doubt stayed with the replaced store (successor's: %+v)", next.doubt)
+	}
+	// A second batch in doubt joins the pending counts.
+	next.keepInDoubt(&pushBatch{id: "p3", counts: map[deltaKey]int64{k("i/d"): 1}})
+	if next.doubt != b || next.pending[k("i/d")] != 1 {
+		t.Fatalf("second batch in doubt: doubt %+v, pending %v", next.doubt, next.pending)
+	}
+}
+
+// A reload that replaces the store while a push is in doubt hands the
+// batch to the new store, which sends it: its counts reach Redis.
+func TestReloadCarriesTheBatchInDoubt(t *testing.T) {
+	url, _ := localRedis(t)
+	h := provisionForTest(t, &Handler{Zone: "doubt-reload", Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}}})
+	z, old := h.zone, h.zone.redis.Load()
+	day := quota.Day.Start(time.Now())
+	old.mu.Lock()
+	old.doubt = &pushBatch{id: newPushID(), counts: map[deltaKey]int64{{key: "i/reloaded", period: quota.Day, start: day.Unix()}: 6}}
+	old.mu.Unlock()
+	pol := *h.pol
+	pol.redis = &RedisStore{URL: url, Timeout: caddy.Duration(2 * time.Second)}
+	z.applyRedis(&pol)
+	next := z.redis.Load()
+	if next == old {
+		t.Fatal("the reload kept the old store")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		n, err := next.store.Used(context.Background(), "i/reloaded", quota.Day, day)
+		if err == nil && n == 6 && next.pendingLen() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the batch in doubt never reached Redis: count %d (%v), %d counts pending", n, err, next.pendingLen())
+		}
 	}
 }

@@ -24,7 +24,7 @@ func (z *zone) mirrorRedisPending(r *zoneRedis) {
 		r.mu.Unlock()
 		return // the copy follows the store that took the counts over
 	}
-	b := pendingLines(r.pending)
+	b := pendingLines(r.allLocked())
 	written := r.mirrored
 	r.mirrored = len(b) > 0
 	r.mu.Unlock()

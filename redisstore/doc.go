@@ -30,5 +30,7 @@
 //
 // Every call is bounded by Config.Timeout. The package reports errors and
 // leaves the policy (deciding locally, retrying) to the caller; [Store.Push]
-// adds counts made during an outage, and [Store.Ping] probes for recovery.
+// adds counts made during an outage, once per push id, so that a push
+// whose answer was lost can be sent again, and [Store.Ping] probes for
+// recovery.
 package redisstore

@@ -176,3 +176,21 @@ for i = 1, #KEYS do
 end
 return 0
 `)
+
+// pushScript adds counts made elsewhere, once per push: KEYS[1] marks the
+// push (its id), set for ARGV[1] seconds; KEYS[2..] are quota keys, each
+// with its delta and its expiry (unix seconds) in ARGV. A push whose
+// marker is already there ran before (a retry of one whose answer was
+// lost) and adds nothing. Returns 1 when the counts were added, 0 when
+// the push had already run.
+var pushScript = redis.NewScript(`
+if not redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[1]) then
+  return 0
+end
+for i = 2, #KEYS do
+  local a = 2 * (i - 1)
+  redis.call('INCRBY', KEYS[i], ARGV[a])
+  redis.call('EXPIREAT', KEYS[i], ARGV[a + 1])
+end
+return 1
+`)

@@ -14,7 +14,7 @@ import (
 func TestSeedTakesTheLargerCount(t *testing.T) {
 	r, s, now := storeOnRedis(t)
 	ctx, day := context.Background(), quota.Day.Start(now)
-	if err := s.Push(ctx, []redisstore.Delta{{Key: "i/a", Period: quota.Day, Start: day, N: 5}}); err != nil {
+	if _, err := s.Push(ctx, "seed-test", []redisstore.Delta{{Key: "i/a", Period: quota.Day, Start: day, N: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	seeds := []redisstore.Delta{

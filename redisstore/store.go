@@ -383,33 +383,42 @@ func (s *Store) Refund(ctx context.Context, items []Item) error {
 	return nil
 }
 
+// PushMarkerTTL is how long Redis remembers that a push ran: a push
+// retried within it, under the same id, adds nothing.
+const PushMarkerTTL = 24 * time.Hour
+
 // Push adds counts made elsewhere (locally, while Redis was unreachable)
-// to their periods' counters, in one transaction. Deltas of periods
-// already over are added too (they expire with their keys).
-func (s *Store) Push(ctx context.Context, deltas []Delta) error {
-	if len(deltas) == 0 {
-		return nil
+// to their periods' counters, atomically and once per id: a push whose
+// answer was lost (a timeout) may have run, and the retry, under the same
+// id, then adds nothing. Deltas of periods already over are added too
+// (they expire with their keys). It reports whether this call added them.
+func (s *Store) Push(ctx context.Context, id string, deltas []Delta) (added bool, err error) {
+	if id == "" {
+		return false, errors.New("pushing counts to redis: no push id")
 	}
-	err := s.held(ctx, func() error {
+	keys := []string{s.prefix + "push:" + id}
+	argv := []any{int64(PushMarkerTTL / time.Second)}
+	for _, d := range deltas {
+		if !d.Period.Valid() || d.N == 0 {
+			continue
+		}
+		keys = append(keys, s.QuotaKey(d.Key, d.Period, d.Start))
+		argv = append(argv, d.N, d.Period.Next(d.Start).Add(ttlMargin).Unix())
+	}
+	if len(keys) == 1 {
+		return false, nil
+	}
+	err = s.held(ctx, func() error {
 		ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
 		defer cancel()
-		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			for _, d := range deltas {
-				if !d.Period.Valid() || d.N == 0 {
-					continue
-				}
-				k := s.QuotaKey(d.Key, d.Period, d.Start)
-				p.IncrBy(ctx, k, d.N)
-				p.ExpireAt(ctx, k, d.Period.Next(d.Start).Add(ttlMargin))
-			}
-			return nil
-		})
+		n, err := pushScript.Run(ctx, s.client, keys, argv...).Int64()
+		added = n == 1
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pushing %d counts to redis: %w", len(deltas), err)
+		return false, fmt.Errorf("pushing %d counts to redis: %w", len(keys)-1, err)
 	}
-	return nil
+	return added, nil
 }
 
 // Ping checks that Redis answers within the timeout.

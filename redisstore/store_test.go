@@ -293,11 +293,36 @@ func TestShortCircuitQuotaHoldsWhatRedisCounted(t *testing.T) {
 func TestPushAndFingerprintKey(t *testing.T) {
 	r, s, now := storeOnRedis(t)
 	ctx, day := context.Background(), quota.Day.Start(now)
-	if err := s.Push(ctx, []redisstore.Delta{{Key: "i/p", Period: quota.Day, Start: day, N: 7}, {Key: "i/p", Period: quota.Day, Start: day, N: -2}}); err != nil {
-		t.Fatal(err)
+	deltas := []redisstore.Delta{{Key: "i/p", Period: quota.Day, Start: day, N: 7}, {Key: "i/p", Period: quota.Day, Start: day, N: -2}}
+	if added, err := s.Push(ctx, "push-1", deltas); err != nil || !added {
+		t.Fatalf("Push = %v, %v; want the counts added", added, err)
 	}
 	if n, _ := s.Used(ctx, "i/p", quota.Day, now); n != 5 {
 		t.Fatalf("pushed count %d, want 5", n)
+	}
+	// The same push again (a retry of one whose answer was lost) adds
+	// nothing; another push adds its counts.
+	if added, err := s.Push(ctx, "push-1", deltas); err != nil || added {
+		t.Fatalf("Push again = %v, %v; want nothing added", added, err)
+	}
+	if n, _ := s.Used(ctx, "i/p", quota.Day, now); n != 5 {
+		t.Fatalf("count %d after the same push twice, want 5", n)
+	}
+	if added, err := s.Push(ctx, "push-2", deltas[:1]); err != nil || !added {
+		t.Fatalf("another Push = %v, %v; want the counts added", added, err)
+	}
+	if n, _ := s.Used(ctx, "i/p", quota.Day, now); n != 12 {
+		t.Fatalf("count %d after a second push of 7, want 12", n)
+	}
+	ttl, _ := strconv.Atoi(r.Do(t, "TTL", "mcprl:{z}:push:push-1"))
+	if want := int(redisstore.PushMarkerTTL / time.Second); ttl <= want-60 || ttl > want {
+		t.Fatalf("the push's marker lives %d s, want about %d", ttl, want)
+	}
+	if ttl, _ := strconv.Atoi(r.Do(t, "TTL", s.QuotaKey("i/p", quota.Day, day))); ttl <= 0 || ttl > 86400+120 {
+		t.Fatalf("a pushed count's TTL is %d s, want until the day ends (+ margin)", ttl)
+	}
+	if _, err := s.Push(ctx, "", deltas); err == nil {
+		t.Fatal("a push without an id was sent")
 	}
 	// The decision sees the pushed counts.
 	if res := decide(t, s, quotaItem("i/p", quota.Day, 5, 1)); res.OK {

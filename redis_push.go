@@ -1,0 +1,142 @@
+package mcplimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
+)
+
+// pushBatch is counts sent to Redis in one push, under one id.
+type pushBatch struct {
+	id     string
+	counts map[deltaKey]int64
+}
+
+// newPushID returns a fresh push id: 128 random bits in hex.
+func newPushID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// deltas is the batch as the store takes it.
+func (b *pushBatch) deltas() []redisstore.Delta {
+	ds := make([]redisstore.Delta, 0, len(b.counts))
+	for k, n := range b.counts {
+		ds = append(ds, redisstore.Delta{Key: k.key, Period: k.period, Start: time.Unix(k.start, 0).UTC(), N: n})
+	}
+	return ds
+}
+
+// push sends the counts made locally to Redis. A push whose answer is
+// lost (a timeout) may still have run there: its batch is kept apart, as
+// it was, and sent again first under the same id, which Redis adds once,
+// so a slow Redis never gets an outage's counts twice. Counts made while
+// a batch is in doubt go in the next one.
+func (r *zoneRedis) push(ctx context.Context) error {
+	for range 2 { // the batch in doubt, if any, then the pending counts
+		b := r.nextPush()
+		if b == nil {
+			return nil
+		}
+		if _, err := r.store.Push(ctx, b.id, b.deltas()); err != nil {
+			r.keepInDoubt(b)
+			return err
+		}
+		r.mu.Lock()
+		r.pushed += uint64(len(b.counts))
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// nextPush takes the next batch to push: the one in doubt, or else the
+// pending counts under a new id; nil when there is nothing to push.
+func (r *zoneRedis) nextPush() *pushBatch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if b := r.doubt; b != nil {
+		r.doubt = nil
+		return b
+	}
+	if len(r.pending) == 0 {
+		return nil
+	}
+	b := &pushBatch{id: newPushID(), counts: r.pending}
+	r.pending = map[deltaKey]int64{}
+	return b
+}
+
+// keepInDoubt keeps a batch whose push failed to be sent again as it was.
+// A second batch in doubt (two pushes failing at once) joins the pending
+// counts: if it ran, those count twice.
+func (r *zoneRedis) keepInDoubt(b *pushBatch) {
+	r = r.lockLive() // a reload may have replaced r during the push
+	defer r.mu.Unlock()
+	if r.doubt == nil {
+		r.doubt = b
+		return
+	}
+	for k, n := range b.counts {
+		r.add(k, n)
+	}
+}
+
+// pendingLen is how many counts are not yet in Redis.
+func (r *zoneRedis) pendingLen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.countLocked()
+}
+
+// countLocked is pendingLen with r.mu held.
+func (r *zoneRedis) countLocked() int {
+	n := len(r.pending)
+	if r.doubt != nil {
+		n += len(r.doubt.counts)
+	}
+	return n
+}
+
+// allLocked returns every count not yet in Redis, the batch in doubt's
+// included, with r.mu held.
+func (r *zoneRedis) allLocked() map[deltaKey]int64 {
+	if r.doubt == nil {
+		return r.pending
+	}
+	all := make(map[deltaKey]int64, len(r.pending)+len(r.doubt.counts))
+	for _, m := range []map[deltaKey]int64{r.pending, r.doubt.counts} {
+		for k, n := range m {
+			if v := all[k] + n; v != 0 {
+				all[k] = v
+			} else {
+				delete(all, k)
+			}
+		}
+	}
+	return all
+}
+
+// take removes and returns every count not yet in Redis, to be kept
+// elsewhere (storage). The batch in doubt loses its id there: if its push
+// did run, its counts are pushed twice.
+func (r *zoneRedis) take() map[deltaKey]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	all := r.allLocked()
+	r.pending, r.doubt = map[deltaKey]int64{}, nil
+	return all
+}
+
+// putBack adds counts that could not be kept elsewhere back to the
+// pending ones.
+func (r *zoneRedis) putBack(batch map[deltaKey]int64) {
+	r = r.lockLive() // a reload may have replaced r meanwhile
+	defer r.mu.Unlock()
+	for k, n := range batch {
+		r.add(k, n)
+	}
+}
