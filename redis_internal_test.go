@@ -4,11 +4,13 @@ import (
 	"context"
 	"net"
 	"os"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
@@ -199,5 +201,45 @@ func TestReloadCarriesTheBatchInDoubt(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the batch in doubt never reached Redis: count %d (%v), %d counts pending", n, err, next.pendingLen())
 		}
+	}
+}
+
+// After a long outage of many tenants the counts go in chunks, each a
+// push of its own, so that none outgrows the store's timeout; all arrive.
+func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
+	url, _ := localRedis(t)
+	st, err := redisstore.New(redisstore.Config{URL: url, Zone: "push-chunks", Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	r := &zoneRedis{store: st, pending: map[deltaKey]int64{}}
+	day := quota.Day.Start(time.Now())
+	const tenants = 2*pushChunk + 500
+	cs := make([]quota.Count, tenants)
+	for i := range cs {
+		cs[i] = quota.Count{Key: "i/t" + strconv.Itoa(i), Period: quota.Day, Start: day, N: int64(i%7 + 1)}
+	}
+	r.addCounts(cs)
+	ctx := context.Background()
+	if err := r.push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.pendingLen(); n != 0 {
+		t.Fatalf("%d counts left after the push", n)
+	}
+	for _, c := range cs {
+		if n, err := st.Used(ctx, c.Key, quota.Day, day); err != nil || n != c.N {
+			t.Fatalf("%s holds %d (%v), want %d", c.Key, n, err, c.N)
+		}
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	t.Cleanup(func() { _ = c.Close() })
+	if marks, err := c.Keys(ctx, "mcprl:{push-chunks}:push:*").Result(); err != nil || len(marks) != 3 {
+		t.Fatalf("%d pushes (%v), want 3 of at most %d counts", len(marks), err, pushChunk)
 	}
 }

@@ -31,13 +31,19 @@ func (b *pushBatch) deltas() []redisstore.Delta {
 	return ds
 }
 
-// push sends the counts made locally to Redis. A push whose answer is
-// lost (a timeout) may still have run there: its batch is kept apart, as
-// it was, and sent again first under the same id, which Redis adds once,
-// so a slow Redis never gets an outage's counts twice. Counts made while
-// a batch is in doubt go in the next one.
+// pushChunk bounds the counts one push sends, so that the push after a
+// long outage of many tenants still fits in the store's timeout.
+const pushChunk = 1000
+
+// push sends the counts made locally to Redis, a chunk at a time. A push
+// whose answer is lost (a timeout) may still have run there: its batch is
+// kept apart, as it was, and sent again first under the same id, which
+// Redis adds once, so a slow Redis never gets an outage's counts twice.
+// Counts made while a batch is in doubt go in later ones.
 func (r *zoneRedis) push(ctx context.Context) error {
-	for range 2 { // the batch in doubt, if any, then the pending counts
+	// The batch in doubt, then the pending counts as they are now; any
+	// made meanwhile wait for the next push.
+	for n := r.pendingLen()/pushChunk + 2; n > 0; n-- {
 		b := r.nextPush()
 		if b == nil {
 			return nil
@@ -53,8 +59,9 @@ func (r *zoneRedis) push(ctx context.Context) error {
 	return nil
 }
 
-// nextPush takes the next batch to push: the one in doubt, or else the
-// pending counts under a new id; nil when there is nothing to push.
+// nextPush takes the next batch to push: the one in doubt, or else up to
+// pushChunk pending counts under a new id; nil when there is nothing to
+// push.
 func (r *zoneRedis) nextPush() *pushBatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -65,9 +72,20 @@ func (r *zoneRedis) nextPush() *pushBatch {
 	if len(r.pending) == 0 {
 		return nil
 	}
-	b := &pushBatch{id: newPushID(), counts: r.pending}
-	r.pending = map[deltaKey]int64{}
-	return b
+	counts := r.pending
+	if len(counts) <= pushChunk {
+		r.pending = map[deltaKey]int64{}
+	} else {
+		counts = make(map[deltaKey]int64, pushChunk)
+		for k, n := range r.pending {
+			counts[k] = n
+			delete(r.pending, k)
+			if len(counts) == pushChunk {
+				break
+			}
+		}
+	}
+	return &pushBatch{id: newPushID(), counts: counts}
 }
 
 // keepInDoubt keeps a batch whose push failed to be sent again as it was.
