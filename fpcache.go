@@ -44,15 +44,17 @@ func (c *fpCache) sum(value string) valueSum {
 	return valueSum{maphash.String(c.seeds[0], value), maphash.String(c.seeds[1], value)}
 }
 
-// slot is where the value with hash s is remembered.
-func (c *fpCache) slot(s valueSum) *atomic.Pointer[fpEntry] {
-	return &c.slots[s[0]%fpCacheSlots]
+// slot is where the value whose first hash is h0 is remembered.
+func (c *fpCache) slot(h0 uint64) *atomic.Pointer[fpEntry] {
+	return &c.slots[h0%fpCacheSlots]
 }
 
-// lookup returns the entry remembered for value, or nil.
+// lookup returns the entry remembered for value, or nil. The second hash
+// is computed only when the first matches: a value not remembered (every
+// unproven caller's) costs one.
 func (c *fpCache) lookup(value string) *fpEntry {
-	s := c.sum(value)
-	if e := c.slot(s).Load(); e != nil && e.sum == s {
+	h0 := maphash.String(c.seeds[0], value)
+	if e := c.slot(h0).Load(); e != nil && e.sum[0] == h0 && e.sum[1] == maphash.String(c.seeds[1], value) {
 		return e
 	}
 	return nil
@@ -63,5 +65,5 @@ func (c *fpCache) lookup(value string) *fpEntry {
 func (c *fpCache) remember(value string, fp [16]byte) {
 	e := &fpEntry{sum: c.sum(value), fp: fp}
 	hex.Encode(e.hex[:], fp[:])
-	c.slot(e.sum).Store(e)
+	c.slot(e.sum[0]).Store(e)
 }

@@ -363,20 +363,9 @@ func visible(s string) bool {
 // and in above when it is 0x7F or more (adding 1 carries into the high
 // bit, which bytes of 0x80 and up have already).
 func visibleWord(x uint64) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
 	below := (x - ones*0x21) &^ x
 	above := x + ones | x
 	return (below|above)&highs == 0
-}
-
-// le64 reads the first eight bytes of s as a little-endian word.
-func le64(s string) uint64 {
-	_ = s[7]
-	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
-		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
 // fingerprintHex formats a fingerprint as operators see it.

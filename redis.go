@@ -404,11 +404,15 @@ func (r *zoneRedis) lockLive() *zoneRedis {
 	}
 }
 
-func (r *zoneRedis) add(k deltaKey, n int64) {
-	if v := r.pending[k] + n; v != 0 {
-		r.pending[k] = v
+func (r *zoneRedis) add(k deltaKey, n int64) { addDelta(r.pending, k, n) }
+
+// addDelta adds n to the count of k in m, and drops k when its count
+// becomes zero.
+func addDelta(m map[deltaKey]int64, k deltaKey, n int64) {
+	if v := m[k] + n; v != 0 {
+		m[k] = v
 	} else {
-		delete(r.pending, k)
+		delete(m, k)
 	}
 }
 

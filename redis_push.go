@@ -128,11 +128,7 @@ func (r *zoneRedis) allLocked() map[deltaKey]int64 {
 	all := make(map[deltaKey]int64, len(r.pending)+len(r.doubt.counts))
 	for _, m := range []map[deltaKey]int64{r.pending, r.doubt.counts} {
 		for k, n := range m {
-			if v := all[k] + n; v != 0 {
-				all[k] = v
-			} else {
-				delete(all, k)
-			}
+			addDelta(all, k, n)
 		}
 	}
 	return all

@@ -744,10 +744,6 @@ func appendJSONString(b, s []byte) []byte {
 // bytes only ever follows such a byte. Bytes of 0x80 and up are not safe
 // here: the rune path decides them.
 func jsonWordSafe(x uint64) bool {
-	const (
-		ones  = 0x0101010101010101
-		highs = 0x8080808080808080
-	)
 	m := ((x ^ (ones * '"')) - ones) | ((x ^ (ones * '\\')) - ones) | ((x ^ (ones * '<')) - ones) |
 		((x ^ (ones * '>')) - ones) | ((x ^ (ones * '&')) - ones) | (x - ones*0x20)
 	return (m|x)&highs == 0
