@@ -36,8 +36,15 @@ func (z *zone) retune(now time.Time) {
 		// key had, as a request may have moved from one to the other:
 		// only one agreed map, the one applied before, is no change.
 		if m, agreed := z.limitsMap(s.l); !agreed || m != z.applied[s.l] {
-			z.applied[s.l] = m
 			bound, slowest := z.refill(s.l)
+			if slowest == 0 {
+				// Off in every holder: the buckets stay as they are,
+				// earning their rate, so a layer turned off and on
+				// again finds each where it was, not dropped as idle
+				// and made anew with a fresh burst.
+				continue
+			}
+			z.applied[s.l] = m
 			s.set.Advance(now, bound, slowest)
 			z.limitsSince[s.l].Store(now.UnixMicro())
 		}

@@ -153,3 +153,24 @@ func TestRaisedOverrideBurstIsNoFreshBurst(t *testing.T) {
 		t.Fatalf("%d of 20 calls admitted 2.5s after the burst was raised at 2/s, want at most 10", n)
 	}
 }
+
+// A layer turned off and on again hands no one a fresh burst: while it is
+// off, its buckets stay as they were (earning their rate), and are not
+// dropped as idle and made anew, full, when it comes back.
+func TestLayerTurnedOffAndOnAgainKeepsItsBuckets(t *testing.T) {
+	const base = "zone offon\npreauth 100/s burst 100\nquota off\nglobal off\n"
+	auth := []string{"Authorization", "Bearer valid-offon"}
+	e := start(t, base+"tenant 1/h burst 10")
+	e.prove("valid-offon")
+	e.drain(auth...)
+	refusal(t, e.call(50, auth...), http.StatusTooManyRequests, "tenant")
+	e.reloadWith(t, base+"tenant off")
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(3, auth...); n != 3 {
+		t.Fatalf("%d of 3 calls admitted with the tenant layer off", n)
+	}
+	time.Sleep(2500 * time.Millisecond) // the sweep runs every second
+	e.reloadWith(t, base+"tenant 1/h burst 10")
+	settleAfterReload(t, e, auth[1])
+	refusal(t, e.call(51, auth...), http.StatusTooManyRequests, "tenant")
+}
