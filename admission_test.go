@@ -369,6 +369,36 @@ func TestAnonymousBucketIsSharedByRequestsWithoutIdentity(t *testing.T) {
 	}
 }
 
+// The anonymous bucket bounds everything keyless callers send together,
+// not only their tool calls: initialize, tools/list and GET streams pass
+// the tenant, quota, global and concurrency layers untouched, but each
+// costs the anonymous bucket 1, as it costs pre-auth 1.
+func TestAnonymousBucketChargesUnmeteredRequestsToo(t *testing.T) {
+	e := start(t, "zone anonfree\npreauth 100/s burst 100\nanonymous 1/m burst 2\nquota off", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if r := e.post(list, "X-Forwarded-For", "198.51.100.1"); r.Status != http.StatusOK {
+		t.Fatalf("first keyless tools/list: %d %s", r.Status, r.Body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.mcp, nil)
+	req.Header.Set("X-Forwarded-For", "198.51.100.2")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		t.Fatalf("keyless GET refused while the anonymous bucket had a token left")
+	}
+	got := refusal(t, e.post(list, "X-Forwarded-For", "198.51.100.3"), http.StatusTooManyRequests, "anonymous")
+	if got.Error.Data.Code != "ANONYMOUS_RATE_LIMITED" {
+		t.Fatalf("code %s", got.Error.Data.Code)
+	}
+	// A caller with an identity, proven or not, does not draw from it.
+	if r := e.post(list, "Authorization", "Bearer valid-anonfree"); r.Status != http.StatusOK {
+		t.Fatalf("identified tools/list: %d %s", r.Status, r.Body)
+	}
+}
+
 func TestTrustIdentityIsProvenOnSight(t *testing.T) {
 	site := `route {
 		vars user {http.request.header.X-User}

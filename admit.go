@@ -75,6 +75,8 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		if !h.admitLayers(d, w) {
 			return h.refuse(d, w, d.ref)
 		}
+	} else if !d.admitAnonymous() && h.refuse(d, w, d.ref) {
+		return true
 	}
 	d.z.metrics.admit()
 	if d.cost > 0 {
@@ -224,12 +226,13 @@ func (h *Handler) refuse(d *decision, w http.ResponseWriter, ref refusal) bool {
 // inspect reads and classifies the body of a request that carries one,
 // and reports whether the request may go on; when it may not, its
 // refusal is in d.ref. Requests without a body (SSE GET streams, DELETE)
-// cost nothing unless the meter is `*`.
+// cost nothing unless the meter is `*`. A POST always sends a message,
+// so one without a body is an empty, invalid one: it costs 1.
 func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	pol := d.pol
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	if !hasBody {
-		if pol.meter.All {
+		if pol.meter.All || d.post {
 			d.cost = 1
 		}
 		return true
@@ -689,11 +692,16 @@ func (d *decision) admitGlobal() bool {
 	return reserveIn(d, d.z.shared, globalKey, d.pol.global, int(d.cost), layerGlobal)
 }
 
+// admitAnonymous charges a request without identity to the anonymous
+// bucket: 1, or its metered cost if larger, as pre-auth charges an
+// unproven one. Unmetered requests (initialize, tools/list, SSE streams)
+// pass the other layers untouched, but not this one: it bounds what
+// keyless callers from every address send together.
 func (d *decision) admitAnonymous() bool {
 	if d.hasID || !d.pol.anonymousOn {
 		return true
 	}
-	return reserveIn(d, d.z.shared, anonymousKey, d.pol.anonymous, int(d.cost), layerAnonymous)
+	return reserveIn(d, d.z.shared, anonymousKey, d.pol.anonymous, int(max(d.cost, 1)), layerAnonymous)
 }
 
 // admitConcurrency takes the in-flight slots last, so no other layer can

@@ -120,6 +120,21 @@ func TestDrainedBucketNothingReachesTheBackend(t *testing.T) {
 // TestBatchRefusalAnswersEveryEntryWithAnID checks the shape of a
 // batch's refusal: an array, one error per entry with an id, ids echoed,
 // nothing for notifications.
+// A POST without a body (Content-Length: 0) is an empty message, which
+// is no valid JSON: it costs 1 on a metered route, as a chunked empty
+// body does.
+func TestEmptyPostCostsOne(t *testing.T) {
+	e := start(t, "zone emptypost\ntenant 1/m burst 2\nquota off")
+	e.prove("valid-emptypost")
+	auth := []string{"Authorization", "Bearer valid-emptypost"}
+	r := e.post("", auth...)
+	if rl := r.Header.Get("RateLimit"); !strings.HasPrefix(rl, `"tenant";r=1;`) {
+		t.Fatalf("empty POST: %d, RateLimit %q, want one of the tenant's two tokens spent", r.Status, rl)
+	}
+	e.post("", auth...)
+	refusal(t, e.call(3, auth...), http.StatusTooManyRequests, "tenant")
+}
+
 func TestBatchRefusalAnswersEveryEntryWithAnID(t *testing.T) {
 	const tok = "valid-batchshape"
 	e := drained(t, "tenant 1/m burst 1\nquota off", tok)

@@ -122,7 +122,8 @@ type Handler struct {
 	Global *RateLimit `json:"global,omitempty"`
 
 	// Anonymous is a shared bucket for requests that carry no identity at
-	// all. Default: off.
+	// all, metered or not: each costs it 1, or its metered cost if larger.
+	// Default: off.
 	Anonymous *RateLimit `json:"anonymous,omitempty"`
 
 	// Concurrency caps metered calls in flight. A call is in flight until
