@@ -397,6 +397,15 @@ func TestAnonymousBucketChargesUnmeteredRequestsToo(t *testing.T) {
 	if r := e.post(list, "Authorization", "Bearer valid-anonfree"); r.Status != http.StatusOK {
 		t.Fatalf("identified tools/list: %d %s", r.Status, r.Body)
 	}
+	// In dry run the same refusal is counted, and the request passes.
+	e.reloadWith(t, "zone anonfree\ndry_run\npreauth 100/s burst 100\nanonymous 1/m burst 2\nquota off")
+	if r := e.post(list, "X-Forwarded-For", "198.51.100.4"); r.Status != http.StatusOK {
+		t.Fatalf("keyless tools/list in dry run: %d %s", r.Status, r.Body)
+	}
+	_, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if dry := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="anonymous"`, `zone="anonfree"`); dry != 1 {
+		t.Fatalf("mcp_ratelimit_dry_run_refusals_total{layer=anonymous} = %v, want 1", dry)
+	}
 }
 
 func TestTrustIdentityIsProvenOnSight(t *testing.T) {
