@@ -1,0 +1,219 @@
+package mcplimit
+
+import (
+	"errors"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+)
+
+// inspect reads and classifies the body of a request that carries one,
+// and reports whether the request may go on; when it may not, its
+// refusal is in d.ref. Requests without a body (SSE GET streams, DELETE)
+// cost nothing unless the meter is `*`. A POST always sends a message,
+// so one without a body is an empty, invalid one: it costs 1.
+func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) bool {
+	pol := d.pol
+	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	if !hasBody {
+		if pol.meter.All || d.post {
+			d.cost = 1
+		}
+		return true
+	}
+	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."))
+	}
+	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
+		// A backend that decodes by charset (the TypeScript SDK does) would
+		// read a different message than the one classified here.
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."))
+	}
+	// The body is held in memory until it is all here, before any layer
+	// after pre-auth can refuse: a caller trickling it must not hold that
+	// memory for long. The deadline cannot cut the answer: net/http
+	// clears it once the body has been read (HTTP/1) or has ended (HTTP/2).
+	wait := bodyWait(pol.maxBody)
+	setReadDeadline(w, d.now.Add(wait))
+	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, pol.maxBody)
+	if err != nil || tooLarge {
+		if buf != nil {
+			buf.Release()
+		}
+		// The deadline stays on a refused body: the server stops reading.
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return d.refused(bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."))
+		}
+		if err != nil {
+			return d.refused(bodyRefusal(http.StatusBadRequest, "The request body could not be read."))
+		}
+		return d.refused(bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."))
+	}
+	if jsonrpc.WideEncoding(buf.Bytes()) {
+		// A backend that detects the encoding (Python's json does) would
+		// run every message of a body that reads as nothing in UTF-8.
+		buf.Release()
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."))
+	}
+	d.body, d.bodyOwn = buf, true
+	d.parse(buf.Bytes())
+	tooLong := d.req.Scanned() > pol.maxBatch
+	if tooLong && !pol.dryRun {
+		return d.refused(batchRefusal(pol.maxBatch))
+	}
+	d.cost = d.requestCost()
+	for i := 0; i < d.req.Scanned() && !d.called; i++ {
+		d.called = d.req.Entry(i).Called()
+	}
+	// max_batch and arg bounds are limits an operator tunes, so a dry run
+	// only records them; the rules above keep the request readable.
+	if tooLong {
+		h.record(d, batchRefusal(pol.maxBatch), true)
+	}
+	if !d.checkArgs() {
+		if !pol.dryRun {
+			return false
+		}
+		h.record(d, d.ref, true)
+	}
+	_ = r.Body.Close()
+	return true
+}
+
+// handOn gives an admitted request the body inspect read, byte for byte.
+// The bodyReader takes the buffer over and returns it to the pool when
+// closed; a refused request's buffer is released with the decision.
+func (d *decision) handOn(r *http.Request) {
+	if d.body == nil || !d.bodyOwn {
+		return
+	}
+	br := &d.carry().body
+	br.buf = d.body
+	br.Reset(d.body.Bytes())
+	r.Body = br
+	d.bodyOwn = false
+	r.ContentLength = int64(len(d.body.Bytes()))
+	r.TransferEncoding = nil
+}
+
+// peekLimit bounds what a pre-auth refusal reads to echo request ids.
+const peekLimit = 64 << 10
+
+// peekWait bounds how long a pre-auth refusal waits for the body it reads
+// to echo ids, so that a caller sending its body slowly cannot hold the
+// handler: it is answered with id null instead.
+const peekWait = 500 * time.Millisecond
+
+// peekIDs reads a small body of a request refused before inspection, only
+// so the refusal can echo its JSON-RPC ids; a larger body, one that does
+// not arrive within peekWait, or one whose wait cannot be bounded is
+// answered with id null rather than read.
+func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	if r.ContentLength > peekLimit {
+		// Not read, and not waited for either: net/http would otherwise
+		// drain up to 256 KiB of it before sending the refusal.
+		setReadDeadline(w, time.Now())
+		return
+	}
+	if !setReadDeadline(w, time.Now().Add(peekWait)) {
+		return
+	}
+	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, peekLimit)
+	if err != nil || tooLarge {
+		// The deadline stays, so the server does not wait for the rest
+		// of this body either.
+		buf.Release()
+		return
+	}
+	setReadDeadline(w, time.Time{})
+	d.body, d.bodyOwn = buf, true
+	d.parse(buf.Bytes())
+}
+
+// checkArgs applies `arg <name> max <n>` bounds to every tools/call entry,
+// before any token is spent, and reports whether they hold; when they do
+// not, the refusal is in d.ref. One bad call refuses the whole batch.
+func (d *decision) checkArgs() bool {
+	tools := d.pol.tools
+	if len(tools) == 0 {
+		return true
+	}
+	// Scanned, not Len: an invalid body (NaN, a second value after the
+	// first) is still run by lenient or streaming parsers.
+	for i := 0; i < d.req.Scanned(); i++ {
+		e := d.req.Entry(i)
+		if !e.HasMethod("tools/call") {
+			continue
+		}
+		var ref refusal
+		bad := false
+		e.Tools(func(name []byte) {
+			tp := tools[string(name)]
+			if bad || tp == nil {
+				return
+			}
+			for _, a := range tp.args {
+				max, numeric, present := e.Arg(a.name)
+				if present && (!numeric || max > a.max) {
+					ref, bad = argRefusal(string(name), a), true
+					return
+				}
+			}
+		})
+		if bad {
+			ref.argEntry = i
+			return d.refused(ref)
+		}
+	}
+	return true
+}
+
+// bodyEncoding returns a content coding other than identity among the
+// Content-Encoding values, each a comma-separated list: a backend may read
+// any field line, or all of them.
+func bodyEncoding(values []string) (string, bool) {
+	for _, v := range values {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return c, true
+			}
+		}
+	}
+	return "", false
+}
+
+// foreignCharset returns a charset other than UTF-8 that the Content-Type
+// values name anywhere: in any parameter, quoted or not, first or last,
+// plain or extended (charset*=). Parsers disagree on quoted strings and
+// duplicate parameters (the TypeScript SDK's read the last charset, or
+// the one after a quoted ";charset=utf-8"), so any foreign one counts.
+func foreignCharset(cts []string) (string, bool) {
+	for _, ct := range cts {
+		lower := strings.ToLower(ct)
+		for rest := lower; ; {
+			i := strings.Index(rest, "charset")
+			if i < 0 {
+				break
+			}
+			rest = rest[i+len("charset"):]
+			v, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t*"), "=")
+			if !ok {
+				continue
+			}
+			v = strings.TrimLeft(v, " \t\"'")
+			if end := strings.IndexAny(v, "\"'; \t,"); end >= 0 {
+				v = v[:end]
+			}
+			if v != "utf-8" && v != "utf8" {
+				return v, true
+			}
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,35 @@
+package mcplimit
+
+import (
+	"strconv"
+	"strings"
+)
+
+// acceptsEventStream tells a Streamable HTTP POST (whose Accept lists
+// text/event-stream) from a legacy HTTP+SSE one (whose 2xx body is never
+// read) by the request's Accept values. A range with q=0 is one the
+// client refuses, so it is not listed.
+func acceptsEventStream(accept []string) bool {
+	for _, v := range accept {
+		for r := range strings.SplitSeq(v, ",") {
+			mt, params, _ := strings.Cut(r, ";")
+			if strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") && !refusedRange(params) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// refusedRange reports whether the parameters of a media range give it
+// q=0.
+func refusedRange(params string) bool {
+	for p := range strings.SplitSeq(params, ";") {
+		k, v, _ := strings.Cut(p, "=")
+		if strings.EqualFold(strings.TrimSpace(k), "q") {
+			q, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return err == nil && q == 0
+		}
+	}
+	return false
+}

@@ -1,0 +1,249 @@
+package mcplimit
+
+import (
+	"bytes"
+	"math"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// admitQuota checks and charges every quota of the request at once: the
+// identity's, its group's and each called tool's.
+func (d *decision) admitQuota() bool {
+	if d.inRedis {
+		return true
+	}
+	d.quotaItems()
+	if len(d.items) == 0 {
+		return true
+	}
+	if d.probing {
+		if failed, ok := d.z.quota.Fits(d.items, d.now); !ok {
+			return d.refused(d.quotasRefusal(failed))
+		}
+		return true
+	}
+	failed, ok := d.z.quota.TryAdd(d.items, d.now)
+	for !ok && d.pol.dryRun {
+		// Dry run: each quota layer (identity, group, tool) decides. A
+		// refusing one is recorded once and left out, and the others
+		// are charged as they would be.
+		l := d.itemLayers[failed]
+		d.h.record(d, d.itemRefusal(failed), true)
+		kept := 0
+		for q := range d.items {
+			if d.itemLayers[q] != l {
+				d.items[kept], d.itemLayers[kept] = d.items[q], d.itemLayers[q]
+				kept++
+			}
+		}
+		d.items, d.itemLayers = d.items[:kept], d.itemLayers[:kept]
+		if kept == 0 {
+			return true
+		}
+		failed, ok = d.z.quota.TryAdd(d.items, d.now)
+	}
+	if ok {
+		d.quotaHeld = true
+		for q := range d.items {
+			d.knowUsed(q, d.items[q].Used)
+		}
+		d.keepForRedis()
+		return true
+	}
+	return d.refused(d.quotasRefusal(failed))
+}
+
+// itemRefusal is the refusal of quota item q of the request.
+func (d *decision) itemRefusal(q int) refusal {
+	it := d.items[q]
+	return quotaRefusal(d.itemLayers[q], it, toolOfKey(it.Key), d.now)
+}
+
+// quotasRefusal is the refusal of the request's quotas once they did not
+// all fit, each item's Used being the count found; failed is the item the
+// store named. A used-up quota is named first, the one that resets last:
+// one counting cost (the identity's, the organization's) lets no metered
+// request pass, one of a tool no call of it. Otherwise a quota the request
+// exceeds as a whole (it never passes as sent, whatever the others'
+// resets), else the one that holds it back longest; the refusal then
+// tells what fits now over every quota.
+func (d *decision) quotasRefusal(failed int) refusal {
+	best, found := d.itemRefusal(failed), false
+	for _, tools := range []bool{false, true} {
+		for q, it := range d.items {
+			if it.Used < it.Limit || (d.itemLayers[q] == layerToolQuota) != tools {
+				continue
+			}
+			if ref := d.itemRefusal(q); !found || ref.outlasts(&best) {
+				best, found = ref, true
+			}
+		}
+		if found {
+			return best
+		}
+	}
+	d.fitNow(failed, &best)
+	for q, it := range d.items {
+		if q == failed || it.Used+it.N <= it.Limit {
+			continue
+		}
+		ref := d.itemRefusal(q)
+		d.fitNow(q, &ref)
+		if ref.never() != best.never() && ref.never() || ref.never() == best.never() && ref.outlasts(&best) {
+			best = ref
+		}
+	}
+	return best
+}
+
+// fitNow sets what fits now on ref, the refusal of quota item q, when no
+// quota is used up: the most a request may ask of q's unit and pass every
+// quota (ref.fits), and the most it ever may (ref.most). A call of a tool
+// costs its cost against the quotas counting cost, so those bound a
+// tool's calls too. A request q never fits as sent passes at that size
+// now.
+func (d *decision) fitNow(q int, ref *refusal) {
+	costLeft, costMost := int64(-1), int64(-1)
+	for k, it := range d.items {
+		if d.itemLayers[k] != layerToolQuota {
+			costLeft, costMost = minKnown(costLeft, it.Limit-it.Used), minKnown(costMost, it.Limit)
+		}
+	}
+	ref.fits, ref.most = costLeft, costMost
+	if d.itemLayers[q] == layerToolQuota {
+		per := d.toolCost([]byte(ref.tool))
+		ref.fits, ref.most = -1, -1
+		if costLeft >= 0 {
+			ref.fits, ref.most = costLeft/per, costMost/per
+		}
+		for _, it := range d.items {
+			if bytes.Equal(it.Key, d.items[q].Key) {
+				ref.fits, ref.most = minKnown(ref.fits, it.Limit-it.Used), minKnown(ref.most, it.Limit)
+			}
+		}
+	}
+	if ref.never() && ref.fits > 0 {
+		ref.wait = time.Second
+	}
+}
+
+// minKnown is the smaller of a and b, where a < 0 means none yet.
+func minKnown(a, b int64) int64 {
+	if a < 0 || b < a {
+		return b
+	}
+	return a
+}
+
+// quotaItems sets d.items (and d.itemLayers) to every quota of the
+// request: the identity's, each called tool's and its group's. An
+// unproven identity's quotas count only once they hold a count: an
+// identity proven and then forgotten (a reject_status answer, even to a
+// free request) stays charged until its quotas reset, or being forgotten
+// and proven again would make every other call free; a flood of fresh
+// credentials creates no quota entries.
+func (d *decision) quotaItems() {
+	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+	if d.proven || d.hasID {
+		d.addIdentityItems()
+		if d.req != nil && d.pol.toolQuotas {
+			d.eachTool(func(name []byte) {
+				if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
+					d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)
+				}
+			})
+		}
+		if !d.proven && len(d.items) > 0 && !d.z.quota.AnyCounted(d.items, d.now) {
+			d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+		}
+	}
+	if d.hasGroup && d.pol.groupQuota.any() {
+		d.addItems(layerGroupQuota, d.quotaKey("g/", nil, d.groupFP), d.pol.groupQuota, d.cost)
+	}
+}
+
+// addIdentityItems adds the identity's quota items: one per period its
+// limits set, and one without a limit per other period the zone's limits
+// count (policy.counted), so that a move to a tier or an override that
+// limits it finds what the identity already used there.
+func (d *decision) addIdentityItems() {
+	key := d.identityQuotaKey()
+	for _, p := range quotaPeriods {
+		lim := d.lim.quota.of(p)
+		if lim <= 0 {
+			if !d.pol.counted[p] {
+				continue
+			}
+			lim = math.MaxInt64
+		}
+		d.addItem(layerQuota, quota.Item{Key: key, Period: p, Limit: lim, N: d.cost})
+	}
+}
+
+func (d *decision) addItems(l layer, key []byte, q quotaLimit, n int64) {
+	if q.day > 0 {
+		d.addItem(l, quota.Item{Key: key, Period: quota.Day, Limit: q.day, N: n})
+	}
+	if q.month > 0 {
+		d.addItem(l, quota.Item{Key: key, Period: quota.Month, Limit: q.month, N: n})
+	}
+}
+
+// addItem adds it to the request's quota items, or its N to the item of
+// the same key and period (a batch calling one tool twice): a refusal
+// then tells what the whole request asks of that quota.
+func (d *decision) addItem(l layer, it quota.Item) {
+	for q := range d.items {
+		if d.items[q].Period == it.Period && bytes.Equal(d.items[q].Key, it.Key) {
+			d.items[q].N += it.N
+			return
+		}
+	}
+	d.items = append(d.items, it)
+	d.itemLayers = append(d.itemLayers, l)
+}
+
+// eachTool calls fn for every tool name any reading of any tools/call
+// entry names.
+func (d *decision) eachTool(fn func([]byte)) {
+	for i := 0; i < d.req.Scanned(); i++ {
+		e := d.req.Entry(i)
+		if e.HasMethod("tools/call") {
+			e.Tools(fn)
+		}
+	}
+}
+
+// appendKeyTool appends a tool name to a quota key, with '%', space and
+// newline percent-encoded: other names, all that MCP clients send, stay
+// as they are.
+func appendKeyTool(key, tool []byte) []byte {
+	const hexDigits = "0123456789ABCDEF"
+	for _, c := range tool {
+		if c == '%' || c == ' ' || c == '\n' {
+			key = append(key, '%', hexDigits[c>>4], hexDigits[c&15])
+			continue
+		}
+		key = append(key, c)
+	}
+	return key
+}
+
+// toolOfKey extracts the tool name of a tool-quota key.
+func toolOfKey(key []byte) string {
+	rest, ok := strings.CutPrefix(string(key), "t/")
+	if !ok {
+		return ""
+	}
+	if i := strings.LastIndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	if name, err := url.PathUnescape(rest); err == nil {
+		return name
+	}
+	return rest
+}
