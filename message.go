@@ -1,0 +1,258 @@
+package mcplimit
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// appendMessage appends the refusal's message, written for an agent to
+// act on: which limit, its figures, and the wait or the reset.
+func (ref *refusal) appendMessage(b []byte) []byte {
+	switch {
+	case ref.msg != "" || ref.kind == kindText:
+		return append(b, ref.msg...)
+	case ref.kind == kindRate && ref.n > ref.lim.burst:
+		b = append(b, "Rate limited: this request costs "...)
+		b = strconv.AppendInt(b, int64(ref.n), 10)
+		b = append(b, ", more than the "...)
+		b = append(b, ref.lim.unitWord()...)
+		b = append(b, " limit ("...)
+		b = append(b, ref.lim.text...)
+		b = append(b, ", burst "...)
+		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		b = append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request, costing at most "...)
+		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		return append(b, " together."...)
+	case ref.kind == kindCapacity:
+		b = append(b, "Rate limited: this server already tracks as many "...)
+		if ref.layer == layerPreauth {
+			b = append(b, "network addresses"...)
+		} else {
+			b = append(b, "callers"...)
+		}
+		b = append(b, " as it may, and none of them can make room for this one yet. Retry in "...)
+		b = strconv.AppendInt(b, ceilSeconds(ref.wait), 10)
+		return append(b, "s or later."...)
+	case ref.kind == kindRate:
+		b = append(b, "Rate limited: "...)
+		switch ref.layer {
+		case layerPreauth:
+			b = append(b, "requests from this network address without an accepted credential exceeded their "...)
+		case layerGroup:
+			b = append(b, "this API key's organization exceeded its shared "...)
+		case layerGlobal:
+			b = append(b, "this server is at its total "...)
+		case layerAnonymous:
+			b = append(b, "requests without credentials exceeded their shared "...)
+		default:
+			b = append(b, "this API key exceeded its "...)
+		}
+		b = append(b, ref.lim.unitWord()...)
+		if ref.layer == layerGlobal {
+			b = append(b, " capacity ("...)
+		} else {
+			b = append(b, " limit ("...)
+		}
+		b = append(b, ref.lim.text...)
+		b = append(b, ", burst "...)
+		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		b = append(b, "). Retry in "...)
+		b = strconv.AppendInt(b, ceilSeconds(ref.wait), 10)
+		return append(b, "s; the same call will work then."...)
+	case ref.kind == kindQuota:
+		return ref.appendQuotaMessage(b)
+	case ref.kind == kindConcurrency && ref.n > ref.max: // a batch over the cap
+		b = append(b, "Too many calls in flight: this request runs "...)
+		b = strconv.AppendInt(b, int64(ref.n), 10)
+		b = append(b, " calls at once, more than the limit of "...)
+		b = strconv.AppendInt(b, int64(ref.max), 10)
+		b = append(b, ref.concurrencyScope()...)
+		b = append(b, "; it will never be admitted as sent. Send at most "...)
+		b = strconv.AppendInt(b, int64(ref.max), 10)
+		return append(b, " calls per request."...)
+	default: // kindConcurrency
+		b = append(b, "Too many calls in flight"...)
+		b = append(b, ref.concurrencyScope()...)
+		b = append(b, " (limit "...)
+		b = strconv.AppendInt(b, int64(ref.max), 10)
+		return append(b, "). Retry once one of them has finished, in 1s or later."...)
+	}
+}
+
+// appendQuotaMessage words a quota refusal: an exhausted quota, one with
+// less left than the request costs, or one smaller than the request.
+func (ref *refusal) appendQuotaMessage(b []byte) []byte {
+	left, tool := ref.quotaLeft(), ref.layer == layerToolQuota
+	switch {
+	case ref.never():
+		b = append(b, "Quota too small for this request: it "...)
+		b = ref.appendQuotaCost(b)
+		b = append(b, ", more than "...)
+		b = ref.appendQuotaName(b, "whole ")
+		b = append(b, "; it will never be admitted as sent. Send requests "...)
+		b = ref.appendQuotaSize(b, ref.maxPerRequest())
+		if ref.fits > 0 && ref.fits < ref.most {
+			b = append(b, " (what is left now)"...)
+		}
+		return append(b, '.')
+	case left > 0:
+		b = append(b, "Quota nearly exhausted: this request "...)
+		b = ref.appendQuotaCost(b)
+		b = append(b, ", more than the "...)
+		b = strconv.AppendInt(b, left, 10)
+		b = append(b, " left of "...)
+		b = ref.appendQuotaName(b, "")
+		b = append(b, ". It will not be admitted as sent before the quota resets at "...)
+		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		if ref.fits > 0 {
+			b = append(b, "; requests "...)
+			b = ref.appendQuotaSize(b, ref.fits)
+			b = append(b, " fit the quotas now"...)
+		}
+		return append(b, '.')
+	}
+	b = append(b, "Quota exhausted: "...)
+	if ref.layer == layerGroupQuota {
+		b = append(b, "this API key's organization used its "...)
+	} else {
+		b = append(b, "this API key used its "...)
+	}
+	b = append(b, ref.periodWord()...)
+	b = append(b, " quota"...)
+	if tool {
+		b = append(b, " for tool "...)
+		b = strconv.AppendQuote(b, ref.tool)
+	}
+	b = ref.appendQuotaLimit(b)
+	if tool {
+		b = append(b, ". Do not call this tool with this key until the quota resets at "...)
+		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		return append(b, " (other tools still work); report the exhausted quota to the user."...)
+	}
+	b = append(b, ". Do not retry with this key until the quota resets at "...)
+	b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+	return append(b, "; report the exhausted quota to the user."...)
+}
+
+// periodWord is the quota refusal's period as an adjective.
+func (ref *refusal) periodWord() string {
+	if ref.item.Period == quota.Month {
+		return "monthly"
+	}
+	return "daily"
+}
+
+// appendQuotaCost appends what the request asks of the refusing quota:
+// "costs N", or for a tool's quota (which counts calls) "makes N calls to
+// tool T".
+func (ref *refusal) appendQuotaCost(b []byte) []byte {
+	if ref.layer != layerToolQuota {
+		b = append(b, "costs "...)
+		return strconv.AppendInt(b, ref.item.N, 10)
+	}
+	b = append(b, "makes "...)
+	b = strconv.AppendInt(b, ref.item.N, 10)
+	b = append(b, " calls to tool "...)
+	return strconv.AppendQuote(b, ref.tool)
+}
+
+// appendQuotaName appends whose quota refused, e.g. "this API key's daily
+// quota (5000)", with prefix before the period.
+func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
+	if ref.layer == layerGroupQuota {
+		b = append(b, "this API key's organization's "...)
+	} else {
+		b = append(b, "this API key's "...)
+	}
+	b = append(b, prefix...)
+	b = append(b, ref.periodWord()...)
+	b = append(b, " quota"...)
+	if ref.layer == layerToolQuota {
+		b = append(b, " for that tool"...)
+	}
+	return ref.appendQuotaLimit(b)
+}
+
+// appendQuotaLimit appends the quota's figure: " (5000)", or " (20
+// calls)" for a tool's quota.
+func (ref *refusal) appendQuotaLimit(b []byte) []byte {
+	b = append(b, " ("...)
+	b = strconv.AppendInt(b, ref.item.Limit, 10)
+	switch {
+	case ref.layer != layerToolQuota:
+	case ref.item.Limit == 1:
+		b = append(b, " call"...)
+	default:
+		b = append(b, " calls"...)
+	}
+	return append(b, ')')
+}
+
+// appendQuotaSize appends the size of a request that fits: "costing at
+// most n", or "with at most n calls to that tool".
+func (ref *refusal) appendQuotaSize(b []byte, n int64) []byte {
+	if ref.layer == layerToolQuota {
+		b = append(b, "with at most "...)
+		b = strconv.AppendInt(b, n, 10)
+		if n == 1 {
+			return append(b, " call to that tool"...)
+		}
+		return append(b, " calls to that tool"...)
+	}
+	b = append(b, "costing at most "...)
+	return strconv.AppendInt(b, n, 10)
+}
+
+// quotaLeft is, for a quota refusal of a request that costs more than the
+// quota has left (rather than of an exhausted quota), what it has left:
+// the most a request may cost to pass it now. It is 0 otherwise.
+func (ref *refusal) quotaLeft() int64 {
+	if ref.kind != kindQuota || ref.item.Used >= ref.item.Limit {
+		return 0
+	}
+	return ref.item.Limit - max(ref.item.Used, 0)
+}
+
+// concurrencyScope says whose in-flight calls a concurrency refusal counts.
+func (ref *refusal) concurrencyScope() string {
+	if ref.perID {
+		return " for this API key"
+	}
+	return " on this server"
+}
+
+// appendBatchNote appends what the other entries of a batch refused for
+// one call's argument are told: which call is at fault, and why.
+func (ref *refusal) appendBatchNote(b, id []byte) []byte {
+	b = append(b, "Not run: the batch was refused whole because its call with id "...)
+	b = append(b, id...)
+	b = append(b, " is invalid ("...)
+	b = append(b, ref.msg...)
+	return append(b, ") Fix that call and send the batch again."...)
+}
+
+// appendToolBatchNote appends what the entries of a batch refused by a
+// tool's quota that do not call that tool are told.
+func (ref *refusal) appendToolBatchNote(b []byte) []byte {
+	b = append(b, "Not run: the batch was refused whole because its calls of tool "...)
+	b = strconv.AppendQuote(b, ref.tool)
+	b = append(b, " are over that tool's quota ("...)
+	b = ref.appendMessage(b)
+	return append(b, ") Send this call again without them."...)
+}
+
+// callsTool reports whether entry e calls tool under some reading of it.
+func callsTool(e *jsonrpc.Entry, tool string) bool {
+	found := false
+	if e.HasMethod("tools/call") {
+		e.Tools(func(name []byte) { found = found || string(name) == tool })
+	}
+	return found
+}
+
+func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }

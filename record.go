@@ -1,0 +1,50 @@
+package mcplimit
+
+import (
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// record counts a refusal and logs it, sampled once a flood passes the
+// threshold.
+func (h *Handler) record(d *decision, ref refusal, dry bool) {
+	d.z.metrics.refused(ref.layer, dry)
+	n := d.z.sampler.record(sampleKey{layer: ref.layer, dry: dry}, d.now)
+	if n == 0 {
+		return
+	}
+	fields := []zap.Field{
+		zap.String("zone", d.z.name),
+		zap.String("layer", ref.layer.String()),
+		zap.Int64("retry_after", ceilSeconds(ref.wait)),
+		zap.Int64("cost", d.cost),
+		zap.Uint64("represents_count", n),
+	}
+	if d.hasID {
+		fields = append(fields, zap.String("fingerprint", fingerprintHex(d.fp)))
+	}
+	if d.lim.tier != "" {
+		fields = append(fields, zap.String("tier", d.lim.tier))
+	}
+	if dry {
+		fields = append(fields, zap.Bool("dry_run", true))
+		h.logger.Info("would refuse (dry run)", fields...)
+		return
+	}
+	h.logger.Info("refused", fields...)
+}
+
+// drainSampler logs the refusals that sampling left unrepresented in
+// windows that have ended, or in all of them when the zone stops.
+func (z *zone) drainSampler(stopping bool) {
+	for k, n := range z.sampler.drain(time.Now(), stopping) {
+		msg := "refused"
+		fields := []zap.Field{zap.String("zone", z.name), zap.String("layer", k.layer.String()), zap.Uint64("represents_count", n)}
+		if k.dry {
+			msg = "would refuse (dry run)"
+			fields = append(fields, zap.Bool("dry_run", true))
+		}
+		z.logger.Load().Info(msg, fields...)
+	}
+}

@@ -1,0 +1,164 @@
+package mcplimit
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// JSON-RPC codes of the body rules; refusals by a layer use error_code.
+const (
+	codeInvalidRequest = -32600
+	codeInvalidParams  = -32602
+)
+
+// refusal describes why a request is not admitted. Messages of the
+// refusals a flood produces (rate, quota, concurrency) are written
+// straight into the answer by appendMessage; msg holds any other text.
+type refusal struct {
+	layer    layer
+	status   int
+	code     int // JSON-RPC code; 0 means the zone's error_code
+	body     bool
+	wait     time.Duration
+	resetsAt time.Time
+	msg      string
+	tool     string
+	arg      *argBound
+	argEntry int // with arg: the index of the batch entry at fault
+
+	kind  refusalKind
+	lim   bucketLimit // kindRate
+	n     int         // kindRate: the request's cost
+	item  quota.Item  // kindQuota
+	fits  int64       // kindQuota: the least its unit's quotas have left, -1 unknown
+	most  int64       // kindQuota: the least its unit's quotas allow, -1 unknown
+	max   int         // kindConcurrency
+	perID bool        // kindConcurrency
+}
+
+// refusalKind selects how appendMessage words a refusal.
+type refusalKind uint8
+
+const (
+	kindText refusalKind = iota
+	kindRate
+	kindQuota
+	kindConcurrency
+	kindCapacity
+)
+
+// rateRefusal is the refusal of layer l's bucket for a request of cost n
+// that must wait wait.
+func rateRefusal(l layer, lim bucketLimit, wait time.Duration, n int) refusal {
+	return refusal{layer: l, status: http.StatusTooManyRequests, wait: wait, kind: kindRate, lim: lim, n: n}
+}
+
+// capacityRefusal refuses a new key of layer l's buckets, whose set holds
+// as many as it may and none can make room before wait.
+func capacityRefusal(l layer, wait time.Duration) refusal {
+	if wait >= rate.InfDuration/2 {
+		// No bucket examined tells when room appears (their shards were
+		// empty, after max_known was lowered): the sweep, every second,
+		// may make some.
+		wait = time.Second
+	}
+	return refusal{layer: l, status: http.StatusTooManyRequests, wait: max(wait, time.Second), kind: kindCapacity}
+}
+
+// quotaRefusal is the refusal of quota item it, whose Used is the count
+// it found; decision.fitNow adds what fits now.
+func quotaRefusal(l layer, it quota.Item, tool string, now time.Time) refusal {
+	reset := it.Period.Next(now)
+	return refusal{
+		layer: l, status: http.StatusTooManyRequests, wait: reset.Sub(now), resetsAt: reset, tool: tool,
+		kind: kindQuota, item: it, fits: -1, most: -1,
+	}
+}
+
+func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
+	return refusal{
+		layer: layerConcurrency, status: http.StatusTooManyRequests, wait: time.Second,
+		kind: kindConcurrency, max: max, perID: perIdentity, n: calls,
+	}
+}
+
+// never reports that the refused request can never pass as sent.
+func (ref *refusal) never() bool {
+	switch ref.kind {
+	case kindRate:
+		return ref.n > ref.lim.burst
+	case kindConcurrency:
+		return ref.n > ref.max
+	case kindQuota:
+		return ref.item.N > ref.item.Limit
+	}
+	return false
+}
+
+// maxPerRequest is the most a request may cost (in tokens, in calls for
+// concurrency and a tool's quota) to pass the layer that refused it as
+// never admissible; for a quota, what fits now over every quota, or when
+// that is not known or nothing does, the most that ever may.
+func (ref *refusal) maxPerRequest() int64 {
+	switch ref.kind {
+	case kindConcurrency:
+		return int64(ref.max)
+	case kindQuota:
+		switch {
+		case ref.fits > 0:
+			return ref.fits
+		case ref.most > 0:
+			return ref.most
+		}
+		return ref.item.Limit
+	}
+	return int64(ref.lim.burst)
+}
+
+// outlasts reports whether ref holds a request back longer than o, in the
+// whole seconds of Retry-After. When several layers refuse, the one that
+// outlasts the others is given: the same call must work after the wait a
+// refusal names, and a request that can never pass as sent must not be
+// told to retry in 1s while a quota is exhausted. On equal waits, a
+// refusal that says the request never passes as sent is the one given:
+// it says what to change.
+func (ref *refusal) outlasts(o *refusal) bool {
+	mine, theirs := ceilSeconds(ref.wait), ceilSeconds(o.wait)
+	switch {
+	case mine != theirs:
+		return mine > theirs
+	case ref.never() != o.never():
+		return ref.never()
+	}
+	// A month's quota resets with the day's on its last day: it is the one
+	// to report.
+	return ref.kind == kindQuota && o.kind == kindQuota && ref.item.Period > o.item.Period
+}
+
+func storeRefusal(tool string, wait time.Duration) refusal {
+	return refusal{
+		layer: layerStore, status: http.StatusServiceUnavailable, wait: wait, tool: tool,
+		msg: fmt.Sprintf("Temporarily unavailable: the rate limiter cannot count calls to tool %q right now (its quota store is unreachable), and this tool is never left uncounted. This is not an exhausted quota. Retry in %ds.", tool, ceilSeconds(wait)),
+	}
+}
+
+func argRefusal(tool string, a argBound) refusal {
+	return refusal{
+		layer: layerRequest, status: http.StatusBadRequest, code: codeInvalidParams, body: true, tool: tool, arg: &a,
+		msg: fmt.Sprintf("Invalid params: argument %q of tool %q must be a number no greater than %s.", a.name, tool, formatFloat(a.max)),
+	}
+}
+
+func bodyRefusal(status int, msg string) refusal {
+	return refusal{layer: layerRequest, status: status, code: codeInvalidRequest, body: true, msg: msg}
+}
+
+// batchRefusal refuses a batch of more than max entries.
+func batchRefusal(max int) refusal {
+	return bodyRefusal(http.StatusBadRequest, "Batch too large: at most "+itoa(int64(max))+" entries per request.")
+}
