@@ -408,6 +408,24 @@ func TestAnonymousBucketChargesUnmeteredRequestsToo(t *testing.T) {
 	}
 }
 
+// An identity of several placeholders, all of them empty, is no
+// identity: such requests are anonymous, not one shared identity that a
+// first 2xx would prove for every caller without a credential.
+func TestIdentityOfOnlyEmptyPlaceholdersIsNone(t *testing.T) {
+	e := start(t, "zone emptyparts\nidentity {http.request.header.X-Api-Key} {http.request.header.X-Org}\npreauth 100/s burst 100\nanonymous 1/h burst 1\ntenant 100/s burst 100\nquota off")
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("first call without either header: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(2), http.StatusTooManyRequests, "anonymous")
+	if n := e.knownIn("emptyparts"); n != 0 {
+		t.Fatalf("%d identities proven by calls without any identity input", n)
+	}
+	// One part present is an identity of its own.
+	if r := e.call(3, "X-Org", "acme"); r.Status != http.StatusOK {
+		t.Fatalf("call with one part: %d %s", r.Status, r.Body)
+	}
+}
+
 func TestTrustIdentityIsProvenOnSight(t *testing.T) {
 	site := `route {
 		vars user {http.request.header.X-User}
@@ -872,13 +890,25 @@ func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 	}
 
 	// On a `meter *` route (a REST surface), any 2xx but to OPTIONS or
-	// HEAD proves.
-	rest := startSite(t, "route /v1/* {\n mcp_ratelimit {\n  zone blindrest\n  meter *\n }\n respond \"ok\" 200\n}")
-	req, _ := http.NewRequest(http.MethodGet, rest.caddy.URL+"/v1/things", nil)
-	req.Header.Set("Authorization", "Bearer valid-rest")
-	if r := harness.Do(t, req); r.Status != http.StatusOK {
-		t.Fatalf("REST GET: %d", r.Status)
+	// HEAD proves: a framework answers those itself (CORS preflights)
+	// without checking a credential. Nor does a 3xx prove.
+	rest := startSite(t, "route /v1/* {\n mcp_ratelimit {\n  zone blindrest\n  meter *\n  preauth 100/s burst 100\n }\n respond \"ok\" {http.request.header.X-Status}\n}")
+	send := func(method, token, status string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, rest.caddy.URL+"/v1/things", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("X-Status", status)
+		if r := harness.Do(t, req); strconv.Itoa(r.Status) != status {
+			t.Fatalf("REST %s: %d, want %s", method, r.Status, status)
+		}
 	}
+	send(http.MethodOptions, "garbage-options", "200")
+	send(http.MethodHead, "garbage-head", "200")
+	send(http.MethodGet, "garbage-300", "300")
+	if n := rest.knownIn("blindrest"); n != 0 {
+		t.Fatalf("%d identities proven by a 2xx to OPTIONS or HEAD or a 300 on a meter * route, want 0", n)
+	}
+	send(http.MethodGet, "valid-rest", "200")
 	if n := rest.knownIn("blindrest"); n != 1 {
 		t.Fatalf("%d identities proven by a 2xx on a meter * route, want 1", n)
 	}

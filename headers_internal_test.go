@@ -40,3 +40,25 @@ func TestSecondsToAPeriodsResetIsItsCeiling(t *testing.T) {
 		}
 	}
 }
+
+// A RateLimit figure is a structured-field Integer a parser accepts: a
+// quota overshot across instances, or lowered live below what was used,
+// has nothing left, never a negative count; a window past 15 digits is
+// the largest figure.
+func TestAppendSFIntClampsToAValidFigure(t *testing.T) {
+	for _, c := range []struct {
+		n    int64
+		want string
+	}{
+		{42, "42"},
+		{0, "0"},
+		{-7, "0"},
+		{math.MinInt64, "0"},
+		{maxFigure + 1, "999999999999999"},
+		{math.MaxInt64, "999999999999999"},
+	} {
+		if got := string(appendSFInt(nil, c.n)); got != c.want {
+			t.Errorf("appendSFInt(%d) = %s, want %s", c.n, got, c.want)
+		}
+	}
+}

@@ -261,6 +261,22 @@ func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {
 	}
 }
 
+// An unproven request costs its metered cost when that is more than 1,
+// from 2 on: a batch of two calls takes two of the address's tokens.
+func TestUnprovenRequestCostingTwoPaysTwo(t *testing.T) {
+	e := start(t, "zone unproventwo\npreauth 1/h burst 3")
+	r := e.post(batch(1, 2))
+	if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("RateLimit"), `"preauth";r=1;`) {
+		t.Fatalf("unproven batch of 2: %d, RateLimit %q, want 2 of 3 tokens spent", r.Status, r.Header.Get("RateLimit"))
+	}
+	var out []rpcError
+	refused := e.post(batch(3, 2))
+	refused.JSON(t, &out)
+	if refused.Status != http.StatusTooManyRequests || len(out) != 2 || out[0].Error == nil || out[0].Error.Data.Limit != "preauth" {
+		t.Fatalf("second unproven batch of 2 with 1 token left: %d %s", refused.Status, refused.Body)
+	}
+}
+
 func TestOversizeBodyIs413(t *testing.T) {
 	const tok = "valid-big"
 	e := start(t, "max_body 1KiB\ntenant 10/s burst 100\nquota off")

@@ -174,3 +174,29 @@ func TestLayerTurnedOffAndOnAgainKeepsItsBuckets(t *testing.T) {
 	settleAfterReload(t, e, auth[1])
 	refusal(t, e.call(51, auth...), http.StatusTooManyRequests, "tenant")
 }
+
+// Time between two changes is credited at the slowest rate in force
+// then: with the routes of one zone holding different rates, a bucket
+// idle across two reloads earns the slow route's rate, not the fast one's
+// (3s at 6/m is a fraction of a token; at 3/s, nine).
+func TestIdleTimeBetweenChangesEarnsTheSlowestRate(t *testing.T) {
+	const base = "preauth 100/s burst 100\nquota off\nglobal off\n"
+	site := func(v1 string) string {
+		return "handle /mcp* {\nmcp_ratelimit {\nzone slowest\n" + base + "tenant 6/m burst 10\n}\nreverse_proxy $BACKEND\n}\n" +
+			"handle /v1* {\nmcp_ratelimit {\nzone slowest\n" + base + "tenant " + v1 + "\nmeter *\n}\nrespond \"ok\" 200\n}"
+	}
+	load := func(e *env, v1 string) {
+		e.caddy.Load(t, harness.Config(site(v1), e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	}
+	auth := []string{"Authorization", "Bearer valid-slowest"}
+	e := startSite(t, site("2/s burst 10"))
+	e.prove("valid-slowest")
+	e.drain(auth...)
+	load(e, "3/s burst 10")
+	time.Sleep(3 * time.Second)
+	load(e, "4/s burst 10")
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(6, auth...); n > 3 {
+		t.Fatalf("%d of 6 calls admitted after 3s idle between two changes, want at most 3: the idle time earned the fast route's rate", n)
+	}
+}

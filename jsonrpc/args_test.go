@@ -37,6 +37,12 @@ func TestArgVerdictCoversEveryReading(t *testing.T) {
 		{"duplicate_arguments", `{"params":{"arguments":{"limit":1},"arguments":{"limit":50}}}`, 50, true, true},
 		{"duplicate_params", `{"params":{"arguments":{"limit":70}},"Params":{"Arguments":{"limit":5}}}`, 70, true, true},
 		{"non_object_arguments", `{"params":{"arguments":[{"limit":70}]}}`, 0, true, false},
+		// A scalar is no arguments object: not walked as one.
+		{"number_arguments", `{"params":{"arguments":5}}`, 0, true, false},
+		{"string_arguments", `{"params":{"arguments":"limit"}}`, 0, true, false},
+		{"literal_arguments", `{"params":{"arguments":true}}`, 0, true, false},
+		{"null_arguments", `{"params":{"arguments":null}}`, 0, true, false},
+		{"number_arguments_beside_an_object", `{"params":{"arguments":7,"arguments":{"limit":4}}}`, 4, true, true},
 		{"whitespace_everywhere", call(" { \"x\" : [ 1 , { \"limit\" : 9 } ] , \"limit\" : 8 } "), 8, true, true},
 		{"string_values_with_braces", call(`{"a":"}{\"limit\":99","limit":2}`), 2, true, true},
 	} {

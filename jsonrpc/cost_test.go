@@ -252,6 +252,7 @@ func TestCalls(t *testing.T) {
 		{list, toolsCallMeter, 1}, // costs nothing, yet is one request
 		{"[" + call + "," + call + "," + list + "," + call + "]", toolsCallMeter, 3},
 		{"[" + call + "," + note + "]", toolsCallMeter, 1},
+		{"[" + call + "," + call + "]", toolsCallMeter, 2}, // the smallest batch that puts two calls in flight
 		{"[" + call + "," + list + "," + note + "," + `5` + "]", all, 4},
 		{"not json", toolsCallMeter, 1},
 		{call, Meter{}, 0},
