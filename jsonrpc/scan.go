@@ -156,12 +156,10 @@ type scanner struct {
 	soft  bool     // not strict JSON, but scanning went on
 }
 
-// enter opens a container outside skipValue.
+// enter opens a container outside skipValue: a batch, a message or its
+// params, so at most three deep; skipValue bounds the depth below them.
 func (s *scanner) enter() {
 	s.depth++
-	if s.depth > MaxDepth {
-		s.soft = true
-	}
 }
 
 // scalar scans the string, number or literal at i; c is b[i]. NaN,
