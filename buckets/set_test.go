@@ -466,3 +466,17 @@ func TestSecondChangeCreditsTheSlowestRateInForce(t *testing.T) {
 		t.Fatalf("Sweep dropped %d stale buckets past the refill of the limits in force, want 1", n)
 	}
 }
+
+// Time running backwards earns nothing and costs nothing: a reservation
+// stamped a moment before the bucket's last update (concurrent callers
+// read the clock in either order) finds the level that update left.
+func TestAnEarlierTimeFindsTheLevelLeft(t *testing.T) {
+	s := New(10, HashFingerprint)
+	lim := Limit{Rate: 1, Burst: 2}
+	if _, _, ok, _ := s.Reserve(fp(1), lim, 1, t0.Add(time.Second)); !ok {
+		t.Fatal("first reservation refused")
+	}
+	if _, wait, ok, _ := s.Reserve(fp(1), lim, 1, t0); !ok {
+		t.Fatalf("a reservation stamped before the last update was refused (wait %v) with a token left", wait)
+	}
+}
