@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -35,5 +36,32 @@ func TestGoRedisLogsThroughTheZoneLogger(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("go-redis's message did not reach the zone logger: %v", logs.All())
+	}
+}
+
+// Calls failing together as Redis goes away (every request then in flight)
+// make one transition to degraded: one error line and one save of the
+// counts, not one per failed call.
+func TestRedisFailuresMakeOneTransition(t *testing.T) {
+	pol, err := compile(&Handler{Zone: "redis-fail", Store: &Store{Redis: &RedisStore{URL: "redis://127.0.0.1:1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newZoneRedis(pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.store.Close()
+	now := time.Now()
+	if !r.fail(errors.New("connection refused"), now) {
+		t.Fatal("the first failure is no transition to degraded")
+	}
+	for i := range 3 {
+		if r.fail(errors.New("connection refused"), now.Add(time.Duration(i)*time.Millisecond)) {
+			t.Fatalf("failure %d while degraded counted as a new transition", i+2)
+		}
+	}
+	if !r.degraded.Load() || r.failures != 4 {
+		t.Fatalf("degraded %v, failures %d; want degraded after 4 failures", r.degraded.Load(), r.failures)
 	}
 }
