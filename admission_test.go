@@ -914,6 +914,18 @@ func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 	}
 }
 
+// An informational answer (103 Early Hints) before the backend's verdict
+// is not the verdict: the 200 after it proves the credential.
+func TestEarlyHintsDoNotHideTheVerdict(t *testing.T) {
+	e := start(t, "zone hints\npreauth 100/s burst 100")
+	if r := e.call(1, "Authorization", "Bearer valid-hints", "X-Demo-Early-Hints", "1"); r.Status != http.StatusOK {
+		t.Fatalf("call with early hints: %d %s", r.Status, r.Body)
+	}
+	if n := e.knownIn("hints"); n != 1 {
+		t.Fatalf("%d identities proven by a 200 after a 103, want 1", n)
+	}
+}
+
 // When several layers refuse, the refusal names the longest wait: a tenant
 // refusal's "retry in 1s" would be a lie while the quota is exhausted, or
 // while the global bucket needs a minute.

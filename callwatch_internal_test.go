@@ -59,6 +59,8 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 		{"one_of_two", answerEvent + progressEvent, "[" + call7 + "," + call8 + "]", -1},
 		{"batch_of_answers_in_one_event", "data: [{\"id\":1,\"result\":1},{\"id\":2,\"result\":2}]\n\n", `[{"id":1,"method":"ping"},{"id":2,"method":"ping"}]`, 0},
 		{"other_field_named_like_data", "datum: {\"id\":7,\"result\":{}}\n\n", call7, -1},
+		{"line_without_colon_named_like_data", "datax{\"id\":7,\"result\":{}}\n\n", call7, -1},
+		{"a_notification_awaits_no_answer", answerEvent, "[" + call7 + `,{"jsonrpc":"2.0","method":"notifications/cancelled"}]`, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for split := 1; split <= len(c.stream); split++ {

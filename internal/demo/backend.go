@@ -28,8 +28,9 @@ type Backend struct {
 	requests atomic.Int64
 	server   *mcp.Server
 	// TestHooks makes the backend honour the X-Demo-Status request header
-	// (answer with that status instead), for tests of how the limiter
-	// learns from the backend's verdicts.
+	// (answer with that status instead) and X-Demo-Early-Hints (send a 103
+	// before the answer), for tests of how the limiter learns from the
+	// backend's verdicts.
 	TestHooks bool
 }
 
@@ -121,6 +122,10 @@ func (b *Backend) guard(next http.Handler) http.Handler {
 			if s, err := strconv.Atoi(r.Header.Get("X-Demo-Status")); err == nil {
 				w.WriteHeader(s)
 				return
+			}
+			if r.Header.Get("X-Demo-Early-Hints") != "" {
+				w.Header().Set("Link", "</style.css>; rel=preload")
+				w.WriteHeader(http.StatusEarlyHints)
 			}
 		}
 		if auth := r.Header.Get("Authorization"); auth != "" {
