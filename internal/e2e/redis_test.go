@@ -514,6 +514,26 @@ func threeCallsInAnOutage(t *testing.T, token string) (*harness.Redis, *harness.
 	return r, p
 }
 
+// A call decided locally during a Redis outage that a layer after the
+// quota refuses (the global bucket) takes its count back: only the
+// admitted calls are pushed when Redis returns.
+func TestRedisOutageRefusedCallsAreNotPushed(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 100/day\n global 1/h burst 3"))
+	p := ps[0]
+	prove(t, p, "valid-outage-global")
+	r.Kill()
+	for range 3 {
+		mustCall(t, p, "valid-outage-global", "ok")
+	}
+	for range 2 {
+		mustCall(t, p, "valid-outage-global", "global")
+	}
+	r.Start(t)
+	reachesRedisOnce(t, r, 3)
+}
+
 // Counts made during a Redis outage that the instance could not push
 // before it stopped are saved in Caddy storage and pushed by its next
 // start once Redis answers: "nothing lost" holds across a restart. The
