@@ -340,6 +340,12 @@ func TestPushAndFingerprintKey(t *testing.T) {
 	if string(k1) != string(k2) || len(k1) != 32 {
 		t.Fatal("two instances got different fingerprint keys")
 	}
+	// A key of another length in Redis (written by hand, or truncated) is
+	// refused, not used to fingerprint.
+	r.Do(t, "SET", "mcprl:{z2}:fpkey", "short")
+	if _, err := newStore(t, r, "z2").FingerprintKey(ctx, nil); err == nil {
+		t.Fatal("a 5-byte fingerprint key in redis was accepted")
+	}
 }
 
 func TestFaultsAreErrorsWithinTheTimeout(t *testing.T) {
@@ -556,5 +562,34 @@ func TestRememberedRefusalIsCheckedAgain(t *testing.T) {
 	now = now.Add(redisstore.RecheckAfter)
 	if res := decide(t, s, item); !res.OK {
 		t.Fatalf("after RecheckAfter: %+v, want Redis asked again and the call admitted", res)
+	}
+}
+
+// A remembered refusal holds back calls that ask as much or more, not a
+// cheaper call, which Redis may still admit: one token left refuses a
+// call of cost 3, not one of cost 1.
+func TestShortCircuitLetsACheaperCallThrough(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	if res := decide(t, s, bucket("t/cheap", 1.0/60, 5, 4)); !res.OK {
+		t.Fatalf("draining call refused: %+v", res)
+	}
+	if res := decide(t, s, bucket("t/cheap", 1.0/60, 5, 3)); res.OK || res.Local {
+		t.Fatalf("call of cost 3 with 1 token left: %+v, want a refusal by Redis", res)
+	}
+	if res := decide(t, s, bucket("t/cheap", 1.0/60, 5, 1)); !res.OK || res.Local {
+		t.Fatalf("call of cost 1 with 1 token left: %+v, want admitted by Redis", res)
+	}
+}
+
+// A bucket item without a positive rate and burst is an error, not a
+// bucket that never admits or always does.
+func TestBucketWithoutRateOrBurstIsAnError(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	for _, it := range []redisstore.Item{bucket("t/zero", 1, 0, 1), bucket("t/zero", 0, 5, 1), bucket("t/zero", -1, 5, 1)} {
+		if _, err := s.Decide(context.Background(), []redisstore.Item{it}); err == nil {
+			t.Errorf("bucket rate %v burst %d decided, want an error", it.Rate, it.Burst)
+		}
 	}
 }
