@@ -514,6 +514,17 @@ func threeCallsInAnOutage(t *testing.T, token string) (*harness.Redis, *harness.
 	return r, p
 }
 
+// Counts an outage left are pushed once: after Redis took them, the host's
+// copy of them is gone, so a restart finds nothing to push again.
+func TestRedisOutageCountsPushedLeaveNothingForARestart(t *testing.T) {
+	skipNearMidnight(t)
+	r, p := threeCallsInAnOutage(t, "valid-pushed-restart")
+	r.Start(t)
+	reachesRedisOnce(t, r, 3)
+	p.Restart(t)
+	reachesRedisOnce(t, r, 3)
+}
+
 // A call decided locally during a Redis outage that a layer after the
 // quota refuses (the global bucket) takes its count back: only the
 // admitted calls are pushed when Redis returns.
