@@ -13,13 +13,14 @@ import (
 // inspect reads and classifies the body of a request that carries one,
 // and reports whether the request may go on; when it may not, its
 // refusal is in d.ref. Requests without a body (SSE GET streams, DELETE)
-// cost nothing unless the meter is `*`. A POST always sends a message,
-// so one without a body is an empty, invalid one: it costs 1.
+// cost nothing unless the meter is `*`. A POST always sends a message, so
+// one without a body (Content-Length: 0) is read and parsed as an empty
+// body, like a chunked empty one: invalid JSON, which costs 1.
 func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	pol := d.pol
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
-	if !hasBody {
-		if pol.meter.All || d.post {
+	if !hasBody && (!d.post || r.Body == nil) {
+		if pol.meter.All {
 			d.cost = 1
 		}
 		return true

@@ -27,6 +27,9 @@ type RateLimit struct {
 	Burst int `json:"burst,omitempty"`
 
 	// Off disables the layer. It cannot be combined with Rate or Burst.
+	// The layer's buckets are kept as they are meanwhile, earning the
+	// rate they had: turned on again with the same limits, a layer hands
+	// no one a fresh burst.
 	Off bool `json:"off,omitempty"`
 }
 
