@@ -46,10 +46,11 @@ func (w *callWatch) expect(req *jsonrpc.Request) {
 }
 
 // start watches the answer to d when d holds concurrency slots and the
-// answer is a 2xx SSE stream.
-func (w *callWatch) start(d *decision, status int, h http.Header) {
+// answer is an SSE stream, whatever its status: a stream that holds the
+// answers has answered, even with an error status.
+func (w *callWatch) start(d *decision, h http.Header) {
 	w.awaiting = 0
-	if !d.concAll && !d.concID || len(w.idEnds) == 0 || status < 200 || status > 299 || !isEventStream(h.Get("Content-Type")) {
+	if !d.concAll && !d.concID || len(w.idEnds) == 0 || !isEventStream(h.Get("Content-Type")) {
 		return
 	}
 	w.begin()

@@ -64,7 +64,7 @@ func (s *statusRecorder) record(code int) {
 			s.d.withdrawRateLimit(s.Header())
 		}
 	}
-	s.d.watch.start(s.d, code, s.Header())
+	s.d.watch.start(s.d, s.Header())
 }
 
 // markRefusal tells every mcp_ratelimit handler earlier in the chain, whose

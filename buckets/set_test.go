@@ -480,3 +480,19 @@ func TestAnEarlierTimeFindsTheLevelLeft(t *testing.T) {
 		t.Fatalf("a reservation stamped before the last update was refused (wait %v) with a token left", wait)
 	}
 }
+
+// A limit change stamped before a stale bucket's last update (the clock
+// read by the change ran behind the last request's) costs it nothing.
+func TestAChangeAtAnEarlierTimeCostsAStaleBucketNothing(t *testing.T) {
+	s := New(10, HashFingerprint)
+	lim := Limit{Rate: 1, Burst: 2}
+	s.Advance(t0, time.Second, lim.Rate)
+	if _, _, ok, _ := s.Reserve(fp(1), lim, 1, t0.Add(10*time.Second)); !ok {
+		t.Fatal("first reservation refused")
+	}
+	s.Advance(t0.Add(20*time.Second), time.Second, lim.Rate) // the bucket is now unused since a change
+	s.Advance(t0.Add(5*time.Second), time.Second, lim.Rate)  // stamped before its last update
+	if _, wait, ok, _ := s.Reserve(fp(1), lim, 2, t0.Add(10*time.Second)); !ok {
+		t.Fatalf("a change stamped earlier took tokens from a stale bucket (wait %v)", wait)
+	}
+}

@@ -111,3 +111,16 @@ func TestEachThenRestoreRebuildsTheSet(t *testing.T) {
 		}
 	}
 }
+
+func TestRestoredLastUseAfterNowExpiresATTLAfterNow(t *testing.T) {
+	const ttl = time.Minute
+	s := New(3, ttl, hashFP)
+	now := t0.Add(time.Minute)
+	s.Restore(fp(1), now.Add(time.Hour), now) // saved by a host whose clock ran ahead
+	if !s.Contains(fp(1), now.Add(ttl-time.Second)) {
+		t.Fatal("a restored entry expired before its ttl")
+	}
+	if s.Contains(fp(1), now.Add(ttl+time.Second)) {
+		t.Fatal("a last use after now outlived the ttl counted from now")
+	}
+}

@@ -105,3 +105,22 @@ func TestCleanupFailureDoesNotDegrade(t *testing.T) {
 		})
 	}
 }
+
+// A flush that failed does not clean up: storage that cannot take the
+// counts is not sent deletes as well, nor counted twice as failing.
+func TestAFailedFlushSkipsCleanup(t *testing.T) {
+	st := newFakeStorage()
+	st.put(testPrefix+"/quota/day-2020-01-01", "k 1\n")
+	c := newTestCounter(st, newFakeClock(t0), Day)
+	add(c, "k", Day, 1, t0)
+	st.setFail("Store", errDown)
+	if err := c.Flush(t.Context()); err == nil {
+		t.Fatal("Flush succeeded on a failing storage")
+	}
+	if ops, _ := st.takeOps(); ops["List"]+ops["Delete"] != 0 {
+		t.Errorf("a failed flush listed or deleted: %v", ops)
+	}
+	if !st.has(testPrefix + "/quota/day-2020-01-01") {
+		t.Error("a failed flush cleaned up")
+	}
+}

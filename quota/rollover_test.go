@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -125,5 +126,35 @@ func TestPeriodsOlderThanPreviousAreDiscarded(t *testing.T) {
 	}
 	if s := c.State(); s.Tracked != 0 || s.Pending != 0 {
 		t.Errorf("State = %+v, want nothing tracked", s)
+	}
+}
+
+// A count for an ended period that arrives while the flush pushing that
+// period runs (a late refund, or a call stamped before the rollover) keeps
+// the period in memory until a later flush has pushed it too.
+func TestAnEndedPeriodKeepsCountsMadeDuringItsPush(t *testing.T) {
+	st := newFakeStorage()
+	before := time.Date(2026, 11, 30, 23, 59, 59, 0, time.UTC)
+	clk := newFakeClock(before)
+	c := newTestCounter(st, clk, Day)
+	add(c, "k", Day, 3, before)
+	clk.Set(before.Add(2 * time.Second))
+	var once sync.Once
+	st.setHook(func(op, _ string) {
+		if op == "Store" {
+			once.Do(func() { c.Refund([]Item{{Key: []byte("k"), Period: Day, Limit: 10, N: 1}}, before) })
+		}
+	})
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.counts(objKey(Day, before))["k"]; got != 3 {
+		t.Fatalf("old day after the first push = %d, want 3", got)
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.counts(objKey(Day, before))["k"]; got != 2 {
+		t.Errorf("old day = %d, want 2: the refund made during its push was lost", got)
 	}
 }

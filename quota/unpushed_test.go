@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 // Counts a stopping process could not push are handed to the next one,
@@ -39,5 +40,39 @@ func TestUnpushedCountsCarryOverToTheNextProcess(t *testing.T) {
 	}
 	if left := next.Unpushed(); len(left) != 0 {
 		t.Fatalf("still unpushed after a flush: %+v", left)
+	}
+}
+
+// AddUnpushed takes what can still refuse something and drops the rest.
+func TestAddUnpushedDropsWhatCanNoLongerCount(t *testing.T) {
+	day := 24 * time.Hour
+	tests := []struct {
+		rule string
+		u    Count
+		keep bool
+	}{
+		{"today's count is taken", Count{Key: "i/a", Period: Day, Start: Day.Start(t0), N: 2}, true},
+		{"yesterday's count is taken: it may still be pushed", Count{Key: "i/a", Period: Day, Start: Day.Start(t0.Add(-day)), N: 2}, true},
+		{"a count older than the previous period is dropped", Count{Key: "i/a", Period: Day, Start: Day.Start(t0.Add(-2 * day)), N: 2}, false},
+		{"a count of a period not begun is dropped", Count{Key: "i/a", Period: Day, Start: Day.Start(t0.Add(day)), N: 2}, false},
+		{"a zero count is dropped", Count{Key: "i/a", Period: Day, Start: Day.Start(t0), N: 0}, false},
+		{"an unknown period is dropped", Count{Key: "i/a", Period: Period(9), Start: Day.Start(t0), N: 2}, false},
+		{"a key that storage cannot hold is dropped", Count{Key: "i/a b", Period: Day, Start: Day.Start(t0), N: 2}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			c := newTestCounter(newFakeStorage(), newFakeClock(t0))
+			c.AddUnpushed([]Count{tt.u})
+			got := c.Unpushed()
+			if !tt.keep {
+				if len(got) != 0 {
+					t.Fatalf("Unpushed = %+v, want nothing", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0] != tt.u {
+				t.Fatalf("Unpushed = %+v, want %+v", got, tt.u)
+			}
+		})
 	}
 }
