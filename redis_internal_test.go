@@ -3,13 +3,17 @@ package mcplimit
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -241,5 +245,58 @@ func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	if marks, err := c.Keys(ctx, "mcprl:{push-chunks}:push:*").Result(); err != nil || len(marks) != 3 {
 		t.Fatalf("%d pushes (%v), want 3 of at most %d counts", len(marks), err, pushChunk)
+	}
+}
+
+// A local layer that refuses after Redis admitted a call gives the Redis
+// admission back: here the zone's one concurrency slot is taken between
+// the look that comes first and the take that comes last, as a concurrent
+// call may. The same call then passes once the slot is free again, which
+// it cannot if its tenant token and daily quota of one stayed spent.
+func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
+	url, _ := localRedis(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-refund-local", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Day: 1}, Global: &RateLimit{Off: true},
+		Concurrency: &Concurrency{Max: 1},
+		Store:       &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+	})
+	redisStep := admissionSteps[0]
+	t.Cleanup(func() { admissionSteps[0] = redisStep })
+	race := false
+	admissionSteps[0] = func(d *decision) bool {
+		ok := redisStep(d)
+		if ok && race && !d.probing {
+			race = false
+			if !d.z.all.Acquire(globalKey, 1, 1) {
+				t.Error("the test could not take the slot")
+			}
+		}
+		return ok
+	}
+	call := func() (int, string) {
+		req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
+		req.Header.Set("Authorization", "Bearer refund")
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		rec := httptest.NewRecorder()
+		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+			w.WriteHeader(http.StatusOK)
+			return nil
+		})
+		if err := h.ServeHTTP(rec, req, next); err != nil {
+			t.Fatal(err)
+		}
+		return rec.Code, rec.Body.String()
+	}
+	if code, body := call(); code != http.StatusOK { // proves the credential, on pre-auth
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	race = true
+	if code, body := call(); code != http.StatusTooManyRequests || !strings.Contains(body, "CONCURRENCY_LIMITED") {
+		t.Fatalf("call with the slot taken meanwhile: %d %s, want a concurrency refusal", code, body)
+	}
+	h.zone.all.Release(globalKey, 1)
+	if code, body := call(); code != http.StatusOK {
+		t.Fatalf("the same call with the slot free: %d %s; the refused call kept what Redis charged", code, body)
 	}
 }
