@@ -318,7 +318,7 @@ func (d *decision) admitGlobal() bool {
 	if d.pol.globalOff {
 		return true
 	}
-	return reserveIn(d, d.z.shared, globalKey, d.pol.global, int(d.cost), layerGlobal)
+	return reserveIn(d, d.z.global, globalKey, d.pol.global, int(d.cost), layerGlobal)
 }
 
 // admitAnonymous charges a request without identity to the anonymous
@@ -330,7 +330,7 @@ func (d *decision) admitAnonymous() bool {
 	if d.hasID || !d.pol.anonymousOn {
 		return true
 	}
-	return reserveIn(d, d.z.shared, anonymousKey, d.pol.anonymous, int(max(d.cost, 1)), layerAnonymous)
+	return reserveIn(d, d.z.anon, anonymousKey, d.pol.anonymous, int(max(d.cost, 1)), layerAnonymous)
 }
 
 // admitConcurrency takes the in-flight slots last, so no other layer can

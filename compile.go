@@ -664,8 +664,10 @@ func (p *policy) bucketLimits(l layer) (lims []bucketLimit) {
 		}
 	case layerGroup:
 		lims = append(lims, p.group)
-	default:
-		lims = append(lims, p.global, p.anonymous)
+	case layerGlobal:
+		lims = append(lims, p.global)
+	case layerAnonymous:
+		lims = append(lims, p.anonymous)
 	}
 	return lims
 }

@@ -38,7 +38,7 @@ func TestLayersAfterARefusalTakeNothing(t *testing.T) {
 	}
 	// Reserving would have created the global bucket (and given its
 	// tokens back); deciding without taking creates none.
-	if n := h.zone.shared.Len(); n != 0 {
+	if n := h.zone.global.Len(); n != 0 {
 		t.Fatalf("after a tenant refusal the zone holds %d global buckets, want none", n)
 	}
 }
@@ -70,7 +70,7 @@ func TestConcurrencyRefusalTakesNothingFirst(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests || !bytes.Contains(w.Body.Bytes(), []byte(`"concurrency"`)) {
 		t.Fatalf("a second call in flight for one identity: %d %s", w.Code, w.Body)
 	}
-	if n := h.zone.shared.Len(); n != 0 {
+	if n := h.zone.global.Len(); n != 0 {
 		t.Fatalf("the refused call created %d global buckets, want none", n)
 	}
 	if n := h.zone.metrics.inflightN.Load(); n != 0 {

@@ -30,7 +30,7 @@ func (z *zone) retune(now time.Time) {
 			Advance(time.Time, time.Duration, rate.Limit)
 		}
 		l layer
-	}{{z.preauth, layerPreauth}, {z.tenants, layerTenant}, {z.groups, layerGroup}, {z.shared, layerGlobal}} {
+	}{{z.preauth, layerPreauth}, {z.tenants, layerTenant}, {z.groups, layerGroup}, {z.global, layerGlobal}, {z.anon, layerAnonymous}} {
 		// Holders that disagree (routes of one zone with different
 		// limits, or a reload in progress) leave unknown which limit a
 		// key had, as a request may have moved from one to the other:
@@ -92,8 +92,10 @@ func (p *policy) limitsMap(l layer) string {
 		}
 	case layerGroup:
 		fmt.Fprintf(&b, "%q %s", p.groupKey, limitText(p.group))
-	default:
-		fmt.Fprintf(&b, "%t %s|%t %s", p.globalOff, limitText(p.global), p.anonymousOn, limitText(p.anonymous))
+	case layerGlobal:
+		fmt.Fprintf(&b, "%t %s", p.globalOff, limitText(p.global))
+	case layerAnonymous:
+		fmt.Fprintf(&b, "%t %s", p.anonymousOn, limitText(p.anonymous))
 	}
 	return b.String()
 }

@@ -200,3 +200,24 @@ func TestIdleTimeBetweenChangesEarnsTheSlowestRate(t *testing.T) {
 		t.Fatalf("%d of 6 calls admitted after 3s idle between two changes, want at most 3: the idle time earned the fast route's rate", n)
 	}
 }
+
+// The global and anonymous buckets are sets of their own: with anonymous
+// on, global turned off and on again finds its bucket where its own rate
+// has brought it, not refilled at the anonymous bucket's rate meanwhile.
+func TestGlobalTurnedOffAndOnAgainBesideAnonymousKeepsItsBucket(t *testing.T) {
+	const base = "zone offon-global\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nanonymous 100/s burst 100\n"
+	auth := []string{"Authorization", "Bearer valid-offon-global"}
+	e := start(t, base+"global 1/h burst 10")
+	e.prove("valid-offon-global")
+	e.drain(auth...)
+	refusal(t, e.call(50, auth...), http.StatusTooManyRequests, "global")
+	e.reloadWith(t, base+"global off")
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(3, auth...); n != 3 {
+		t.Fatalf("%d of 3 calls admitted with the global layer off", n)
+	}
+	time.Sleep(1500 * time.Millisecond) // the anonymous rate would fill any bucket in 1s
+	e.reloadWith(t, base+"global 1/h burst 10")
+	settleAfterReload(t, e, auth[1])
+	refusal(t, e.call(51, auth...), http.StatusTooManyRequests, "global")
+}

@@ -44,7 +44,8 @@ type zone struct {
 	preauth *buckets.Set[netip.Prefix]
 	tenants *buckets.Set[[16]byte]
 	groups  *buckets.Set[[16]byte]
-	shared  *buckets.Set[[16]byte]
+	global  *buckets.Set[[16]byte]
+	anon    *buckets.Set[[16]byte]
 	known   *known.Set[[16]byte]
 	perID   *buckets.Gauge[[16]byte]
 	all     *buckets.Gauge[[16]byte]
@@ -179,7 +180,8 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		preauth:   buckets.New[netip.Prefix](pol.maxKnown, buckets.HashPrefix),
 		tenants:   buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
 		groups:    buckets.New[[16]byte](pol.maxKnown, buckets.HashFingerprint),
-		shared:    buckets.New[[16]byte](2, buckets.HashFingerprint),
+		global:    buckets.New[[16]byte](1, buckets.HashFingerprint),
+		anon:      buckets.New[[16]byte](1, buckets.HashFingerprint),
 		known:     known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
 		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		all:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
