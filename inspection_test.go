@@ -233,6 +233,25 @@ func TestUnreadRefusalIsAnsweredByStatus(t *testing.T) {
 	}
 }
 
+// An invalid body refused by a layer is answered by status under
+// refuse_with jsonrpc too: its answer's id is null, which a client cannot
+// match to its request in a 200.
+func TestInvalidBodyRefusalIsAnsweredByStatus(t *testing.T) {
+	e := start(t, "tenant 1/m burst 1\nquota off\nrefuse_with jsonrpc")
+	auth := []string{"Authorization", "Bearer valid-invalid-body"}
+	e.prove("valid-invalid-body")
+	e.drain(auth...)
+	r := e.post(harness.ToolCall(2, "echo", map[string]any{"text": "x"})+" trailing", auth...)
+	var got rpcError
+	r.JSON(t, &got)
+	if r.Status != http.StatusTooManyRequests || got.ID != nil || got.Error == nil || got.Error.Data.Limit != "tenant" {
+		t.Fatalf("invalid body refused: %d %s, want 429 with an id-null tenant error", r.Status, r.Body)
+	}
+	if r := e.call(3, auth...); r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"id":3`)) {
+		t.Fatalf("a valid body refused: %d %s, want 200 under refuse_with jsonrpc", r.Status, r.Body)
+	}
+}
+
 func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {
 	e := start(t, "preauth 1/m burst 5")
 	r := e.post(batch(1, 25))

@@ -225,11 +225,15 @@ func (ref *refusal) concurrencyScope() string {
 }
 
 // appendBatchNote appends what the other entries of a batch refused for
-// one call's argument are told: which call is at fault, and why.
-func (ref *refusal) appendBatchNote(b, id []byte) []byte {
-	b = append(b, "Not run: the batch was refused whole because its call with id "...)
-	b = append(b, id...)
-	b = append(b, " is invalid ("...)
+// one call's argument are told: which call is at fault (e), and why.
+func (ref *refusal) appendBatchNote(b []byte, e *jsonrpc.Entry) []byte {
+	if e.Notification() {
+		b = append(b, "Not run: the batch was refused whole because its call sent as a notification (without an id) is invalid ("...)
+	} else {
+		b = append(b, "Not run: the batch was refused whole because its call with id "...)
+		b = append(b, idOrNull(e.ID())...)
+		b = append(b, " is invalid ("...)
+	}
 	b = append(b, ref.msg...)
 	return append(b, ") Fix that call and send the batch again."...)
 }

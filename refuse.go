@@ -60,9 +60,10 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 		// (an SSE stream) reads no JSON: both are refused by status, with
 		// the JSON-RPC error, whatever refuse_with says. So is a body
 		// that was not read (too large or too slow for a pre-auth
-		// refusal): its answer's id is null, which an SDK cannot match to
-		// its request and, in a 200, takes as a broken session.
-		if mode != refuseStatus && d.post && acceptsEventStream(d.header["Accept"]) && d.req != nil && d.req.Valid() && d.req.Len() > 0 {
+		// refusal) or is not valid JSON-RPC (Len is 0): its answer's id
+		// is null, which an SDK cannot match to its request and, in a
+		// 200, takes as a broken session.
+		if mode != refuseStatus && d.post && acceptsEventStream(d.header["Accept"]) && d.req != nil && d.req.Len() > 0 {
 			status = http.StatusOK
 		} else {
 			mode = refuseStatus
@@ -95,7 +96,7 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 // answers a batch with one error whose id is null instead.
 func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg []byte, mode refuseMode, oneForAll bool) {
 	req := d.req
-	if req == nil || !req.Valid() || req.Len() == 0 {
+	if req == nil || req.Len() == 0 { // invalid, or empty
 		h.answer(buf, d, ref, msg, nullID, false, mode)
 		return
 	}
@@ -114,7 +115,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 	toolQuota := ref.layer == layerToolQuota && ref.tool != ""
 	switch {
 	case ref.arg != nil:
-		others = appendJSONString(nil, ref.appendBatchNote(nil, idOrNull(req.Entry(ref.argEntry).ID())))
+		others = appendJSONString(nil, ref.appendBatchNote(nil, req.Entry(ref.argEntry)))
 	case toolQuota:
 		others = appendJSONString(nil, ref.appendToolBatchNote(nil))
 	}
@@ -148,7 +149,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 // `[1,1,…]` draw 10 MB of errors, so such a batch gets one error.
 func (d *decision) tooManyToEcho() bool {
 	req := d.req
-	if req == nil || !req.Valid() || !req.Batch() {
+	if req == nil || !req.Batch() {
 		return false
 	}
 	limit, n := max(d.pol.maxBatch, minEchoedEntries), 0

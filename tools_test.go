@@ -232,6 +232,15 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		strings.Contains(answers[1].Error.Message, "Not run") || !strings.Contains(answers[1].Error.Message, `"limit"`) {
 		t.Fatalf("batch answers must tell the call at fault from the other: %s", r.Body)
 	}
+	// A call at fault sent as a notification has no id to name.
+	notified := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"limit":100}}}`
+	r = e.post("["+argCall(1, `{"limit":5}`)+","+notified+"]", h...)
+	answers = nil
+	r.JSON(t, &answers)
+	if r.Status != http.StatusBadRequest || len(answers) != 1 || answers[0].Error == nil ||
+		!strings.Contains(answers[0].Error.Message, "call sent as a notification (without an id) is invalid") {
+		t.Fatalf("batch whose call at fault is a notification: %d %s", r.Status, r.Body)
+	}
 	// None of the 400s spent the single token: a call at the bound passes,
 	// and so does null (absent).
 	if r := e.post(argCall(8, `{"text":"ok","limit":25}`), h...); r.Status != http.StatusOK {
