@@ -554,6 +554,39 @@ func TestForwardedForWithTrustedProxies(t *testing.T) {
 	}
 }
 
+// The warning is per server: a zone used by a server that trusts a proxy
+// (strictly: nothing to say) and by one that trusts none still warns
+// once for the second, whichever server sees X-Forwarded-For first.
+func TestForwardedForWarningIsPerServer(t *testing.T) {
+	opts, logPath := logOptions(t)
+	port := harness.FreePort(t)
+	opts.Global += fmt.Sprintf("\nservers 127.0.0.1:%d {\n name untrusting\n}\nservers {\n trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict\n}", port)
+	block := "mcp_ratelimit {\nzone xffservers\npreauth 100/s burst 100\n}\nreverse_proxy $BACKEND"
+	e := startSite(t, block+fmt.Sprintf("\n}\n\nhttp://127.0.0.1:%d {\nbind 127.0.0.1\n", port)+block, opts)
+	if r := e.call(1, "X-Forwarded-For", "203.0.113.1"); r.Status != http.StatusOK {
+		t.Fatalf("call through the trusting server: %d %s", r.Status, r.Body)
+	}
+	other := fmt.Sprintf("http://127.0.0.1:%d/mcp", port)
+	for i := range 2 {
+		if r := harness.Post(t, other, harness.ToolCall(2+i, "echo", nil), "X-Forwarded-For", "203.0.113.2"); r.Status != http.StatusOK {
+			t.Fatalf("call through the untrusting server: %d %s", r.Status, r.Body)
+		}
+	}
+	warnings := func() (warned []string) {
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+				warned = append(warned, msg)
+			}
+		}
+		return warned
+	}
+	harness.Eventually(t, 5*time.Second, "the warning to be logged", func() bool { return len(warnings()) > 0 })
+	time.Sleep(200 * time.Millisecond)
+	if warned := warnings(); len(warned) != 1 || !strings.Contains(warned[0], "trusts no proxy") {
+		t.Fatalf("warnings %q, want one that the second server trusts no proxy", warned)
+	}
+}
+
 func TestRequestCostingMoreThanTheBurstIsToldItCanNeverPass(t *testing.T) {
 	e := start(t, "tenant 1/s burst 5\nquota off")
 	e.prove("valid-lou")

@@ -5,13 +5,11 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/netip"
-	"reflect"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/clientip"
@@ -150,63 +148,6 @@ func clientAddr(r *http.Request, pol *policy) (netip.Addr, netip.Prefix) {
 		addr = netip.IPv4Unspecified()
 	}
 	return addr.Unmap(), clientip.Key(addr, pol.v4, pol.v6)
-}
-
-// warnForwardedFor logs, once per zone, that a request carries
-// X-Forwarded-For while the server trusts no proxy, so the header is
-// ignored and the connection address is used; or, for a request from a
-// trusted proxy, that trusted_proxies_strict is not set, so Caddy takes
-// the leftmost address, which a client behind an appending proxy writes.
-func (h *Handler) warnForwardedFor(r *http.Request) {
-	z := h.zone
-	if z.strictChecked.Load() || len(r.Header["X-Forwarded-For"]) == 0 {
-		return
-	}
-	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); trusted {
-		// From a trusted proxy, Caddy takes the leftmost address unless
-		// trusted_proxies_strict is set: behind a proxy that appends to
-		// what the client sent, the client picks its own address.
-		z.xffWarned.Store(true)
-		srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-		if z.strictChecked.CompareAndSwap(false, true) && srv != nil && srv.TrustedProxiesStrict == 0 {
-			h.logger.Warn("trusted_proxies is set without trusted_proxies_strict: Caddy takes the leftmost X-Forwarded-For address, which a client behind a proxy that appends to the header chooses itself, and with it its own pre-auth budget; set trusted_proxies_strict unless the proxy replaces the header",
-				zap.String("zone", z.name))
-		}
-		return
-	}
-	if z.xffWarned.Load() {
-		return
-	}
-	if trustsProxies(r) {
-		z.xffWarned.Store(true) // the proxies are trusted: the case is the one above
-		return
-	}
-	if z.xffWarned.CompareAndSwap(false, true) {
-		z.strictChecked.Store(true) // no proxy trusted: nothing else to say
-		h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)",
-			zap.String("zone", z.name))
-	}
-}
-
-// trustsProxies reports whether the serving Caddy server has
-// trusted_proxies configured. A request from a trusted proxy says so in
-// the trusted_proxy var; for others, Caddy keeps the loaded source in an
-// unexported field once provisioned (TrustedProxiesRaw is cleared then),
-// so its presence is read by reflection. This runs at most until the one
-// warning is logged.
-func trustsProxies(r *http.Request) bool {
-	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); trusted {
-		return true
-	}
-	srv, ok := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server)
-	if !ok || srv == nil {
-		return false
-	}
-	if len(srv.TrustedProxiesRaw) > 0 {
-		return true
-	}
-	f := reflect.ValueOf(srv).Elem().FieldByName("trustedProxies")
-	return f.IsValid() && f.Kind() == reflect.Interface && !f.IsNil()
 }
 
 // limitsFor returns the limits in force for d's identity: an override

@@ -6,6 +6,7 @@ package mcplimit
 import (
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
@@ -196,6 +197,9 @@ type Handler struct {
 	pol    *policy
 	zone   *zone
 	logger *zap.Logger
+	// forwarded holds the zone's forwardedState for this handler's
+	// server, once a request has carried X-Forwarded-For.
+	forwarded *atomic.Pointer[forwardedState]
 }
 
 // CaddyModule returns the Caddy module information.
@@ -227,6 +231,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("zone %q: %w", pol.zone, err)
 	}
 	h.zone = z
+	h.forwarded = new(atomic.Pointer[forwardedState])
 	return nil
 }
 

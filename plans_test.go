@@ -313,6 +313,12 @@ func TestDryRunCountsEachQuotaLayerOnce(t *testing.T) {
 			t.Errorf("dry-run %s refusals after 2 calls over it = %v, want 2", layer, n)
 		}
 	}
+	// A quota that would refuse counts nothing: it stands at its limit,
+	// where enforcement would have left it.
+	fp := cliFingerprint(t, e, "dryq", "Bearer valid-dryq")
+	if used := identityQuotaUsed(t, e, "dryq", fp); used["day"] != 2 || used["month"] != 2 {
+		t.Errorf("quota used after 4 calls in dry run against 2/day and 2/month: %v, want 2 each", used)
+	}
 }
 
 // In dry run the body limits an operator tunes, max_batch and arg bounds,

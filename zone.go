@@ -54,11 +54,10 @@ type zone struct {
 	redis   atomic.Pointer[zoneRedis] // nil without `store redis`
 	metrics *zoneMetrics
 	sampler *sampler
-	// xffWarned says the zone warned of X-Forwarded-For from an
-	// untrusted client, or need not; strictChecked that it checked
-	// trusted_proxies_strict on a request from a trusted proxy, or need
-	// not.
-	xffWarned, strictChecked atomic.Bool
+	// forwarded holds, per Caddy server name, what the zone said about
+	// X-Forwarded-For there (*forwardedState): each server has its own
+	// trusted proxies.
+	forwarded sync.Map
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
@@ -216,8 +215,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	loadCtx, cancelLoad := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancelLoad()
 	if err := z.quota.Load(loadCtx); err != nil {
-		logger.Warn("quota store unreadable at start; counting in memory", zap.String("zone", z.name), zap.Error(err))
-		z.seedTotals(logger)
+		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
 	}
 	z.adoptUnpushed(time.Now())
 	if rz != nil && rz.degraded.Load() {
