@@ -185,6 +185,25 @@ func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
 	}
 }
 
+// warnTrustedClientInput warns when trust_identity proves on sight an
+// input only the client writes: the Authorization header (basic_auth
+// checks it but leaves it as sent), a query parameter or a cookie. Every
+// value a caller makes up is then a proven identity with a tenant bucket
+// of its own. Other headers are not warned about: forward_auth's
+// copy_headers sets them from the auth server's answer.
+func warnTrustedClientInput(pol *policy, logger *zap.Logger) {
+	if !pol.trustIdentity {
+		return
+	}
+	for _, ph := range pol.identity {
+		name, isHeader := headerPlaceholder(ph)
+		if isHeader && strings.EqualFold(name, "Authorization") || strings.Contains(ph, "{"+queryPrefix) || strings.Contains(ph, "{"+cookiePrefix) {
+			logger.Warn("trust_identity proves an input the client writes on sight: every made-up value gets a tenant bucket of its own; use a placeholder an earlier auth handler sets, such as {http.auth.user.id}",
+				zap.String("zone", pol.zone), zap.String("identity", ph))
+		}
+	}
+}
+
 // connectionNames reports whether the request's Connection header lists
 // the header name as hop-by-hop, which reverse_proxy then removes.
 func connectionNames(r *http.Request, name string) bool {

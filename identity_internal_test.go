@@ -171,6 +171,35 @@ func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
 	}
 }
 
+// trust_identity on an input only the client writes is warned about at
+// provision; on one an auth handler sets, it is not.
+func TestTrustedClientInputIsWarnedAbout(t *testing.T) {
+	for ident, want := range map[string]int{
+		"{http.request.header.Authorization}":   1,
+		"{http.request.header.authorization}":   1,
+		"{http.request.uri.query.key}":          1,
+		"key:{http.request.cookie.sid}":         1,
+		"{http.auth.user.id}":                   0,
+		"{http.request.header.Remote-User}":     0,
+		"{http.request.tls.client.fingerprint}": 0,
+	} {
+		pol, err := compile(&Handler{Identity: []string{ident}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		warnTrustedClientInput(pol, zap.New(core))
+		if got := logs.Len(); got != 0 {
+			t.Errorf("identity %s without trust_identity: %d warnings, want none", ident, got)
+		}
+		pol.trustIdentity = true
+		warnTrustedClientInput(pol, zap.New(core))
+		if got := logs.Len(); got != want {
+			t.Errorf("identity %s with trust_identity: %d warnings, want %d", ident, got, want)
+		}
+	}
+}
+
 // inputName's queryKey and cookie count every spelling under which some
 // backend reads a query parameter or a cookie: case, arrays as qs and PHP
 // read them, PHP's mangled and (for cookies) %-decoded names.

@@ -219,6 +219,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return err
 	}
 	warnHopByHopIdentity(pol, h.logger)
+	warnTrustedClientInput(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
