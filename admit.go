@@ -312,10 +312,7 @@ func (d *decision) admitStore() bool {
 }
 
 func (d *decision) admitGlobal() bool {
-	if d.inRedis {
-		return true
-	}
-	if d.pol.globalOff {
+	if d.pol.globalOff || d.inRedis && d.globalInRedis() {
 		return true
 	}
 	return reserveIn(d, d.z.global, globalKey, d.pol.global, int(d.cost), layerGlobal)

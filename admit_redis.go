@@ -122,6 +122,14 @@ func (d *decision) slotLayer(s redisSlot) layer {
 	return s.layer
 }
 
+// globalInRedis says whether the global layer of d is decided in Redis:
+// for a proven identity's call. An unproven caller's request takes from
+// the instance's own global bucket, as pre-auth stays local: a scanner
+// must not cost a network hop.
+func (d *decision) globalInRedis() bool {
+	return !d.pol.globalOff && d.proven
+}
+
 // redisItems returns the items of the request's Redis decision and what
 // each stands for.
 func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
@@ -143,7 +151,7 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: string(it.Key), Period: it.Period, Limit: it.Limit, N: it.N})
 		slots = append(slots, redisSlot{quota: q})
 	}
-	if !d.pol.globalOff {
+	if d.globalInRedis() {
 		addBucket(layerGlobal, "global", d.pol.global)
 	}
 	return items, slots

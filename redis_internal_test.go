@@ -14,6 +14,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -274,20 +275,7 @@ func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 		}
 		return ok
 	}
-	call := func() (int, string) {
-		req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
-		req.Header.Set("Authorization", "Bearer refund")
-		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
-		rec := httptest.NewRecorder()
-		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
-			w.WriteHeader(http.StatusOK)
-			return nil
-		})
-		if err := h.ServeHTTP(rec, req, next); err != nil {
-			t.Fatal(err)
-		}
-		return rec.Code, rec.Body.String()
-	}
+	call := func() (int, string) { return serveCall(t, h, "Bearer refund", http.StatusOK) }
 	if code, body := call(); code != http.StatusOK { // proves the credential, on pre-auth
 		t.Fatalf("proving call: %d %s", code, body)
 	}
@@ -298,5 +286,71 @@ func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 	h.zone.all.Release(globalKey, 1)
 	if code, body := call(); code != http.StatusOK {
 		t.Fatalf("the same call with the slot free: %d %s; the refused call kept what Redis charged", code, body)
+	}
+}
+
+// serveCall serves a tools/call with the Authorization value auth through
+// h, in front of a backend that answers with status, and returns the
+// answer's status and body.
+func serveCall(t *testing.T, h *Handler, auth string, status int) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	rec := httptest.NewRecorder()
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+		w.WriteHeader(status)
+		return nil
+	})
+	if err := h.ServeHTTP(rec, req, next); err != nil {
+		t.Fatal(err)
+	}
+	return rec.Code, rec.Body.String()
+}
+
+// An unproven caller's request costs no Redis round trip, the global
+// layer on: pre-auth stays local, and so does its global charge, which
+// the instance's own global bucket takes. A proven identity's call is
+// decided in Redis, global included.
+func TestUnprovenRequestsNeverReachRedis(t *testing.T) {
+	url, _ := localRedis(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-unproven", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Global: &RateLimit{Rate: "1/h", Burst: 3},
+		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+	})
+	roundTrips := func() uint64 {
+		var m dto.Metric
+		if err := h.zone.metrics.storeRTT.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount()
+	}
+	for _, auth := range []string{"", "Bearer garbage-1"} {
+		if code, body := serveCall(t, h, auth, http.StatusUnauthorized); code != http.StatusUnauthorized {
+			t.Fatalf("unproven call %q: %d %s, want the backend's 401", auth, code, body)
+		}
+	}
+	if code, body := serveCall(t, h, "Bearer valid", http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	if n := roundTrips(); n != 0 {
+		t.Fatalf("%d Redis round trips for unproven requests, want none", n)
+	}
+	// The instance's global bucket (burst 3) is spent; Redis's is not.
+	if code, body := serveCall(t, h, "Bearer valid", http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proven call: %d %s, want it decided in Redis", code, body)
+	}
+	if n := roundTrips(); n != 1 {
+		t.Fatalf("%d Redis round trips after a proven call, want 1", n)
+	}
+	if code, body := serveCall(t, h, "Bearer garbage-2", http.StatusUnauthorized); code != http.StatusTooManyRequests || !strings.Contains(body, "GLOBAL_RATE_LIMITED") {
+		t.Fatalf("an unproven call with the instance's global bucket spent: %d %s", code, body)
+	}
+	if n := roundTrips(); n != 1 {
+		t.Fatalf("%d Redis round trips, want still 1", n)
 	}
 }

@@ -156,23 +156,38 @@ func TestRaisedOverrideBurstIsNoFreshBurst(t *testing.T) {
 
 // A layer turned off and on again hands no one a fresh burst: while it is
 // off, its buckets stay as they were (earning their rate), and are not
-// dropped as idle and made anew, full, when it comes back.
+// dropped as idle and made anew, full, when it comes back. The global and
+// anonymous buckets are sets of their own: with anonymous on, global
+// turned off and on again finds its bucket where its own rate has brought
+// it, not refilled at the anonymous bucket's rate meanwhile.
 func TestLayerTurnedOffAndOnAgainKeepsItsBuckets(t *testing.T) {
-	const base = "zone offon\npreauth 100/s burst 100\nquota off\nglobal off\n"
-	auth := []string{"Authorization", "Bearer valid-offon"}
-	e := start(t, base+"tenant 1/h burst 10")
-	e.prove("valid-offon")
-	e.drain(auth...)
-	refusal(t, e.call(50, auth...), http.StatusTooManyRequests, "tenant")
-	e.reloadWith(t, base+"tenant off")
-	settleAfterReload(t, e, auth[1])
-	if n := e.admitted(3, auth...); n != 3 {
-		t.Fatalf("%d of 3 calls admitted with the tenant layer off", n)
+	for _, tt := range []struct {
+		layer, base string
+		idle        time.Duration
+	}{
+		// The sweep runs every second.
+		{"tenant", "preauth 100/s burst 100\nquota off\nglobal off\n", 2500 * time.Millisecond},
+		// The anonymous rate would fill any bucket in 1s.
+		{"global", "preauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nanonymous 100/s burst 100\n", 1500 * time.Millisecond},
+	} {
+		t.Run(tt.layer, func(t *testing.T) {
+			base := "zone offon-" + tt.layer + "\n" + tt.base
+			auth := []string{"Authorization", "Bearer valid-offon-" + tt.layer}
+			e := start(t, base+tt.layer+" 1/h burst 10")
+			e.prove("valid-offon-" + tt.layer)
+			e.drain(auth...)
+			refusal(t, e.call(50, auth...), http.StatusTooManyRequests, tt.layer)
+			e.reloadWith(t, base+tt.layer+" off")
+			settleAfterReload(t, e, auth[1])
+			if n := e.admitted(3, auth...); n != 3 {
+				t.Fatalf("%d of 3 calls admitted with the %s layer off", n, tt.layer)
+			}
+			time.Sleep(tt.idle)
+			e.reloadWith(t, base+tt.layer+" 1/h burst 10")
+			settleAfterReload(t, e, auth[1])
+			refusal(t, e.call(51, auth...), http.StatusTooManyRequests, tt.layer)
+		})
 	}
-	time.Sleep(2500 * time.Millisecond) // the sweep runs every second
-	e.reloadWith(t, base+"tenant 1/h burst 10")
-	settleAfterReload(t, e, auth[1])
-	refusal(t, e.call(51, auth...), http.StatusTooManyRequests, "tenant")
 }
 
 // Time between two changes is credited at the slowest rate in force
@@ -199,25 +214,4 @@ func TestIdleTimeBetweenChangesEarnsTheSlowestRate(t *testing.T) {
 	if n := e.admitted(6, auth...); n > 3 {
 		t.Fatalf("%d of 6 calls admitted after 3s idle between two changes, want at most 3: the idle time earned the fast route's rate", n)
 	}
-}
-
-// The global and anonymous buckets are sets of their own: with anonymous
-// on, global turned off and on again finds its bucket where its own rate
-// has brought it, not refilled at the anonymous bucket's rate meanwhile.
-func TestGlobalTurnedOffAndOnAgainBesideAnonymousKeepsItsBucket(t *testing.T) {
-	const base = "zone offon-global\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nanonymous 100/s burst 100\n"
-	auth := []string{"Authorization", "Bearer valid-offon-global"}
-	e := start(t, base+"global 1/h burst 10")
-	e.prove("valid-offon-global")
-	e.drain(auth...)
-	refusal(t, e.call(50, auth...), http.StatusTooManyRequests, "global")
-	e.reloadWith(t, base+"global off")
-	settleAfterReload(t, e, auth[1])
-	if n := e.admitted(3, auth...); n != 3 {
-		t.Fatalf("%d of 3 calls admitted with the global layer off", n)
-	}
-	time.Sleep(1500 * time.Millisecond) // the anonymous rate would fill any bucket in 1s
-	e.reloadWith(t, base+"global 1/h burst 10")
-	settleAfterReload(t, e, auth[1])
-	refusal(t, e.call(51, auth...), http.StatusTooManyRequests, "global")
 }

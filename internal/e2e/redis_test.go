@@ -644,37 +644,31 @@ func TestRedisRestartDuringAnOutageKeepsRedisKey(t *testing.T) {
 	}
 }
 
-// A refusal by a local layer (here anonymous) asks what the instance knows
-// of Redis too: while Redis's global bucket is known to need a minute,
-// "retry in 1s" would be a lie.
+// A refusal by a local layer (here the identity's concurrency cap) asks
+// what the instance knows of Redis too: while Redis's global bucket is
+// known to need a minute, "retry in 1s" would be a lie.
 func TestRedisLocalRefusalNamesAKnownRedisWait(t *testing.T) {
-	ps, _, _ := provenOnRedis(t, 1, "tenant 100/s burst 100\n quota off\n global 1/m burst 3\n anonymous 1/s burst 1\n preauth 100/s burst 100", "valid-known")
+	ps, _, _ := provenOnRedis(t, 1, "tenant 100/s burst 100\n quota off\n global 1/m burst 3\n concurrency 10 per_identity 1\n preauth 100/s burst 100", "valid-known")
 	p := ps[0]
-	if got := rawAnonymous(t, p); got != "ok" {
-		t.Fatalf("first anonymous call: %s", got)
-	}
+	prove(t, p, "valid-other")
+	slow := make(chan int, 1)
+	go func() {
+		slow <- harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "slow", map[string]any{"millis": 3000}), "Authorization", "Bearer valid-known").Status
+	}()
+	harness.Eventually(t, 5*time.Second, "the slow call to be in flight", func() bool {
+		n, _ := harness.Metric(t, p.Admin, `mcp_ratelimit_inflight{zone="`+rzone+`"}`)
+		return n == 1
+	})
 	for range 2 {
-		mustCall(t, p, "valid-known", "ok")
+		mustCall(t, p, "valid-other", "ok")
 	}
-	mustCall(t, p, "valid-known", "global") // Redis refuses: now known here
-	if got := rawAnonymous(t, p); got != "global" {
-		t.Fatalf("anonymous call while Redis's global bucket is known empty: %s, want the global refusal", got)
+	mustCall(t, p, "valid-other", "global") // Redis refuses: now known here
+	if got := call(t, p, "valid-known"); got != "global" {
+		t.Fatalf("a call over its identity's concurrency cap while Redis's global bucket is known empty: %s, want the global refusal", got)
 	}
-}
-
-// rawAnonymous sends a tools/call without credentials and returns "ok" or
-// data.limit.
-func rawAnonymous(t *testing.T, p *harness.Process) string {
-	t.Helper()
-	r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "echo", map[string]any{"text": "hi"}))
-	if r.Status == http.StatusOK {
-		return "ok"
+	if st := <-slow; st != http.StatusOK {
+		t.Fatalf("the slow call: %d", st)
 	}
-	var rb refusalBody
-	if err := json.Unmarshal(r.Body, &rb); err != nil || rb.Error == nil {
-		t.Fatalf("status %d body %s: not a refusal", r.Status, r.Body)
-	}
-	return rb.Error.Data.Limit
 }
 
 // A request costing more than the tenant's burst never fits as sent; with
