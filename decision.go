@@ -238,8 +238,9 @@ func (d *decision) parse(body []byte) {
 }
 
 // finish frees the concurrency slots, and takes the calls out of the
-// in-flight gauge, once the response is complete, or once an SSE answer
-// holds every response. It frees them once.
+// in-flight gauge, once the response is complete, once an SSE answer
+// holds every response, or, for a request other than a POST, once its
+// answer starts. It frees them once.
 func (d *decision) finish() {
 	if d.concAll {
 		d.z.all.Release(globalKey, d.concN)

@@ -64,6 +64,15 @@ func (s *statusRecorder) record(code int) {
 			s.d.withdrawRateLimit(s.Header())
 		}
 	}
+	if !s.d.post {
+		// Only a POST's stream holds answers to the calls it carried: a
+		// GET's is a listen stream, and any other request has its answer
+		// once the status is written. Its slots go now, so that a stream
+		// held open never holds one (a GET may carry a metered body, or
+		// cost 1 under meter *).
+		s.d.finish()
+		return
+	}
 	s.d.watch.start(s.d, s.Header())
 }
 

@@ -130,6 +130,31 @@ func TestHeldOpenSSEStreamConsumesNothing(t *testing.T) {
 	}
 }
 
+// A GET is charged when it carries a metered body, but its SSE stream is a
+// listen stream that never holds the call's answer: the slot it took goes
+// when the stream starts, so streams held open cannot fill the zone's
+// concurrency cap. A POST's call keeps its slot until it is answered.
+func TestHeldOpenGETStreamHoldsNoConcurrencySlot(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nconcurrency 1")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range 2 {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.caddy.URL+"/sse", strings.NewReader(harness.ToolCall(90+i, "echo", nil)))
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET stream with a metered body: %d", resp.StatusCode)
+		}
+	}
+	if r := e.call(1, "Authorization", "Bearer valid-ivy"); r.Status != http.StatusOK {
+		t.Fatalf("a call with two GET streams held open: %d %s", r.Status, r.Body)
+	}
+}
+
 // sdkClient returns an HTTP client that adds a bearer token.
 func sdkClient(token string) *http.Client {
 	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
