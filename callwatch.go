@@ -24,6 +24,11 @@ type callWatch struct {
 	// all came), -1 once the watch gave up.
 	awaiting int
 	line     []byte // a line split across writes, so far
+	// afterCR says the last line ended with a CR, so an LF right after
+	// it (perhaps in the next write) ends nothing more. A new watch may
+	// start with it set: an LF it skips then is a blank line before any
+	// data, which ends no event either.
+	afterCR bool
 	data     []byte // the current event's data lines, joined by "\n"
 	// The ids of the POST's requests (null for an entry without one),
 	// back to back in ids and ending at idEnds, copied before the body
@@ -64,10 +69,18 @@ func (w *callWatch) begin() {
 }
 
 // feed reads what was written to the client and reports whether it
-// completed the last awaited answer; it does so at most once.
+// completed the last awaited answer; it does so at most once. Lines end
+// with CRLF, LF or CR, as SSE allows.
 func (w *callWatch) feed(b []byte) bool {
 	for w.awaiting > 0 && len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+		if w.afterCR {
+			w.afterCR = false
+			if b[0] == '\n' {
+				b = b[1:]
+				continue
+			}
+		}
+		i := bytes.IndexAny(b, "\r\n")
 		if i < 0 {
 			w.line = w.hold(w.line, b)
 			return false
@@ -77,8 +90,9 @@ func (w *callWatch) feed(b []byte) bool {
 			w.line = w.hold(w.line, line)
 			line = w.line
 		}
+		w.afterCR = b[i] == '\r'
 		b = b[i+1:]
-		w.takeLine(bytes.TrimSuffix(line, []byte{'\r'}))
+		w.takeLine(line)
 		w.line = w.line[:0]
 		if w.awaiting == 0 {
 			return true

@@ -48,7 +48,10 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 		want   int    // offset where the answers are complete, -1 never, 0 the end
 	}{
 		{"answer_after_progress", progressEvent + answerEvent + ": ping\n\n", call7, len(progressEvent + answerEvent)},
-		{"crlf_lines", strings.ReplaceAll(answerEvent, "\n", "\r\n"), call7, len(strings.ReplaceAll(answerEvent, "\n", "\r\n"))},
+		// The blank line's CR ends the event; its LF is not another line.
+		{"crlf_lines", strings.ReplaceAll(answerEvent, "\n", "\r\n"), call7, len(strings.ReplaceAll(answerEvent, "\n", "\r\n")) - 1},
+		{"cr_lines", strings.ReplaceAll(answerEvent, "\n", "\r"), call7, 0},
+		{"crlf_lines_of_an_event_without_its_blank_line", strings.ReplaceAll(strings.TrimSuffix(answerEvent, "\n"), "\n", "\r\n"), call7, -1},
 		{"data_over_two_lines", "data: {\"jsonrpc\":\"2.0\",\ndata:\"id\":7,\"result\":{}}\n\n", call7, 0},
 		{"progress_only", progressEvent + progressEvent, call7, -1},
 		{"answer_without_its_blank_line", strings.TrimSuffix(answerEvent, "\n"), call7, -1},
