@@ -29,7 +29,7 @@ type callWatch struct {
 	// start with it set: an LF it skips then is a blank line before any
 	// data, which ends no event either.
 	afterCR bool
-	data     []byte // the current event's data lines, joined by "\n"
+	data    []byte // the current event's data lines, joined by "\n"
 	// The ids of the POST's requests (null for an entry without one),
 	// back to back in ids and ending at idEnds, copied before the body
 	// goes on (its buffer is reused once sent); answered marks them.
