@@ -182,9 +182,45 @@ func TestForgottenIdentityStaysOnItsQuota(t *testing.T) {
 	for i := range 5 {
 		e.call(30+i, "Authorization", "Bearer garbage-forgetq-"+strconv.Itoa(i))
 	}
-	if n := adminZone(t, e.caddy, "forgetq")["tracked"].(map[string]any)["quota_entries"]; n != float64(1) {
-		t.Fatalf("quota entries %v, want only the one counted identity's: fresh credentials must create none", n)
+	if n := adminZone(t, e.caddy, "forgetq")["tracked"].(map[string]any)["quota_entries"]; n != float64(2) {
+		t.Fatalf("quota entries %v, want the two accepted credentials': rejected ones must create none", n)
 	}
+}
+
+// A credential that gets itself forgotten before each call (any rejected
+// request forgets it) gains nothing: the call that proves it again is
+// counted in its quota, though it was admitted unproven, and while its
+// tenant bucket is drained its unproven calls are refused by it.
+func TestGettingForgottenBeforeEachCallGainsNothing(t *testing.T) {
+	forget := func(e *env, auth []string) {
+		t.Helper()
+		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
+			t.Fatalf("hook: %d", r.Status)
+		}
+	}
+	t.Run("quota", func(t *testing.T) {
+		e := start(t, "zone forgetloopq\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 2/day")
+		auth := []string{"Authorization", "Bearer valid-forgetloopq"}
+		for i := range 2 {
+			forget(e, auth)
+			if r := e.call(i, auth...); r.Status != http.StatusOK {
+				t.Fatalf("call %d of 2: %d %s", i+1, r.Status, r.Body)
+			}
+		}
+		forget(e, auth)
+		refusal(t, e.call(3, auth...), http.StatusTooManyRequests, "quota")
+	})
+	t.Run("tenant", func(t *testing.T) {
+		e := start(t, "zone forgetloopt\npreauth 100/s burst 100\ntenant 1/h burst 2\nquota off")
+		auth := []string{"Authorization", "Bearer valid-forgetloopt"}
+		e.prove("valid-forgetloopt")
+		e.spend("valid-forgetloopt", 2)
+		forget(e, auth)
+		refusal(t, e.call(3, auth...), http.StatusTooManyRequests, "tenant")
+		if r := e.call(4, "Authorization", "Bearer valid-forgetloopt-other"); r.Status != http.StatusOK {
+			t.Fatalf("a credential never proven, on pre-auth: %d %s", r.Status, r.Body)
+		}
+	})
 }
 
 // passedFrom makes n unproven calls from the client address from (sent as
@@ -709,7 +745,7 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		return harness.Do(t, req)
 	}
 	real := []string{"Cookie", "token=c1", "X-Api-Key", "k1"}
-	for i := range 3 { // the first proves, the next two use the quota
+	for i := range 2 { // the first proves, and both use the quota
 		if r := send("token=valid-q", real...); r.Status != http.StatusOK {
 			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
 		}

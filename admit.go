@@ -273,13 +273,26 @@ func (d *decision) admitTenant() bool {
 	if d.inRedis {
 		return true
 	}
-	if !d.proven || d.lim.tenantOff {
+	if d.lim.tenantOff || !d.proven && !d.forgottenWithBucket() {
 		return true
 	}
 	ok := reserveIn(d, d.z.tenants, d.fp, d.lim.tenant, int(d.cost), layerTenant)
 	if ok && !d.probing {
 		d.tenantLeft, d.tenantHeld = d.res[d.nres-1].Left(), true
 	}
+	return ok
+}
+
+// forgottenWithBucket says an unproven identity still has the tenant
+// bucket it earned when it was proven (a drained bucket is kept until it
+// refills): its calls are charged to it too, so that getting itself
+// forgotten (any rejected request does it) never buys calls beyond its
+// rate. A credential never proven has no bucket, and none is made for it.
+func (d *decision) forgottenWithBucket() bool {
+	if !d.hasID {
+		return false
+	}
+	_, ok := d.z.tenants.Tokens(d.fp, d.now)
 	return ok
 }
 

@@ -65,6 +65,10 @@ type decision struct {
 	items      []quota.Item
 	itemLayers []layer
 	quotaHeld  bool // the local quota counted the items (Refund on rollback)
+	// uncounted says the identity's quotas were left out of the items: an
+	// unproven identity with no count yet. A 2xx that proves it counts
+	// the call then (countProvingCall).
+	uncounted bool
 	// idUsed is the identity's quota count per period as the deciding
 	// layer (local or Redis) reported it, where idKnown says so.
 	idUsed  [quota.Month + 1]int64
@@ -265,6 +269,7 @@ func (d *decision) learn(status int) {
 	case status >= 200 && status < 300:
 		if d.hasID && !d.proven && !d.answeredBlind && (d.post && d.called || d.pol.meter.All) {
 			d.z.prove(d.fp, time.Now())
+			d.countProvingCall()
 		}
 		return
 	}

@@ -149,21 +149,56 @@ func minKnown(a, b int64) int64 {
 func (d *decision) quotaItems() {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	if d.proven || d.hasID {
-		d.addIdentityItems()
-		if d.req != nil && d.pol.toolQuotas {
-			d.eachTool(func(name []byte) {
-				if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
-					d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)
-				}
-			})
-		}
+		d.identityItems()
 		if !d.proven && len(d.items) > 0 && !d.z.quota.AnyCounted(d.items, d.now) {
 			d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+			d.uncounted = true
 		}
 	}
 	if d.hasGroup && d.pol.groupQuota.any() {
 		d.addItems(layerGroupQuota, d.quotaKey("g/", nil, d.groupFP), d.pol.groupQuota, d.cost)
 	}
+}
+
+// identityItems adds the identity's own quota items and those of the
+// tools it calls.
+func (d *decision) identityItems() {
+	d.addIdentityItems()
+	if d.req != nil && d.pol.toolQuotas {
+		d.eachTool(func(name []byte) {
+			if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
+				d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)
+			}
+		})
+	}
+}
+
+// countProvingCall counts a metered call whose 2xx proved its identity in
+// the identity's quotas, which it was not charged to (it had no count
+// yet): the backend ran it. Else a credential that gets itself forgotten
+// before each call (any rejected request forgets it) would never count.
+// It is counted whatever the limits, as work done: the next call pays.
+func (d *decision) countProvingCall() {
+	if !d.uncounted || d.cost <= 0 {
+		return
+	}
+	d.uncounted = false
+	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+	d.identityItems()
+	r := d.z.redis.Load()
+	if r != nil {
+		r.record(d.items, d.now, 1) // pushed with the zone's next tick, or when Redis returns
+	}
+	if r != nil && d.inRedis {
+		// Redis holds the quotas: observed here at once, so that the
+		// identity's next unproven call finds the count.
+		for q := range d.items {
+			d.items[q].Used = d.items[q].N
+		}
+		d.z.quota.Observe(d.items, d.now)
+		return
+	}
+	d.z.quota.Add(d.items, d.now)
 }
 
 // addIdentityItems adds the identity's quota items: one per period its

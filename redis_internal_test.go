@@ -354,3 +354,32 @@ func TestUnprovenRequestsNeverReachRedis(t *testing.T) {
 		t.Fatalf("%d Redis round trips, want still 1", n)
 	}
 }
+
+// With store redis, a call whose 2xx proves its credential is counted in
+// Redis (pushed with the zone's next tick), and at once in what the
+// instance knows of the identity, so that its next unproven call finds a
+// count to charge.
+func TestProvingCallIsCountedInRedis(t *testing.T) {
+	url, _ := localRedis(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-proving", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+	})
+	const token = "Bearer valid-proving"
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	now := time.Now()
+	if n := h.zone.quota.Used([]byte(key), quota.Day, now); n != 1 {
+		t.Fatalf("the instance knows a count of %d for the identity after its proving call, want 1", n)
+	}
+	r := h.zone.redis.Load()
+	if err := r.push(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := r.store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 1 {
+		t.Fatalf("Redis counts %d (%v) for the identity after its proving call, want 1", n, err)
+	}
+}

@@ -115,6 +115,18 @@ func resetsLater(p, q Period, now time.Time) bool {
 // refused the request. Pass the same items and now as to TryAdd. After a
 // flush the refund is pushed as a negative delta.
 func (c *Counter) Refund(items []Item, now time.Time) {
+	c.count(items, now, -1)
+}
+
+// Add counts items whatever their limits: work already done that the
+// quotas must see, such as a call admitted before its identity had a
+// count.
+func (c *Counter) Add(items []Item, now time.Time) {
+	c.count(items, now, 1)
+}
+
+// count adds sign times each item's N to its key's count.
+func (c *Counter) count(items []Item, now time.Time, sign int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range items {
@@ -122,7 +134,7 @@ func (c *Counter) Refund(items []Item, now time.Time) {
 		if !it.Period.Valid() || it.N <= 0 || !validKey(it.Key) {
 			continue
 		}
-		c.bucketLocked(it.Period, now, true).pending.add(it.Key, -it.N)
+		c.bucketLocked(it.Period, now, true).pending.add(it.Key, sign*it.N)
 	}
 }
 
