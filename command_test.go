@@ -214,10 +214,20 @@ func TestFingerprintCommandReadsCookiesAsTheHandler(t *testing.T) {
 func TestFingerprintCommandTrimsHeaderIdentities(t *testing.T) {
 	logged, cfgPath := loggedFingerprint(t, t.TempDir(), "hk", "{http.request.header.X-Api-Key}", "X-Api-Key", "k-LOGGED", "k-LOGGED")
 	var out, notes bytes.Buffer
-	if err := runFingerprint("hk", cfgPath, "caddyfile", strings.NewReader(" k-LOGGED\t\n"), &out, &notes); err != nil {
-		t.Fatalf("runFingerprint: %v", err)
+	for _, stdin := range []string{" k-LOGGED\t\n", "\u00a0k-LOGGED\u3000\n"} {
+		out.Reset()
+		if err := runFingerprint("hk", cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes); err != nil {
+			t.Fatalf("runFingerprint: %v", err)
+		}
+		if got := strings.TrimSpace(out.String()); got != logged {
+			t.Fatalf("stdin %q: printed %s, logged %s", stdin, got, logged)
+		}
 	}
-	if got := strings.TrimSpace(out.String()); got != logged {
-		t.Fatalf("stdin \" k-LOGGED\\t\": printed %s, logged %s", got, logged)
+}
+
+// The command trims a query-parameter identity as the handler does.
+func TestFingerprintCommandTrimsQueryIdentities(t *testing.T) {
+	if got := asPlaceholdersProduce("\u00a0q ", []string{"{http.request.uri.query.key}"}); got != "q" {
+		t.Fatalf("query identity read as %q, want q", got)
 	}
 }

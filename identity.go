@@ -97,8 +97,11 @@ func placeholderValue(r *http.Request, ph string) string {
 // placeholder is read straight from the header (see readHeader), without
 // the replacer's allocations. Any other is evaluated by the request's
 // replacer, with every request header, query parameter and cookie it names
-// read and checked as readInput does. unreadable says why the request does
-// not name one value as every backend reads it.
+// read and checked as readInput does; when every placeholder in it is
+// empty, so is its value, whatever text surrounds them (`key:{...}` with
+// no key is no identity, not one that every keyless caller shares).
+// unreadable says why the request does not name one value as every
+// backend reads it.
 func readPlaceholder(r *http.Request, ph string) (value, unreadable string) {
 	if name, ok := headerPlaceholder(ph); ok {
 		return readHeader(r, name)
@@ -107,20 +110,29 @@ func readPlaceholder(r *http.Request, ph string) (value, unreadable string) {
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
+	filled := false
 	value, _ = repl.ReplaceFunc(ph, func(key string, val any) (any, error) {
-		v, why, ok := readInput(r, key)
-		if !ok {
-			return val, nil
+		if v, why, ok := readInput(r, key); ok {
+			val = v
+			unreadable = cmp.Or(unreadable, why)
 		}
-		unreadable = cmp.Or(unreadable, why)
-		return v, nil
+		filled = filled || caddy.ToString(val) != ""
+		return val, nil
 	})
+	if !filled {
+		return "", unreadable
+	}
 	return value, unreadable
 }
 
-// readHeader reads the request header name exactly as Caddy's replacer
-// computes it (values joined with commas), a credentials header spelled
-// canonically. unreadable says why the header does not name one
+// readHeader reads the request header name as Caddy's replacer computes
+// it (values joined with commas), each value trimmed of what any backend
+// reads as space around a key (pyTrim: Go's HTTP/2 server keeps the spaces
+// and tabs HTTP/1 parsers drop, Go's TrimSpace drops Unicode spaces,
+// Python's strip more), a credentials header spelled canonically. Else
+// " key" and "key\u00a0" would each be an identity of their own that a
+// trimming backend reads as "key", and a value of spaces alone one it reads
+// as no key at all. unreadable says why the header does not name one
 // credential as every backend reads it: it is carried more than once
 // (backends check the first value, the last or the joined list), or it
 // holds Bearer or Basic credentials with more than one token (the
@@ -132,11 +144,11 @@ func readHeader(r *http.Request, name string) (value, unreadable string) {
 	case 0:
 		return "", ""
 	case 1:
-		value = trimOWS(vals[0])
+		value = pyTrim(vals[0])
 	default:
 		trimmed := make([]string, len(vals))
 		for i, v := range vals {
-			trimmed[i] = trimOWS(v)
+			trimmed[i] = pyTrim(v)
 		}
 		value = strings.Join(trimmed, ",")
 		unreadable = "Send exactly one " + textproto.CanonicalMIMEHeaderKey(name) + " header: requests carrying several are not accepted here."
@@ -153,17 +165,6 @@ func readHeader(r *http.Request, name string) (value, unreadable string) {
 		unreadable = "The Connection header names " + textproto.CanonicalMIMEHeaderKey(name) + ", which a proxy removes before the server sees it: do not list it there."
 	}
 	return value, unreadable
-}
-
-// trimOWS trims the spaces and tabs around a header value. HTTP/1 parsers
-// (Go's, and the backend's behind reverse_proxy) drop them, but Go's
-// HTTP/2 server keeps them, so over HTTP/2 " key" and "key " would each be
-// an identity of their own that the backend reads as "key".
-func trimOWS(v string) string {
-	if v != "" && (v[0] == ' ' || v[0] == '\t' || v[len(v)-1] == ' ' || v[len(v)-1] == '\t') {
-		return strings.Trim(v, " \t")
-	}
-	return v
 }
 
 // hopByHop are the headers reverse_proxy never forwards.

@@ -2,9 +2,13 @@ package mcplimit
 
 import (
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -304,6 +308,42 @@ func TestCanonicalCookieValueJoinsSpellingsBackendsRead(t *testing.T) {
 	} {
 		if got := canonicalCookieValue(in); got != want {
 			t.Errorf("canonicalCookieValue(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// Around a key, an identity header or query parameter is trimmed of what
+// any backend reads as space, so that each spelling is not an identity of
+// its own, and one of spaces alone is no identity; nor is a template
+// whose placeholders are all empty, whatever text surrounds them.
+func TestIdentityInputsAreReadAsTrimmingBackendsReadThem(t *testing.T) {
+	for _, c := range []struct {
+		identity, target, header, want string
+	}{
+		{"{http.request.header.X-Api-Key}", "/mcp", "k\u00a0", "k"},
+		{"{http.request.header.X-Api-Key}", "/mcp", "\u3000k\u2003", "k"},
+		{"{http.request.header.X-Api-Key}", "/mcp", "\xa0", ""},
+		{"{http.request.header.X-Api-Key}", "/mcp", "\u3000", ""},
+		{"{http.request.uri.query.key}", "/mcp?key=+", "", ""},
+		{"{http.request.uri.query.key}", "/mcp?key=%E3%80%80", "", ""},
+		{"{http.request.uri.query.key}", "/mcp?key=k%C2%A0", "", "k"},
+		{"{http.request.uri.query.key}", "/mcp?key=%20k", "", "k"},
+		{"key:{http.request.header.X-Api-Key}", "/mcp", "", ""},
+		{"key:{http.request.header.X-Api-Key}", "/mcp", " k ", "key:k"},
+		{"{http.request.header.X-Api-Key}/{http.request.uri.query.key}", "/mcp", "", ""},
+		{"{http.request.header.X-Api-Key}/{http.request.uri.query.key}", "/mcp?key=q", "", "/q"},
+	} {
+		pol, err := compile(&Handler{Identity: []string{c.identity}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := httptest.NewRequest(http.MethodPost, "http://test"+c.target, nil)
+		if c.header != "" {
+			r.Header["X-Api-Key"] = []string{c.header}
+		}
+		r = caddyhttp.PrepareRequest(r, caddy.NewReplacer(), nil, nil)
+		if got, why := identityValue(r, pol); got != c.want || why != "" {
+			t.Errorf("identity %s, %s, X-Api-Key %q: %q (%q), want %q", c.identity, c.target, c.header, got, why, c.want)
 		}
 	}
 }

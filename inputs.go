@@ -46,7 +46,10 @@ func readInput(r *http.Request, key string) (value, unreadable string, ok bool) 
 // unreadable as well: Caddy reads no identity, the backend may.
 func readQuery(r *http.Request, name string) (value, unreadable string) {
 	vals, present := r.URL.Query()[name]
-	value = strings.Join(vals, ",")
+	// Trimmed as readHeader trims a header: `?key=+` is no key to a
+	// backend that trims, and `?key=k%C2%A0` is k. (Several values are
+	// refused, below.)
+	value = pyTrim(strings.Join(vals, ","))
 	if strings.IndexByte(r.RequestURI, '#') >= 0 {
 		// Go reads a raw '#' in the request target as part of the query
 		// (or the path); Python's urlsplit and Node's URL start a fragment
