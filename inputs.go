@@ -182,8 +182,18 @@ func (n inputName) cookie(k string) bool {
 // UTF-8 (Django), where U+00A0 and the other Unicode spaces count, or as
 // Latin-1 (Starlette), where the bytes 0x85 and 0xA0 are spaces. Go drops
 // a name with such spaces as invalid, so Caddy reads no cookie from it.
+// (It trims a superset of what Go's strings.TrimSpace does.)
 func pyTrim(k string) string {
+	if k != "" && printableASCII(k[0]) && printableASCII(k[len(k)-1]) {
+		return k // the common case, an identity header's: nothing to trim
+	}
 	return pyTrimRight(k[skipPySpace(k, 0):])
+}
+
+// printableASCII reports whether c is an ASCII byte above the space, which
+// no reading takes for whitespace.
+func printableASCII(c byte) bool {
+	return ' ' < c && c < utf8.RuneSelf
 }
 
 // pyTrimRight is pyTrim at the end of k only.
