@@ -19,15 +19,31 @@ var abandonedCallHold = time.Minute
 // until the backend answers it, or a caller could hang up and call again
 // to run any number of calls at once. Once the client has left, what the
 // backend sends is dropped (see clientLeft): a failed write would make
-// reverse_proxy give the call up at the backend's next message.
+// reverse_proxy give the call up at the backend's next message. Once the
+// slots are freed (see finish), nothing is held: the client's leaving
+// ends the request again, at once.
 func (d *decision) detach(r *http.Request) *http.Request {
 	if !d.concAll && !d.concID {
 		return r
 	}
-	d.client = r.Context()
-	ctx, cancel := context.WithCancel(context.WithoutCancel(d.client))
+	client := r.Context()
+	d.client = client
+	ctx, cancel := context.WithCancel(context.WithoutCancel(client))
 	var hold atomic.Pointer[time.Timer]
-	stop := context.AfterFunc(d.client, func() { hold.Store(time.AfterFunc(abandonedCallHold, cancel)) })
+	var freed atomic.Bool
+	stop := context.AfterFunc(client, func() {
+		if freed.Load() {
+			cancel()
+			return
+		}
+		hold.Store(time.AfterFunc(abandonedCallHold, cancel))
+	})
+	d.letGo = func() {
+		freed.Store(true)
+		if client.Err() != nil {
+			cancel()
+		}
+	}
 	d.undetach = func() {
 		stop()
 		if t := hold.Load(); t != nil {

@@ -119,3 +119,74 @@ func slowCall(ctx context.Context, token string) *http.Request {
 	req.Header.Set("Authorization", "Bearer "+token)
 	return caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
 }
+
+// Once a request's slots are freed (a GET's as its answer starts), its
+// client's leaving ends it at once: nothing is held any more, so a
+// listen stream is not kept open at the backend after its client left.
+func TestFreedRequestEndsWithItsClient(t *testing.T) {
+	defer func(d time.Duration) { abandonedCallHold = d }(abandonedCallHold)
+	abandonedCallHold = time.Hour
+	h := provisionForTest(t, &Handler{
+		Zone: "abandon-freed", Concurrency: &Concurrency{Max: 1},
+		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	backendCtx := make(chan context.Context, 1)
+	stream := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		backendCtx <- r.Context()
+		<-r.Context().Done() // a listen stream, open until its request ends
+		return r.Context().Err()
+	})
+	clientCtx, leave := context.WithCancel(context.Background())
+	req := slowCall(clientCtx, "valid-freed")
+	req.Method = http.MethodGet // charged for its body, answered by a listen stream
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = h.ServeHTTP(httptest.NewRecorder(), req, stream)
+	}()
+	ctx := <-backendCtx
+	if n := h.zone.metrics.inflightN.Load(); n != 0 {
+		t.Fatalf("%d calls in flight once the GET's answer started, want none", n)
+	}
+	leave()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the request went on without its client (backend context %v): its slots were already freed", ctx.Err())
+	}
+}
+
+// A call whose client left while it ran ends as soon as its answer frees
+// its slots: the backend answered, so nothing is held for it any more.
+func TestAbandonedCallEndsOnceAnswered(t *testing.T) {
+	defer func(d time.Duration) { abandonedCallHold = d }(abandonedCallHold)
+	abandonedCallHold = time.Hour
+	h := provisionForTest(t, &Handler{
+		Zone: "abandon-answered", Concurrency: &Concurrency{Max: 1},
+		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	clientCtx, leave := context.WithCancel(context.Background())
+	ended := make(chan error, 1)
+	answering := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+		leave() // the client hangs up while the call runs
+		time.Sleep(50 * time.Millisecond)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n"))
+		select { // the backend holds its stream open after the answer
+		case <-r.Context().Done():
+			ended <- nil
+		case <-time.After(10 * time.Second):
+			ended <- context.DeadlineExceeded
+		}
+		return nil
+	})
+	req := slowCall(clientCtx, "valid-answered")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	_ = h.ServeHTTP(httptest.NewRecorder(), req, answering)
+	if err := <-ended; err != nil {
+		t.Fatal("an answered call whose client had left went on at the backend")
+	}
+}

@@ -175,7 +175,8 @@ type Tier struct {
 type Store struct {
 	// Redis decides the tenant, group and global buckets and every quota
 	// (identity, group, tool) in Redis, atomically per request; pre-auth
-	// stays local.
+	// stays local, and so does an unproven caller's global charge, so that
+	// a scanner costs no round trip.
 	Redis *RedisStore `json:"redis,omitempty"`
 }
 

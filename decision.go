@@ -59,6 +59,7 @@ type decision struct {
 	rec        statusRecorder
 	watch      callWatch              // the answers an SSE stream still owes; see callWatch
 	undetach   func()                 // ends what detach set up, if it did
+	letGo      func()                 // tells detach the slots are freed, if it set up
 	client     context.Context        // the client's own context, once detached
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
@@ -244,7 +245,8 @@ func (d *decision) parse(body []byte) {
 // finish frees the concurrency slots, and takes the calls out of the
 // in-flight gauge, once the response is complete, once an SSE answer
 // holds every response, or, for a request other than a POST, once its
-// answer starts. It frees them once.
+// answer starts. It frees them once, and then lets a detached request
+// end with its client again.
 func (d *decision) finish() {
 	if d.concAll {
 		d.z.all.Release(globalKey, d.concN)
@@ -257,6 +259,10 @@ func (d *decision) finish() {
 		d.z.perID.Release(d.fp, d.concN)
 	}
 	d.concAll, d.concID = false, false
+	if d.letGo != nil {
+		d.letGo()
+		d.letGo = nil
+	}
 }
 
 // learn takes the backend's verdict: a 2xx proves the identity, a

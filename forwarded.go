@@ -43,6 +43,9 @@ func (h *Handler) forwardedState(r *http.Request) *forwardedState {
 // trusted proxy, that trusted_proxies_strict is not set, so Caddy takes
 // the leftmost address, which a client behind an appending proxy writes.
 func (h *Handler) warnForwardedFor(r *http.Request) {
+	if st := h.forwarded.Load(); st != nil && st.strictChecked.Load() {
+		return // all said: no header lookup per request
+	}
 	if len(r.Header["X-Forwarded-For"]) == 0 {
 		return
 	}

@@ -53,7 +53,12 @@ type Handler struct {
 	// cookie sent twice under any spelling some backend reads, or only under
 	// a spelling Caddy's placeholder does not read, is refused with 400 too;
 	// a cookie's value is read as backends read it (trimmed, cut at a space,
-	// ',', '[' or ']', %-decoded, '+' as a space). At least one placeholder
+	// ',', '[' or ']', %-decoded, '+' as a space), and any other identity
+	// header or query parameter is trimmed of the whitespace backends trim
+	// (Unicode spaces, 0x85, 0xA0), so one of whitespace alone is none. A
+	// placeholder with text around it whose placeholders are all empty
+	// (`key:{http.request.header.X-Api-Key}` without the header) is no
+	// identity either. At least one placeholder
 	// must read something the caller chooses: one made only of {env.*},
 	// {file.*}, {system.*}, {time.*} or the server's side of the request is
 	// a config error.
@@ -62,6 +67,8 @@ type Handler struct {
 
 	// TrustIdentity means the identity placeholders are set by an earlier
 	// authentication handler, so a non-empty identity is proven on sight.
+	// Set with an input only the client writes (Authorization, a query
+	// parameter, a cookie), it is warned about at start.
 	TrustIdentity bool `json:"trust_identity,omitempty"`
 
 	// RejectStatus lists the backend statuses that make a proven identity
@@ -111,14 +118,19 @@ type Handler struct {
 	// key, a wider one is keyed like any client.
 	Gateways []Gateway `json:"gateways,omitempty"`
 
-	// Tenant is the per-proven-identity bucket. Default: 5/s, burst 20.
+	// Tenant is the per-proven-identity bucket. An identity forgotten
+	// while its bucket is still held (a drained one is kept until it
+	// refills) is charged to it too. Default: 5/s, burst 20.
 	Tenant *RateLimit `json:"tenant,omitempty"`
 
 	// Quota is the per-proven-identity count per UTC day and/or month,
-	// shared across instances through Caddy's storage. Default: 5000/day.
+	// shared across instances through Caddy's storage. The call whose 2xx
+	// proves an identity is counted in it too. Default: 5000/day.
 	Quota *QuotaLimit `json:"quota,omitempty"`
 
-	// Global is one bucket for the whole zone on this instance.
+	// Global is one bucket for the whole zone on this instance; with
+	// `store redis`, one for all instances for proven identities' calls,
+	// while an unproven caller's request takes from the instance's own.
 	// Default: 100/s, burst 200.
 	Global *RateLimit `json:"global,omitempty"`
 
@@ -128,10 +140,13 @@ type Handler struct {
 	Anonymous *RateLimit `json:"anonymous,omitempty"`
 
 	// Concurrency caps metered calls in flight. A call is in flight until
-	// the backend has written its answer: on an SSE answer, a JSON-RPC
-	// response to every request of the POST; otherwise, the end of the
-	// response. A call whose client hung up stays in flight while the
-	// backend still runs it, at most one minute. Default: off.
+	// the backend has written its answer: for a request other than a POST,
+	// the start of its answer (a GET's stream is a listen stream); on a
+	// POST's SSE answer, a JSON-RPC response to every request of the POST;
+	// otherwise, the end of the response. A call whose client hung up
+	// stays in flight while the backend still runs it, at most one
+	// minute; once answered, its request ends with its client.
+	// Default: off.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// IPv4Prefix is the prefix length that keys IPv4 client addresses.

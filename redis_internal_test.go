@@ -14,7 +14,6 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
@@ -322,13 +321,7 @@ func TestUnprovenRequestsNeverReachRedis(t *testing.T) {
 		Global: &RateLimit{Rate: "1/h", Burst: 3},
 		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
-	roundTrips := func() uint64 {
-		var m dto.Metric
-		if err := h.zone.metrics.storeRTT.Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetHistogram().GetSampleCount()
-	}
+	roundTrips := func() uint64 { return storeRoundTrips(t, h) }
 	for _, auth := range []string{"", "Bearer garbage-1"} {
 		if code, body := serveCall(t, h, auth, http.StatusUnauthorized); code != http.StatusUnauthorized {
 			t.Fatalf("unproven call %q: %d %s, want the backend's 401", auth, code, body)

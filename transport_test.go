@@ -107,22 +107,7 @@ func TestHeldOpenSSEStreamConsumesNothing(t *testing.T) {
 		t.Fatalf("initialize: %d %q", init.Status, sid)
 	}
 	harness.Post(t, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Authorization", "Bearer valid-hank", "Mcp-Session-Id", sid)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	{
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, session, nil)
-		req.Header.Set("Accept", "text/event-stream")
-		req.Header.Set("Authorization", "Bearer valid-hank")
-		req.Header.Set("Mcp-Session-Id", sid)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream: %d", resp.StatusCode)
-		}
-	}
+	openStream(t, session, "", "Authorization", "Bearer valid-hank", "Mcp-Session-Id", sid)
 	for i := range 2 {
 		if r := e.call(10+i, "Authorization", "Bearer valid-hank"); r.Status != http.StatusOK {
 			t.Fatalf("open streams consumed the tenant's tokens: call %d got %d", i, r.Status)
@@ -133,25 +118,41 @@ func TestHeldOpenSSEStreamConsumesNothing(t *testing.T) {
 // A GET is charged when it carries a metered body, but its SSE stream is a
 // listen stream that never holds the call's answer: the slot it took goes
 // when the stream starts, so streams held open cannot fill the zone's
-// concurrency cap. A POST's call keeps its slot until it is answered.
+// concurrency cap. (A POST's call keeps its slot until it is answered:
+// TestSSECallHoldsItsSlotUntilItsAnswer.)
 func TestHeldOpenGETStreamHoldsNoConcurrencySlot(t *testing.T) {
 	e := start(t, "preauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nconcurrency 1")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	for i := range 2 {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, e.caddy.URL+"/sse", strings.NewReader(harness.ToolCall(90+i, "echo", nil)))
-		req.Header.Set("Accept", "text/event-stream")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("GET stream with a metered body: %d", resp.StatusCode)
-		}
+		openStream(t, e.caddy.URL+"/sse", harness.ToolCall(90+i, "echo", nil))
 	}
 	if r := e.call(1, "Authorization", "Bearer valid-ivy"); r.Status != http.StatusOK {
 		t.Fatalf("a call with two GET streams held open: %d %s", r.Status, r.Body)
+	}
+}
+
+// openStream opens a GET SSE stream at url, with body if not empty and
+// the headers hdr, checks that it starts, and holds it open until the
+// test ends.
+func openStream(t *testing.T, url, body string, hdr ...string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, rd)
+	req.Header.Set("Accept", "text/event-stream")
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream %s: %d", url, resp.StatusCode)
 	}
 }
 
