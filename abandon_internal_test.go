@@ -120,16 +120,25 @@ func slowCall(ctx context.Context, token string) *http.Request {
 	return caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
 }
 
+// heldForAnHour provisions a handler on zone with one zone-wide slot,
+// whose abandoned calls keep it for an hour (for the test's length): a
+// request that ends sooner ended with its client.
+func heldForAnHour(t *testing.T, zone string) *Handler {
+	t.Helper()
+	hold := abandonedCallHold
+	t.Cleanup(func() { abandonedCallHold = hold })
+	abandonedCallHold = time.Hour
+	return provisionForTest(t, &Handler{
+		Zone: zone, Concurrency: &Concurrency{Max: 1},
+		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+}
+
 // Once a request's slots are freed (a GET's as its answer starts), its
 // client's leaving ends it at once: nothing is held any more, so a
 // listen stream is not kept open at the backend after its client left.
 func TestFreedRequestEndsWithItsClient(t *testing.T) {
-	defer func(d time.Duration) { abandonedCallHold = d }(abandonedCallHold)
-	abandonedCallHold = time.Hour
-	h := provisionForTest(t, &Handler{
-		Zone: "abandon-freed", Concurrency: &Concurrency{Max: 1},
-		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-	})
+	h := heldForAnHour(t, "abandon-freed")
 	backendCtx := make(chan context.Context, 1)
 	stream := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -161,12 +170,7 @@ func TestFreedRequestEndsWithItsClient(t *testing.T) {
 // A call whose client left while it ran ends as soon as its answer frees
 // its slots: the backend answered, so nothing is held for it any more.
 func TestAbandonedCallEndsOnceAnswered(t *testing.T) {
-	defer func(d time.Duration) { abandonedCallHold = d }(abandonedCallHold)
-	abandonedCallHold = time.Hour
-	h := provisionForTest(t, &Handler{
-		Zone: "abandon-answered", Concurrency: &Concurrency{Max: 1},
-		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-	})
+	h := heldForAnHour(t, "abandon-answered")
 	clientCtx, leave := context.WithCancel(context.Background())
 	ended := make(chan error, 1)
 	answering := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
