@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
@@ -159,4 +162,37 @@ func TestClaimsOfGoneClaimersAreTakenOver(t *testing.T) {
 	if got != 6 || len(claims) != 2 {
 		t.Fatalf("took %v (%d claims), want the crashed claimer's 2 and the old claim's 4", cs, len(claims))
 	}
+}
+
+// Counts taken over from a gone process are in this process's own file
+// by the time the taken file goes: a crash right after the adoption loses
+// none of them.
+func TestAdoptedCountsAreKeptBeforeTheirFilesGo(t *testing.T) {
+	now := time.Now()
+	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
+	kept := func(t *testing.T, f hostFiles, key string, n int64) {
+		t.Helper()
+		data, err := os.ReadFile(f.path())
+		if cs := parseCounts(data); err != nil || len(cs) != 1 || cs[0].Key != key || cs[0].N != n {
+			t.Fatalf("own file holds %v (%v), want %s %d", cs, err, key, n)
+		}
+		if left, _ := os.ReadDir(f.dir); len(left) != 1 {
+			t.Fatalf("files left %v, want only the own file (the taken file and its claim gone)", left)
+		}
+	}
+	t.Run("storage", func(t *testing.T) {
+		z := &zone{name: "adopt", unpushed: hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("adopt")), owner: newOwner()}}
+		z.logger.Store(zap.NewNop())
+		z.quota = quota.New(quota.Config{Storage: &certmagic.FileStorage{Path: t.TempDir()}})
+		hostFile(t, z.unpushed, gone, "i/crashed", 3, now)
+		z.adoptUnpushed(now)
+		kept(t, z.unpushed, "i/crashed", 3)
+	})
+	t.Run("redis", func(t *testing.T) {
+		z := &zone{name: "adopt", redisHost: hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("adopt")), owner: newOwner()}}
+		z.logger.Store(zap.NewNop())
+		hostFile(t, z.redisHost, gone, "i/crashed", 4, now)
+		z.adoptRedisPending(&zoneRedis{pending: map[deltaKey]int64{}}, now)
+		kept(t, z.redisHost, "i/crashed", 4)
+	})
 }
