@@ -46,8 +46,9 @@ type decision struct {
 	// anything, to find the refusal that holds the request back longest.
 	probing bool
 	carried *carried // what outlives the decision; see carry
-	// unreadable says why the identity headers do not name one credential
-	// as backends read it; such a request is refused before anything else.
+	// unreadable says why the request cannot be limited as sent: its
+	// identity headers do not name one credential as backends read it, or
+	// it asks for a tunnel. Such a request is refused before anything else.
 	unreadable string
 	// answeredBlind marks a method whose 2xx does not prove the identity.
 	answeredBlind bool
@@ -111,7 +112,10 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	// says nothing about the credential.
 	d.answeredBlind = r.Method == http.MethodOptions || r.Method == http.MethodHead
 	var v string
-	if v, d.unreadable = identityValue(r, d.pol); v != "" {
+	if v, d.unreadable = identityValue(r, d.pol); d.unreadable == "" && tunnels(r) {
+		d.unreadable = tunnelRefused
+	}
+	if v != "" {
 		f := d.z.fpKey.Load()
 		var fp [16]byte
 		if d.cached = f.cache.lookup(v); d.cached != nil {
