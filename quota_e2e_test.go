@@ -59,6 +59,9 @@ func checkQuotaRefusal(t *testing.T, r *harness.Response, id int, period string,
 	if _, err := time.Parse(time.RFC3339, got.Error.Data.ResetsAt); err != nil {
 		t.Fatalf("data.resetsAt is not RFC 3339: %v", err)
 	}
+	if got.Error.Data.MaxPerRequest != 0 {
+		t.Fatalf("data.maxPerRequest %d on a used-up quota, which passes no request", got.Error.Data.MaxPerRequest)
+	}
 	msg := got.Error.Message
 	for _, s := range []string{"Do not retry", at.Format(time.RFC3339), period, strconv.FormatInt(limit, 10)} {
 		if !strings.Contains(msg, s) {
@@ -125,9 +128,11 @@ func TestQuotaRefusalOfARequestLargerThanWhatIsLeft(t *testing.T) {
 	if e.backend.ToolCalls() != before {
 		t.Fatal("the refused call reached the backend")
 	}
-	// What is left passes; then the quota is exhausted, and says so.
+	// What is left passes; then the quota is exhausted, and says so, to a
+	// request larger than the whole quota too: no smaller one passes now.
 	e.passes(1, "echo", h...)
 	checkQuotaRefusal(t, e.callTool(8, "echo", h...), 8, "daily", 3, nextDay)
+	checkQuotaRefusal(t, e.callTool(9, "huge", h...), 9, "daily", 3, nextDay)
 
 	// A tool's quota counts calls: a batch of 2 with 1 left.
 	h = []string{"Authorization", "Bearer valid-tool-left"}
@@ -146,6 +151,19 @@ func TestQuotaRefusalOfARequestLargerThanWhatIsLeft(t *testing.T) {
 		if d.Limit != "tool_quota" || d.MaxPerRequest != 1 || !strings.Contains(en.Error.Message, "makes 2 calls to tool \"echo\", more than the 1 left") {
 			t.Fatalf("batch entry refusal: %s", r.Body)
 		}
+	}
+	// Used up, the tool's quota is exhausted to a batch larger than it.
+	e2.passes(1, "echo", h...)
+	calls := make([]string, 4)
+	for i := range calls {
+		calls[i] = harness.ToolCall(i+1, "echo", nil)
+	}
+	r = e2.post("["+strings.Join(calls, ",")+"]", h...)
+	entries = nil
+	r.JSON(t, &entries)
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 60 || len(entries) != 4 || entries[0].Error.Data.MaxPerRequest != 0 ||
+		!strings.Contains(entries[0].Error.Message, "Quota exhausted") {
+		t.Fatalf("batch of 4 with a tool's quota of 3 used up: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
 	}
 }
 

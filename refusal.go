@@ -87,7 +87,9 @@ func concurrencyRefusal(max int, perIdentity bool, calls int) refusal {
 	}
 }
 
-// never reports that the refused request can never pass as sent.
+// never reports that the refused request can never pass as sent. A
+// used-up quota is not said to be too small, whatever the request's size:
+// no request passes it before the reset.
 func (ref *refusal) never() bool {
 	switch ref.kind {
 	case kindRate:
@@ -95,7 +97,7 @@ func (ref *refusal) never() bool {
 	case kindConcurrency:
 		return ref.n > ref.max
 	case kindQuota:
-		return ref.item.N > ref.item.Limit
+		return ref.item.N > ref.item.Limit && ref.item.Used < ref.item.Limit
 	}
 	return false
 }
