@@ -250,6 +250,21 @@ func TestInvalidBodyRefusalIsAnsweredByStatus(t *testing.T) {
 	if r := e.call(3, auth...); r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"id":3`)) {
 		t.Fatalf("a valid body refused: %d %s, want 200 under refuse_with jsonrpc", r.Status, r.Body)
 	}
+	// So is a valid body whose every answer has id null: its ids are ones
+	// JSON-RPC does not allow, or null.
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
+	}
+	for _, body := range []string{call(`{"x":1}`), call("true"), call("[1]"), call("null"), "[" + call("false") + "," + call("null") + "]"} {
+		r := e.post(body, auth...)
+		if r.Status != http.StatusTooManyRequests || !bytes.Contains(r.Body, []byte(`"id":null`)) || bytes.Contains(r.Body, []byte(`"id":1`)) {
+			t.Fatalf("%s refused: %d %s, want 429 with id-null errors", body, r.Status, r.Body)
+		}
+	}
+	// A batch with one id a client can match is answered as the mode says.
+	if r := e.post("["+call("true")+","+call("4")+"]", auth...); r.Status != http.StatusOK || !bytes.Contains(r.Body, []byte(`"id":4`)) {
+		t.Fatalf("a batch with one matchable id refused: %d %s, want 200 under refuse_with jsonrpc", r.Status, r.Body)
+	}
 }
 
 func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 )
 
 // refusalScratch is a pooled answer buffer plus room for the message and
@@ -60,10 +62,11 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 		// (an SSE stream) reads no JSON: both are refused by status, with
 		// the JSON-RPC error, whatever refuse_with says. So is a body
 		// that was not read (too large or too slow for a pre-auth
-		// refusal) or is not valid JSON-RPC (Len is 0): its answer's id
-		// is null, which an SDK cannot match to its request and, in a
-		// 200, takes as a broken session.
-		if mode != refuseStatus && d.post && acceptsEventStream(d.header["Accept"]) && d.req != nil && d.req.Len() > 0 {
+		// refusal), is not valid JSON-RPC (Len is 0), or whose every
+		// answer has an id JSON-RPC does not allow: its answers' ids are
+		// null, which an SDK cannot match to its request and, in a 200,
+		// takes as a broken session.
+		if mode != refuseStatus && d.post && acceptsEventStream(d.header["Accept"]) && d.req != nil && matchable(d.req) {
 			status = http.StatusOK
 		} else {
 			mode = refuseStatus
@@ -170,6 +173,17 @@ func (d *decision) tooManyToEcho() bool {
 const minEchoedEntries = 128
 
 var nullID = []byte("null")
+
+// matchable reports whether some entry of req gets an answer whose id a
+// client can match to its request: one that is not null.
+func matchable(req *jsonrpc.Request) bool {
+	for i := 0; i < req.Len(); i++ {
+		if e := req.Entry(i); !e.Notification() && !e.Response() && idOrNull(e.ID())[0] != 'n' {
+			return true
+		}
+	}
+	return false
+}
 
 // idOrNull is the id to echo: the request's, or null when it has none or
 // one JSON-RPC does not allow (an object, an array, a boolean), which
