@@ -219,10 +219,13 @@ func TestLegacyPOSTRefusalIsAnsweredAsStatus(t *testing.T) {
 			e.call(1, "Authorization", "Bearer valid-old")
 			// A Streamable HTTP client, listing event streams in any case
 			// and with a q-value, gets refuse_with's answer.
-			if r := e.call(2, "Authorization", "Bearer valid-old", "Accept", "application/json, Text/Event-Stream;q=0.5"); r.Status != http.StatusOK {
-				t.Fatalf("Streamable HTTP POST refused under refuse_with %s: %d %s, want 200", mode, r.Status, r.Body)
+			// Commas and semicolons in quoted parameters split nothing.
+			for _, accept := range []string{`application/json;x="a\",q=0", Text/Event-Stream;q=0.5`, `text/event-stream;x="a;q=0"`} {
+				if r := e.call(2, "Authorization", "Bearer valid-old", "Accept", accept); r.Status != http.StatusOK {
+					t.Fatalf("Streamable HTTP POST (Accept %s) refused under refuse_with %s: %d %s, want 200", accept, mode, r.Status, r.Body)
+				}
 			}
-			for _, accept := range []string{"application/json", "*/*", "", "application/json, text/event-stream;q=0", "text/event-stream ; Q=0.0"} {
+			for _, accept := range []string{"application/json", "*/*", "", "application/json, text/event-stream;q=0", "text/event-stream ; Q=0.0", `text/event-stream;foo="a,b;c";q=0, application/json`} {
 				r := e.call(2, "Authorization", "Bearer valid-old", "Accept", accept)
 				if got := refusal(t, r, http.StatusTooManyRequests, "tenant"); got.ID != float64(2) {
 					t.Fatalf("Accept %q: %s", accept, r.Body)
