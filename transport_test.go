@@ -220,7 +220,7 @@ func TestLegacyPOSTRefusalIsAnsweredAsStatus(t *testing.T) {
 			// A Streamable HTTP client, listing event streams in any case
 			// and with a q-value, gets refuse_with's answer.
 			// Commas and semicolons in quoted parameters split nothing.
-			for _, accept := range []string{`application/json;x="a\",q=0", Text/Event-Stream;q=0.5`, `text/event-stream;x="a;q=0"`} {
+			for _, accept := range []string{`application/json;x="a\",q=0", Text/Event-Stream;q=0.5`, `text/event-stream;x="a;q=0;b"`} {
 				if r := e.call(2, "Authorization", "Bearer valid-old", "Accept", accept); r.Status != http.StatusOK {
 					t.Fatalf("Streamable HTTP POST (Accept %s) refused under refuse_with %s: %d %s, want 200", accept, mode, r.Status, r.Body)
 				}
