@@ -161,6 +161,9 @@ func init() {
 			if h.Zone == "" {
 				return d.Err("zone: empty name; leave zone out for the default zone")
 			}
+			if err := checkZone(h.Zone); err != nil {
+				return d.Err(err.Error())
+			}
 			return nil
 		},
 		"identity": func(d *caddyfile.Dispenser, h *Handler) error {
@@ -254,8 +257,8 @@ func init() {
 			if err != nil || code == 0 {
 				return d.Errf("error_code %q: want a non-zero integer", s)
 			}
-			if code >= -32768 && code <= -32000 {
-				return d.Errf("error_code %d: must lie outside -32768…-32000 (reserved by JSON-RPC and MCP)", code)
+			if err := checkErrorCode(code); err != nil {
+				return d.Err(err.Error())
 			}
 			h.ErrorCode = code
 			return nil
@@ -501,8 +504,11 @@ func parseCost(d *caddyfile.Dispenser, costs map[string]int64) error {
 		return d.ArgErr()
 	}
 	n, err := strconv.ParseInt(args[1], 10, 64)
-	if err != nil || n <= 0 {
+	if err != nil {
 		return d.Errf("cost %s %q: want a positive integer", args[0], args[1])
+	}
+	if err := checkCost(args[0], n); err != nil {
+		return d.Err(err.Error())
 	}
 	if _, dup := costs[args[0]]; dup {
 		return d.Errf("cost %s: given more than once", args[0])
@@ -550,8 +556,8 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 				return err
 			}
 			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil || n <= 0 {
-				return d.Errf("tool %s cost %q: want a positive integer", name, s)
+			if err != nil || n <= 0 || n > maxFigure {
+				return d.Errf("tool %s cost %q: want a positive integer, at most %d", name, s, maxFigure)
 			}
 			tp.Cost = n
 		case "quota":

@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"encoding/hex"
 	"fmt"
+	"iter"
 	"net/netip"
 	"slices"
 	"sort"
@@ -190,11 +191,8 @@ func compile(h *Handler) (*policy, error) {
 	if p.zone == "" {
 		p.zone = defaultZone
 	}
-	if strings.ContainsAny(p.zone, "/\\ \t\n") {
-		return nil, fmt.Errorf("zone %q: must not contain slashes or spaces", p.zone)
-	}
-	if p.zone == "." || p.zone == ".." {
-		return nil, fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", p.zone)
+	if err := checkZone(p.zone); err != nil {
+		return nil, err
 	}
 	if len(p.identity) == 0 {
 		p.identity = []string{defaultIdentity}
@@ -204,7 +202,7 @@ func compile(h *Handler) (*policy, error) {
 	}
 	perCaller := false
 	for _, ph := range p.identity {
-		if open := strings.IndexByte(ph, '{'); open < 0 || !strings.Contains(ph[open:], "}") {
+		if !hasPlaceholder(ph) {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}
 		perCaller = perCaller || readsRequest(ph)
@@ -251,8 +249,8 @@ func compile(h *Handler) (*policy, error) {
 	if p.errorCode == 0 {
 		p.errorCode = defaultErrorCode
 	}
-	if p.errorCode >= -32768 && p.errorCode <= -32000 {
-		return nil, fmt.Errorf("error_code %d: must lie outside -32768…-32000 (reserved by JSON-RPC and MCP)", p.errorCode)
+	if err := checkErrorCode(p.errorCode); err != nil {
+		return nil, err
 	}
 	switch h.RefuseWith {
 	case "", "status":
@@ -409,8 +407,8 @@ func compileBase(p *policy, h *Handler) error {
 	}
 	p.base.costs = map[string]int64{}
 	for tool, c := range h.Costs {
-		if c <= 0 {
-			return fmt.Errorf("cost %s: must be positive, got %d", tool, c)
+		if err := checkCost(tool, c); err != nil {
+			return err
 		}
 		p.base.costs[tool] = c
 	}
@@ -462,8 +460,8 @@ func compileTools(p *policy, h *Handler) error {
 		if name == "" {
 			return fmt.Errorf("tool: empty name")
 		}
-		if t.Cost < 0 {
-			return fmt.Errorf("tool %s: cost must be positive", name)
+		if t.Cost < 0 || t.Cost > maxFigure {
+			return fmt.Errorf("tool %s: cost must be positive, at most %d", name, maxFigure)
 		}
 		if t.Cost == 0 && t.Quota == nil && len(t.Args) == 0 && !t.FailClosed {
 			return fmt.Errorf("tool %s: sets nothing; give it a cost, a quota, an arg bound or fail_closed", name)
@@ -533,8 +531,8 @@ func compileLimits(what string, l *Limits, base limits) (limits, error) {
 			out.costs[k] = v
 		}
 		for k, v := range l.Costs {
-			if v <= 0 {
-				return out, fmt.Errorf("%s cost %s: must be positive", what, k)
+			if err := checkCost(k, v); err != nil {
+				return out, fmt.Errorf("%s %w", what, err)
 			}
 			out.costs[k] = v
 		}
@@ -718,7 +716,7 @@ func parseFingerprint(s string) ([16]byte, error) {
 // holds no placeholder or only ones the same for every caller: then
 // consequence. example is a placeholder the message suggests.
 func perCaller(what, text, consequence, example string) error {
-	if open := strings.IndexByte(text, '{'); open < 0 || !strings.Contains(text[open:], "}") {
+	if !hasPlaceholder(text) {
 		return fmt.Errorf("%s %q: no placeholder, so %s; use a placeholder such as %s", what, text, consequence, example)
 	}
 	if !readsRequest(text) {
@@ -729,28 +727,58 @@ func perCaller(what, text, consequence, example string) error {
 
 // sameForEveryCaller are the prefixes of placeholders whose value no
 // caller chooses: Caddy's global ones, which read the environment, files,
-// the host or the clock, and the server's own side of a request.
+// the host or the clock, and the server's own side of a request (the
+// method is POST for every caller of an MCP endpoint).
 var sameForEveryCaller = []string{
 	"env.", "file.", "system.", "time.",
-	"http.request.local", "http.request.scheme", "http.request.proto", "http.request.method", "http.shutting_down",
+	"http.request.local", "http.request.scheme", "http.request.proto", "http.request.method", "http.request.orig_method",
+	"http.request.duration", "http.shutting_down",
 }
 
 // readsRequest reports whether the text holds a placeholder that may
 // differ from one caller to the next: any not in sameForEveryCaller.
 func readsRequest(text string) bool {
-	for rest := text; ; {
-		open := strings.IndexByte(rest, '{')
-		if open < 0 {
-			return false
-		}
-		end := strings.IndexByte(rest[open:], '}')
-		if end < 0 {
-			return false
-		}
-		key := rest[open+1 : open+end]
+	for key := range placeholderKeys(text) {
 		if !slices.ContainsFunc(sameForEveryCaller, func(p string) bool { return strings.HasPrefix(key, p) }) {
 			return true
 		}
-		rest = rest[open+end+1:]
+	}
+	return false
+}
+
+// hasPlaceholder reports whether text holds a placeholder.
+func hasPlaceholder(text string) bool {
+	for range placeholderKeys(text) {
+		return true
+	}
+	return false
+}
+
+// placeholderKeys yields the keys of text's placeholders as Caddy's
+// replacer finds them: a brace escaped with a backslash (\{) opens none,
+// and an escaped closing brace closes none unless it ends the text.
+func placeholderKeys(text string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+	scan:
+		for i := 0; i < len(text); i++ {
+			if text[i] != '{' || i > 0 && text[i-1] == '\\' {
+				continue
+			}
+			end := strings.IndexByte(text[i:], '}') + i
+			if end < i {
+				return
+			}
+			for end < len(text)-1 && text[end-1] == '\\' {
+				next := strings.IndexByte(text[end+1:], '}')
+				if next < 0 {
+					continue scan
+				}
+				end += next + 1
+			}
+			if !yield(text[i+1 : end]) {
+				return
+			}
+			i = end
+		}
 	}
 }

@@ -198,6 +198,47 @@ type RedisStore struct {
 // state every limit, and JSON numbers carry it exactly.
 const maxFigure = 999_999_999_999_999
 
+// maxZoneName bounds a zone's name, in bytes: it names files on the host
+// (in hex, with more around it), whose names the file system bounds.
+const maxZoneName = 64
+
+// checkZone checks a zone's name: one directory of the storage, its own.
+func checkZone(zone string) error {
+	switch {
+	case strings.ContainsAny(zone, "/\\ \t\n"):
+		return fmt.Errorf("zone %q: must not contain slashes or spaces", zone)
+	case zone == "." || zone == "..":
+		return fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", zone)
+	case len(zone) > maxZoneName:
+		return fmt.Errorf("zone %q: at most %d bytes long (it names files on the host)", zone, maxZoneName)
+	}
+	return nil
+}
+
+// checkErrorCode checks error_code: outside the codes JSON-RPC and MCP
+// reserve, and a number every JSON reader carries exactly.
+func checkErrorCode(code int) error {
+	switch {
+	case code >= -32768 && code <= -32000:
+		return fmt.Errorf("error_code %d: must lie outside -32768…-32000 (reserved by JSON-RPC and MCP)", code)
+	case code < -maxFigure || code > maxFigure:
+		return fmt.Errorf("error_code %d: at most %d digits", code, len(strconv.Itoa(maxFigure)))
+	}
+	return nil
+}
+
+// checkCost checks the cost of a tool: a named tool, a positive cost, at
+// most maxFigure.
+func checkCost(tool string, n int64) error {
+	switch {
+	case tool == "":
+		return fmt.Errorf("cost: empty tool name")
+	case n <= 0 || n > maxFigure:
+		return fmt.Errorf("cost %s: must be a positive integer, at most %d, got %d", tool, maxFigure, n)
+	}
+	return nil
+}
+
 // parseRate parses `<n>/<s|m|h>`.
 func parseRate(s string) (rate.Limit, int, error) {
 	num, unit, ok := strings.Cut(s, "/")

@@ -37,8 +37,8 @@ type Handler struct {
 	// routes and across config reloads. Each handler decides with its own
 	// settings; the zone-wide ones (flush_interval, store) are those of the
 	// zone's handler loaded last, known_ttl and max_known the largest of
-	// its handlers'. Default: "default" (the Caddyfile refuses an empty
-	// name).
+	// its handlers'. At most 64 bytes, without slashes or spaces.
+	// Default: "default" (the Caddyfile refuses an empty name).
 	Zone string `json:"zone,omitempty"`
 
 	// Identity lists the placeholders whose values, joined with newlines,
@@ -95,7 +95,8 @@ type Handler struct {
 	Meter []string `json:"meter,omitempty"`
 
 	// Costs maps a tool name to the cost of one `tools/call` of it, in
-	// tokens and quota units. Default cost: 1.
+	// tokens and quota units: a positive integer of at most 15 digits.
+	// Default cost: 1.
 	Costs map[string]int64 `json:"costs,omitempty"`
 
 	// MaxBody is the largest request body read on a metered route, in
@@ -164,7 +165,7 @@ type Handler struct {
 	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
 
 	// ErrorCode is the JSON-RPC error code of refusals; it must lie
-	// outside -32768…-32000. Default: -31004.
+	// outside -32768…-32000, and have at most 15 digits. Default: -31004.
 	ErrorCode int `json:"error_code,omitempty"`
 
 	// RefuseWith is how refusals are answered: `status` (HTTP 429/503 with
