@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -185,7 +186,10 @@ func ownerGone(owner string) bool {
 	return host == thisHost && err == nil && processGone(n)
 }
 
-// processGone reports whether no process of this host has the id pid.
+// processGone reports whether no process of this host has the id pid, or
+// only a zombie: one that ended and waits for its parent to reap it (a
+// process killed while its parent, init for a detached Caddy, is slow to
+// reap it), which a signal still reaches.
 func processGone(pid int) bool {
 	p, err := os.FindProcess(pid)
 	if err != nil {
@@ -193,7 +197,19 @@ func processGone(pid int) bool {
 	}
 	defer func() { _ = p.Release() }()
 	err = p.Signal(syscall.Signal(0))
-	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH)
+	return errors.Is(err, os.ErrProcessDone) || errors.Is(err, syscall.ESRCH) || zombie(pid)
+}
+
+// zombie reports whether the process pid has ended and is not reaped yet,
+// where /proc tells (Linux): its state, after the command name in
+// parentheses, is Z (or X, dead).
+func zombie(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	_, rest, ok := bytes.Cut(stat[bytes.LastIndexByte(stat, ')')+1:], []byte(" "))
+	return ok && len(rest) > 0 && (rest[0] == 'Z' || rest[0] == 'X')
 }
 
 // keepHostFiles refreshes the zone's files on the host every hostFileBeat,

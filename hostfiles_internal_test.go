@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -195,4 +196,34 @@ func TestAdoptedCountsAreKeptBeforeTheirFilesGo(t *testing.T) {
 		z.adoptRedisPending(&zoneRedis{pending: map[deltaKey]int64{}}, now)
 		kept(t, z.redisHost, "i/crashed", 4)
 	})
+}
+
+// A process that ended but is not reaped yet (a zombie: its parent has
+// not waited for it) is gone: its files are taken over at once, not once
+// they go stale.
+func TestZombieProcessIsGone(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("no process to start: %v", err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { _ = cmd.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Skipf("no /proc to tell a zombie by: %v", err)
+		}
+		if strings.Contains(string(stat), ") Z") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the process did not end: %s", stat)
+		}
+	}
+	if !processGone(pid) {
+		t.Fatal("a zombie process is taken as running")
+	}
+	if processGone(os.Getpid()) {
+		t.Fatal("this process is taken as gone")
+	}
 }
