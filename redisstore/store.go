@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net"
 	"runtime"
 	"strconv"
 	"sync"
@@ -152,18 +153,36 @@ type overEntry struct {
 
 // CheckURL reports whether New would accept url.
 func CheckURL(url string) error {
-	if _, err := redis.ParseURL(url); err != nil {
-		return fmt.Errorf("parsing redis URL: %w", err)
+	_, err := parseURL(url)
+	return err
+}
+
+// parseURL parses a Redis URL into client options, refusing what go-redis
+// lets through but no server answers: a negative DB index (go-redis would
+// use DB 0) and a port outside 1-65535.
+func parseURL(url string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("parsing redis URL: %w", err)
 	}
-	return nil
+	if opts.DB < 0 {
+		return nil, fmt.Errorf("parsing redis URL: DB index %d: must not be negative", opts.DB)
+	}
+	if opts.Network == "tcp" {
+		_, port, err := net.SplitHostPort(opts.Addr)
+		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+			return nil, fmt.Errorf("parsing redis URL: port %q: must be 1 to 65535", port)
+		}
+	}
+	return opts, nil
 }
 
 // New parses cfg.URL and returns a Store. It does not connect: the first
 // call does, and the client reconnects by itself after failures.
 func New(cfg Config) (*Store, error) {
-	opts, err := redis.ParseURL(cfg.URL)
+	opts, err := parseURL(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("parsing redis URL: %w", err)
+		return nil, err
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout

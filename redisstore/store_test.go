@@ -593,3 +593,18 @@ func TestBucketWithoutRateOrBurstIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// URLs go-redis parses but no server answers are refused; the forms
+// Redis URLs take are accepted.
+func TestCheckURL(t *testing.T) {
+	for _, u := range []string{"redis://127.0.0.1:6379", "redis://localhost", "rediss://:pw@cache.example:6380/3", "redis://user:pw@[::1]:6379/0", "unix:///run/redis.sock?db=2"} {
+		if err := redisstore.CheckURL(u); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	for _, u := range []string{"redis://127.0.0.1:6379/-1", "redis://127.0.0.1:99999", "redis://127.0.0.1:0", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/x"} {
+		if err := redisstore.CheckURL(u); err == nil {
+			t.Errorf("%s accepted", u)
+		}
+	}
+}
