@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -93,24 +94,27 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		fmt.Fprintf(notes, "note: no mcp_ratelimit handler in this config uses zone %q (its zones: %s); the fingerprint matches only in a zone of that name\n",
 			zoneName, strings.Join(zones, ", "))
 	}
+	where := "this storage"
 	if h.Store != nil && h.Store.Redis != nil {
 		// The handler uses the key in Redis. Should Redis hold none, the
 		// command offers what a starting handler offers: the key this host
-		// last used, else storage's.
+		// last used, else storage's; it is new when storage had none.
 		if cached := readKeyCache(zoneName); cached != nil {
-			key = cached
+			key, created = cached, false
 		}
+		offered := key
 		if key, err = redisFingerprintKey(h.Store.Redis, zoneName, key); err != nil {
 			return err
 		}
-		created = false
+		created = created && bytes.Equal(key, offered)
+		where = "its Redis store"
 	}
 	value = asPlaceholdersProduce(value, h.Identity)
 	if created {
 		// Preparing overrides before the first deploy is legitimate, but
 		// a mistyped zone or storage would silently print a fingerprint
 		// that matches nothing: say so.
-		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in this storage yet; created one (Caddy will use it for this zone on this storage)\n", zoneName)
+		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in %s yet; created one (Caddy will use it for this zone there)\n", zoneName, where)
 	}
 	fp := newFingerprinter(key).sum(value)
 	_, err = fmt.Fprintln(out, fingerprintHex(fp))

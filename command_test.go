@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"bufio"
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -229,5 +230,42 @@ func TestFingerprintCommandTrimsHeaderIdentities(t *testing.T) {
 func TestFingerprintCommandTrimsQueryIdentities(t *testing.T) {
 	if got := asPlaceholdersProduce("\u00a0q ", []string{"{http.request.uri.query.key}"}); got != "q" {
 		t.Fatalf("query identity read as %q, want q", got)
+	}
+}
+
+// The command says when it created the zone's fingerprint key, in
+// storage or, with store redis, in Redis: a mistyped zone or store would
+// otherwise print a fingerprint that matches nothing. A key already there
+// is used without a note.
+func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
+	url, _ := localRedis(t)
+	for _, tc := range []struct{ name, store, where string }{
+		{"storage", "", "in this storage"},
+		{"redis", "store redis " + url, "in its Redis store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			zone := "notes-" + tc.name + "-" + rand.Text()[:8]
+			cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+			cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\t%s\n\t}\n}\n", t.TempDir(), zone, tc.store)
+			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			var out, notes bytes.Buffer
+			if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
+				t.Fatal(err)
+			}
+			if want := fmt.Sprintf("note: zone %q had no fingerprint key %s yet; created one", zone, tc.where); !strings.Contains(notes.String(), want) {
+				t.Fatalf("notes %q, want %q", notes.String(), want)
+			}
+			first := out.String()
+			out.Reset()
+			notes.Reset()
+			if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
+				t.Fatal(err)
+			}
+			if notes.Len() != 0 || out.String() != first {
+				t.Fatalf("second run: printed %q (first %q), notes %q; want the same fingerprint and no note", out.String(), first, notes.String())
+			}
+		})
 	}
 }
