@@ -325,7 +325,7 @@ func (d *decision) admitStore() bool {
 }
 
 func (d *decision) admitGlobal() bool {
-	if d.pol.globalOff || d.inRedis && d.globalInRedis() {
+	if d.pol.globalOff || d.inRedis {
 		return true
 	}
 	return reserveIn(d, d.z.global, globalKey, d.pol.global, int(d.cost), layerGlobal)

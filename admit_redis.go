@@ -8,14 +8,17 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
-// admitRedis decides the tenant, group, quota and global layers in Redis,
-// in one atomic round trip, when the zone has a healthy Redis store; the
-// local steps for those layers then pass (d.inRedis). Without a store, or
-// while it is degraded or failing now, it passes and the local steps
-// decide, exactly as without Redis.
+// admitRedis decides the tenant, group, quota and global layers of a
+// proven identity's call in Redis, in one atomic round trip, when the zone
+// has a healthy Redis store; the local steps for those layers then pass
+// (d.inRedis). Without a store, while it is degraded or failing now, or
+// for an unproven caller's request, it passes and the local steps decide,
+// exactly as without Redis: pre-auth stays local, and so does all an
+// unproven request costs (a scanner must not cost a network hop); the
+// quota counts it makes are pushed with the zone's next tick.
 func (d *decision) admitRedis() bool {
 	r := d.z.redis.Load()
-	if r == nil || r.degraded.Load() {
+	if r == nil || r.degraded.Load() || !d.proven {
 		return true
 	}
 	if d.probing {
@@ -41,8 +44,9 @@ func (d *decision) admitRedis() bool {
 	return true
 }
 
-// keepForRedis remembers quota counts made locally while a zone's Redis
-// store is degraded, to push them when it returns; a rollback takes them
+// keepForRedis remembers quota counts made locally (while a zone's Redis
+// store is degraded, or for an unproven caller's request) to push them
+// with the zone's next tick or when Redis returns; a rollback takes them
 // back.
 func (d *decision) keepForRedis() {
 	r := d.z.redis.Load()
@@ -122,14 +126,6 @@ func (d *decision) slotLayer(s redisSlot) layer {
 	return s.layer
 }
 
-// globalInRedis says whether the global layer of d is decided in Redis:
-// for a proven identity's call. An unproven caller's request takes from
-// the instance's own global bucket, as pre-auth stays local: a scanner
-// must not cost a network hop.
-func (d *decision) globalInRedis() bool {
-	return !d.pol.globalOff && d.proven
-}
-
 // redisItems returns the items of the request's Redis decision and what
 // each stands for.
 func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
@@ -151,7 +147,7 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: string(it.Key), Period: it.Period, Limit: it.Limit, N: it.N})
 		slots = append(slots, redisSlot{quota: q})
 	}
-	if d.globalInRedis() {
+	if !d.pol.globalOff {
 		addBucket(layerGlobal, "global", d.pol.global)
 	}
 	return items, slots

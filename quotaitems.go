@@ -185,13 +185,9 @@ func (d *decision) countProvingCall() {
 	d.uncounted = false
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	d.identityItems()
-	r := d.z.redis.Load()
-	if r != nil {
-		r.record(d.items, d.now, 1) // pushed with the zone's next tick, or when Redis returns
-	}
-	if r != nil && d.inRedis {
-		// Redis holds the quotas: observed here at once, so that the
-		// identity's next unproven call finds the count.
+	if r := d.z.redis.Load(); r != nil && d.z.countInRedis(r, d.items, d.now) {
+		// Redis holds the count: observed here at once too, so that the
+		// identity's next unproven call finds it.
 		for q := range d.items {
 			d.items[q].Used = d.items[q].N
 		}

@@ -310,16 +310,17 @@ func serveCall(t *testing.T, h *Handler, auth string, status int) (int, string) 
 	return rec.Code, rec.Body.String()
 }
 
-// An unproven caller's request costs no Redis round trip, the global
-// layer on: pre-auth stays local, and so does its global charge, which
-// the instance's own global bucket takes. A proven identity's call is
-// decided in Redis, global included.
+// An unproven caller's request costs no Redis round trip, the global and
+// group layers on: pre-auth stays local, and so does the rest of what it
+// costs, which the instance's own buckets and quota counts take. A proven
+// identity's call is decided in Redis, global included.
 func TestUnprovenRequestsNeverReachRedis(t *testing.T) {
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
 		Zone: "redis-unproven", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Global: &RateLimit{Rate: "1/h", Burst: 3},
-		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+		Group:  &Group{Key: "{http.request.host}", Rate: "100/s", Burst: 100}, GroupQuota: &QuotaLimit{Day: 100},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
 	roundTrips := func() uint64 { return storeRoundTrips(t, h) }
 	for _, auth := range []string{"", "Bearer garbage-1"} {
@@ -349,14 +350,14 @@ func TestUnprovenRequestsNeverReachRedis(t *testing.T) {
 }
 
 // With store redis, a call whose 2xx proves its credential is counted in
-// Redis (pushed with the zone's next tick), and at once in what the
-// instance knows of the identity, so that its next unproven call finds a
-// count to charge.
+// Redis before its answer goes on, so that the identity's next call,
+// decided in Redis, finds it; and in what the instance knows of the
+// identity, so that its next unproven call finds a count to charge.
 func TestProvingCallIsCountedInRedis(t *testing.T) {
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
 		Zone: "redis-proving", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 2}, Global: &RateLimit{Off: true},
 		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
 	const token = "Bearer valid-proving"
@@ -370,11 +371,20 @@ func TestProvingCallIsCountedInRedis(t *testing.T) {
 		t.Fatalf("the instance knows a count of %d for the identity after its proving call, want 1", n)
 	}
 	r := h.zone.redis.Load()
+	if n, err := r.store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 1 {
+		t.Fatalf("Redis counts %d (%v) for the identity after its proving call, want 1", n, err)
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("second call: %d %s", code, body)
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "QUOTA_EXHAUSTED") {
+		t.Fatalf("third call against a quota of 2: %d %s, want it refused", code, body)
+	}
 	if err := r.push(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := r.store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 1 {
-		t.Fatalf("Redis counts %d (%v) for the identity after its proving call, want 1", n, err)
+	if n, err := r.store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 2 {
+		t.Fatalf("Redis counts %d (%v) for the identity, want 2", n, err)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"time"
 
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
@@ -101,6 +102,35 @@ func (r *zoneRedis) keepInDoubt(b *pushBatch) {
 	for k, n := range b.counts {
 		r.add(k, n)
 	}
+}
+
+// countInRedis counts items in Redis at once, under a push id of their
+// own, and reports whether Redis took them; otherwise they wait to be
+// pushed (pending while Redis is degraded; kept in doubt, and sent again
+// under their id, when the push's answer is lost). The call whose answer
+// proves a credential is counted so, before its answer reaches the client:
+// the identity's next call, which Redis decides, must find it. It costs
+// one round trip per identity proven.
+func (z *zone) countInRedis(r *zoneRedis, items []quota.Item, now time.Time) bool {
+	if r.degraded.Load() {
+		r.record(items, now, 1)
+		return false
+	}
+	b := &pushBatch{id: newPushID(), counts: map[deltaKey]int64{}}
+	for _, it := range items {
+		if it.N > 0 && it.Period.Valid() {
+			b.counts[deltaKey{key: string(it.Key), period: it.Period, start: it.Period.Start(now).Unix()}] += it.N
+		}
+	}
+	if len(b.counts) == 0 {
+		return true
+	}
+	if _, err := r.store.Push(context.Background(), b.id, b.deltas()); err != nil {
+		r.keepInDoubt(b)
+		z.redisFailed(r, err)
+		return false
+	}
+	return true
 }
 
 // pendingLen is how many counts are not yet in Redis.
