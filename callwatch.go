@@ -50,6 +50,31 @@ func (w *callWatch) expect(req *jsonrpc.Request) {
 	}
 }
 
+// listenMethod opens a listen stream in a POST (SEP-2575, revision
+// 2026-07-28): its answer is a stream held open for the session's
+// notifications, as a GET's is in earlier revisions.
+const listenMethod = "subscriptions/listen"
+
+// listenOnly reports whether every message of req is a listen request, in
+// every reading of its method: such a POST is a listen stream.
+func listenOnly(req *jsonrpc.Request) bool {
+	if req.Len() == 0 {
+		return false
+	}
+	for i := range req.Len() {
+		e := req.Entry(i)
+		if !e.Called() || e.Notification() {
+			return false
+		}
+		listen := true
+		e.Methods(func(m []byte) { listen = listen && string(m) == listenMethod })
+		if !listen {
+			return false
+		}
+	}
+	return true
+}
+
 // start watches the answer to d when d holds concurrency slots and the
 // answer is an SSE stream, whatever its status: a stream that holds the
 // answers has answered, even with an error status.

@@ -107,3 +107,25 @@ func TestIsEventStream(t *testing.T) {
 		}
 	}
 }
+
+// A POST is a listen stream only when every reading of every message is a
+// listen request: a tool call in any reading keeps its slot held until
+// its answer.
+func TestListenOnlyTakesEveryReading(t *testing.T) {
+	for body, want := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{}}`:                                                true,
+		`[{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"},{"jsonrpc":"2.0","id":2,"method":"subscriptions/listen"}]`: true,
+		`[{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen"},{"jsonrpc":"2.0","id":2,"method":"tools/call"}]`:           false,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","method":"tools/call"}`:                                      false,
+		`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","Method":"tools/call"}`:                                      false,
+		`{"jsonrpc":"2.0","method":"subscriptions/listen"}`:                                                                   false,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                                                                false,
+		`not json`:                                                                                                            false,
+	} {
+		var req jsonrpc.Request
+		req.Parse([]byte(body))
+		if got := listenOnly(&req); got != want {
+			t.Errorf("%s: listenOnly %v, want %v", body, got, want)
+		}
+	}
+}

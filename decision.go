@@ -92,7 +92,10 @@ type decision struct {
 	concAll   bool // holds concN slots of the zone's cap
 	concID    bool // holds concN slots of the identity's cap
 	concN     int
-	inflight  int64 // calls counted in the in-flight gauge
+	// listens says the body holds only listen requests, whose answer is a
+	// stream held open: its slots go when the answer starts.
+	listens  bool
+	inflight int64 // calls counted in the in-flight gauge
 	// ref is the refusal of the admission step that last returned false;
 	// steps leave it alone when they pass, so that admitting copies no
 	// refusal.

@@ -282,6 +282,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.zone.metrics.observe(start)
 	if (d.concAll || d.concID) && d.req != nil {
 		d.watch.expect(d.req) // before the body, which d.req reads, goes on
+		d.listens = listenOnly(d.req)
 	}
 	d.handOn(r)
 	// Request trailers stop here: servers such as uvicorn with httptools

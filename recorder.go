@@ -64,12 +64,13 @@ func (s *statusRecorder) record(code int) {
 			s.d.withdrawRateLimit(s.Header())
 		}
 	}
-	if !s.d.post {
+	if !s.d.post || s.d.listens {
 		// Only a POST's stream holds answers to the calls it carried: a
-		// GET's is a listen stream, and any other request has its answer
-		// once the status is written. Its slots go now, so that a stream
-		// held open never holds one (a GET may carry a metered body, or
-		// cost 1 under meter *).
+		// GET's is a listen stream (and so is a POST of listen requests),
+		// and any other request has its answer once the status is
+		// written. Its slots go now, so that a stream held open never
+		// holds one (a GET may carry a metered body, and either costs 1
+		// under meter *).
 		s.d.finish()
 		return
 	}

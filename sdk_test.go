@@ -139,3 +139,28 @@ func TestSDKClientReadsJSONRPCRefusal(t *testing.T) {
 		t.Fatalf("the SDK error does not carry the refusal message: %v", err)
 	}
 }
+
+// A Go SDK client that listens for list changes holds a listen stream
+// open (a subscriptions/listen POST, SEP-2575, under revision 2026-07-28)
+// as long as its session lasts. Under meter * it costs 1 like a GET's
+// listen stream, and like one it holds no concurrency slot once its answer
+// starts: else the client's one slot (per_identity 1) would be its own
+// stream's, and every call of its session refused.
+func TestSDKListenStreamHoldsNoConcurrencySlot(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nmeter *\nconcurrency 5 per_identity 1")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "listener", Version: "1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {},
+	})
+	s, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.mcp, HTTPClient: sdkClient("valid-listener"), MaxRetries: -1}, nil)
+	if err != nil {
+		t.Fatalf("connecting: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	for i := range 3 {
+		if _, err := sdkEcho(ctx, s, "hi"); err != nil {
+			t.Fatalf("call %d with the session's listen stream open: %v", i, err)
+		}
+	}
+}
