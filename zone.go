@@ -234,7 +234,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.cancel = cancel
 	z.pol.Store(pol)
 	go z.keepHostFiles(bg)
-	go z.run(bg)
+	go z.run(bg, zoneCapacity{pol.maxKnown, pol.knownTTL}) // the sets were made with them
 	return z, nil
 }
 
@@ -301,14 +301,14 @@ func (z *zone) Destruct() error {
 
 // run is the zone's single owner of background work: sweeping full
 // buckets and expired identities, draining sampled logs, and flushing
-// quota counts every flush interval.
-func (z *zone) run(ctx context.Context) {
+// quota counts every flush interval. applied is the capacity newZone made
+// the zone's sets with: a handler that holds the zone before the loop
+// starts changes the zone's policy, not its sets.
+func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 	defer close(z.done)
 	tick := time.NewTicker(readTick)
 	defer tick.Stop()
 	lastFlush, lastRead, lastSweep, lastAdopt := time.Now(), time.Now(), time.Now(), time.Now()
-	pol := z.pol.Load()
-	applied := zoneCapacity{pol.maxKnown, pol.knownTTL} // newZone made the sets with them
 	for {
 		select {
 		case <-ctx.Done():

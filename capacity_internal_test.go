@@ -1,0 +1,51 @@
+package mcplimit
+
+import (
+	"testing"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
+)
+
+// A zone made by one handler and held at once by a second one with a
+// larger max_known applies the larger, whenever the zone's loop first
+// looks: its sets were made with the first handler's, and the loop must
+// compare against those, not against the second's it may read first.
+func TestZoneAppliesTheLargestMaxKnownOfItsHandlers(t *testing.T) {
+	small, err := compile(&Handler{Zone: "capacity-race", MaxKnown: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large, err := compile(&Handler{Zone: "capacity-race", MaxKnown: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &certmagic.FileStorage{Path: t.TempDir()}
+	z, err := newZone(st, small, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	z.hold(&holder{pol: small, storage: st, logger: zap.NewNop()})
+	z.hold(&holder{pol: large, storage: st, logger: zap.NewNop()})
+	ids := [][16]byte{{1}, {2}, {3}}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		now := time.Now()
+		for _, fp := range ids {
+			z.prove(fp, now)
+		}
+		kept := 0
+		for _, fp := range ids {
+			if z.known.Proven(fp, now) {
+				kept++
+			}
+		}
+		if kept == len(ids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 3 proven identities kept, want 3 (max_known 3 of the second handler)", kept)
+		}
+	}
+}
