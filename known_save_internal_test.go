@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/certmagic"
+	"go.uber.org/zap"
 )
 
 // TestKnownSetIsSavedWhenItMatters checks when a flush rewrites the
@@ -70,5 +72,40 @@ func TestReprovenInTheForgetsSecondStaysSaved(t *testing.T) {
 	z.flush(t.Context(), false)
 	if stored, err := z.quota.LoadKnown(t.Context()); err != nil || len(stored) != 1 {
 		t.Fatalf("stored known set %v, %v; want the identity proven again", stored, err)
+	}
+}
+
+// Identities last used within one second keep their order across a
+// restart: the least recently used is the one a full set drops, not the
+// one whose fingerprint sorts last.
+func TestRestoredIdentitiesKeepTheirOrderWithinASecond(t *testing.T) {
+	st := &certmagic.FileStorage{Path: t.TempDir()}
+	pol, err := compile(&Handler{Zone: "known-order", MaxKnown: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := newZone(st, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c, d := [16]byte{3}, [16]byte{2}, [16]byte{1}, [16]byte{4}
+	second := time.Now().Add(-2 * time.Second).Truncate(time.Second)
+	for i, fp := range [][16]byte{a, b, c} { // least recent first, in reverse key order
+		z.prove(fp, second.Add(time.Duration(i+1)*100*time.Millisecond))
+	}
+	if err := z.Destruct(); err != nil { // saves the set
+		t.Fatal(err)
+	}
+	z, err = newZone(st, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	now := time.Now()
+	z.prove(d, now)
+	for fp, want := range map[[16]byte]bool{a: false, b: true, c: true, d: true} {
+		if got := z.known.Proven(fp, now); got != want {
+			t.Errorf("identity %x proven %v after the restart and a fourth proof, want %v (the least recently used goes)", fp[0], got, want)
+		}
 	}
 }

@@ -553,7 +553,7 @@ func (z *zone) prove(fp [16]byte, now time.Time) {
 func (z *zone) forget(fp [16]byte, now time.Time) {
 	z.known.Forget(fp)
 	z.forgetMu.Lock()
-	z.forgets[hex.EncodeToString(fp[:])] = now.Unix()
+	z.forgets[hex.EncodeToString(fp[:])] = now.UnixMilli()
 	z.forgetMu.Unlock()
 }
 
@@ -571,7 +571,7 @@ func (z *zone) saveKnown(ctx context.Context) error {
 	type entry struct{ hi, lo, last uint64 }
 	all := make([]entry, 0, z.known.Len())
 	z.known.Each(func(fp [16]byte, last time.Time) {
-		all = append(all, entry{binary.BigEndian.Uint64(fp[:8]), binary.BigEndian.Uint64(fp[8:]), uint64(last.Unix())})
+		all = append(all, entry{binary.BigEndian.Uint64(fp[:8]), binary.BigEndian.Uint64(fp[8:]), uint64(last.UnixMilli())})
 	})
 	slices.SortFunc(all, func(a, b entry) int {
 		if c := cmp.Compare(a.hi, b.hi); c != 0 {
@@ -616,7 +616,7 @@ func (z *zone) restoreKnown(ctx context.Context, ttl time.Duration) {
 		if err != nil {
 			continue
 		}
-		z.known.Restore(fp, time.Unix(e.Last, 0), now)
+		z.known.Restore(fp, time.UnixMilli(e.Last), now)
 	}
 	z.knownSaved.Store(now.UnixNano()) // what is stored is what is known
 }

@@ -46,7 +46,7 @@ func TestAppendLineRoundTrip(t *testing.T) {
 
 func TestLatestByKeyKeepsMaxSorted(t *testing.T) {
 	got := latestByKey(parseKnown([]byte("b 1\na 5\nbad\na 3\nc x\n")))
-	want := []KnownEntry{{"a", 5}, {"b", 1}}
+	want := []KnownEntry{{"a", 5000}, {"b", 1000}}
 	if !slices.Equal(got, want) {
 		t.Errorf("latestByKey = %v, want %v", got, want)
 	}

@@ -7,21 +7,24 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // The known store persists the proven identity fingerprints of a zone with
 // their last-use Unix times, at <Prefix>/known, as lines
-// "<fingerprint> <unixSeconds>\n", so that a restart does not force every
-// tenant to prove itself again. A forget is kept there too, as
-// "!<fingerprint> <unixSeconds>", until the ttl passes: another instance
-// that still holds the identity, used before the forget, must not write
-// it back.
+// "<fingerprint> <unixSeconds>[.<millis>]\n", so that a restart does not
+// force every tenant to prove itself again, and keeps the order of their
+// last uses (the least recently used go first) to the millisecond. A
+// forget is kept there too, as "!<fingerprint> <unixSeconds>[.<millis>]",
+// until the ttl passes: another instance that still holds the identity,
+// used before the forget, must not write it back. Stores of whole seconds
+// (earlier versions) read as they are.
 
 // KnownEntry is one proven identity of the known store: its fingerprint
 // (a valid key: not empty, no space, no newline) and its last use in Unix
-// seconds.
+// milliseconds.
 type KnownEntry struct {
 	Key  string
 	Last int64
@@ -39,8 +42,8 @@ type KnownEntry struct {
 //
 // An entry of adds is never deleted by the forgets passed with it: adds is
 // the caller's own set, read after its forgets were taken, so a key in it
-// was proven again since it was forgotten (forget times are whole seconds,
-// too coarse to tell a forget from a new proof in the same second).
+// was proven again since it was forgotten (forget times, in milliseconds,
+// are too coarse to tell a forget from a new proof in the same one).
 //
 // The merge is a join of two sorted lists, not a map: saving 100k
 // identities takes tens of milliseconds and no per-entry allocation.
@@ -75,7 +78,7 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKeyString(e.Key) || isForget(e.Key) }))
 	cutoff := int64(math.MinInt64)
 	if ttl > 0 {
-		cutoff = now.Add(-ttl).Unix()
+		cutoff = now.Add(-ttl).UnixMilli()
 	}
 	out := make([]byte, 0, len(data)+len(adds)*48)
 	changed := false
@@ -94,7 +97,7 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 			changed = true
 			continue
 		}
-		out = appendLine(out, "!"+k, tombs[k])
+		out = appendKnownLine(out, "!"+k, tombs[k])
 	}
 	for i, j := 0, 0; i < len(stored) || j < len(adds); {
 		var e KnownEntry
@@ -121,7 +124,7 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 			continue
 		}
 		changed = changed || !inStore
-		out = appendLine(out, e.Key, e.Last)
+		out = appendKnownLine(out, e.Key, e.Last)
 	}
 	if !changed {
 		return nil // nothing to write
@@ -148,14 +151,14 @@ func splitForgets(entries []KnownEntry) ([]KnownEntry, map[string]int64) {
 	return entries[n:], tombs
 }
 
-// parseKnown parses the known store's "<key> <int>" lines, skipping
-// malformed ones. The keys share one copy of data.
+// parseKnown parses the known store's lines, skipping malformed ones. The
+// keys share one copy of data.
 func parseKnown(data []byte) []KnownEntry {
 	entries := make([]KnownEntry, 0, bytes.Count(data, []byte{'\n'})+1)
 	for s := string(data); s != ""; {
 		var line string
 		line, s = nextLine(s)
-		if k, v, ok := splitLine(line); ok {
+		if k, v, ok := splitKnownLine(line); ok {
 			entries = append(entries, KnownEntry{k, v})
 		}
 	}
@@ -196,4 +199,43 @@ func (c *Counter) LoadKnown(ctx context.Context) ([]KnownEntry, error) {
 		t, ok := tombs[e.Key]
 		return ok && e.Last <= t
 	}), nil
+}
+
+// appendKnownLine appends "<key> <seconds>[.<mmm>]\n" for the Unix
+// milliseconds ms.
+func appendKnownLine(buf []byte, key string, ms int64) []byte {
+	buf = append(buf, key...)
+	buf = append(buf, ' ')
+	sec, frac := ms/1000, ms%1000
+	if frac < 0 {
+		sec, frac = sec-1, frac+1000
+	}
+	buf = strconv.AppendInt(buf, sec, 10)
+	if frac != 0 {
+		buf = append(buf, '.', byte('0'+frac/100), byte('0'+frac/10%10), byte('0'+frac%10))
+	}
+	return append(buf, '\n')
+}
+
+// splitKnownLine parses one "<key> <seconds>[.<fraction>]" line into Unix
+// milliseconds; digits of the fraction beyond milliseconds are dropped.
+func splitKnownLine(line string) (key string, ms int64, ok bool) {
+	sp := strings.IndexByte(line, ' ')
+	if sp <= 0 {
+		return "", 0, false
+	}
+	whole, frac, dotted := strings.Cut(line[sp+1:], ".")
+	sec, err := strconv.ParseInt(whole, 10, 64)
+	if err != nil || sec > math.MaxInt64/1000-1 || sec < math.MinInt64/1000 {
+		return "", 0, false
+	}
+	ms = sec * 1000
+	if dotted {
+		if frac == "" || len(frac) > 9 || strings.Trim(frac, "0123456789") != "" {
+			return "", 0, false
+		}
+		n, _ := strconv.Atoi((frac + "00")[:3])
+		ms += int64(n)
+	}
+	return line[:sp], ms, true
 }

@@ -79,7 +79,7 @@ func TestSaveKnown(t *testing.T) {
 				st.put(testPrefix+"/known", tt.stored)
 			}
 			c := newTestCounter(st, newFakeClock(now))
-			if err := c.SaveKnown(t.Context(), entriesOf(tt.adds), tt.forgets, tt.ttl, now); err != nil {
+			if err := c.SaveKnown(t.Context(), entriesOf(tt.adds), millis(tt.forgets), tt.ttl, now); err != nil {
 				t.Fatal(err)
 			}
 			if held := st.heldLocks(); len(held) != 0 {
@@ -91,7 +91,7 @@ func TestSaveKnown(t *testing.T) {
 			}
 			got := map[string]int64{}
 			for _, e := range loaded {
-				got[e.Key] = e.Last
+				got[e.Key] = e.Last / 1000
 			}
 			if !maps.Equal(got, tt.want) {
 				t.Errorf("known = %v, want %v", got, tt.want)
@@ -149,9 +149,9 @@ func TestSaveKnownSkipsUnchangedStore(t *testing.T) {
 		adds    []KnownEntry
 		forgets map[string]int64
 	}{
-		{"an older use", []KnownEntry{{"aa", 8000}}, nil},
-		{"a forget already stored", nil, map[string]int64{"zz": 100}},
-		{"an older forget of a key stored as forgotten", nil, map[string]int64{"zz": 50}},
+		{"an older use", []KnownEntry{{"aa", 8_000_000}}, nil},
+		{"a forget already stored", nil, map[string]int64{"zz": 100_000}},
+		{"an older forget of a key stored as forgotten", nil, map[string]int64{"zz": 50_000}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
@@ -169,20 +169,59 @@ func TestSaveKnownSkipsUnchangedStore(t *testing.T) {
 	}
 }
 
-// entriesOf turns a test's map of adds into SaveKnown's slice.
+// entriesOf turns a test's map of adds, in seconds, into SaveKnown's
+// slice, in milliseconds.
 func entriesOf(m map[string]int64) []KnownEntry {
 	var out []KnownEntry
 	for k, v := range m {
-		out = append(out, KnownEntry{k, v})
+		out = append(out, KnownEntry{k, v * 1000})
 	}
 	return out
+}
+
+// millis turns a test's map of forgets, in seconds, into milliseconds.
+func millis(m map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for k, v := range m {
+		out[k] = v * 1000
+	}
+	return out
+}
+
+// Last uses are kept to the millisecond, so a restart keeps their order
+// within a second; a store of whole seconds (written by earlier versions)
+// reads as it is.
+func TestKnownKeepsMilliseconds(t *testing.T) {
+	st := newFakeStorage()
+	st.put(testPrefix+"/known", "!old 1700000000\nold 1699999999\nsec 1700000005\nbad 17.x\nbad2 17.\n")
+	c := newTestCounter(st, newFakeClock(t0))
+	adds := []KnownEntry{{"a", 1_700_000_010_001}, {"b", 1_700_000_010_020}, {"c", 1_700_000_010_300}, {"d", 1_700_000_011_000}}
+	if err := c.SaveKnown(t.Context(), adds, map[string]int64{"gone": 1_700_000_009_999}, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := st.Load(t.Context(), testPrefix+"/known")
+	if want := "!gone 1700000009.999\n!old 1700000000\na 1700000010.001\nb 1700000010.020\nc 1700000010.300\nd 1700000011\nsec 1700000005\n"; string(data) != want {
+		t.Fatalf("stored %q, want %q", data, want)
+	}
+	loaded, err := c.LoadKnown(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, e := range loaded {
+		got[e.Key] = e.Last
+	}
+	want := map[string]int64{"a": 1_700_000_010_001, "b": 1_700_000_010_020, "c": 1_700_000_010_300, "d": 1_700_000_011_000, "sec": 1_700_000_005_000}
+	if !maps.Equal(got, want) {
+		t.Fatalf("loaded %v, want %v", got, want)
+	}
 }
 
 func TestSaveKnownWritesSortedLines(t *testing.T) {
 	st := newFakeStorage()
 	st.put(testPrefix+"/known", "bb 5\naa 9\n")
 	c := newTestCounter(st, newFakeClock(t0))
-	if err := c.SaveKnown(t.Context(), []KnownEntry{{"cc", 3}, {"ab", 1}, {"cc", 4}}, nil, 0, t0); err != nil {
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"cc", 3000}, {"ab", 1000}, {"cc", 4000}}, nil, 0, t0); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := st.Load(t.Context(), testPrefix+"/known")
@@ -198,15 +237,15 @@ func TestSaveKnownWritesSortedLines(t *testing.T) {
 func TestSavedForgetOutlivesOtherInstancesCopies(t *testing.T) {
 	st := newFakeStorage()
 	a, b := newTestCounter(st, newFakeClock(t0)), newTestCounter(st, newFakeClock(t0))
-	forgetAt := t0.Unix()
-	if err := a.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt - 100}, {"yy", forgetAt - 100}}, nil, time.Hour, t0); err != nil {
+	forgetAt := t0.UnixMilli()
+	if err := a.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt - 100_000}, {"yy", forgetAt - 100_000}}, nil, time.Hour, t0); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.SaveKnown(t.Context(), []KnownEntry{{"yy", forgetAt - 100}}, map[string]int64{"xx": forgetAt}, time.Hour, t0); err != nil {
+	if err := a.SaveKnown(t.Context(), []KnownEntry{{"yy", forgetAt - 100_000}}, map[string]int64{"xx": forgetAt}, time.Hour, t0); err != nil {
 		t.Fatal(err)
 	}
 	// b last saw xx before the forget, and saves its own set.
-	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt - 10}, {"yy", forgetAt - 10}}, nil, time.Hour, t0); err != nil {
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt - 10_000}, {"yy", forgetAt - 10_000}}, nil, time.Hour, t0); err != nil {
 		t.Fatal(err)
 	}
 	got, err := a.LoadKnown(t.Context())
@@ -217,7 +256,7 @@ func TestSavedForgetOutlivesOtherInstancesCopies(t *testing.T) {
 		t.Fatalf("known after another instance's save: %v, want only yy (xx was forgotten)", got)
 	}
 	// Proven again after the forget, on b: it is known again.
-	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt + 5}}, nil, time.Hour, t0.Add(5*time.Second)); err != nil {
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", forgetAt + 5000}}, nil, time.Hour, t0.Add(5*time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := a.LoadKnown(t.Context()); len(got) != 2 {
@@ -238,12 +277,12 @@ func TestSavedForgetOutlivesOtherInstancesCopies(t *testing.T) {
 func TestStoredForgetBeatsACallersOlderOne(t *testing.T) {
 	st := newFakeStorage()
 	a, b := newTestCounter(st, newFakeClock(t0)), newTestCounter(st, newFakeClock(t0))
-	at := t0.Unix()
+	at := t0.UnixMilli()
 	if err := a.SaveKnown(t.Context(), nil, map[string]int64{"xx": at}, time.Hour, t0); err != nil {
 		t.Fatal(err)
 	}
 	// b forgot xx at at-200, proved it again at at-100, and saves now.
-	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", at - 100}}, map[string]int64{"xx": at - 200}, time.Hour, t0); err != nil {
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", at - 100_000}}, map[string]int64{"xx": at - 200_000}, time.Hour, t0); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := a.LoadKnown(t.Context()); len(got) != 0 {
