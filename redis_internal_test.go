@@ -252,12 +252,13 @@ func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
 // admission back: here the zone's one concurrency slot is taken between
 // the look that comes first and the take that comes last, as a concurrent
 // call may. The same call then passes once the slot is free again, which
-// it cannot if its tenant token and daily quota of one stayed spent.
+// it cannot if its tenant token and the last of its daily quota (the
+// proving call counts one of two) stayed spent.
 func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
 		Zone: "redis-refund-local", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Day: 1}, Global: &RateLimit{Off: true},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Day: 2}, Global: &RateLimit{Off: true},
 		Concurrency: &Concurrency{Max: 1},
 		Store:       &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
