@@ -2,6 +2,8 @@ package mcplimit
 
 import (
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +30,10 @@ type zoneMetrics struct {
 	byLayer   [numLayers]prometheus.Counter
 	dryLayer  [numLayers]prometheus.Counter
 	refreshed func(*zoneMetrics)
+
+	regsMu sync.Mutex
+	regs   []*prometheus.Registry // the registries m is registered in
+	gone   bool                   // unregistered for good: the zone is gone
 
 	// The counts themselves, which the admin API reads too; admitted,
 	// upstream and in-flight are exported from them at scrape time, so a
@@ -143,11 +149,30 @@ func (m *zoneMetrics) register(reg *prometheus.Registry) error {
 	if reg == nil {
 		return nil
 	}
-	err := reg.Register(m)
-	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+	m.regsMu.Lock()
+	defer m.regsMu.Unlock()
+	if m.gone || slices.Contains(m.regs, reg) {
 		return nil
 	}
+	err := reg.Register(m)
+	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
+		err = nil
+	}
+	if err == nil {
+		m.regs = append(m.regs, reg)
+	}
 	return err
+}
+
+// unregister takes m out of every registry it was added to: its zone is
+// gone.
+func (m *zoneMetrics) unregister() {
+	m.regsMu.Lock()
+	defer m.regsMu.Unlock()
+	for _, reg := range m.regs {
+		reg.Unregister(m)
+	}
+	m.regs, m.gone = nil, true
 }
 
 // observe records one admission decision's duration.

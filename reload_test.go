@@ -561,3 +561,39 @@ route /mcp* {
 		t.Fatalf("stored known set %q lacks an identity used 2.5s ago under the zone's known_ttl of 1m", b)
 	}
 }
+
+// Caddy's admin endpoint serves the metrics registry of the config it
+// last tried to load, even one it rejected: a rejected load keeps every
+// running zone on /metrics, a zone that only the rejected config had is
+// not there, and a zone a load drops goes.
+func TestRejectedLoadKeepsRunningZonesOnMetrics(t *testing.T) {
+	e := startSite(t, "mcp_ratelimit /a* {\nzone metrics_kept\n}\nmcp_ratelimit /b* {\nzone metrics_dropped\n}\nreverse_proxy $BACKEND")
+	site := "mcp_ratelimit /a* {\nzone metrics_kept\n}\nmcp_ratelimit /c* {\nzone metrics_new\n}\nmcp_ratelimit /d* {\nzone metrics_bad\n}\nreverse_proxy $BACKEND"
+	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	bad := strings.Replace(string(js), `"zone":"metrics_bad"`, `"zone":"metrics_bad","refuse_with":"bogus"`, 1)
+	if bad == string(js) {
+		t.Fatalf("the failing handler is not in the adapted config: %s", js)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(bad)); st == http.StatusOK {
+		t.Fatalf("POST /load of a config with refuse_with bogus: %d %s, want it rejected", st, body)
+	}
+	zonesOnMetrics := func() map[string]bool {
+		_, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+		on := map[string]bool{}
+		for _, z := range []string{"metrics_kept", "metrics_dropped", "metrics_new"} {
+			on[z] = strings.Contains(string(body), `mcp_ratelimit_admitted_total{zone="`+z+`"}`)
+		}
+		return on
+	}
+	if on := zonesOnMetrics(); !on["metrics_kept"] || !on["metrics_dropped"] || on["metrics_new"] {
+		t.Fatalf("zones on /metrics after a rejected load: %v, want the two running ones only", on)
+	}
+	good := strings.Replace(string(js), `,{"handler":"mcp_ratelimit","zone":"metrics_bad"}`, "", 1)
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(good)); st != http.StatusOK {
+		t.Fatalf("POST /load: %d %s", st, body)
+	}
+	harness.Eventually(t, 5*time.Second, "the dropped zone off /metrics", func() bool {
+		on := zonesOnMetrics()
+		return on["metrics_kept"] && on["metrics_new"] && !on["metrics_dropped"]
+	})
+}
