@@ -344,11 +344,12 @@ func (d *decision) admitAnonymous() bool {
 }
 
 // admitConcurrency takes the in-flight slots last, so no other layer can
-// refuse while a slot is held.
+// refuse while a slot is held. A body of JSON-RPC notifications and
+// responses only puts no call in flight (see callsNothing).
 func (d *decision) admitConcurrency() bool {
 	c := d.lim.concurrency
 	perID := c.PerIdentity > 0 && d.hasID
-	if c.Max <= 0 && !perID {
+	if c.Max <= 0 && !perID || callsNothing(d.req) {
 		return true
 	}
 	// A batch's calls may all run at once: each takes a slot.

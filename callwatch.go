@@ -75,6 +75,25 @@ func listenOnly(req *jsonrpc.Request) bool {
 	return true
 }
 
+// callsNothing reports whether req holds JSON-RPC messages none of which
+// is a request: notifications, and responses (a client's answers to the
+// server's requests) only. A backend answers such a POST at once, and it
+// must pass while the sender's calls hold every slot: a call waiting on
+// the client's answer (roots/list, sampling, elicitation) would hold its
+// slot until it timed out, and a cancellation would never reach the
+// backend.
+func callsNothing(req *jsonrpc.Request) bool {
+	if req == nil || req.Len() == 0 {
+		return false
+	}
+	for i := range req.Len() {
+		if e := req.Entry(i); !e.Notification() && !e.Response() {
+			return false
+		}
+	}
+	return true
+}
+
 // start watches the answer to d when d holds concurrency slots and the
 // answer is an SSE stream, whatever its status: a stream that holds the
 // answers has answered, even with an error status.

@@ -388,3 +388,37 @@ func TestSSECallHoldsItsSlotUntilItsAnswer(t *testing.T) {
 		t.Fatalf("the call after an answered one was refused: %v", err)
 	}
 }
+
+// A POST of JSON-RPC notifications and responses only (a client's answers
+// to the server's requests, its cancellations) puts no call in flight: the
+// backend answers it at once. Under meter * it costs 1 and is never
+// refused by the concurrency cap, or a call waiting on the client's answer
+// (roots/list, sampling, elicitation) would hold the identity's one slot
+// until it times out, and a cancellation would never reach the backend.
+func TestAnswersAndNotificationsTakeNoConcurrencySlot(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nmeter *\nconcurrency 5 per_identity 1")
+	auth := []string{"Authorization", "Bearer valid-answers"}
+	e.prove("valid-answers")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(1, "slow", map[string]any{"millis": 3000})))
+		req.Header.Set(auth[0], auth[1])
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	harness.Eventually(t, 10*time.Second, "the slow call in flight", func() bool { return e.inflight("default") == 1 })
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"jsonrpc":"2.0","id":7,"result":{"roots":[]}}`,
+		`[{"jsonrpc":"2.0","id":8,"error":{"code":-1,"message":"no"}},{"jsonrpc":"2.0","method":"notifications/progress"}]`,
+	} {
+		if r := e.post(body, auth...); r.Status == http.StatusTooManyRequests {
+			t.Fatalf("%s with the identity's slot taken: %d %s, want it passed on", body, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(2, auth...), http.StatusTooManyRequests, "concurrency")
+}
