@@ -202,8 +202,10 @@ func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 		return nil, caddy.APIError{HTTPStatus: http.StatusBadRequest, Err: err}
 	}
 	now := time.Now()
-	proven := z.known.Contains(fp, now)
-	out := map[string]any{"fingerprint": fpHex, "proven": proven}
+	// With trust_identity every identity is proven on sight, and none is
+	// recorded: one the zone holds state of is shown as proven.
+	known := z.known.Contains(fp, now)
+	out := map[string]any{"fingerprint": fpHex, "proven": known || z.pol.Load().trustIdentity}
 	if r := z.redis.Load(); r == nil || r.degraded.Load() || !redisUsage(r, fpHex, out, now) {
 		z.localUsage(fp, fpHex, out, now)
 	}
@@ -213,7 +215,7 @@ func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 		out["override"] = true
 	}
 	_, tokens := out["tenant_tokens"]
-	if !proven && !tokens && !override && len(out["quota_used"].(map[string]int64)) == 0 {
+	if !known && !tokens && !override && len(out["quota_used"].(map[string]int64)) == 0 {
 		return nil, caddy.APIError{HTTPStatus: http.StatusNotFound, Err: fmt.Errorf("unknown identity %s in zone %s", fpHex, z.name)}
 	}
 	return out, nil

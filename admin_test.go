@@ -334,3 +334,21 @@ func TestAdminShowsOverrideOverEachTier(t *testing.T) {
 		t.Fatalf("override view %s: want top-level tenant burst 2 and, in tier gold, burst 6, 1 call in flight, cost photo 3; quota 40/day in both; sets [quota]", b)
 	}
 }
+
+// With trust_identity, identities are proven on sight and never recorded
+// in the proven set: the identity view shows one the zone holds state of
+// as proven, and still does not know one it holds nothing of.
+func TestIdentityViewWithTrustIdentity(t *testing.T) {
+	e := start(t, "zone admtrust\nidentity {http.request.header.X-User}\ntrust_identity\ntenant 1/h burst 2")
+	if r := e.call(1, "X-User", "u1"); r.Status != http.StatusOK {
+		t.Fatalf("trusted call: %d %s", r.Status, r.Body)
+	}
+	var id map[string]any
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/admtrust/identities/"+fingerprintOf(t, e.caddy.Storage, "admtrust", "u1"), &id)
+	if id["proven"] != true {
+		t.Fatalf("identity view %v: want proven true under trust_identity", id)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodGet, "/mcp_ratelimit/admtrust/identities/"+strings.Repeat("0", 32), nil); st != http.StatusNotFound {
+		t.Fatalf("an identity the zone holds nothing of: %d %s, want 404", st, body)
+	}
+}
