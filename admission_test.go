@@ -221,6 +221,23 @@ func TestGettingForgottenBeforeEachCallGainsNothing(t *testing.T) {
 			t.Fatalf("a credential never proven, on pre-auth: %d %s", r.Status, r.Body)
 		}
 	})
+	// A proven identity holds no tenant bucket until its first call, and
+	// a full bucket is dropped: forgotten then, its calls are charged to
+	// one all the same, or calls sent at once (from many addresses, each
+	// with its pre-auth budget) before a 2xx proves it again would all
+	// pass. Here the backend answers 500, which proves nothing.
+	t.Run("tenant, no bucket held", func(t *testing.T) {
+		e := start(t, "zone forgetloopn\npreauth 100/s burst 100\ntenant 1/h burst 2\nquota off")
+		auth := []string{"Authorization", "Bearer valid-forgetloopn"}
+		e.prove("valid-forgetloopn")
+		forget(e, auth)
+		for i := range 2 {
+			if r := e.call(i, append(auth, "X-Demo-Status", "500")...); r.Status != http.StatusInternalServerError {
+				t.Fatalf("call %d of the burst: %d %s", i+1, r.Status, r.Body)
+			}
+		}
+		refusal(t, e.call(3, append(auth, "X-Demo-Status", "500")...), http.StatusTooManyRequests, "tenant")
+	})
 }
 
 // passedFrom makes n unproven calls from the client address from (sent as

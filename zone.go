@@ -47,13 +47,17 @@ type zone struct {
 	global  *buckets.Set[[16]byte]
 	anon    *buckets.Set[[16]byte]
 	known   *known.Set[[16]byte]
-	perID   *buckets.Gauge[[16]byte]
-	all     *buckets.Gauge[[16]byte]
-	quota   *quota.Counter
-	storage *swapStorage
-	redis   atomic.Pointer[zoneRedis] // nil without `store redis`
-	metrics *zoneMetrics
-	sampler *sampler
+	// forgotten holds the identities forgotten after they were proven,
+	// for known_ttl: unproven, they are charged to a tenant bucket all
+	// the same (see forgottenWithBucket).
+	forgotten *known.Set[[16]byte]
+	perID     *buckets.Gauge[[16]byte]
+	all       *buckets.Gauge[[16]byte]
+	quota     *quota.Counter
+	storage   *swapStorage
+	redis     atomic.Pointer[zoneRedis] // nil without `store redis`
+	metrics   *zoneMetrics
+	sampler   *sampler
 	// forwarded holds, per Caddy server name, what the zone said about
 	// X-Forwarded-For there (*forwardedState): each server has its own
 	// trusted proxies.
@@ -193,6 +197,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		global:    buckets.New[[16]byte](1, buckets.HashFingerprint),
 		anon:      buckets.New[[16]byte](1, buckets.HashFingerprint),
 		known:     known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
+		forgotten: known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
 		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		all:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:   stor,
@@ -297,6 +302,7 @@ func (z *zone) applyCapacities(applied zoneCapacity) zoneCapacity {
 		return applied // unchanged, or no handler holds the zone
 	}
 	z.known.SetLimits(c.maxKnown, c.knownTTL)
+	z.forgotten.SetLimits(c.maxKnown, c.knownTTL)
 	z.preauth.SetCapacity(c.maxKnown)
 	z.tenants.SetCapacity(c.maxKnown)
 	z.groups.SetCapacity(c.maxKnown)
@@ -342,6 +348,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				z.tenants.Sweep(now)
 				z.groups.Sweep(now)
 				z.known.Sweep(now)
+				z.forgotten.Sweep(now)
 				z.drainSampler(false)
 				z.probeRedis(ctx, now)
 				z.keyToMovedStorage(ctx)
@@ -563,6 +570,9 @@ func (z *zone) prove(fp [16]byte, now time.Time) {
 // forget drops a proven identity and remembers the forget for the next
 // persistence of the known-good set.
 func (z *zone) forget(fp [16]byte, now time.Time) {
+	if z.known.Contains(fp, now) || z.forgotten.Contains(fp, now) {
+		z.forgotten.Prove(fp, now) // a credential never proven stays out
+	}
 	z.known.Forget(fp)
 	z.forgetMu.Lock()
 	z.forgets[hex.EncodeToString(fp[:])] = now.UnixMilli()
