@@ -152,8 +152,12 @@ func (z *zone) status() map[string]any {
 		refusals[layerNames[l]] = m.refusedN[l].Load()
 		dry[layerNames[l]] = m.dryN[l].Load()
 	}
+	limits := z.pol.Load().view()
+	// The zone applies the most generous of its handlers' (noteCapacity).
+	c := z.capacity.Load()
+	limits["known_ttl"], limits["max_known"] = c.knownTTL.String(), c.maxKnown
 	return map[string]any{
-		"limits":             z.pol.Load().view(),
+		"limits":             limits,
 		"tracked":            z.tracked(),
 		"refusals":           refusals,
 		"dry_run_refusals":   dry,

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 )
@@ -47,5 +48,30 @@ func TestZoneAppliesTheLargestMaxKnownOfItsHandlers(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of 3 proven identities kept, want 3 (max_known 3 of the second handler)", kept)
 		}
+	}
+}
+
+// The admin API shows the max_known and known_ttl the zone applies, the
+// most generous of its handlers', not those of the handler loaded last.
+func TestZoneStatusShowsTheCapacityInForce(t *testing.T) {
+	large, err := compile(&Handler{Zone: "capacity-status", MaxKnown: 3, KnownTTL: caddy.Duration(48 * time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := compile(&Handler{Zone: "capacity-status", MaxKnown: 1, KnownTTL: caddy.Duration(2 * time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &certmagic.FileStorage{Path: t.TempDir()}
+	z, err := newZone(st, large, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	z.hold(&holder{pol: large, storage: st, logger: zap.NewNop()})
+	z.hold(&holder{pol: small, storage: st, logger: zap.NewNop()})
+	limits := z.status()["limits"].(map[string]any)
+	if limits["max_known"] != 3 || limits["known_ttl"] != "48h0m0s" {
+		t.Fatalf("limits show max_known %v, known_ttl %v; want the zone's 3 and 48h", limits["max_known"], limits["known_ttl"])
 	}
 }
