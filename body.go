@@ -191,9 +191,11 @@ func bodyEncoding(values []string) (string, bool) {
 
 // foreignCharset returns a charset other than UTF-8 that the Content-Type
 // values name anywhere: in any parameter, quoted or not, first or last,
-// plain or extended (charset*=). Parsers disagree on quoted strings and
-// duplicate parameters (the TypeScript SDK's read the last charset, or
-// the one after a quoted ";charset=utf-8"), so any foreign one counts.
+// plain or extended as RFC 2231 writes it (charset*=utf-8''utf-16, whose
+// value follows the second quote, %-encoded; continued, charset*0=).
+// Parsers disagree on quoted strings and duplicate parameters (the
+// TypeScript SDK's read the last charset, or the one after a quoted
+// ";charset=utf-8"), so any foreign one, in either reading, counts.
 func foreignCharset(cts []string) (string, bool) {
 	for _, ct := range cts {
 		lower := strings.ToLower(ct)
@@ -203,18 +205,33 @@ func foreignCharset(cts []string) (string, bool) {
 				break
 			}
 			rest = rest[i+len("charset"):]
-			v, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t*"), "=")
+			raw, ok := strings.CutPrefix(strings.TrimLeft(rest, " \t*0123456789"), "=")
 			if !ok {
 				continue
 			}
-			v = strings.TrimLeft(v, " \t\"'")
-			if end := strings.IndexAny(v, "\"'; \t,"); end >= 0 {
-				v = v[:end]
-			}
-			if v != "utf-8" && v != "utf8" {
+			raw = strings.TrimLeft(raw, " \t")
+			if v := charsetToken(strings.TrimLeft(raw, "\"'")); !utf8Charset(v) {
 				return v, true
+			}
+			if _, ext, ok := strings.Cut(raw, "'"); ok {
+				if _, ext, ok = strings.Cut(ext, "'"); ok {
+					if v := percentDecode(charsetToken(ext), false); v != "" && !utf8Charset(v) {
+						return v, true
+					}
+				}
 			}
 		}
 	}
 	return "", false
 }
+
+// charsetToken is the charset value v starts with.
+func charsetToken(v string) string {
+	if end := strings.IndexAny(v, "\"'; \t,"); end >= 0 {
+		return v[:end]
+	}
+	return v
+}
+
+// utf8Charset reports whether the lower-case charset v is UTF-8.
+func utf8Charset(v string) bool { return v == "utf-8" || v == "utf8" }

@@ -25,6 +25,14 @@ func TestForeignCharset(t *testing.T) {
 		{[]string{"application/json; charset=utf-7; charset=utf-8"}, "utf-7", true},
 		// Extended notation, and a second Content-Type field.
 		{[]string{"application/json; charset*=utf-7''"}, "utf-7", true},
+		// RFC 2231: the value follows the second quote, %-encoded; a
+		// parameter may be continued (charset*0=).
+		{[]string{"application/json; charset*=UTF-8''utf-16"}, "utf-16", true},
+		{[]string{"application/json; charset*=utf-8''utf%2D7"}, "utf-7", true},
+		{[]string{"application/json; charset*0=utf-16"}, "utf-16", true},
+		{[]string{"application/json; charset*0*=utf-8''latin1"}, "latin1", true},
+		{[]string{"application/json; charset*=UTF-8''utf-8"}, "", false},
+		{[]string{"application/json; charset*=utf-8'en'UTF-8"}, "", false},
 		{[]string{"application/json", "application/json; charset=latin1"}, "latin1", true},
 	}
 	for _, tt := range tests {
