@@ -191,7 +191,7 @@ func bodyEncoding(values []string) (string, bool) {
 
 // foreignCharset returns a charset other than UTF-8 that the Content-Type
 // values name anywhere: in any parameter, quoted or not, first or last,
-// plain or extended as RFC 2231 writes it (charset*=utf-8”utf-16, whose
+// plain or extended as RFC 2231 writes it (charset*=utf-8'en'utf-16, whose
 // value follows the second quote, %-encoded; continued, charset*0=).
 // Parsers disagree on quoted strings and duplicate parameters (the
 // TypeScript SDK's read the last charset, or the one after a quoted
