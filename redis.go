@@ -37,6 +37,9 @@ type zoneRedis struct {
 	// keyAdopted says the zone fingerprints under the key this store
 	// holds; until then, the store must not decide.
 	keyAdopted atomic.Bool
+	// unseeded says the store was added to a running zone while Redis was
+	// unreachable: the zone's counts are carried to it once it returns.
+	unseeded atomic.Bool
 
 	mu      sync.Mutex
 	pending map[deltaKey]int64
@@ -186,9 +189,14 @@ func (z *zone) applyRedis(pol *policy) {
 		// every other instance computes, or not at all.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		key := z.fpKey.Load()
-		if err := z.adoptRedisKey(ctx, r); err != nil && r.fail(err, time.Now()) {
-			z.logger.Load().Error("redis store unreachable: deciding locally until it returns", zap.String("zone", z.name), zap.Error(err))
-		} else if err == nil && old == nil && z.fpKey.Load() == key {
+		switch err := z.adoptRedisKey(ctx, r); {
+		case err != nil:
+			r.unseeded.Store(old == nil)
+			if r.fail(err, time.Now()) {
+				z.logger.Load().Error("redis store unreachable: deciding locally until it returns, which is when the counts made locally this period are carried there",
+					zap.String("zone", z.name), zap.Error(err))
+			}
+		case old == nil && z.fpKey.Load() == key:
 			z.seedRedis(ctx, r)
 		}
 		cancel()
@@ -354,12 +362,24 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	if !due {
 		return
 	}
+	key := z.fpKey.Load()
 	err := r.store.Ping(ctx)
 	if err == nil && !r.keyAdopted.Load() {
 		err = z.adoptRedisKey(ctx, r)
 	}
 	if err == nil {
 		err = r.push(ctx)
+	}
+	if err == nil && r.unseeded.Load() {
+		// After the push: the counts kept for Redis during the outage are
+		// in the local ones too, which the seed raises Redis's to.
+		if z.fpKey.Load() != key {
+			z.logger.Load().Warn("redis store added: the counts made locally this period are under another fingerprint key than redis's, and are not carried; tenants may spend their quota again this period",
+				zap.String("zone", z.name))
+		} else {
+			err = r.store.Seed(ctx, z.quota.Counts(time.Now()))
+		}
+		r.unseeded.Store(err != nil)
 	}
 	if err != nil {
 		z.metrics.storeErrs.Inc()

@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -401,5 +402,77 @@ func awayFromMidnight(t *testing.T) {
 		time.Sleep(next.Sub(now) + 15*time.Second)
 	case now.Sub(quota.Day.Start(now)) < 15*time.Second:
 		time.Sleep(15*time.Second - now.Sub(quota.Day.Start(now)))
+	}
+}
+
+// A store added to a running zone while Redis is unreachable carries the
+// zone's counts once Redis returns: a tenant must not get its quota
+// afresh because the decision moved to Redis during an outage.
+func TestStoreAddedDuringAnOutageCarriesTheCountsOnceRedisReturns(t *testing.T) {
+	url, _ := localRedis(t)
+	awayFromMidnight(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-carry-late", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},
+	})
+	const token = "Bearer valid-carry-late"
+	for range 3 {
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("local call: %d %s", code, body)
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // Redis is unreachable there, for now
+	pol := *h.pol
+	pol.redis = &RedisStore{URL: "redis://" + addr, Timeout: caddy.Duration(time.Second)}
+	h.zone.applyRedis(&pol)
+	r := h.zone.redis.Load()
+	if !r.degraded.Load() {
+		t.Fatal("the store added while Redis is unreachable is not degraded")
+	}
+	// Redis returns at that address.
+	l, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("the address was taken meanwhile: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := opts.Addr
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(u, c) }()
+				_, _ = io.Copy(c, u)
+			}()
+		}
+	}()
+	r.mu.Lock()
+	r.nextProbe = time.Time{}
+	r.mu.Unlock()
+	h.zone.probeRedis(t.Context(), time.Now())
+	if r.degraded.Load() {
+		t.Fatalf("Redis back, the store is still degraded: %v", h.zone.storeStatus())
+	}
+	now := time.Now()
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	if n, err := r.store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 3 {
+		t.Fatalf("Redis counts %d (%v) for the identity, want the 3 counted before the store was added", n, err)
 	}
 }
