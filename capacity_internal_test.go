@@ -14,22 +14,7 @@ import (
 // looks: its sets were made with the first handler's, and the loop must
 // compare against those, not against the second's it may read first.
 func TestZoneAppliesTheLargestMaxKnownOfItsHandlers(t *testing.T) {
-	small, err := compile(&Handler{Zone: "capacity-race", MaxKnown: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	large, err := compile(&Handler{Zone: "capacity-race", MaxKnown: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &certmagic.FileStorage{Path: t.TempDir()}
-	z, err := newZone(st, small, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z.Destruct() })
-	z.hold(&holder{pol: small, storage: st, logger: zap.NewNop()})
-	z.hold(&holder{pol: large, storage: st, logger: zap.NewNop()})
+	z := heldByTwo(t, &Handler{Zone: "capacity-race", MaxKnown: 1}, &Handler{Zone: "capacity-race", MaxKnown: 3})
 	ids := [][16]byte{{1}, {2}, {3}}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		now := time.Now()
@@ -54,24 +39,35 @@ func TestZoneAppliesTheLargestMaxKnownOfItsHandlers(t *testing.T) {
 // The admin API shows the max_known and known_ttl the zone applies, the
 // most generous of its handlers', not those of the handler loaded last.
 func TestZoneStatusShowsTheCapacityInForce(t *testing.T) {
-	large, err := compile(&Handler{Zone: "capacity-status", MaxKnown: 3, KnownTTL: caddy.Duration(48 * time.Hour)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	small, err := compile(&Handler{Zone: "capacity-status", MaxKnown: 1, KnownTTL: caddy.Duration(2 * time.Second)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &certmagic.FileStorage{Path: t.TempDir()}
-	z, err := newZone(st, large, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z.Destruct() })
-	z.hold(&holder{pol: large, storage: st, logger: zap.NewNop()})
-	z.hold(&holder{pol: small, storage: st, logger: zap.NewNop()})
+	z := heldByTwo(t,
+		&Handler{Zone: "capacity-status", MaxKnown: 3, KnownTTL: caddy.Duration(48 * time.Hour)},
+		&Handler{Zone: "capacity-status", MaxKnown: 1, KnownTTL: caddy.Duration(2 * time.Second)})
 	limits := z.status()["limits"].(map[string]any)
 	if limits["max_known"] != 3 || limits["known_ttl"] != "48h0m0s" {
 		t.Fatalf("limits show max_known %v, known_ttl %v; want the zone's 3 and 48h", limits["max_known"], limits["known_ttl"])
 	}
+}
+
+// heldByTwo returns a zone made with first's policy and held by first's
+// handler, then second's, as two handlers of one config hold it.
+func heldByTwo(t *testing.T, first, second *Handler) *zone {
+	t.Helper()
+	st := &certmagic.FileStorage{Path: t.TempDir()}
+	var pols []*policy
+	for _, h := range []*Handler{first, second} {
+		pol, err := compile(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pols = append(pols, pol)
+	}
+	z, err := newZone(st, pols[0], zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	for _, pol := range pols {
+		z.hold(&holder{pol: pol, storage: st, logger: zap.NewNop()})
+	}
+	return z
 }

@@ -299,14 +299,7 @@ func TestRejectedLoadLeavesTheZoneAsItWas(t *testing.T) {
 		e.prove(tok)
 	}
 	site := "mcp_ratelimit {\n" + strings.Replace(block, "tenant 10/m burst 10", "tenant 1/m burst 1\nmax_known 2", 1) + "\n}\nmcp_ratelimit {\n\tzone other\n}\nreverse_proxy $BACKEND"
-	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
-	bad := strings.Replace(string(js), `"zone":"other"`, `"zone":"other","refuse_with":"bogus"`, 1)
-	if bad == string(js) {
-		t.Fatalf("the second handler is not in the adapted config: %s", js)
-	}
-	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(bad)); st == http.StatusOK {
-		t.Fatalf("POST /load of a config with refuse_with bogus: %d %s, want it rejected", st, body)
-	}
+	loadRejected(t, e, site, "other")
 	time.Sleep(500 * time.Millisecond) // the zone's loop would apply new capacities by now
 	s := zoneStatusOf(t, e.caddy, "kept")
 	if !jsonEqual(t, s["limits"].(map[string]any)["tenant"], `{"rate":"10/m","burst":10}`) {
@@ -569,14 +562,7 @@ route /mcp* {
 func TestRejectedLoadKeepsRunningZonesOnMetrics(t *testing.T) {
 	e := startSite(t, "mcp_ratelimit /a* {\nzone metrics_kept\n}\nmcp_ratelimit /b* {\nzone metrics_dropped\n}\nreverse_proxy $BACKEND")
 	site := "mcp_ratelimit /a* {\nzone metrics_kept\n}\nmcp_ratelimit /c* {\nzone metrics_new\n}\nmcp_ratelimit /d* {\nzone metrics_bad\n}\nreverse_proxy $BACKEND"
-	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
-	bad := strings.Replace(string(js), `"zone":"metrics_bad"`, `"zone":"metrics_bad","refuse_with":"bogus"`, 1)
-	if bad == string(js) {
-		t.Fatalf("the failing handler is not in the adapted config: %s", js)
-	}
-	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(bad)); st == http.StatusOK {
-		t.Fatalf("POST /load of a config with refuse_with bogus: %d %s, want it rejected", st, body)
-	}
+	js := loadRejected(t, e, site, "metrics_bad")
 	zonesOnMetrics := func() map[string]bool {
 		_, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
 		on := map[string]bool{}
@@ -588,12 +574,27 @@ func TestRejectedLoadKeepsRunningZonesOnMetrics(t *testing.T) {
 	if on := zonesOnMetrics(); !on["metrics_kept"] || !on["metrics_dropped"] || on["metrics_new"] {
 		t.Fatalf("zones on /metrics after a rejected load: %v, want the two running ones only", on)
 	}
-	good := strings.Replace(string(js), `,{"handler":"mcp_ratelimit","zone":"metrics_bad"}`, "", 1)
-	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(good)); st != http.StatusOK {
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", js); st != http.StatusOK {
 		t.Fatalf("POST /load: %d %s", st, body)
 	}
 	harness.Eventually(t, 5*time.Second, "the dropped zone off /metrics", func() bool {
 		on := zonesOnMetrics()
 		return on["metrics_kept"] && on["metrics_new"] && !on["metrics_dropped"]
 	})
+}
+
+// loadRejected posts site's config with the handler of zone bad made
+// invalid (refuse_with bogus), checks that Caddy rejects it, and returns
+// the config as adapted, valid.
+func loadRejected(t *testing.T, e *env, site, bad string) []byte {
+	t.Helper()
+	js := harness.Adapt(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	invalid := strings.Replace(string(js), `"zone":"`+bad+`"`, `"zone":"`+bad+`","refuse_with":"bogus"`, 1)
+	if invalid == string(js) {
+		t.Fatalf("no handler of zone %s in the adapted config: %s", bad, js)
+	}
+	if st, body := e.caddy.AdminDo(t, http.MethodPost, "/load", []byte(invalid)); st == http.StatusOK {
+		t.Fatalf("POST /load of a config with refuse_with bogus: %d %s, want it rejected", st, body)
+	}
+	return js
 }
