@@ -73,6 +73,9 @@ type redisSlot struct {
 // left out, and Redis decides the others again, so they still charge.
 func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	items, slots := d.redisItems()
+	if err := r.pushFor(context.Background(), items, d.now); err != nil {
+		return refusal{}, false, err
+	}
 	for len(items) > 0 {
 		start := time.Now()
 		res, err := r.store.Decide(context.Background(), items)

@@ -476,3 +476,27 @@ func TestStoreAddedDuringAnOutageCarriesTheCountsOnceRedisReturns(t *testing.T) 
 		t.Fatalf("Redis counts %d (%v) for the identity, want the 3 counted before the store was added", n, err)
 	}
 }
+
+// Counts an unproven caller's request made locally (here a group's, whose
+// members' first calls are unproven) are in Redis before a call decided
+// there: the group's quota holds on one instance as it does without Redis.
+func TestLocalCountsReachRedisBeforeTheNextDecision(t *testing.T) {
+	url, _ := localRedis(t)
+	awayFromMidnight(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-local-first", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Group: &Group{Key: "{http.request.host}", Rate: "100/s", Burst: 100}, GroupQuota: &QuotaLimit{Day: 3},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+	})
+	if code, body := serveCall(t, h, "Bearer valid-member", http.StatusOK); code != http.StatusOK { // proves it
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	for _, token := range []string{"Bearer unproven-1", "Bearer unproven-2"} {
+		if code, body := serveCall(t, h, token, http.StatusInternalServerError); code != http.StatusInternalServerError {
+			t.Fatalf("unproven member's call: %d %s", code, body)
+		}
+	}
+	if code, body := serveCall(t, h, "Bearer valid-member", http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"group_quota"`) {
+		t.Fatalf("a fourth call of the group against a group quota of 3: %d %s, want it refused", code, body)
+	}
+}

@@ -104,6 +104,39 @@ func (r *zoneRedis) keepInDoubt(b *pushBatch) {
 	}
 }
 
+// pushFor pushes, before a decision in Redis, the pending counts of the
+// quota items among items: counts an unproven caller's request made
+// locally (a group's, a forgotten identity's), or the outage made. The
+// decision must find them, or those quotas would pass their limits by what
+// the instance counted since its last push. A decision with none pending
+// costs no round trip more.
+func (r *zoneRedis) pushFor(ctx context.Context, items []redisstore.Item, now time.Time) error {
+	var b *pushBatch
+	r.mu.Lock()
+	for _, it := range items {
+		if it.Kind != redisstore.Quota || len(r.pending) == 0 {
+			continue
+		}
+		k := deltaKey{key: it.Key, period: it.Period, start: it.Period.Start(now).Unix()}
+		if n, ok := r.pending[k]; ok {
+			if b == nil {
+				b = &pushBatch{id: newPushID(), counts: map[deltaKey]int64{}}
+			}
+			b.counts[k] = n
+			delete(r.pending, k)
+		}
+	}
+	r.mu.Unlock()
+	if b == nil {
+		return nil
+	}
+	if _, err := r.store.Push(ctx, b.id, b.deltas()); err != nil {
+		r.keepInDoubt(b)
+		return err
+	}
+	return nil
+}
+
 // countInRedis counts items in Redis at once, under a push id of their
 // own, and reports whether Redis took them; otherwise they wait to be
 // pushed (pending while Redis is degraded; kept in doubt, and sent again
