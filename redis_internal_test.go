@@ -500,3 +500,25 @@ func TestLocalCountsReachRedisBeforeTheNextDecision(t *testing.T) {
 		t.Fatalf("a fourth call of the group against a group quota of 3: %d %s, want it refused", code, body)
 	}
 }
+
+// An identity forgotten after using some of its quota is charged to it
+// locally while unproven, and that count is in Redis before its next call
+// decided there: getting forgotten gains no call.
+func TestForgottenIdentitysLocalCountReachesRedisFirst(t *testing.T) {
+	url, _ := localRedis(t)
+	awayFromMidnight(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-forgotten-count", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 4},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+	})
+	const token = "Bearer valid-forgotten-count"
+	for i, status := range []int{http.StatusOK, http.StatusOK, http.StatusForbidden, http.StatusOK} {
+		if code, body := serveCall(t, h, token, status); code != status {
+			t.Fatalf("call %d: %d %s, want the backend's %d", i+1, code, body, status)
+		}
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "QUOTA_EXHAUSTED") {
+		t.Fatalf("a fifth call against a quota of 4, after a forget: %d %s, want it refused", code, body)
+	}
+}
