@@ -284,19 +284,22 @@ func (d *decision) admitTenant() bool {
 }
 
 // forgottenWithBucket says an unproven identity was proven before: it
-// still has the tenant bucket it earned then (a drained bucket is kept
-// until it refills), or it was forgotten less than known_ttl ago (a full
-// bucket is dropped, and one is made again). Its calls are charged to the
+// was forgotten less than known_ttl ago (a full bucket is dropped, and one
+// is made again), or it still has the tenant bucket it earned then (a
+// drained bucket is kept until it refills). Its calls are charged to the
 // bucket too, so that getting itself forgotten (any rejected request does
 // it) never buys calls beyond its rate, not even calls sent at once from
 // many addresses before a 2xx proves it again. A credential never proven
 // has no bucket, and none is made for it.
 func (d *decision) forgottenWithBucket() bool {
+	if d.forgotten {
+		return true
+	}
 	if !d.hasID {
 		return false
 	}
 	_, ok := d.z.tenants.Tokens(d.fp, d.now)
-	return ok || d.z.forgotten.Contains(d.fp, d.now)
+	return ok
 }
 
 func (d *decision) admitGroup() bool {

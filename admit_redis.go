@@ -9,16 +9,18 @@ import (
 )
 
 // admitRedis decides the tenant, group, quota and global layers of a
-// proven identity's call in Redis, in one atomic round trip, when the zone
-// has a healthy Redis store; the local steps for those layers then pass
-// (d.inRedis). Without a store, while it is degraded or failing now, or
-// for an unproven caller's request, it passes and the local steps decide,
-// exactly as without Redis: pre-auth stays local, and so does all an
-// unproven request costs (a scanner must not cost a network hop); the
-// quota counts it makes are pushed with the zone's next tick.
+// proven (or forgotten) identity's call in Redis, in one atomic round
+// trip, when the zone has a healthy Redis store; the local steps for those
+// layers then pass (d.inRedis). Without a store, while it is degraded or
+// failing now, or for an unproven caller's request, it passes and the
+// local steps decide, exactly as without Redis: pre-auth stays local, and
+// so does all an unproven request costs (a scanner must not cost a
+// network hop); the quota counts it makes are pushed with the zone's next
+// tick. A forgotten identity was proven: it is no scanner, and is charged
+// where its buckets and counts are.
 func (d *decision) admitRedis() bool {
 	r := d.z.redis.Load()
-	if r == nil || r.degraded.Load() || !d.proven {
+	if r == nil || r.degraded.Load() || !d.proven && !d.forgotten {
 		return true
 	}
 	if d.probing {
@@ -140,7 +142,7 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 		items = append(items, redisstore.Item{Kind: redisstore.Bucket, Key: key, Rate: float64(lim.rate), Burst: int64(lim.burst), Since: since, N: d.cost})
 		slots = append(slots, redisSlot{layer: l, lim: lim, quota: -1})
 	}
-	if d.proven && !d.lim.tenantOff {
+	if (d.proven || d.forgotten) && !d.lim.tenantOff {
 		addBucket(layerTenant, "t/"+string(d.identityQuotaKey()[2:]), d.lim.tenant)
 	}
 	if d.hasGroup && d.pol.groupKey != "" {

@@ -25,15 +25,19 @@ type decision struct {
 	pol *policy
 	now time.Time
 
-	ip       netip.Addr   // the client address of an unproven caller
-	addr     netip.Prefix // its key: the network of ip
-	fp       [16]byte
-	cached   *fpEntry // fp's entry in the fingerprint cache, if it was there
-	hasID    bool
-	proven   bool
-	groupFP  [16]byte
-	hasGroup bool
-	lim      limits
+	ip     netip.Addr   // the client address of an unproven caller
+	addr   netip.Prefix // its key: the network of ip
+	fp     [16]byte
+	cached *fpEntry // fp's entry in the fingerprint cache, if it was there
+	hasID  bool
+	proven bool
+	// forgotten says the unproven identity was proven and then forgotten
+	// less than known_ttl ago (zone.forgotten): its calls are charged as
+	// a proven identity's, to its tenant bucket and quotas.
+	forgotten bool
+	groupFP   [16]byte
+	hasGroup  bool
+	lim       limits
 
 	body    *jsonrpc.Buffer
 	bodyOwn bool
@@ -142,6 +146,7 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	if !d.proven {
 		// Only unproven callers are keyed by address (pre-auth).
 		d.ip, d.addr = clientAddr(r, d.pol)
+		d.forgotten = d.hasID && d.z.forgotten.Contains(d.fp, now)
 	}
 	d.lim = d.pol.limitsFor(r, d)
 	return d

@@ -150,7 +150,7 @@ func (d *decision) quotaItems() {
 	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 	if d.proven || d.hasID {
 		d.identityItems()
-		if !d.proven && len(d.items) > 0 && !d.z.quota.AnyCounted(d.items, d.now) {
+		if !d.proven && !d.forgotten && len(d.items) > 0 && !d.z.quota.AnyCounted(d.items, d.now) {
 			d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 			d.uncounted = true
 		}

@@ -522,3 +522,38 @@ func TestForgottenIdentitysLocalCountReachesRedisFirst(t *testing.T) {
 		t.Fatalf("a fifth call against a quota of 4, after a forget: %d %s, want it refused", code, body)
 	}
 }
+
+// A forgotten identity is charged where its buckets are: its drained
+// tenant bucket in Redis refuses its unproven calls, which a fresh local
+// bucket would admit (a full burst per instance per forget).
+func TestForgottenIdentityIsChargedInRedis(t *testing.T) {
+	url, _ := localRedis(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "redis-forgotten-tenant", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
+		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+	})
+	const token = "Bearer valid-forgotten-tenant"
+	for i := range 3 { // the first proves the identity, the other two drain its bucket
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	// A tools/list, which costs nothing, reaches the backend, whose 403
+	// forgets the identity.
+	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Authorization", token)
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	if err := h.ServeHTTP(httptest.NewRecorder(), req, caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+		w.WriteHeader(http.StatusForbidden)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if h.zone.known.Contains(h.zone.fpKey.Load().sum(token), time.Now()) {
+		t.Fatal("the 403 did not forget the identity")
+	}
+	if code, body := serveCall(t, h, token, http.StatusInternalServerError); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
+		t.Fatalf("the forgotten identity's call with its Redis bucket drained: %d %s, want a tenant refusal", code, body)
+	}
+}
