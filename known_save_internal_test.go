@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -107,5 +108,29 @@ func TestRestoredIdentitiesKeepTheirOrderWithinASecond(t *testing.T) {
 		if got := z.known.Proven(fp, now); got != want {
 			t.Errorf("identity %x proven %v after the restart and a fourth proof, want %v (the least recently used goes)", fp[0], got, want)
 		}
+	}
+}
+
+// Only a forget of an identity proven here is remembered and saved: the
+// backend's 401s to garbage credentials leave nothing in the saved set,
+// which would otherwise hold one line per garbage credential for
+// known_ttl, past max_known.
+func TestOnlyProvenIdentitiesForgetsAreSaved(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "known-forgets", MaxKnown: 2})
+	z, now := h.zone, time.Now()
+	for i := range 5 {
+		z.forget([16]byte{0xee, byte(i)}, now)
+	}
+	z.prove([16]byte{1}, now)
+	z.forget([16]byte{1}, now)
+	if err := z.saveKnown(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	data, err := z.storage.Load(t.Context(), storagePrefix(z.name)+"/known")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(data), "\n"); lines != 1 || !strings.HasPrefix(string(data), "!01") {
+		t.Fatalf("saved set %q, want the one forget of the proven identity", data)
 	}
 }

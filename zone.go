@@ -570,9 +570,13 @@ func (z *zone) prove(fp [16]byte, now time.Time) {
 // forget drops a proven identity and remembers the forget for the next
 // persistence of the known-good set.
 func (z *zone) forget(fp [16]byte, now time.Time) {
-	if z.known.Contains(fp, now) || z.forgotten.Contains(fp, now) {
-		z.forgotten.Prove(fp, now) // a credential never proven stays out
+	if !z.known.Contains(fp, now) && !z.forgotten.Contains(fp, now) {
+		// A credential never proven here is remembered nowhere, in
+		// memory or storage: garbage credentials the backend rejects
+		// would otherwise pile up there for known_ttl.
+		return
 	}
+	z.forgotten.Prove(fp, now)
 	z.known.Forget(fp)
 	z.forgetMu.Lock()
 	z.forgets[hex.EncodeToString(fp[:])] = now.UnixMilli()
