@@ -481,12 +481,9 @@ func TestStoreAddedDuringAnOutageCarriesTheCountsOnceRedisReturns(t *testing.T) 
 // members' first calls are unproven) are in Redis before a call decided
 // there: the group's quota holds on one instance as it does without Redis.
 func TestLocalCountsReachRedisBeforeTheNextDecision(t *testing.T) {
-	url, _ := localRedis(t)
-	awayFromMidnight(t)
-	h := provisionForTest(t, &Handler{
+	h := onRedis(t, &Handler{
 		Zone: "redis-local-first", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Group: &Group{Key: "{http.request.host}", Rate: "100/s", Burst: 100}, GroupQuota: &QuotaLimit{Day: 3},
-		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
 	if code, body := serveCall(t, h, "Bearer valid-member", http.StatusOK); code != http.StatusOK { // proves it
 		t.Fatalf("proving call: %d %s", code, body)
@@ -502,15 +499,11 @@ func TestLocalCountsReachRedisBeforeTheNextDecision(t *testing.T) {
 }
 
 // An identity forgotten after using some of its quota is charged to it
-// locally while unproven, and that count is in Redis before its next call
-// decided there: getting forgotten gains no call.
-func TestForgottenIdentitysLocalCountReachesRedisFirst(t *testing.T) {
-	url, _ := localRedis(t)
-	awayFromMidnight(t)
-	h := provisionForTest(t, &Handler{
+// in Redis while unproven: getting forgotten gains no call.
+func TestForgottenIdentitysQuotaHoldsInRedis(t *testing.T) {
+	h := onRedis(t, &Handler{
 		Zone: "redis-forgotten-count", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 4},
-		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
 	const token = "Bearer valid-forgotten-count"
 	for i, status := range []int{http.StatusOK, http.StatusOK, http.StatusForbidden, http.StatusOK} {
@@ -556,4 +549,14 @@ func TestForgottenIdentityIsChargedInRedis(t *testing.T) {
 	if code, body := serveCall(t, h, token, http.StatusInternalServerError); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
 		t.Fatalf("the forgotten identity's call with its Redis bucket drained: %d %s, want a tenant refusal", code, body)
 	}
+}
+
+// onRedis provisions h with a store in a Redis of its own, away from
+// 00:00 UTC (see awayFromMidnight).
+func onRedis(t *testing.T, h *Handler) *Handler {
+	t.Helper()
+	url, _ := localRedis(t)
+	awayFromMidnight(t)
+	h.Store = &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}}
+	return provisionForTest(t, h)
 }
