@@ -37,6 +37,22 @@ func (AdminAPI) CaddyModule() caddy.ModuleInfo {
 	}
 }
 
+// Provision registers every running zone's metrics in the registry of the
+// config Caddy is loading: its admin endpoint serves that registry from
+// now on (it is provisioned before any handler), even when Caddy then
+// rejects the config, and the zones still running must stay on /metrics.
+// A zone that goes takes itself out of every registry (zone.Destruct).
+func (a *AdminAPI) Provision(ctx caddy.Context) error {
+	reg := ctx.GetMetricsRegistry()
+	zones.Range(func(_, v any) bool {
+		if z, ok := v.(*zone); ok {
+			_ = z.metrics.register(reg)
+		}
+		return true
+	})
+	return nil
+}
+
 // Routes returns the admin routes of the module.
 func (a *AdminAPI) Routes() []caddy.AdminRoute {
 	return []caddy.AdminRoute{{Pattern: "/mcp_ratelimit/", Handler: caddy.AdminHandlerFunc(a.serve)}}
@@ -352,8 +368,11 @@ func quotaView(q quotaLimit) any {
 	return v
 }
 
-// Interface guard
-var _ caddy.AdminRouter = (*AdminAPI)(nil)
+// Interface guards
+var (
+	_ caddy.AdminRouter = (*AdminAPI)(nil)
+	_ caddy.Provisioner = (*AdminAPI)(nil)
+)
 
 // redisUsage fills an identity's view from the Redis store, which holds
 // the counts of every instance: its quota use per period, and its tenant

@@ -355,7 +355,7 @@ func (d *decision) admitAnonymous() bool {
 func (d *decision) admitConcurrency() bool {
 	c := d.lim.concurrency
 	perID := c.PerIdentity > 0 && d.hasID
-	if c.Max <= 0 && !perID || callsNothing(d.req) {
+	if c.Max <= 0 && !perID || callsNothing(d.req, d.pol.meter) {
 		return true
 	}
 	// A batch's calls may all run at once: each takes a slot.

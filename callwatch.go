@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"bytes"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
@@ -76,18 +77,29 @@ func listenOnly(req *jsonrpc.Request) bool {
 }
 
 // callsNothing reports whether req holds JSON-RPC messages none of which
-// is a request: notifications, and responses (a client's answers to the
-// server's requests) only. A backend answers such a POST at once, and it
+// puts a call in flight: responses (a client's answers to the server's
+// requests) and notifications, but those that read, in any reading, as a
+// method m meters (tools/call sent without an id, which a backend that
+// runs notifications runs). A backend answers such a POST at once, and it
 // must pass while the sender's calls hold every slot: a call waiting on
 // the client's answer (roots/list, sampling, elicitation) would hold its
 // slot until it timed out, and a cancellation would never reach the
 // backend.
-func callsNothing(req *jsonrpc.Request) bool {
+func callsNothing(req *jsonrpc.Request, m jsonrpc.Meter) bool {
 	if req == nil || req.Len() == 0 {
 		return false
 	}
 	for i := range req.Len() {
-		if e := req.Entry(i); !e.Notification() && !e.Response() {
+		e := req.Entry(i)
+		if e.Response() {
+			continue
+		}
+		if !e.Notification() {
+			return false
+		}
+		call := false
+		e.Methods(func(b []byte) { call = call || string(b) == jsonrpc.ToolsCall || slices.Contains(m.Methods, string(b)) })
+		if call {
 			return false
 		}
 	}

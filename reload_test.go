@@ -561,6 +561,8 @@ route /mcp* {
 // not there, and a zone a load drops goes.
 func TestRejectedLoadKeepsRunningZonesOnMetrics(t *testing.T) {
 	e := startSite(t, "mcp_ratelimit /a* {\nzone metrics_kept\n}\nmcp_ratelimit /b* {\nzone metrics_dropped\n}\nreverse_proxy $BACKEND")
+	// The rejected config has no handler of metrics_dropped, and may fail
+	// before it provisions any other.
 	site := "mcp_ratelimit /a* {\nzone metrics_kept\n}\nmcp_ratelimit /c* {\nzone metrics_new\n}\nmcp_ratelimit /d* {\nzone metrics_bad\n}\nreverse_proxy $BACKEND"
 	js := loadRejected(t, e, site, "metrics_bad")
 	zonesOnMetrics := func() map[string]bool {

@@ -421,4 +421,11 @@ func TestAnswersAndNotificationsTakeNoConcurrencySlot(t *testing.T) {
 		}
 	}
 	refusal(t, e.call(2, auth...), http.StatusTooManyRequests, "concurrency")
+	// A tools/call sent without an id is a call to a backend that runs
+	// notifications: it holds a slot like one.
+	// notifications run: it holds a slot like one (refused, it gets the
+	// status alone, as every notification does).
+	if r := e.post(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}`, auth...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a tools/call without an id with the identity's slot taken: %d %s, want 429", r.Status, r.Body)
+	}
 }

@@ -112,21 +112,10 @@ func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, err
 	}
 	z := val.(*zone)
 	z.hold(&holder{pol: pol, storage: ctx.Storage(), logger: logger})
-	reg := ctx.GetMetricsRegistry()
-	if err := z.metrics.register(reg); err != nil {
+	if err := z.metrics.register(ctx.GetMetricsRegistry()); err != nil {
 		_ = releaseZone(z, pol)
 		return nil, err
 	}
-	// Caddy's admin endpoint serves the registry of the config it last
-	// tried to load, even one it then rejected: every zone still running
-	// is registered there too, so that none drops off /metrics. A zone
-	// that goes takes itself out of them all (Destruct).
-	zones.Range(func(_, v any) bool {
-		if o, ok := v.(*zone); ok && o != z {
-			_ = o.metrics.register(reg)
-		}
-		return true
-	})
 	return z, nil
 }
 
