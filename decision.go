@@ -73,8 +73,9 @@ type decision struct {
 	quotaHeld  bool // the local quota counted the items (Refund on rollback)
 	// uncounted says the identity's quotas were left out of the items: an
 	// unproven identity with no count yet. A 2xx that proves it counts
-	// the call then (countProvingCall).
-	uncounted bool
+	// the call then (countProvingCall), in uncountedItems.
+	uncounted      bool
+	uncountedItems []quota.Item
 	// idUsed is the identity's quota count per period as the deciding
 	// layer (local or Redis) reported it, where idKnown says so.
 	idUsed  [quota.Month + 1]int64
@@ -238,10 +239,10 @@ func (d *decision) release() {
 	if d.body != nil && d.bodyOwn {
 		d.body.Release()
 	}
-	items, layers, keys, parsed := d.items[:0], d.itemLayers[:0], d.keys[:0], d.parsed
+	items, layers, keys, parsed, uncounted := d.items[:0], d.itemLayers[:0], d.keys[:0], d.parsed, d.uncountedItems[:0]
 	watch := d.watch.reuse()
 	*d = decision{} // cleared in place: a literal with fields is built apart, then copied
-	d.items, d.itemLayers, d.keys, d.parsed, d.watch = items, layers, keys, parsed, watch
+	d.items, d.itemLayers, d.keys, d.parsed, d.watch, d.uncountedItems = items, layers, keys, parsed, watch, uncounted
 	decisionPool.Put(d)
 }
 

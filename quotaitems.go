@@ -151,6 +151,9 @@ func (d *decision) quotaItems() {
 	if d.proven || d.hasID {
 		d.identityItems()
 		if !d.proven && !d.forgotten && len(d.items) > 0 && !d.z.quota.AnyCounted(d.items, d.now) {
+			// Kept for a 2xx that proves the identity (countProvingCall),
+			// whose tool names the body, gone by then, no longer holds.
+			d.uncountedItems = append(d.uncountedItems[:0], d.items...)
 			d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
 			d.uncounted = true
 		}
@@ -183,18 +186,17 @@ func (d *decision) countProvingCall() {
 		return
 	}
 	d.uncounted = false
-	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
-	d.identityItems()
-	if r := d.z.redis.Load(); r != nil && d.z.countInRedis(r, d.items, d.now) {
+	items := d.uncountedItems
+	if r := d.z.redis.Load(); r != nil && d.z.countInRedis(r, items, d.now) {
 		// Redis holds the count: observed here at once too, so that the
 		// identity's next unproven call finds it.
-		for q := range d.items {
-			d.items[q].Used = d.items[q].N
+		for q := range items {
+			items[q].Used = items[q].N
 		}
-		d.z.quota.Observe(d.items, d.now)
+		d.z.quota.Observe(items, d.now)
 		return
 	}
-	d.z.quota.Add(d.items, d.now)
+	d.z.quota.Add(items, d.now)
 }
 
 // addIdentityItems adds the identity's quota items: one per period its
