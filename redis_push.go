@@ -158,7 +158,12 @@ func (z *zone) countInRedis(r *zoneRedis, items []quota.Item, now time.Time) boo
 	if len(b.counts) == 0 {
 		return true
 	}
-	if _, err := r.store.Push(context.Background(), b.id, b.deltas()); err != nil {
+	// The answer waits for it: bounded by the store's timeout, as a
+	// decision is (a push of the outage's counts may take longer).
+	timeout, _ := redisTimeout(&r.cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if _, err := r.store.Push(ctx, b.id, b.deltas()); err != nil {
 		r.keepInDoubt(b)
 		z.redisFailed(r, err)
 		return false
