@@ -76,15 +76,20 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	if err != nil {
 		return err
 	}
+	h, zones, err := zoneHandler(cfg, zoneName)
+	if err != nil {
+		return err
+	}
+	if value = asPlaceholdersProduce(value, h.Identity); strings.Trim(value, "\n") == "" {
+		// The handler reads such a value (spaces alone, or every
+		// placeholder empty) as no identity: no override can match it.
+		return errors.New("no identity value on stdin (the handler reads this value as no identity)")
+	}
 	stor, err := configuredStorage(cfg, configFile)
 	if err != nil {
 		return err
 	}
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, newFingerprintKey())
-	if err != nil {
-		return err
-	}
-	h, zones, err := zoneHandler(cfg, zoneName)
 	if err != nil {
 		return err
 	}
@@ -109,7 +114,6 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		created = created && bytes.Equal(key, offered)
 		where = "its Redis store"
 	}
-	value = asPlaceholdersProduce(value, h.Identity)
 	if created {
 		// Preparing overrides before the first deploy is legitimate, but
 		// a mistyped zone or storage would silently print a fingerprint

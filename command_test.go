@@ -269,3 +269,30 @@ func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
 		})
 	}
 }
+
+// A value the handler reads as no identity (spaces alone in a header, or
+// every placeholder empty) gets the command's "no identity" error, not a
+// fingerprint that no request ever has.
+func TestFingerprintCommandRefusesWhatIsNoIdentity(t *testing.T) {
+	for _, tc := range []struct{ placeholders, stdin string }{
+		{"", "   \n"},
+		{"", "\t"},
+		{"", "\u00a0"},
+		{"{http.request.header.X-Org} {http.request.header.X-Key}", " \n\t\n"},
+	} {
+		cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+		identity := ""
+		if tc.placeholders != "" {
+			identity = "identity " + tc.placeholders
+		}
+		cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone ws\n\t\t%s\n\t}\n}\n", t.TempDir(), identity)
+		if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out, notes bytes.Buffer
+		err := runFingerprint("ws", cfgPath, "caddyfile", strings.NewReader(tc.stdin), &out, &notes)
+		if err == nil || !strings.Contains(err.Error(), "no identity value") {
+			t.Errorf("identity %q, stdin %q: printed %q, err %v; want the no-identity error", tc.placeholders, tc.stdin, out.String(), err)
+		}
+	}
+}
