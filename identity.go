@@ -187,8 +187,8 @@ func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
 }
 
 // warnTrustedClientInput warns when trust_identity proves on sight an
-// input only the client writes: the Authorization header (basic_auth
-// checks it but leaves it as sent), a query parameter or a cookie. Every
+// input only the client writes (clientWritten): the Authorization header
+// (basic_auth checks it but leaves it as sent), the URI or a cookie. Every
 // value a caller makes up is then a proven identity with a tenant bucket
 // of its own. Other headers are not warned about: forward_auth's
 // copy_headers sets them from the auth server's answer.
@@ -197,12 +197,21 @@ func warnTrustedClientInput(pol *policy, logger *zap.Logger) {
 		return
 	}
 	for _, ph := range pol.identity {
-		name, isHeader := headerPlaceholder(ph)
-		if isHeader && strings.EqualFold(name, "Authorization") || strings.Contains(ph, "{"+queryPrefix) || strings.Contains(ph, "{"+cookiePrefix) {
+		if clientWritten(ph) {
 			logger.Warn("trust_identity proves an input the client writes on sight: every made-up value gets a tenant bucket of its own; use a placeholder an earlier auth handler sets, such as {http.auth.user.id}",
 				zap.String("zone", pol.zone), zap.String("identity", ph))
 		}
 	}
+}
+
+// clientWritten reports whether the placeholder ph reads an input that
+// only the client writes: a credentials or Cookie header, a cookie, or
+// any part of the request URI (the query, a parameter of it, the path).
+func clientWritten(ph string) bool {
+	if name, isHeader := headerPlaceholder(ph); isHeader && (isCredentialsHeader(name) || strings.EqualFold(name, "Cookie")) {
+		return true
+	}
+	return strings.Contains(ph, "{http.request.uri") || strings.Contains(ph, "{http.request.orig_uri") || strings.Contains(ph, "{"+cookiePrefix)
 }
 
 // connectionNames reports whether the request's Connection header lists
