@@ -244,7 +244,11 @@ func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 // localUsage fills an identity's view from this instance's tenant bucket
 // and quota counts.
 func (z *zone) localUsage(fp [16]byte, fpHex string, out map[string]any, now time.Time) {
-	if tokens, ok := z.tenants.Tokens(fp, now); ok {
+	tokens, ok := z.tenants.Tokens(fp, now)
+	if lim, known := z.pol.Load().tenantLimitOf(fp); known {
+		tokens, ok = z.tenants.TokensUnder(fp, toBuckets(lim), now)
+	}
+	if ok {
 		out["tenant_tokens"] = tokens
 	}
 	usage := map[string]int64{}
@@ -254,6 +258,29 @@ func (z *zone) localUsage(fp [16]byte, fpHex string, out map[string]any, now tim
 		}
 	}
 	out["quota_used"], out["source"] = usage, "local"
+}
+
+// tenantLimitOf returns the tenant limit identity fp gets whichever tier
+// its requests match, so that its bucket is shown at the level its next
+// call finds after a limit change. known is false when tiers give it
+// different limits (which one applies depends on the request) or its
+// tenant layer is off.
+func (p *policy) tenantLimitOf(fp [16]byte) (lim bucketLimit, known bool) {
+	o := p.overrides[fp]
+	of := func(l limits) limits {
+		if o != nil {
+			return o.apply(l)
+		}
+		return l
+	}
+	first := of(p.base)
+	for i := range p.tiers {
+		l := of(p.tiers[i].limits)
+		if l.tenantOff != first.tenantOff || l.tenant.rate != first.tenant.rate || l.tenant.burst != first.tenant.burst {
+			return bucketLimit{}, false
+		}
+	}
+	return first.tenant, !first.tenantOff
 }
 
 // view is the policy as the admin API shows it.

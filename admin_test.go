@@ -238,6 +238,13 @@ func TestPatchThroughConfigKeepsDrainedBucketAndOverridesApplyToOneIdentity(t *t
 		t.Fatalf("PUT %s/overrides: %d %s", hp, status, body)
 	}
 	time.Sleep(200 * time.Millisecond) // alice's drained bucket refills at 100/s
+	// The identity view shows the level her next call finds, under the
+	// new limit, not the old rate's until she calls again.
+	var view map[string]any
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/live/identities/"+fpAlice, &view)
+	if tokens, _ := view["tenant_tokens"].(float64); tokens < 9 || tokens > 10 {
+		t.Errorf("identity view tenant_tokens %v after the override, want 9-10 (100/s burst 10 for 200ms)", view["tenant_tokens"])
+	}
 	if r := e.call(11, "Authorization", "Bearer valid-alice"); r.Status != http.StatusOK {
 		t.Fatalf("alice with an override: %d %s", r.Status, r.Body)
 	}

@@ -166,6 +166,24 @@ func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
 	return sh.slab[idx].level(sh.clock.Since(now)), true
 }
 
+// TokensUnder is Tokens for a key whose limit is lim now: the level
+// Reserve would find, with a limit change since the bucket's last use
+// applied (its time since the change earns lim's rate, a lower burst
+// caps it). The bucket itself is left as it is.
+func (s *Set[K]) TokensUnder(key K, lim Limit, now time.Time) (tokens float64, ok bool) {
+	sh := &s.shards[s.shardIndex(key)]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	idx, ok := sh.index[key]
+	if !ok {
+		return 0, false
+	}
+	at := sh.clock.Since(now)
+	b := sh.slab[idx] // a copy
+	b.retune(Limit{Rate: lim.Rate, Burst: max(lim.Burst, 0)}, at)
+	return b.level(at), true
+}
+
 // Len returns the number of buckets.
 func (s *Set[K]) Len() int { return int(s.count.Load()) }
 
