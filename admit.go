@@ -76,10 +76,14 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 }
 
 // countInflight counts the admitted metered request's calls in the
-// in-flight gauge, until finish.
+// in-flight gauge, until finish. A body of notifications and responses
+// only (see callsNothing) has none, though it costs 1 under `meter *`.
 func (d *decision) countInflight() {
 	n := d.concN
 	if n == 0 {
+		if callsNothing(d.req, d.pol.meter) {
+			return
+		}
 		n = 1
 		if d.req != nil {
 			n = d.req.Calls(d.pol.meter)

@@ -422,10 +422,50 @@ func TestAnswersAndNotificationsTakeNoConcurrencySlot(t *testing.T) {
 	}
 	refusal(t, e.call(2, auth...), http.StatusTooManyRequests, "concurrency")
 	// A tools/call sent without an id is a call to a backend that runs
-	// notifications: it holds a slot like one.
-	// notifications run: it holds a slot like one (refused, it gets the
+	// notifications: it holds a slot like one (refused, it gets the
 	// status alone, as every notification does).
 	if r := e.post(`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}}`, auth...); r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a tools/call without an id with the identity's slot taken: %d %s, want 429", r.Status, r.Body)
+	}
+}
+
+// A POST of notifications only puts no call in flight, though it costs 1
+// under `meter *`: the in-flight gauge stays at 0 while the backend holds
+// its answer open, as it shows 1 for a request held the same way.
+func TestNotificationsPutNoCallInFlight(t *testing.T) {
+	e := start(t, "zone notinflight\nmeter *\ntenant off\nquota off")
+	e.prove("valid-notes")
+	auth := []string{"Authorization", "Bearer valid-notes"}
+	linger := e.caddy.URL + "/linger" // the backend holds every POST a second after answering
+	for _, c := range []struct {
+		body string
+		want int64
+	}{
+		{`{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}`, 0},
+		{`{"jsonrpc":"2.0","id":3,"method":"ping"}`, 1},
+	} {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			req, _ := http.NewRequest(http.MethodPost, linger, strings.NewReader(c.body))
+			req.Header.Set(auth[0], auth[1])
+			if resp, err := http.DefaultClient.Do(req); err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+		most := int64(0)
+	held:
+		for {
+			select {
+			case <-done:
+				break held
+			default:
+				most = max(most, int64(e.inflight("notinflight")))
+			}
+		}
+		if most != c.want {
+			t.Errorf("%s held open by the backend: in flight %d at most, want %d", c.body, most, c.want)
+		}
 	}
 }
