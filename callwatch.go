@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -31,6 +32,10 @@ type callWatch struct {
 	// data, which ends no event either.
 	afterCR bool
 	data    []byte // the current event's data lines, joined by "\n"
+	// named says the current event has a type other than "message":
+	// clients (the official SDKs) skip such an event, so what it holds
+	// answers nothing.
+	named bool
 	// The ids of the POST's requests (null for an entry without one),
 	// back to back in ids and ending at idEnds, copied before the body
 	// goes on (its buffer is reused once sent); answered marks them.
@@ -120,7 +125,7 @@ func (w *callWatch) start(d *decision, h http.Header) {
 // begin waits for an answer to every request expect recorded.
 func (w *callWatch) begin() {
 	w.awaiting = len(w.idEnds)
-	w.line, w.data = w.line[:0], w.data[:0]
+	w.line, w.data, w.named = w.line[:0], w.data[:0], false
 	w.answered = append(w.answered[:0], make([]bool, len(w.idEnds))...)
 }
 
@@ -168,18 +173,23 @@ func (w *callWatch) hold(buf, p []byte) []byte {
 }
 
 // takeLine reads one line of the SSE stream: data lines make up the event,
-// and a blank line ends it. Other fields are irrelevant here.
+// an event line names its type, and a blank line ends it. Other fields
+// are irrelevant here.
 func (w *callWatch) takeLine(line []byte) {
 	if len(line) == 0 {
-		w.dispatch()
+		if !w.named {
+			w.dispatch()
+		}
+		w.data, w.named = w.data[:0], false
 		return
 	}
-	v, ok := bytes.CutPrefix(line, []byte("data"))
-	if !ok || len(v) > 0 && v[0] != ':' {
+	if v, ok := sseField(line, "event"); ok {
+		w.named = len(v) > 0 && string(v) != "message"
 		return
 	}
-	if len(v) > 0 {
-		v = bytes.TrimPrefix(v[1:], []byte{' '})
+	v, ok := sseField(line, "data")
+	if !ok {
+		return
 	}
 	if len(w.data) > 0 {
 		w.data = w.hold(w.data, []byte{'\n'})
@@ -187,20 +197,64 @@ func (w *callWatch) takeLine(line []byte) {
 	w.data = w.hold(w.data, v)
 }
 
-// dispatch counts the JSON-RPC responses in the event just ended.
+// sseField returns the value of line when it is the SSE field name: what
+// follows the colon, less one leading space.
+func sseField(line []byte, name string) ([]byte, bool) {
+	v, ok := bytes.CutPrefix(line, []byte(name))
+	if !ok || len(v) > 0 && v[0] != ':' {
+		return nil, false
+	}
+	if len(v) > 0 {
+		v = bytes.TrimPrefix(v[1:], []byte{' '})
+	}
+	return v, true
+}
+
+// dispatch counts the JSON-RPC responses in the event just ended: those a
+// client reads as one, which carry "jsonrpc":"2.0" (the official SDKs
+// drop a message without it).
 func (w *callWatch) dispatch() {
 	if len(w.data) == 0 || w.awaiting <= 0 {
 		return
 	}
 	r := jsonrpc.GetRequest()
 	r.Parse(w.data)
+	var versions []bool
 	for i := range r.Len() {
-		if e := r.Entry(i); e.Response() && w.answer(e.ID()) {
+		e := r.Entry(i)
+		if !e.Response() {
+			continue
+		}
+		if versions == nil {
+			versions = versionTwo(w.data, r.Len())
+		}
+		if versions[i] && w.answer(e.ID()) {
 			w.awaiting--
 		}
 	}
 	jsonrpc.PutRequest(r)
-	w.data = w.data[:0]
+}
+
+// versionTwo reports, for each of the n messages of data (a batch's
+// entries, or the one message), whether it is an object whose member
+// "jsonrpc" (that spelling, as JavaScript reads it) is "2.0". Data that
+// is not JSON has none.
+func versionTwo(data []byte, n int) []bool {
+	out := make([]bool, n)
+	var msgs []json.RawMessage
+	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+		if json.Unmarshal(data, &msgs) != nil {
+			return out
+		}
+	} else {
+		msgs = []json.RawMessage{data}
+	}
+	for i := range min(n, len(msgs)) {
+		var m map[string]json.RawMessage
+		var version string
+		out[i] = json.Unmarshal(msgs[i], &m) == nil && json.Unmarshal(m["jsonrpc"], &version) == nil && version == "2.0"
+	}
+	return out
 }
 
 // answer marks the first unanswered request whose id is id (as sent;
