@@ -77,11 +77,12 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 
 // countInflight counts the admitted metered request's calls in the
 // in-flight gauge, until finish. A body of notifications and responses
-// only (see callsNothing) has none, though it costs 1 under `meter *`.
+// only (see callsNothing) has none, though it costs 1 under `meter *`
+// (under a list of methods, it costs only when it holds a call).
 func (d *decision) countInflight() {
 	n := d.concN
 	if n == 0 {
-		if callsNothing(d.req, d.pol.meter) {
+		if d.pol.meter.All && callsNothing(d.req, d.pol.meter) {
 			return
 		}
 		n = 1

@@ -10,6 +10,9 @@
 # the garbage collector off) for 20000 and then 40000 iterations; the
 # difference, divided by 20000, leaves out the setup both runs share.
 #
+# GODEBUG=cpu.rdtscp=off keeps the Go runtime from reading the clock with
+# RDTSCP, which valgrind 3.19 cannot run (SIGILL on hosts that have it).
+#
 # -lines also counts the code each runs per operation: the 64-byte lines
 # of machine code holding an instruction executed at least once per
 # operation (bench/footprint, from a callgrind run of 20000 iterations).
@@ -41,14 +44,14 @@ fi
 
 # count prints the instructions of one run of benchmark $1 for $2 iterations.
 count() {
-	GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
+	GODEBUG=cpu.rdtscp=off GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=no --cachegrind-out-file=/dev/null \
 		"$tmp/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime "$2x" -test.cpu 1 2>&1 |
 		awk '/I +refs:/ { gsub(",", "", $NF); print $NF }'
 }
 
 # footprint prints the hot lines of code of benchmark $1.
 footprint() {
-	GODEBUG=asyncpreemptoff=1 GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind --dump-instr=yes \
+	GODEBUG=cpu.rdtscp=off,asyncpreemptoff=1 GOGC=off GOMAXPROCS=1 valgrind --tool=callgrind --dump-instr=yes \
 		--compress-pos=no --compress-strings=no --callgrind-out-file="$tmp/callgrind.out" \
 		"$tmp/bench.test" -test.run '^$' -test.bench "$1" -test.benchtime 20000x -test.cpu 1 >/dev/null 2>&1
 	"$tmp/footprint" -n 20000 "$tmp/callgrind.out"
