@@ -1411,3 +1411,24 @@ func TestQueryIdentityWithAFragmentIsRefused(t *testing.T) {
 		t.Fatalf("%d requests reached the backend", n)
 	}
 }
+
+// A rejection that reverse_proxy's handle_response turns into a 2xx (a
+// JSON-RPC error at 200, which the SDKs read) proves nothing: the
+// backend's status decides, and a caller rotating rejected credentials
+// stays on its address's pre-auth budget. An accepted one is proven.
+func TestRejectionRewrittenTo2xxProvesNothing(t *testing.T) {
+	e := startSite(t, "mcp_ratelimit {\n\tzone rewritten\n\tpreauth 1/m burst 3\n\ttenant 100/s burst 100\n}\n"+
+		"reverse_proxy $BACKEND {\n\t@denied status 401 403\n\thandle_response @denied {\n"+
+		"\t\trespond `{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32001,\"message\":\"unauthorized\"}}` 200\n\t}\n}")
+	e.prove("valid-rewritten")
+	if r := e.call(1, "Authorization", "Bearer valid-rewritten"); r.Status != http.StatusOK || !strings.Contains(r.Header.Get("RateLimit-Policy"), "tenant") {
+		t.Fatalf("accepted credential after proving: %d %v, want a tenant bucket", r.Status, r.Header)
+	}
+	junk := []string{"Authorization", "Bearer junk-rewritten"}
+	for i := range 2 {
+		if r := e.call(i, junk...); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "unauthorized") {
+			t.Fatalf("call %d with a rejected credential: %d %s, want the rewritten 200", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(2, junk...), http.StatusTooManyRequests, "preauth")
+}

@@ -291,7 +291,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// the limiter never saw, and reverse_proxy forwards them.
 	r.Trailer = nil
 	h.writeRateLimitHeaders(w, d)
-	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d}
+	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d, r: r}
 	defer d.finish()
 	return next.ServeHTTP(&d.rec, d.detach(r))
 }

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
@@ -16,6 +17,7 @@ import (
 type statusRecorder struct {
 	caddyhttp.ResponseWriterWrapper
 	d      *decision
+	r      *http.Request
 	status int
 	// refusal marks an answer that a later mcp_ratelimit handler wrote
 	// (a refusal), which says nothing about the credential.
@@ -58,7 +60,7 @@ type writerOnly struct{ io.Writer }
 func (s *statusRecorder) record(code int) {
 	s.status = code
 	if !s.refusal {
-		s.d.learn(code)
+		s.d.learn(s.verdict(code))
 		if code == http.StatusTooManyRequests {
 			// The backend's own throttling passes through untouched.
 			s.d.withdrawRateLimit(s.Header())
@@ -75,6 +77,33 @@ func (s *statusRecorder) record(code int) {
 		return
 	}
 	s.d.watch.start(s.d, s.Header())
+}
+
+// verdict is the backend's status for an answer that starts with code. A
+// 2xx written by reverse_proxy's handle_response routes may stand for a
+// rejection (a 401 turned into a 200 carrying a JSON-RPC error, which the
+// SDKs read where they drop a 401's body): reverse_proxy sets the status
+// the backend sent as {http.reverse_proxy.status_code} before those run,
+// and that is the verdict on the credential. Only a 2xx to an unproven
+// identity is looked behind, the answer that would prove it: an error
+// status written over a backend's 2xx is no acceptance, and looking
+// behind every proven identity's 2xx would cost every call a walk of the
+// replacer. (A value left by an earlier handler, forward_auth's, is a
+// 2xx: a request it rejects never gets here.)
+func (s *statusRecorder) verdict(code int) int {
+	if code < 200 || code >= 300 || !s.d.hasID || s.d.proven {
+		return code
+	}
+	repl, _ := s.r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
+	if repl == nil {
+		return code
+	}
+	if v, ok := repl.Get("http.reverse_proxy.status_code"); ok {
+		if upstream, ok := v.(int); ok && upstream >= 100 {
+			return upstream
+		}
+	}
+	return code
 }
 
 // markRefusal tells every mcp_ratelimit handler earlier in the chain, whose
