@@ -188,12 +188,10 @@ func (d *decision) countProvingCall() {
 	d.uncounted = false
 	items := d.uncountedItems
 	if r := d.z.redis.Load(); r != nil && d.z.countInRedis(r, items, d.now) {
-		// Redis holds the count: observed here at once too, so that the
-		// identity's next unproven call finds it.
-		for q := range items {
-			items[q].Used = items[q].N
-		}
-		d.z.quota.Observe(items, d.now)
+		// Redis holds the count: observed here at once too, added to
+		// what was observed before (parallel first calls each prove),
+		// so that the identity's next unproven call finds them all.
+		d.z.quota.ObserveAdded(items, d.now)
 		return
 	}
 	d.z.quota.Add(items, d.now)

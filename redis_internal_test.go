@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -559,4 +560,48 @@ func onRedis(t *testing.T, h *Handler) *Handler {
 	awayFromMidnight(t)
 	h.Store = &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}}
 	return provisionForTest(t, h)
+}
+
+// A new credential's first calls sent at once are all unproven, and each
+// 2xx proves it: every one is counted in Redis and in what the instance
+// knows of the identity, so that its unproven calls later (after
+// known_ttl, or while Redis is unreachable) find them all.
+func TestParallelProvingCallsAreAllKnownHere(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-parallel-proving", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 100},
+	})
+	const token, calls = "Bearer valid-parallel-proving", 5
+	var inside sync.WaitGroup
+	inside.Add(calls)
+	release := make(chan struct{})
+	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+		inside.Done()
+		<-release
+		w.WriteHeader(http.StatusOK)
+		return nil
+	})
+	var served sync.WaitGroup
+	for i := range calls {
+		served.Go(func() {
+			body := `{"jsonrpc":"2.0","id":` + strconv.Itoa(i) + `,"method":"tools/call","params":{"name":"echo"}}`
+			req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(body))
+			req.Header.Set("Authorization", token)
+			req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+			if err := h.ServeHTTP(httptest.NewRecorder(), req, next); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	inside.Wait() // all admitted unproven before any answer proves
+	close(release)
+	served.Wait()
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	now := time.Now()
+	if n := h.zone.quota.Used([]byte(key), quota.Day, now); n != calls {
+		t.Fatalf("the instance knows a count of %d for the identity after %d parallel proving calls, want %d", n, calls, calls)
+	}
+	if n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != calls {
+		t.Fatalf("Redis counts %d (%v), want %d", n, err, calls)
+	}
 }

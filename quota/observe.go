@@ -39,6 +39,32 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 	}
 }
 
+// ObserveAdded records, for each item, that the store deciding in this
+// Counter's place (Redis) counted it.N more for it.Key than it held when
+// last observed, in the period of kind it.Period containing now: a count
+// made there on this host's behalf, such as a proving call's. Unlike
+// Observe, concurrent calls add up.
+func (c *Counter) ObserveAdded(items []Item, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		it := &items[i]
+		if it.N <= 0 || !it.Period.Valid() || !validKey(it.Key) || !it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack))) {
+			continue
+		}
+		b := c.bucketLocked(it.Period, now, true)
+		if p := b.observed[string(it.Key)]; p != nil {
+			*p += it.N
+			continue
+		}
+		if b.observed == nil {
+			b.observed = deltas{}
+		}
+		n := it.N
+		b.observed[string(it.Key)] = &n
+	}
+}
+
 // Observed returns, for the current period of every kind the Counter
 // counts, each key's count as Used reads it where a store deciding in the
 // Counter's place reported more than was counted here: what a copy kept

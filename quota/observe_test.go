@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -76,5 +77,29 @@ func TestObservedCopiesWhatObserveRecorded(t *testing.T) {
 	got := c.Observed(t0)
 	if len(got) != 1 || got[0].Key != "i/x" || got[0].N != 12 || !got[0].Start.Equal(Day.Start(t0)) {
 		t.Fatalf("Observed = %v, want i/x 12 of today", got)
+	}
+}
+
+// Counts made in the other store on this host's behalf add up, however
+// many are observed at once, on top of what it reported before; nothing
+// of them is pushed.
+func TestObserveAddedAddsUp(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	one := []Item{{Key: []byte("i/y"), Period: Day, N: 1}}
+	var wg sync.WaitGroup
+	for range 5 {
+		wg.Go(func() { c.ObserveAdded(one, t0) })
+	}
+	wg.Wait()
+	if got := c.Used([]byte("i/y"), Day, t0); got != 5 {
+		t.Fatalf("Used after five counts of 1 observed added: %d, want 5", got)
+	}
+	c.Observe([]Item{{Key: []byte("i/y"), Period: Day, Used: 9}}, t0)
+	c.ObserveAdded(one, t0)
+	if got := c.Used([]byte("i/y"), Day, t0); got != 10 {
+		t.Fatalf("Used after observing 9 and adding 1: %d, want 10", got)
+	}
+	if us := c.Unpushed(); len(us) != 0 {
+		t.Fatalf("unpushed %v, want none", us)
 	}
 }
