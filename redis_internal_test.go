@@ -605,3 +605,29 @@ func TestParallelProvingCallsAreAllKnownHere(t *testing.T) {
 		t.Fatalf("Redis counts %d (%v), want %d", n, err, calls)
 	}
 }
+
+// An identity that expired (known_ttl after its last use) was proven: its
+// unproven calls are charged where its buckets and counts are, in Redis,
+// and its drained tenant bucket refuses them there, as a forgotten
+// identity's (each known_ttl of idleness bought a pre-auth burst).
+func TestExpiredIdentityIsChargedInRedis(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-expired-tenant", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
+		KnownTTL: caddy.Duration(300 * time.Millisecond),
+	})
+	const token = "Bearer valid-expired-tenant"
+	for i := range 3 { // the first proves the identity, the other two drain its bucket
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	fp := h.zone.fpKey.Load().sum(token)
+	time.Sleep(400 * time.Millisecond) // past known_ttl
+	if h.zone.known.Contains(fp, time.Now()) {
+		t.Fatal("the identity is still proven past known_ttl")
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
+		t.Fatalf("the expired identity's call with its Redis bucket drained: %d %s, want a tenant refusal", code, body)
+	}
+}

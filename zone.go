@@ -48,8 +48,9 @@ type zone struct {
 	anon    *buckets.Set[[16]byte]
 	known   *known.Set[[16]byte]
 	// forgotten holds the identities forgotten after they were proven,
-	// for known_ttl: unproven, they are charged to a tenant bucket all
-	// the same (see forgottenWithBucket).
+	// or dropped from known (expired, evicted), for known_ttl: unproven,
+	// they are charged to a tenant bucket all the same (see
+	// forgottenWithBucket).
 	forgotten *known.Set[[16]byte]
 	perID     *buckets.Gauge[[16]byte]
 	all       *buckets.Gauge[[16]byte]
@@ -197,6 +198,11 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		done:      make(chan struct{}),
 	}
 	z.capacity.Store(&zoneCapacity{pol.maxKnown, pol.knownTTL})
+	// An identity that expires or is evicted was proven as much as one
+	// forgotten: it is charged as one (forgottenWithBucket; in Redis,
+	// where its buckets and counts are) rather than as a stranger that
+	// its drained bucket or its count made here knows nothing of.
+	z.known.OnLapse(func(fp [16]byte, at time.Time) { z.forgotten.Prove(fp, at) })
 	z.fpKey.Store(newFingerprinter(key))
 	if keyErr != nil {
 		z.keyUnconfirmed.Store(&keyFailure{err: keyErr.Error(), at: time.Now()})

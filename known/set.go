@@ -19,6 +19,20 @@ type Set[K comparable] struct {
 	count   atomic.Int64 // entries in all shards
 	evictMu sync.Mutex   // one evictor at a time, so none evicts below max
 	shards  []shard[K]
+	lapsed  func(key K, at time.Time)
+}
+
+// OnLapse makes the Set call fn for every key it drops unasked: expired
+// (found so by Proven or Sweep) or evicted beyond the maximum, with the
+// time of the drop; not for keys it is told to Forget. fn runs without
+// the Set's locks held. Call OnLapse before the Set is used.
+func (s *Set[K]) OnLapse(fn func(key K, at time.Time)) { s.lapsed = fn }
+
+// lapse calls the OnLapse function, if any.
+func (s *Set[K]) lapse(key K, at time.Time) {
+	if s.lapsed != nil {
+		s.lapsed(key, at)
+	}
 }
 
 // New returns an empty Set of at most max entries (at least 1), each expiring
@@ -49,17 +63,20 @@ func New[K comparable](max int, ttl time.Duration, hash func(K) uint64) *Set[K] 
 func (s *Set[K]) Proven(key K, now time.Time) bool {
 	sh := &s.shards[s.shardIndex(key)]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
 	i, ok := sh.index[key]
 	if !ok {
+		sh.mu.Unlock()
 		return false
 	}
 	at := sh.clock.Since(now)
 	if s.expired(sh.entries[i].last, at) {
 		sh.remove(i)
+		sh.mu.Unlock()
+		s.lapse(key, now)
 		return false
 	}
 	sh.touch(i, at)
+	sh.mu.Unlock()
 	return true
 }
 
@@ -113,10 +130,14 @@ func (s *Set[K]) evictOldest() bool {
 	}
 	sh := &s.shards[oldest]
 	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.tail != none {
-		sh.remove(sh.tail)
+	if sh.tail == none {
+		sh.mu.Unlock()
+		return true
 	}
+	key := sh.entries[sh.tail].key
+	sh.remove(sh.tail)
+	sh.mu.Unlock()
+	s.lapse(key, time.Now())
 	return true
 }
 
@@ -156,6 +177,7 @@ func (s *Set[K]) SetLimits(limit int, ttl time.Duration) {
 // Call it periodically from one goroutine; it locks one shard at a time.
 func (s *Set[K]) Sweep(now time.Time) int {
 	removed := 0
+	var gone []K
 	for n := range s.shards {
 		sh := &s.shards[n]
 		sh.mu.Lock()
@@ -163,12 +185,19 @@ func (s *Set[K]) Sweep(now time.Time) int {
 		for i := sh.tail; i != none; {
 			prev := sh.entries[i].prev
 			if s.expired(sh.entries[i].last, at) {
+				if s.lapsed != nil {
+					gone = append(gone, sh.entries[i].key)
+				}
 				sh.remove(i)
 				removed++
 			}
 			i = prev
 		}
 		sh.mu.Unlock()
+		for _, key := range gone {
+			s.lapse(key, now)
+		}
+		gone = gone[:0]
 	}
 	return removed
 }
