@@ -48,10 +48,15 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return d.refused(bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."))
 		}
+		limit := pol.maxBody
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			// A handler before this one (request_body) bounds it lower.
+			limit, err = min(limit, mbe.Limit), nil
+		}
 		if err != nil {
 			return d.refused(bodyRefusal(http.StatusBadRequest, "The request body could not be read."))
 		}
-		return d.refused(bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(pol.maxBody)+" bytes."))
+		return d.refused(bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(limit)+" bytes."))
 	}
 	if jsonrpc.WideEncoding(buf.Bytes()) {
 		// A backend that detects the encoding (Python's json does) would

@@ -598,3 +598,21 @@ func TestUTF16And32BodiesAreRefused(t *testing.T) {
 	}
 	unchanged(t, e, before, "UTF-16/32")
 }
+
+// A body over a lower bound that request_body sets before this handler,
+// sent without a Content-Length (request_body answers one over its size
+// itself), is refused as too large, as one over max_body is, naming that
+// bound.
+func TestBodyOverAnEarlierRequestBodyLimitIs413(t *testing.T) {
+	const tok = "valid-rb"
+	e := startSite(t, "request_body {\n\tmax_size 1KB\n}\nmcp_ratelimit {\n\tzone rb\n\ttenant 10/s burst 100\n\tquota off\n}\nreverse_proxy $BACKEND")
+	e.prove(tok)
+	before := e.backend.ToolCalls()
+	r := postChunked(t, e.mcp, harness.ToolCall(3, "echo", map[string]any{"text": strings.Repeat("a", 2048)}), "Authorization", "Bearer "+tok)
+	var got rpcError
+	r.JSON(t, &got)
+	if r.Status != http.StatusRequestEntityTooLarge || got.Error == nil || !strings.Contains(got.Error.Message, "the limit is 1000 bytes") {
+		t.Fatalf("chunked body over request_body's max_size: %d %s, want our 413 naming 1000 bytes", r.Status, r.Body)
+	}
+	unchanged(t, e, before, "over request_body's limit")
+}
