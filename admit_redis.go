@@ -16,12 +16,19 @@ import (
 // local steps decide, exactly as without Redis: pre-auth stays local, and
 // so does all an unproven request costs (a scanner must not cost a
 // network hop); the quota counts it makes are pushed with the zone's next
-// tick. A forgotten identity was proven: it is no scanner, and is charged
-// where its buckets and counts are.
+// tick. A forgotten identity, or one with a count here (countedHere), was
+// proven: it is no scanner, and is charged where its buckets and counts
+// are.
 func (d *decision) admitRedis() bool {
 	r := d.z.redis.Load()
-	if r == nil || r.degraded.Load() || !d.proven && !d.forgotten {
+	if r == nil || r.degraded.Load() {
 		return true
+	}
+	if !d.proven && !d.forgotten {
+		if !d.countedHere() {
+			return true
+		}
+		d.forgotten = true
 	}
 	if d.probing {
 		// A look costs no round trip: it asks what this instance already
@@ -44,6 +51,23 @@ func (d *decision) admitRedis() bool {
 		return d.refused(ref)
 	}
 	return true
+}
+
+// countedHere reports whether the unproven identity holds a count in the
+// quotas this instance knows of: only proven identities' calls count, so
+// it was proven, and is charged where its counts are, in Redis, as a
+// forgotten one (checked against what this instance saw, another
+// instance's calls since would go uncounted). A credential never proven
+// has none: asking costs a garbage credential no round trip.
+func (d *decision) countedHere() bool {
+	if !d.hasID {
+		return false
+	}
+	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+	d.addIdentityItems()
+	counted := len(d.items) > 0 && d.z.quota.AnyCounted(d.items, d.now)
+	d.items, d.itemLayers = d.items[:0], d.itemLayers[:0]
+	return counted
 }
 
 // keepForRedis remembers quota counts made locally (while a zone's Redis

@@ -533,20 +533,7 @@ func TestForgottenIdentityIsChargedInRedis(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, code, body)
 		}
 	}
-	// A tools/list, which costs nothing, reaches the backend, whose 403
-	// forgets the identity.
-	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
-	req.Header.Set("Authorization", token)
-	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
-	if err := h.ServeHTTP(httptest.NewRecorder(), req, caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
-		w.WriteHeader(http.StatusForbidden)
-		return nil
-	})); err != nil {
-		t.Fatal(err)
-	}
-	if h.zone.known.Contains(h.zone.fpKey.Load().sum(token), time.Now()) {
-		t.Fatal("the 403 did not forget the identity")
-	}
+	forgetWithFreeCall(t, h, token)
 	if code, body := serveCall(t, h, token, http.StatusInternalServerError); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
 		t.Fatalf("the forgotten identity's call with its Redis bucket drained: %d %s, want a tenant refusal", code, body)
 	}
@@ -629,5 +616,81 @@ func TestExpiredIdentityIsChargedInRedis(t *testing.T) {
 	}
 	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
 		t.Fatalf("the expired identity's call with its Redis bucket drained: %d %s, want a tenant refusal", code, body)
+	}
+}
+
+// A forgotten identity is remembered as such until a tenant bucket it
+// drained would have refilled, even past known_ttl: with store redis that
+// bucket is in Redis, where this instance cannot see it, and its calls
+// must be decided there.
+func TestForgottenIdentityStaysChargedUntilItsBucketRefills(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-forgotten-refill", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
+		KnownTTL: caddy.Duration(300 * time.Millisecond),
+	})
+	const token = "Bearer valid-forgotten-refill"
+	for i := range 3 { // the first proves the identity, the other two drain its bucket
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	forgetWithFreeCall(t, h, token)
+	time.Sleep(400 * time.Millisecond) // past known_ttl
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
+		t.Fatalf("a call known_ttl after the forget, its Redis bucket drained: %d %s, want a tenant refusal", code, body)
+	}
+}
+
+// forgetWithFreeCall has the backend answer a tools/list, which costs
+// nothing, with a 403 that forgets the identity.
+func forgetWithFreeCall(t *testing.T, h *Handler, token string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list"}`))
+	req.Header.Set("Authorization", token)
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	if err := h.ServeHTTP(httptest.NewRecorder(), req, caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+		w.WriteHeader(http.StatusForbidden)
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if h.zone.known.Contains(h.zone.fpKey.Load().sum(token), time.Now()) {
+		t.Fatal("the 403 did not forget the identity")
+	}
+}
+
+// An unproven identity with a count in this instance's quotas was proven
+// (only proven identities' calls count): its calls are decided in Redis,
+// where the other instances' calls since are counted, not against the
+// count this instance saw.
+func TestIdentityCountedHereIsDecidedInRedis(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-counted-here", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1000/s", Burst: 100}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},
+		KnownTTL: caddy.Duration(200 * time.Millisecond),
+	})
+	const token = "Bearer valid-counted-here"
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	// Another instance uses up the rest of the quota.
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	now := time.Now()
+	r := h.zone.redis.Load()
+	if _, err := r.store.Push(t.Context(), newPushID(), []redisstore.Delta{{Key: key, Period: quota.Day, Start: quota.Day.Start(now), N: 9}}); err != nil {
+		t.Fatal(err)
+	}
+	// Past known_ttl, the identity lapses to forgotten, and that too
+	// ends (its bucket refilled): it is neither proven nor forgotten.
+	time.Sleep(300 * time.Millisecond)
+	h.zone.known.Sweep(time.Now())
+	time.Sleep(300 * time.Millisecond)
+	fp := h.zone.fpKey.Load().sum(token)
+	if h.zone.known.Contains(fp, time.Now()) || h.zone.forgotten.Contains(fp, time.Now()) {
+		t.Fatal("the identity is still proven or forgotten")
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "QUOTA_EXHAUSTED") {
+		t.Fatalf("the identity's call with its quota used up in Redis: %d %s, want a quota refusal", code, body)
 	}
 }

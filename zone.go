@@ -187,7 +187,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		global:    buckets.New[[16]byte](1, buckets.HashFingerprint),
 		anon:      buckets.New[[16]byte](1, buckets.HashFingerprint),
 		known:     known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
-		forgotten: known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
+		forgotten: known.New[[16]byte](pol.maxKnown, capacityOf(pol).forgottenTTL, buckets.HashFingerprint),
 		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		all:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:   stor,
@@ -197,7 +197,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		beat:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	z.capacity.Store(&zoneCapacity{pol.maxKnown, pol.knownTTL})
+	z.capacity.Store(new(capacityOf(pol)))
 	// An identity that expires or is evicted was proven as much as one
 	// forgotten: it is charged as one (forgottenWithBucket; in Redis,
 	// where its buckets and counts are) rather than as a stranger that
@@ -245,7 +245,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.cancel = cancel
 	z.pol.Store(pol)
 	go z.keepHostFiles(bg)
-	go z.run(bg, zoneCapacity{pol.maxKnown, pol.knownTTL}) // the sets were made with them
+	go z.run(bg, capacityOf(pol)) // the sets were made with them
 	return z, nil
 }
 
@@ -270,6 +270,16 @@ func (z *zone) apply(h *holder) {
 type zoneCapacity struct {
 	maxKnown int
 	knownTTL time.Duration
+	// forgottenTTL is how long a forgotten identity is remembered:
+	// known_ttl, or longer while a tenant bucket it drained may not have
+	// refilled (with store redis its bucket is there, out of sight).
+	forgottenTTL time.Duration
+}
+
+// capacityOf is the capacity the policy p asks for.
+func capacityOf(p *policy) zoneCapacity {
+	refill, _ := p.refill(layerTenant)
+	return zoneCapacity{p.maxKnown, p.knownTTL, max(p.knownTTL, refill)}
 }
 
 // noteCapacity records the zone's capacity for the run loop, which must
@@ -283,8 +293,10 @@ type zoneCapacity struct {
 func (z *zone) noteCapacity() {
 	var c zoneCapacity
 	for _, h := range z.holders {
-		c.maxKnown = max(c.maxKnown, h.pol.maxKnown)
-		c.knownTTL = max(c.knownTTL, h.pol.knownTTL)
+		hc := capacityOf(h.pol)
+		c.maxKnown = max(c.maxKnown, hc.maxKnown)
+		c.knownTTL = max(c.knownTTL, hc.knownTTL)
+		c.forgottenTTL = max(c.forgottenTTL, hc.forgottenTTL)
 	}
 	z.capacity.Store(&c)
 }
@@ -297,7 +309,7 @@ func (z *zone) applyCapacities(applied zoneCapacity) zoneCapacity {
 		return applied // unchanged, or no handler holds the zone
 	}
 	z.known.SetLimits(c.maxKnown, c.knownTTL)
-	z.forgotten.SetLimits(c.maxKnown, c.knownTTL)
+	z.forgotten.SetLimits(c.maxKnown, c.forgottenTTL)
 	z.preauth.SetCapacity(c.maxKnown)
 	z.tenants.SetCapacity(c.maxKnown)
 	z.groups.SetCapacity(c.maxKnown)
