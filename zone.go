@@ -48,9 +48,9 @@ type zone struct {
 	anon    *buckets.Set[[16]byte]
 	known   *known.Set[[16]byte]
 	// forgotten holds the identities forgotten after they were proven,
-	// or dropped from known (expired, evicted), for known_ttl: unproven,
-	// they are charged to a tenant bucket all the same (see
-	// forgottenWithBucket).
+	// or dropped from known (expired, evicted), for the capacity's
+	// forgottenTTL: unproven, they are charged to a tenant bucket all the
+	// same (see forgottenWithBucket), in Redis with store redis.
 	forgotten *known.Set[[16]byte]
 	perID     *buckets.Gauge[[16]byte]
 	all       *buckets.Gauge[[16]byte]
