@@ -593,52 +593,37 @@ func TestParallelProvingCallsAreAllKnownHere(t *testing.T) {
 	}
 }
 
-// An identity that expired (known_ttl after its last use) was proven: its
-// unproven calls are charged where its buckets and counts are, in Redis,
-// and its drained tenant bucket refuses them there, as a forgotten
-// identity's (each known_ttl of idleness bought a pre-auth burst).
-func TestExpiredIdentityIsChargedInRedis(t *testing.T) {
-	h := onRedis(t, &Handler{
-		Zone: "redis-expired-tenant", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
-		KnownTTL: caddy.Duration(300 * time.Millisecond),
-	})
-	const token = "Bearer valid-expired-tenant"
-	for i := range 3 { // the first proves the identity, the other two drain its bucket
-		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
-			t.Fatalf("call %d: %d %s", i+1, code, body)
-		}
-	}
-	fp := h.zone.fpKey.Load().sum(token)
-	time.Sleep(400 * time.Millisecond) // past known_ttl
-	if h.zone.known.Contains(fp, time.Now()) {
-		t.Fatal("the identity is still proven past known_ttl")
-	}
-	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
-		t.Fatalf("the expired identity's call with its Redis bucket drained: %d %s, want a tenant refusal", code, body)
-	}
-}
-
-// A forgotten identity is remembered as such until a tenant bucket it
-// drained would have refilled, even past known_ttl: with store redis that
-// bucket is in Redis, where this instance cannot see it, and its calls
-// must be decided there.
-func TestForgottenIdentityStaysChargedUntilItsBucketRefills(t *testing.T) {
-	h := onRedis(t, &Handler{
-		Zone: "redis-forgotten-refill", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
-		KnownTTL: caddy.Duration(300 * time.Millisecond),
-	})
-	const token = "Bearer valid-forgotten-refill"
-	for i := range 3 { // the first proves the identity, the other two drain its bucket
-		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
-			t.Fatalf("call %d: %d %s", i+1, code, body)
-		}
-	}
-	forgetWithFreeCall(t, h, token)
-	time.Sleep(400 * time.Millisecond) // past known_ttl
-	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
-		t.Fatalf("a call known_ttl after the forget, its Redis bucket drained: %d %s, want a tenant refusal", code, body)
+// An identity that expired (known_ttl after its last use) or was
+// forgotten was proven: its unproven calls are charged where its buckets
+// and counts are, in Redis, where its drained tenant bucket refuses them,
+// even past known_ttl, until that bucket would have refilled (each
+// known_ttl of idleness bought a pre-auth burst past it).
+func TestLapsedIdentityIsChargedInRedisUntilItsBucketRefills(t *testing.T) {
+	for _, forget := range []bool{false, true} {
+		zone := "redis-lapsed-" + strconv.FormatBool(forget)
+		t.Run(zone, func(t *testing.T) {
+			h := onRedis(t, &Handler{
+				Zone: zone, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+				Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
+				KnownTTL: caddy.Duration(300 * time.Millisecond),
+			})
+			const token = "Bearer valid-lapsed"
+			for i := range 3 { // the first proves the identity, the other two drain its bucket
+				if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+					t.Fatalf("call %d: %d %s", i+1, code, body)
+				}
+			}
+			if forget {
+				forgetWithFreeCall(t, h, token)
+			}
+			time.Sleep(400 * time.Millisecond) // past known_ttl
+			if h.zone.known.Contains(h.zone.fpKey.Load().sum(token), time.Now()) {
+				t.Fatal("the identity is still proven past known_ttl")
+			}
+			if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "TENANT_RATE_LIMITED") {
+				t.Fatalf("a call past known_ttl, its Redis bucket drained: %d %s, want a tenant refusal", code, body)
+			}
+		})
 	}
 }
 

@@ -156,14 +156,7 @@ func (s *Set[K]) Wait(key K, lim Limit, n int, now time.Time) (wait time.Duratio
 // and RateLimit headers. ok is false when the key has no bucket, which means
 // its bucket would be full.
 func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
-	sh := &s.shards[s.shardIndex(key)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	idx, ok := sh.index[key]
-	if !ok {
-		return 0, false
-	}
-	return sh.slab[idx].level(sh.clock.Since(now)), true
+	return s.level(key, nil, now)
 }
 
 // TokensUnder is Tokens for a key whose limit is lim now: the level
@@ -171,6 +164,13 @@ func (s *Set[K]) Tokens(key K, now time.Time) (tokens float64, ok bool) {
 // applied (its time since the change earns lim's rate, a lower burst
 // caps it). The bucket itself is left as it is.
 func (s *Set[K]) TokensUnder(key K, lim Limit, now time.Time) (tokens float64, ok bool) {
+	lim.Burst = max(lim.Burst, 0)
+	return s.level(key, &lim, now)
+}
+
+// level is the level of key's bucket at now, retuned to lim first when
+// lim is not nil.
+func (s *Set[K]) level(key K, lim *Limit, now time.Time) (float64, bool) {
 	sh := &s.shards[s.shardIndex(key)]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -180,7 +180,9 @@ func (s *Set[K]) TokensUnder(key K, lim Limit, now time.Time) (tokens float64, o
 	}
 	at := sh.clock.Since(now)
 	b := sh.slab[idx] // a copy
-	b.retune(Limit{Rate: lim.Rate, Burst: max(lim.Burst, 0)}, at)
+	if lim != nil {
+		b.retune(*lim, at)
+	}
 	return b.level(at), true
 }
 
