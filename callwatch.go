@@ -11,8 +11,8 @@ import (
 )
 
 // maxWatchedEvent bounds the bytes of one SSE line or event a callWatch
-// holds. A larger one ends the watch: the slots are then freed when the
-// response ends.
+// holds. A larger one is skipped: an answer in it is not seen, and its
+// call is in flight until the response ends.
 const maxWatchedEvent = 1 << 20
 
 // callWatch frees a request's concurrency slots as soon as the backend has
@@ -23,9 +23,13 @@ const maxWatchedEvent = 1 << 20
 // and a per-identity cap of 1 would refuse that next call.
 type callWatch struct {
 	// awaiting counts the answers still to come: 0 when not watching (or
-	// all came), -1 once the watch gave up.
+	// all came).
 	awaiting int
 	line     []byte // a line split across writes, so far
+	// overLine says the line being read went over maxWatchedEvent: the
+	// rest of it is skipped. spoiled says the same of the current event,
+	// which then answers nothing.
+	overLine, spoiled bool
 	// afterCR says the last line ended with a CR, so an LF right after
 	// it (perhaps in the next write) ends nothing more. A new watch may
 	// start with it set: an LF it skips then is a blank line before any
@@ -113,10 +117,15 @@ func callsNothing(req *jsonrpc.Request, m jsonrpc.Meter) bool {
 
 // start watches the answer to d when d holds concurrency slots and the
 // answer is an SSE stream, whatever its status: a stream that holds the
-// answers has answered, even with an error status.
+// answers has answered, even with an error status. An encoded stream (an
+// encode handler after this one compresses it) is not read: its slots go
+// when it ends.
 func (w *callWatch) start(d *decision, h http.Header) {
 	w.awaiting = 0
 	if !d.concAll && !d.concID || len(w.idEnds) == 0 || !isEventStream(h.Get("Content-Type")) {
+		return
+	}
+	if _, encoded := bodyEncoding(h["Content-Encoding"]); encoded {
 		return
 	}
 	w.begin()
@@ -125,7 +134,7 @@ func (w *callWatch) start(d *decision, h http.Header) {
 // begin waits for an answer to every request expect recorded.
 func (w *callWatch) begin() {
 	w.awaiting = len(w.idEnds)
-	w.line, w.data, w.named = w.line[:0], w.data[:0], false
+	w.line, w.data, w.named, w.overLine, w.spoiled = w.line[:0], w.data[:0], false, false, false
 	w.answered = append(w.answered[:0], make([]bool, len(w.idEnds))...)
 }
 
@@ -143,17 +152,23 @@ func (w *callWatch) feed(b []byte) bool {
 		}
 		i := bytes.IndexAny(b, "\r\n")
 		if i < 0 {
-			w.line = w.hold(w.line, b)
+			if !w.overLine {
+				w.line = w.holdLine(w.line, b)
+			}
 			return false
 		}
 		line := b[:i]
-		if len(w.line) > 0 {
-			w.line = w.hold(w.line, line)
+		if len(w.line) > 0 && !w.overLine {
+			w.line = w.holdLine(w.line, line)
 			line = w.line
 		}
 		w.afterCR = b[i] == '\r'
 		b = b[i+1:]
-		w.takeLine(line)
+		if w.overLine {
+			w.overLine = false // its end: the line is skipped whole
+		} else {
+			w.takeLine(line)
+		}
 		w.line = w.line[:0]
 		if w.awaiting == 0 {
 			return true
@@ -162,11 +177,11 @@ func (w *callWatch) feed(b []byte) bool {
 	return false
 }
 
-// hold appends p to buf, or gives the watch up when that would exceed
-// maxWatchedEvent.
-func (w *callWatch) hold(buf, p []byte) []byte {
+// holdLine appends p to the line held, or skips the line (and spoils its
+// event) when that would exceed maxWatchedEvent.
+func (w *callWatch) holdLine(buf, p []byte) []byte {
 	if len(buf)+len(p) > maxWatchedEvent {
-		w.awaiting = -1
+		w.overLine, w.spoiled = true, true
 		return buf[:0]
 	}
 	return append(buf, p...)
@@ -177,10 +192,10 @@ func (w *callWatch) hold(buf, p []byte) []byte {
 // are irrelevant here.
 func (w *callWatch) takeLine(line []byte) {
 	if len(line) == 0 {
-		if !w.named {
+		if !w.named && !w.spoiled {
 			w.dispatch()
 		}
-		w.data, w.named = w.data[:0], false
+		w.data, w.named, w.spoiled = w.data[:0], false, false
 		return
 	}
 	if v, ok := sseField(line, "event"); ok {
@@ -188,13 +203,17 @@ func (w *callWatch) takeLine(line []byte) {
 		return
 	}
 	v, ok := sseField(line, "data")
-	if !ok {
+	if !ok || w.spoiled {
+		return
+	}
+	if len(w.data)+1+len(v) > maxWatchedEvent {
+		w.data, w.spoiled = w.data[:0], true
 		return
 	}
 	if len(w.data) > 0 {
-		w.data = w.hold(w.data, []byte{'\n'})
+		w.data = append(w.data, '\n')
 	}
-	w.data = w.hold(w.data, v)
+	w.data = append(w.data, v...)
 }
 
 // sseField returns the value of line when it is the SSE field name: what
@@ -210,51 +229,50 @@ func sseField(line []byte, name string) ([]byte, bool) {
 	return v, true
 }
 
-// dispatch counts the JSON-RPC responses in the event just ended: those a
-// client reads as one, which carry "jsonrpc":"2.0" (the official SDKs
-// drop a message without it).
+// dispatch counts the JSON-RPC responses in the event just ended: those
+// every client reads as one (responseIDs).
 func (w *callWatch) dispatch() {
 	if len(w.data) == 0 || w.awaiting <= 0 {
 		return
 	}
-	r := jsonrpc.GetRequest()
-	r.Parse(w.data)
-	var versions []bool
-	for i := range r.Len() {
-		e := r.Entry(i)
-		if !e.Response() {
-			continue
-		}
-		if versions == nil {
-			versions = versionTwo(w.data, r.Len())
-		}
-		if versions[i] && w.answer(e.ID()) {
+	for _, id := range responseIDs(w.data) {
+		if w.answer(id) {
 			w.awaiting--
 		}
 	}
-	jsonrpc.PutRequest(r)
 }
 
-// versionTwo reports, for each of the n messages of data (a batch's
-// entries, or the one message), whether it is an object whose member
-// "jsonrpc" (that spelling, as JavaScript reads it) is "2.0". Data that
-// is not JSON has none.
-func versionTwo(data []byte, n int) []bool {
-	out := make([]bool, n)
+// responseIDs returns the ids of the messages in data (one, or a batch's)
+// that every client reads as a response, the official SDKs included: an
+// object with "jsonrpc":"2.0", an "id", a "result" or an "error" and no
+// "method", those keys spelled so (JavaScript matches keys exactly; Go's
+// encoding/json, whatever their case, so "ID" would answer for Go and not
+// for JavaScript), the last of duplicates winning, as both read them.
+// Data that is not JSON holds none.
+func responseIDs(data []byte) []json.RawMessage {
 	var msgs []json.RawMessage
 	if t := bytes.TrimLeft(data, " \t\r\n"); len(t) > 0 && t[0] == '[' {
 		if json.Unmarshal(data, &msgs) != nil {
-			return out
+			return nil
 		}
 	} else {
 		msgs = []json.RawMessage{data}
 	}
-	for i := range min(n, len(msgs)) {
+	var ids []json.RawMessage
+	for _, msg := range msgs {
 		var m map[string]json.RawMessage
 		var version string
-		out[i] = json.Unmarshal(msgs[i], &m) == nil && json.Unmarshal(m["jsonrpc"], &version) == nil && version == "2.0"
+		if json.Unmarshal(msg, &m) != nil || json.Unmarshal(m["jsonrpc"], &version) != nil || version != "2.0" {
+			continue
+		}
+		_, method := m["method"]
+		_, result := m["result"]
+		_, failed := m["error"]
+		if id, ok := m["id"]; ok && !method && (result || failed) {
+			ids = append(ids, id)
+		}
 	}
-	return out
+	return ids
 }
 
 // answer marks the first unanswered request whose id is id (as sent;

@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"net/http"
 	"strings"
 	"testing"
 
@@ -71,6 +72,13 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 		{"answer_without_the_version", "data: {\"id\":7,\"result\":{}}\n\n", call7, -1},
 		{"answer_of_another_version", "data: {\"jsonrpc\":\"1.0\",\"id\":7,\"result\":{}}\n\n", call7, -1},
 		{"version_spelled_otherwise", "data: {\"JSONRPC\":\"2.0\",\"id\":7,\"result\":{}}\n\n", call7, -1},
+		// Keys as JavaScript reads them, exactly: "ID" is no id there,
+		// and a message with a method is no response for Go's SDK.
+		{"id_spelled_otherwise", "data: {\"jsonrpc\":\"2.0\",\"id\":9,\"ID\":7,\"result\":{}}\n\n", call7, -1},
+		{"answer_with_a_null_method", "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":null,\"result\":{}}\n\n", call7, -1},
+		{"answer_without_result_or_error", "data: {\"jsonrpc\":\"2.0\",\"id\":7}\n\n", call7, -1},
+		{"error_answer", "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"error\":{\"code\":-1,\"message\":\"no\"}}\n\n", call7, 0},
+		{"duplicate_id_last_wins", "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"id\":9,\"result\":{}}\n\n", call7, -1},
 		{"other_field_named_like_data", "datum: {\"id\":7,\"result\":{}}\n\n", call7, -1},
 		{"line_without_colon_named_like_data", "datax{\"id\":7,\"result\":{}}\n\n", call7, -1},
 		{"a_notification_awaits_no_answer", answerEvent, "[" + call7 + `,{"jsonrpc":"2.0","method":"notifications/cancelled"}]`, 0},
@@ -92,14 +100,35 @@ func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {
 	}
 }
 
-func TestCallWatchGivesUpOnAnOversizedEvent(t *testing.T) {
-	w := watching(t, call7)
-	big := "data: {\"id\":7,\"result\":\"" + strings.Repeat("x", maxWatchedEvent) + "\"}\n\n"
-	if w.feed([]byte(big)) || w.awaiting != -1 {
-		t.Fatalf("an event over the bound: awaiting %d", w.awaiting)
-	}
-	if w.feed([]byte(answerEvent)) {
-		t.Fatal("a watch that gave up ended a call")
+// An event or a line over maxWatchedEvent is skipped, whatever it holds
+// (the tail of a long line is no line of its own), and the watch goes on
+// to the answers after it.
+func TestCallWatchSkipsAnOversizedEvent(t *testing.T) {
+	huge := strings.Repeat("x", maxWatchedEvent)
+	for name, before := range map[string]string{
+		"event":                              "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":\"" + huge + "\"}\n\n",
+		"comment_line":                       ": " + huge + "\n\n",
+		"comment_line_ending_like_an_answer": ": " + huge + "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n",
+		// The end of the long line is no blank line: the answer's data
+		// line after it is the same event's, which no client reads.
+		"data_line_then_an_answers_data": "data: " + huge + "\ndata: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}\n\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			// In one write, in writes of 4 KiB, and in two whose second
+			// starts where the huge run of x ends.
+			cut := strings.LastIndex(before, "x") + 1
+			for _, writes := range [][]string{{before}, chunks(before, 4096), {before[:cut], before[cut:]}} {
+				w := watching(t, call7)
+				for _, b := range writes {
+					if w.feed([]byte(b)) {
+						t.Fatalf("%d writes: the oversized part ended the call", len(writes))
+					}
+				}
+				if !w.feed([]byte(answerEvent)) {
+					t.Fatalf("%d writes: the answer after the oversized part did not end the call", len(writes))
+				}
+			}
+		})
 	}
 }
 
@@ -138,4 +167,32 @@ func TestListenOnlyTakesEveryReading(t *testing.T) {
 			t.Errorf("%s: listenOnly %v, want %v", body, got, want)
 		}
 	}
+}
+
+// A stream an encode handler after this one compresses is not read (its
+// bytes are no SSE text): its slots go when it ends.
+func TestCallWatchLeavesAnEncodedStream(t *testing.T) {
+	for _, c := range []struct {
+		encoding string
+		watched  bool
+	}{{"", true}, {"identity", true}, {"gzip", false}, {"identity, br", false}} {
+		w := watching(t, call7)
+		h := http.Header{"Content-Type": {"text/event-stream"}}
+		if c.encoding != "" {
+			h.Set("Content-Encoding", c.encoding)
+		}
+		w.start(&decision{concID: true}, h)
+		if got := w.awaiting > 0; got != c.watched {
+			t.Errorf("Content-Encoding %q: watched %v, want %v", c.encoding, got, c.watched)
+		}
+	}
+}
+
+// chunks cuts s into pieces of n bytes, the last shorter.
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		out, s = append(out, s[:n]), s[n:]
+	}
+	return append(out, s)
 }
