@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os/exec"
@@ -26,7 +28,8 @@ type Redis struct {
 	dir  string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	// exited is closed once cmd has exited and its output is complete.
+	exited chan struct{}
 }
 
 // StartRedis starts redis-server and stops it when the test ends. A
@@ -36,34 +39,78 @@ func StartRedis(t testing.TB) *Redis {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (apt-get install -y redis-server; .ci/run does it): %v", err)
 	}
-	r := &Redis{Port: FreePort(t), dir: t.TempDir()}
-	r.Addr = "127.0.0.1:" + strconv.Itoa(r.Port)
-	r.URL = "redis://" + r.Addr + "/0"
-	r.Start(t)
+	r := &Redis{dir: t.TempDir()}
 	t.Cleanup(r.Kill)
-	return r
+	// A port free in this process may be taken by another test process
+	// (go test runs packages in parallel) between FreePort and the
+	// server's bind: that server then exits, and the one answering is
+	// the other process's, which goes away with its test.
+	for range 5 {
+		r.Port = FreePort(t)
+		r.Addr = "127.0.0.1:" + strconv.Itoa(r.Port)
+		r.URL = "redis://" + r.Addr + "/0"
+		err := r.start()
+		if err == nil {
+			return r
+		}
+		if err != errPortTaken {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("redis-server: every port tried was taken")
+	return nil
 }
+
+// errPortTaken says the server's port was taken by another process.
+var errPortTaken = errors.New("redis-server: port taken by another process")
 
 // Start (re)starts the server on the same port.
 func (r *Redis) Start(t testing.TB) {
 	t.Helper()
+	if err := r.start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// start starts the server on r.Port and waits until it answers: it, not
+// another process's server on that port.
+func (r *Redis) start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.out = &bytes.Buffer{}
+	out := &bytes.Buffer{}
 	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", r.dir, "--enable-debug-command", "local")
-	cmd.Stdout, cmd.Stderr = r.out, r.out
+	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting redis-server: %v", err)
+		return fmt.Errorf("starting redis-server: %w", err)
 	}
-	r.cmd = cmd
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // out is complete once it returns
+		close(exited)
+	}()
+	r.cmd, r.exited = cmd, exited
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, err := r.do("PING"); err == nil {
-			return
+		select {
+		case <-exited:
+			r.cmd = nil
+			if strings.Contains(out.String(), "in use") {
+				return errPortTaken
+			}
+			return fmt.Errorf("redis-server exited: %s", out)
+		default:
+		}
+		if info, err := r.do("INFO", "server"); err == nil {
+			if strings.Contains(info, "process_id:"+strconv.Itoa(cmd.Process.Pid)+"\r\n") {
+				return nil
+			}
+			r.killLocked()
+			return errPortTaken
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redis-server did not start: %s", r.out)
+			r.killLocked()
+			return fmt.Errorf("redis-server did not start: %s", out)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -73,11 +120,16 @@ func (r *Redis) Start(t testing.TB) {
 func (r *Redis) Kill() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cmd == nil || r.cmd.Process == nil {
+	r.killLocked()
+}
+
+// killLocked is Kill with r.mu held: it returns once the server is gone.
+func (r *Redis) killLocked() {
+	if r.cmd == nil {
 		return
 	}
 	_ = r.cmd.Process.Kill()
-	_ = r.cmd.Wait()
+	<-r.exited
 	r.cmd = nil
 }
 
