@@ -288,8 +288,8 @@ func (d *decision) admitTenant() bool {
 	return ok
 }
 
-// forgottenWithBucket says an unproven identity was proven before: it
-// was forgotten less than known_ttl ago (a full bucket is dropped, and one
+// forgottenWithBucket says an unproven identity was proven before: it is
+// remembered as forgotten (d.forgotten; a full bucket is dropped, and one
 // is made again), or it still has the tenant bucket it earned then (a
 // drained bucket is kept until it refills). Its calls are charged to the
 // bucket too, so that getting itself forgotten (any rejected request does

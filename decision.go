@@ -31,9 +31,10 @@ type decision struct {
 	cached *fpEntry // fp's entry in the fingerprint cache, if it was there
 	hasID  bool
 	proven bool
-	// forgotten says the unproven identity was proven and then forgotten
-	// less than known_ttl ago (zone.forgotten): its calls are charged as
-	// a proven identity's, to its tenant bucket and quotas.
+	// forgotten says the unproven identity was proven before: forgotten,
+	// expired or evicted, and still remembered so (zone.forgotten), or,
+	// with store redis, holding a count here (countedHere). Its calls are
+	// charged as a proven identity's, to its tenant bucket and quotas.
 	forgotten bool
 	groupFP   [16]byte
 	hasGroup  bool

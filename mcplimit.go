@@ -67,8 +67,9 @@ type Handler struct {
 
 	// TrustIdentity means the identity placeholders are set by an earlier
 	// authentication handler, so a non-empty identity is proven on sight.
-	// Set with an input only the client writes (Authorization, a query
-	// parameter, a cookie), it is warned about at start.
+	// Set with an input only the client writes (Authorization or
+	// Proxy-Authorization, the Cookie header or a cookie, any part of the
+	// URI), it is warned about at start.
 	TrustIdentity bool `json:"trust_identity,omitempty"`
 
 	// RejectStatus lists the backend statuses that make a proven identity
@@ -79,12 +80,15 @@ type Handler struct {
 	// use. Proven identities are saved to storage at the flush after one
 	// is proven or forgotten; last uses alone every 24th of KnownTTL, so a
 	// restart may expire an identity up to that much early. A zone keeps
-	// identities for the largest KnownTTL of its handlers. Default: 24h.
+	// identities for the largest KnownTTL of its handlers. An identity
+	// forgotten, expired or evicted is charged as one proven before (to its
+	// tenant bucket and quotas) for KnownTTL, or until a tenant bucket it
+	// drained would have refilled when that is longer. Default: 24h.
 	KnownTTL caddy.Duration `json:"known_ttl,omitempty"`
 
 	// MaxKnown caps the proven identities kept in the zone (least recently
-	// used are dropped beyond it, never below); it also caps each bucket
-	// set as a whole. A zone applies the largest MaxKnown of the handlers
+	// used are dropped beyond it, never below), and the forgotten ones it
+	// remembers; it also caps each bucket set as a whole. A zone applies the largest MaxKnown of the handlers
 	// holding it: a lower value applies once the config that lowers it is
 	// in force and the old one has let go, never for a rejected load.
 	// Default: 100000.

@@ -17,7 +17,7 @@ import (
 type statusRecorder struct {
 	caddyhttp.ResponseWriterWrapper
 	d      *decision
-	r      *http.Request
+	r      *http.Request // the request, whose replacer verdict reads
 	status int
 	// refusal marks an answer that a later mcp_ratelimit handler wrote
 	// (a refusal), which says nothing about the credential.

@@ -86,8 +86,9 @@ type zone struct {
 	// keyUnconfirmed is why fpKey is not yet known to be the key in
 	// storage (unreachable when the zone was created); nil once it is.
 	keyUnconfirmed atomic.Pointer[keyFailure]
-	// capacity is the most generous max_known and known_ttl of the
-	// handlers holding the zone (noteCapacity).
+	// capacity is the most generous max_known, known_ttl and forgotten
+	// identities' lifetime of the handlers holding the zone
+	// (noteCapacity).
 	capacity atomic.Pointer[zoneCapacity]
 	// storageMoved says a config load switched the zone to another
 	// storage, where its fingerprint key is still to be confirmed.
@@ -177,6 +178,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		return nil, err
 	}
 	owner := newOwner()
+	capacity := capacityOf(pol) // the sets are made with it
 	z := &zone{
 		name:      pol.zone,
 		unpushed:  newHostFiles(unpushedKind, pol.zone, owner),
@@ -187,7 +189,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		global:    buckets.New[[16]byte](1, buckets.HashFingerprint),
 		anon:      buckets.New[[16]byte](1, buckets.HashFingerprint),
 		known:     known.New[[16]byte](pol.maxKnown, pol.knownTTL, buckets.HashFingerprint),
-		forgotten: known.New[[16]byte](pol.maxKnown, capacityOf(pol).forgottenTTL, buckets.HashFingerprint),
+		forgotten: known.New[[16]byte](pol.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
 		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		all:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:   stor,
@@ -197,7 +199,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		beat:      make(chan struct{}),
 		done:      make(chan struct{}),
 	}
-	z.capacity.Store(new(capacityOf(pol)))
+	z.capacity.Store(&capacity)
 	// An identity that expires or is evicted was proven as much as one
 	// forgotten: it is charged as one (forgottenWithBucket; in Redis,
 	// where its buckets and counts are) rather than as a stranger that
@@ -245,7 +247,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.cancel = cancel
 	z.pol.Store(pol)
 	go z.keepHostFiles(bg)
-	go z.run(bg, capacityOf(pol)) // the sets were made with them
+	go z.run(bg, capacity)
 	return z, nil
 }
 

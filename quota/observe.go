@@ -20,7 +20,7 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 	defer c.mu.Unlock()
 	for i := range items {
 		it := &items[i]
-		if !it.Period.Valid() || !validKey(it.Key) || !it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack))) {
+		if !observable(it, now) {
 			continue
 		}
 		b := c.bucketLocked(it.Period, now, true)
@@ -49,7 +49,7 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 	defer c.mu.Unlock()
 	for i := range items {
 		it := &items[i]
-		if it.N <= 0 || !it.Period.Valid() || !validKey(it.Key) || !it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack))) {
+		if it.N <= 0 || !observable(it, now) {
 			continue
 		}
 		b := c.bucketLocked(it.Period, now, true)
@@ -63,6 +63,13 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 		n := it.N
 		b.observed[string(it.Key)] = &n
 	}
+}
+
+// observable reports whether a count the other store gives for it can
+// be recorded at now: a valid key and period, not within ObserveSlack of
+// the period's start (see Observe).
+func observable(it *Item, now time.Time) bool {
+	return it.Period.Valid() && validKey(it.Key) && it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack)))
 }
 
 // Observed returns, for the current period of every kind the Counter
