@@ -252,8 +252,10 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// Python's json module accepts NaN and Infinity; streaming decoders
 	// (the official Go SDK among them) run the first value of a body that
-	// has more after it. Such a server still runs the call, so argument
-	// bounds and per-tool quotas must hold for these bodies too.
+	// has more after it; the Kotlin SDK reads unquoted keys and strings
+	// (kotlinx.serialization's isLenient). Such a server still runs the
+	// call, so argument bounds and per-tool quotas must hold for these
+	// bodies too.
 	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
 	h := []string{"Authorization", "Bearer valid-lenient"}
 	e.prove("valid-lenient")
@@ -265,11 +267,21 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		argCall(7, `{"limit":100}`) + "\n" + argCall(8, `{}`),
 		`{}` + argCall(7, `{"limit":100}`),
 		`[` + argCall(7, `{"limit":100}`) + `]]`,
+		`{jsonrpc:"2.0",id:7,method:"tools/call",params:{name:"echo",arguments:{limit:100}}}`,
+		`{"jsonrpc":"2.0","id":7,"method":tools/call,"params":{"name":echo,"arguments":{"limit":100}}}`,
+		argCall(7, `{"limit":1_000}`),
 	} {
 		r := e.post(body, h...)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {
 			t.Errorf("%s: status %d, want 400 with -32602: %s", body, r.Status, r.Body)
 		}
+	}
+	// Such a body is no valid JSON: its one answer has id null.
+	r := e.post(`{jsonrpc:"2.0",id:nope,method:tools/call,params:{name:echo,arguments:{limit:100}}}`, h...)
+	var answer rpcError
+	r.JSON(t, &answer)
+	if r.Status != http.StatusBadRequest || answer.Error == nil || answer.ID != nil {
+		t.Errorf("unquoted id: %d %s, want 400 answering id null", r.Status, r.Body)
 	}
 	before := e.backend.ToolCalls()
 	photo := harness.ToolCall(9, "analyze_photo", map[string]any{"url": "x"}) + `{}`

@@ -52,11 +52,18 @@ func (r *Request) argIn(a span, name string, v *argVerdict) {
 		case ',':
 			i = skipWS(b, i+1)
 		}
-		end, flags := stringEnd(b, i)
-		key := decodeKey(b[i+1:end], flags, &r.scratch)
-		i = skipWS(b, end+1) + 1 // past ':'
+		var key []byte
+		if b[i] == '"' {
+			end, flags := stringEnd(b, i)
+			key = decodeKey(b[i+1:end], flags, &r.scratch)
+			i = end + 1
+		} else { // unquoted (see bare)
+			end, _ := bareEnd(b, i)
+			key, i = b[i:end], end
+		}
+		i = skipWS(b, i) + 1 // past ':'
 		i = skipWS(b, i)
-		end = valueEnd(b, i)
+		end := valueEnd(b, i)
 		if equalFold(key, name) {
 			v.add(b[i:end])
 		}
@@ -72,6 +79,10 @@ func (v *argVerdict) add(raw []byte) {
 	}
 	v.present = true
 	if c != '-' && (c < '0' || c > '9') || len(raw) > 1 && raw[1] == 'I' { // not a number, or -Infinity
+		v.numeric = false
+		return
+	}
+	if scanNumber(raw, 0) != len(raw) { // an unquoted string such as 5e or 1_000
 		v.numeric = false
 		return
 	}

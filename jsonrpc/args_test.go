@@ -70,3 +70,32 @@ func TestArgKeyFoldsLikeEncodingJSON(t *testing.T) {
 		t.Errorf("Arg(TOKENS with Kelvin) = (%v, %v)", max, present)
 	}
 }
+
+func TestArgUnquotedKeysAndValuesAreReadings(t *testing.T) {
+	call := func(args string) string {
+		return `{method:tools/call,params:{name:search,arguments:` + args + `}}`
+	}
+	for _, c := range []struct {
+		name    string
+		body    string
+		max     float64
+		numeric bool
+	}{
+		{"unquoted_key", call(`{limit:5000}`), 5000, true},
+		{"unquoted_key_quoted_value_elsewhere", call(`{"q":"x",LIMIT : 70,other:1}`), 70, true},
+		{"unquoted_string_value", call(`{limit:many}`), 0, false},
+		{"unquoted_value_starting_like_a_number", call(`{limit:5e}`), 0, false},
+		{"digits_with_underscore", call(`{limit:1_000}`), 0, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := parse(t, c.body)
+			if r.Valid() {
+				t.Fatalf("test body is valid JSON")
+			}
+			max, numeric, present := r.Entry(0).Arg("limit")
+			if max != c.max || numeric != c.numeric || !present {
+				t.Errorf("Arg = (%v, %v, %v), want (%v, %v, true)", max, numeric, present, c.max, c.numeric)
+			}
+		})
+	}
+}

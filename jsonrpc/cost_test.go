@@ -174,7 +174,25 @@ func TestCostLenientLiteralsAreChargedButInvalid(t *testing.T) {
 		{"NaN_before_method", `{"params":{"name":"big","arguments":{"x":NaN}},"method":"tools/call"}`, 5, false},
 		{"Infinity", `{"id":Infinity,"method":"tools/call"}`, 1, false},
 		{"minus_Infinity_in_batch", `[{"id":-Infinity},{"method":"tools/call","params":{"name":"photo"}}]`, 3, false},
-		{"unknown_literal_stops", `{"id":nan,"method":"tools/call"}`, 1, false},
+		{"unknown_literal_is_an_unquoted_string", `{"id":nan,"method":"tools/call","params":{"name":"big"}}`, 5, false},
+	})
+}
+
+// The Kotlin MCP SDK reads JSON with kotlinx.serialization's isLenient:
+// unquoted keys and unquoted string values. Each such reading is charged.
+func TestCostUnquotedStringsAreReadLikeALenientParser(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"unquoted_keys", `{jsonrpc:"2.0",id:1,method:"tools/call",params:{name:"big"}}`, 5, false},
+		{"unquoted_values", `{"method":tools/call,"params":{"name":big}}`, 5, false},
+		{"unquoted_everything", `{method:tools/call,params:{name:photo,arguments:{q:x,limit:10}}}`, 3, false},
+		{"unquoted_batch", `[{method:tools/call,params:{name:big}},{method:tools/call}]`, 6, false},
+		{"unquoted_key_inside_skipped_value", `{"params":{"name":"big","_meta":{progressToken:abc}},"method":"tools/call"}`, 5, false},
+		{"unicode_tool_name", "{method:tools/call,params:{name:\U0001F4F7}}", 4, false},
+		{"number_then_letters", `{"id":1a,"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"stops_at_a_colon", `{method:tools/call:x,params:{name:big}}`, 1, false},
+		// Valid JSON keeps its meaning: a number is no method or tool name.
+		{"number_tool_name", `{"method":"tools/call","params":{"name":5}}`, 1, true},
+		{"literal_method", `{"method":true}`, 0, true},
 	})
 }
 

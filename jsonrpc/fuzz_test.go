@@ -46,6 +46,7 @@ var fuzzSeeds = []string{
 	`{"params":{"name":"big","arguments":{"x":NaN}},"method":"tools/call"}`,
 	`{"method":"tools/call","params":{"arguments":{"limit":1e400}},"params":null}`,
 	`{"method":"tools/call","params":{"arguments":{"limit":"100"}},"id":null}`,
+	`{jsonrpc:"2.0",id:1,method:tools/call,params:{name:big,arguments:{limit:5000,q:{a:[b,c]}}}}`,
 }
 
 // refMessage is how the Go SDK sees a message: encoding/json, last key wins,

@@ -102,16 +102,23 @@ func (r *Request) next(b []byte, i int, closing byte) int {
 
 // member scans the key and colon of an object member at i and returns the
 // key's raw contents, its scanString flags and the index of the value
-// (after whitespace), or -1.
-func member(b []byte, i int) (k []byte, flags uint8, value int) {
-	if i >= len(b) || b[i] != '"' {
+// (after whitespace), or -1. An unquoted key (see bare) is a soft error.
+func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
+	if i >= len(b) {
 		return nil, 0, -1
 	}
-	end, flags := scanString(b, i)
-	if end < 0 {
-		return nil, 0, -1
+	var end int
+	if b[i] == '"' {
+		if end, flags = scanString(b, i); end < 0 {
+			return nil, 0, -1
+		}
+		k = b[i+1 : end-1]
+	} else {
+		if end, flags = bareEnd(b, i); end == i {
+			return nil, 0, -1
+		}
+		s.soft, k = true, b[i:end]
 	}
-	k = b[i+1 : end-1]
 	if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
 		return nil, 0, -1
 	}
@@ -130,17 +137,13 @@ func (r *Request) parseMessage(b []byte, i int) int {
 		return i + 1
 	}
 	for {
-		k, flags, v := member(b, i)
+		k, flags, v := s.member(b, i)
 		if v < 0 {
 			return -1
 		}
 		switch r.messageKey(k, flags) {
 		case keyMethod:
-			if b[v] == '"' {
-				r.methods, i = r.appendText(r.methods, b, v)
-			} else {
-				i = s.skipValue(b, v)
-			}
+			r.methods, i = r.appendText(r.methods, b, v)
 		case keyParams:
 			if b[v] == '{' {
 				i = r.parseParams(b, v)
@@ -174,17 +177,13 @@ func (r *Request) parseParams(b []byte, i int) int {
 		return i + 1
 	}
 	for {
-		k, flags, v := member(b, i)
+		k, flags, v := s.member(b, i)
 		if v < 0 {
 			return -1
 		}
 		switch r.paramsKey(k, flags) {
 		case keyName:
-			if b[v] == '"' {
-				r.tools, i = r.appendText(r.tools, b, v)
-			} else {
-				i = s.skipValue(b, v)
-			}
+			r.tools, i = r.appendText(r.tools, b, v)
 		case keyArguments:
 			if i = s.skipValue(b, v); i >= 0 && b[v] == '{' {
 				r.args = append(r.args, span{int32(v), int32(i)})
@@ -198,9 +197,18 @@ func (r *Request) parseParams(b []byte, i int) int {
 	}
 }
 
-// appendText scans the string at i and appends it to list as a reading,
-// decoded into the arena if it has escapes or invalid UTF-8.
+// appendText scans the value at i and appends it to list as a reading
+// when it is a string, decoded into the arena if it has escapes or invalid
+// UTF-8, or an unquoted string, which lenient parsers read as one.
 func (r *Request) appendText(list []text, b []byte, i int) ([]text, int) {
+	if c := b[i]; c != '"' {
+		if c != '{' && c != '[' {
+			if end := r.s.unquoted(b, i, r.s.token(b, i, c)); end > i {
+				return append(list, text{i, end, false}), end
+			}
+		}
+		return list, r.s.skipValue(b, i)
+	}
 	end, flags := scanString(b, i)
 	if end < 0 {
 		return list, -1

@@ -162,13 +162,58 @@ func (s *scanner) enter() {
 	s.depth++
 }
 
+// bare reports whether c may be part of an unquoted string, which lenient
+// parsers read as a string (kotlinx.serialization's isLenient, which the
+// Kotlin MCP SDK sets): any byte but a control byte, a space, a quote, a
+// backslash and the structural bytes ,:{}[].
+func bare(c byte) bool {
+	return c > ' ' && c != '"' && c != '\\' && c != ',' && c != ':' && c != '{' && c != '}' && c != '[' && c != ']'
+}
+
+// bareEnd returns the end of the unquoted string at i (i itself when b[i]
+// cannot start one), with flagHigh when it has a non-ASCII byte.
+func bareEnd(b []byte, i int) (end int, flags uint8) {
+	for ; i < len(b) && bare(b[i]); i++ {
+		if b[i] >= 0x80 {
+			flags = flagHigh
+		}
+	}
+	return i, flags
+}
+
 // scalar scans the string, number or literal at i; c is b[i]. NaN,
-// Infinity and -Infinity, which Python accepts, are soft errors.
+// Infinity and -Infinity, which Python accepts, are soft errors, and so
+// is an unquoted string (see unquoted).
 func (s *scanner) scalar(b []byte, i int, c byte) int {
-	switch c {
-	case '"':
+	if c == '"' {
 		i, _ = scanString(b, i)
 		return i
+	}
+	end := s.token(b, i, c)
+	if e := s.unquoted(b, i, end); e > i {
+		return e
+	}
+	return end
+}
+
+// unquoted returns the end of the unquoted string at i, which lenient
+// parsers accept (see bare), or i when there is none: where strict
+// scanning of a number or literal failed or stopped at end inside one, the
+// whole of it is read. It is a soft error.
+func (s *scanner) unquoted(b []byte, i, end int) int {
+	if end >= 0 && (end >= len(b) || !bare(b[end])) {
+		return i
+	}
+	e, _ := bareEnd(b, i)
+	if e > i {
+		s.soft = true
+	}
+	return e
+}
+
+// token scans the number or literal at i; c is b[i].
+func (s *scanner) token(b []byte, i int, c byte) int {
+	switch c {
 	case 't':
 		return literal(b, i, "true")
 	case 'f':
@@ -221,10 +266,14 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			return -1
 		}
 		if needKey {
-			if b[i] != '"' {
+			if b[i] == '"' {
+				i, _ = scanString(b, i)
+			} else if e, _ := bareEnd(b, i); e > i {
+				s.soft, i = true, e
+			} else {
 				return -1
 			}
-			if i, _ = scanString(b, i); i < 0 {
+			if i < 0 {
 				return -1
 			}
 			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
