@@ -444,6 +444,9 @@ func compileGroup(p *policy, h *Handler) error {
 	}
 	p.groupKey, p.group = h.Group.Key, lim
 	if h.GroupQuota != nil {
+		if h.GroupQuota.Off {
+			return fmt.Errorf("group_quota: off is no group quota; leave group_quota out")
+		}
 		if p.groupQuota, err = resolveQuota(h.GroupQuota, quotaLimit{}); err != nil {
 			return fmt.Errorf("group_quota: %w", err)
 		}
@@ -462,6 +465,9 @@ func compileTools(p *policy, h *Handler) error {
 		}
 		if t.Cost < 0 || t.Cost > maxFigure {
 			return fmt.Errorf("tool %s: cost must be positive, at most %d", name, maxFigure)
+		}
+		if t.Quota != nil && t.Quota.Off {
+			return fmt.Errorf("tool %s quota: off is no tool quota; leave quota out", name)
 		}
 		if t.Cost == 0 && t.Quota == nil && len(t.Args) == 0 && !t.FailClosed {
 			return fmt.Errorf("tool %s: sets nothing; give it a cost, a quota, an arg bound or fail_closed", name)

@@ -101,7 +101,8 @@ type ToolPolicy struct {
 	Cost int64 `json:"cost,omitempty"`
 
 	// Quota is a per-identity, per-tool count, checked in addition to
-	// the shared quotas. Refusals carry `data.limit` `tool_quota`.
+	// the shared quotas. Refusals carry `data.limit` `tool_quota`. Off is
+	// refused: leave the field out for no tool quota.
 	Quota *QuotaLimit `json:"quota,omitempty"`
 
 	// Args bounds numeric arguments: a call whose

@@ -185,7 +185,7 @@ type Handler struct {
 	Group *Group `json:"group,omitempty"`
 
 	// GroupQuota is the group's count per UTC day and/or month. Requires
-	// Group.
+	// Group. Off is refused: leave the field out for no group quota.
 	GroupQuota *QuotaLimit `json:"group_quota,omitempty"`
 
 	// Tools holds per-tool policies keyed by tool name.

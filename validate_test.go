@@ -91,6 +91,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"group":{"key":"{http.auth.user.org}","rate":"1/s"},"group_quota":{}}`, "group_quota"},
 		{`{"tools":{"x":{"cost":-1}}}`, "tool x"},
 		{`{"tools":{"x":{"quota":{"day":-1}}}}`, "tool x"},
+		{`{"tools":{"x":{"quota":{"off":true}}}}`, "tool x quota"},
+		{`{"group":{"key":"{http.auth.user.org}","rate":"5/s"},"group_quota":{"off":true}}`, "group_quota"},
 		{`{"tools":{"x":{"args":{"":5}}}}`, "tool x"},
 		{`{"tools":{"":{"cost":1}}}`, "tool"},
 		{`{"costs":{"":2}}`, "empty tool name"},
