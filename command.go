@@ -27,7 +27,7 @@ import (
 func init() {
 	caddycmd.RegisterCommand(caddycmd.Command{
 		Name:  "mcp-ratelimit",
-		Usage: "fingerprint --zone <name> [--config <path>] [--adapter <name>]",
+		Usage: "fingerprint [--zone <name>] [--config <path>] [--adapter <name>]",
 		Short: "Tools for the mcp_ratelimit handler",
 		Long: `
 The fingerprint subcommand reads an identity value on stdin exactly as the
@@ -42,7 +42,7 @@ it one (store redis) — the same fingerprint the handler logs, shows in the
 admin API and accepts in "override".`,
 		CobraFunc: func(cmd *cobra.Command) {
 			fp := &cobra.Command{
-				Use:   "fingerprint --zone <name> [--config <path>] [--adapter <name>]",
+				Use:   "fingerprint [--zone <name>] [--config <path>] [--adapter <name>]",
 				Short: "Prints the fingerprint of the identity value read on stdin",
 				Args:  cobra.NoArgs,
 				RunE: func(c *cobra.Command, _ []string) error {
