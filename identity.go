@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/hmac"
@@ -415,13 +416,33 @@ func newFingerprintKey() []byte {
 	return key
 }
 
+// replaceFingerprintKey makes key the zone's fingerprint key in storage,
+// replacing the one there, if any.
+func replaceFingerprintKey(ctx context.Context, stor keyStorage, zone string, key []byte) error {
+	name := fingerprintKeyName(zone)
+	if err := stor.Lock(ctx, name); err != nil {
+		return fmt.Errorf("locking fingerprint key %s: %w", name, err)
+	}
+	defer func() { _ = stor.Unlock(context.Background(), name) }()
+	if cur, err := stor.Load(ctx, name); err == nil && bytes.Equal(cur, key) {
+		return nil
+	}
+	if err := stor.Store(ctx, name, key); err != nil {
+		return fmt.Errorf("storing fingerprint key %s: %w", name, err)
+	}
+	return nil
+}
+
+// fingerprintKeyName is the storage key of a zone's fingerprint key.
+func fingerprintKeyName(zone string) string { return storagePrefix(zone) + "/fingerprint.key" }
+
 // loadFingerprintKey returns the zone's fingerprint key from storage. When
 // storage holds none, fresh becomes the key: it is stored under the
 // storage lock and returned (created reports that).
 func loadFingerprintKey(parent context.Context, stor keyStorage, zone string, fresh []byte) (key []byte, created bool, err error) {
 	ctx, cancel := context.WithTimeout(parent, 30*time.Second)
 	defer cancel()
-	name := storagePrefix(zone) + "/fingerprint.key"
+	name := fingerprintKeyName(zone)
 	if key, err := stor.Load(ctx, name); err == nil && len(key) == 32 {
 		return key, false, nil
 	}

@@ -239,13 +239,14 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	if err != nil {
 		return err
 	}
+	r.keyAdopted.Store(true)
 	if !bytes.Equal(key, cur.key) {
 		z.fpKey.Store(newFingerprinter(key))
 		z.cacheKey(key)
 		z.logger.Load().Warn("fingerprint key replaced by the zone's key in redis: identities proven under the old key prove themselves again",
 			zap.String("zone", z.name))
+		z.redisKeyToStorage(ctx)
 	}
-	r.keyAdopted.Store(true)
 	return nil
 }
 

@@ -11,8 +11,9 @@ import (
 // redisCountsKind is the directory of AppDataDir where a zone keeps a copy
 // of the quota counts Redis last reported to it (quota.Counter.Observe),
 // written when Redis becomes unreachable and when the zone stops, and read
-// by a start while Redis is unreachable, so that an identity that used up
-// its quota in Redis stays refused across a restart during the outage.
+// by a start while Redis is unreachable or without a store, so that an
+// identity that used up its quota in Redis stays refused across a restart
+// during the outage or after `store redis` was removed.
 // Counts only grow within a period, so any copy of the current period is
 // a lower bound; processes sharing a data directory may each write it.
 const redisCountsKind = "mcp_ratelimit-redis-counts"
@@ -31,8 +32,8 @@ func (z *zone) saveRedisCounts() {
 }
 
 // seedRedisCounts takes the host's copy of the counts Redis reported back,
-// for a start while Redis is unreachable.
-func (z *zone) seedRedisCounts(logger *zap.Logger) {
+// for a start while Redis is unreachable (degraded) or without a store.
+func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) {
 	cs, err := readCounts(countsCopyPath(redisCountsKind, z.name))
 	if err != nil {
 		logger.Warn("redis store: the host's copy of the counts it reported is unreadable", zap.String("zone", z.name), zap.Error(err))
@@ -45,8 +46,13 @@ func (z *zone) seedRedisCounts(logger *zap.Logger) {
 			items = append(items, quota.Item{Key: []byte(c.Key), Period: c.Period, Used: c.N})
 		}
 	}
-	if len(items) > 0 {
-		z.quota.Observe(items, now)
-		logger.Info("redis store unreachable at start: quota counts go on from those it last reported, copied on this host", zap.String("zone", z.name), zap.Int("keys", len(items)))
+	if len(items) == 0 {
+		return
 	}
+	z.quota.Observe(items, now)
+	msg := "quota counts this period go on from those a redis store last reported, copied on this host"
+	if degraded {
+		msg = "redis store unreachable at start: quota counts go on from those it last reported, copied on this host"
+	}
+	logger.Info(msg, zap.String("zone", z.name), zap.Int("keys", len(items)))
 }

@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net/netip"
 	"slices"
 	"sync"
@@ -172,8 +174,8 @@ func releaseZone(z *zone, pol *policy) error {
 func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, error) {
 	stor := &swapStorage{}
 	stor.set(st)
-	key, keyErr := startKey(stor, pol.zone, logger)
-	rz, key, err := openRedis(pol, key, logger)
+	stored, keyErr := startKey(stor, pol.zone, logger)
+	rz, key, err := openRedis(pol, stored, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +214,11 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.logger.Store(logger)
 	z.cacheKey(key)
 	z.redis.Store(rz)
+	if keyErr == nil && z.redisKeyInUse() && !bytes.Equal(key, stored) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		z.redisKeyToStorage(ctx)
+		cancel()
+	}
 	z.quota = quota.New(quota.Config{
 		Storage:     stor,
 		Prefix:      storagePrefix(pol.zone),
@@ -231,8 +238,8 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
 	}
 	z.adoptUnpushed(time.Now())
-	if rz != nil && rz.degraded.Load() {
-		z.seedRedisCounts(logger)
+	if rz == nil || rz.degraded.Load() {
+		z.seedRedisCounts(logger, rz != nil)
 	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
@@ -373,6 +380,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			case now.Sub(lastFlush)+readTick/2 >= interval:
 				lastFlush, lastRead = now, now
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				z.keepKey(fctx)
 				z.confirmKey(fctx)
 				z.flush(fctx, false)
 				cancel()
@@ -397,17 +405,28 @@ type keyFailure struct {
 }
 
 // startKey returns the fingerprint key a new zone starts with: the one in
-// storage (created there if there is none). When storage cannot be read
-// it returns the key cached on this host, or else a provisional random
-// one, with the storage error: the zone then starts and serves, and its
-// run loop confirms the key once storage answers (see confirmKey).
+// storage. When storage holds none, the key cached on this host (the one
+// this zone last used) goes there, or else a new random one: a storage
+// wiped or restored without the key then keeps the key instances already
+// fingerprint with. When storage cannot be read it returns the cached key,
+// or else a provisional random one, with the storage error: the zone then
+// starts and serves, and its run loop confirms the key once storage
+// answers (see confirmKey).
 func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) {
-	fresh := newFingerprintKey()
-	key, _, err := loadFingerprintKey(context.Background(), stor, zone, fresh)
+	cached := readKeyCache(zone)
+	fresh := cached
+	if fresh == nil {
+		fresh = newFingerprintKey()
+	}
+	key, created, err := loadFingerprintKey(context.Background(), stor, zone, fresh)
 	if err == nil {
+		if created && cached != nil {
+			logger.Warn("storage held no fingerprint key: stored the key cached on this host, the one this zone last used",
+				zap.String("zone", zone), zap.String("cache", keyCachePath(zone)))
+		}
 		return key, nil
 	}
-	if key = readKeyCache(zone); key != nil {
+	if key = cached; key != nil {
 		logger.Error("fingerprint key unreadable in storage: fingerprinting with the key cached on this host until storage answers",
 			zap.String("zone", zone), zap.String("cache", keyCachePath(zone)), zap.Error(err))
 		return key, err
@@ -417,23 +436,46 @@ func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) 
 	return fresh, err
 }
 
+// keepKey runs before each flush while the zone's fingerprint key is
+// confirmed: when storage no longer holds the key (a wiped or restored
+// storage, a deleted zone folder), the zone stores it there again.
+// Otherwise the next instance to start on a host without the key cached
+// would create another, and one credential would have a fingerprint, and
+// a quota, on each key.
+func (z *zone) keepKey(ctx context.Context) {
+	if z.keyUnconfirmed.Load() != nil {
+		return // confirmKey stores it or adopts storage's
+	}
+	if _, err := z.storage.Load(ctx, fingerprintKeyName(z.name)); !errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	z.logger.Load().Warn("fingerprint key missing from storage: storing the zone's key there again", zap.String("zone", z.name))
+	z.keyUnconfirmed.Store(&keyFailure{err: "fingerprint key missing from storage", at: time.Now()})
+	z.confirmKey(ctx)
+}
+
 // confirmKey runs before each flush while the zone's fingerprint key is
 // not confirmed in storage. When storage answers, the key becomes the zone's
 // key there if storage holds none; if storage holds another one (another
 // instance created it meanwhile), the zone adopts it, unless the zone
-// uses the key of its Redis store, which takes precedence.
+// uses the key of its Redis store, which takes precedence: storage's is
+// then replaced by it.
 func (z *zone) confirmKey(ctx context.Context) {
 	if z.keyUnconfirmed.Load() == nil {
 		return
 	}
 	cur := z.fpKey.Load()
 	key, _, err := loadFingerprintKey(ctx, z.storage, z.name, cur.key)
+	if err == nil && !bytes.Equal(key, cur.key) && z.redisKeyInUse() {
+		err = replaceFingerprintKey(ctx, z.storage, z.name, cur.key)
+		key = cur.key
+	}
 	if err != nil {
 		z.keyUnconfirmed.Store(&keyFailure{err: err.Error(), at: time.Now()})
 		return
 	}
 	log := z.logger.Load()
-	if r := z.redis.Load(); !bytes.Equal(key, cur.key) && (r == nil || !r.keyAdopted.Load()) {
+	if !bytes.Equal(key, cur.key) {
 		z.fpKey.Store(newFingerprinter(key))
 		z.cacheKey(key)
 		log.Warn("storage answers with another fingerprint key, now in use: identities proven under the previous key prove themselves again, and quota counted under it stays under its fingerprints",
@@ -443,6 +485,25 @@ func (z *zone) confirmKey(ctx context.Context) {
 	}
 	z.keyUnconfirmed.Store(nil)
 	z.setDegradedGauge()
+}
+
+// redisKeyInUse reports whether the zone fingerprints under the key of its
+// Redis store.
+func (z *zone) redisKeyInUse() bool {
+	r := z.redis.Load()
+	return r != nil && r.keyAdopted.Load()
+}
+
+// redisKeyToStorage makes the key of the zone's Redis store, which the
+// zone fingerprints under, its key in Caddy storage too, replacing
+// another one there: once `store redis` is removed, a restart then
+// fingerprints as before, and so does the fingerprint command without it.
+// A failure leaves the key unconfirmed, for confirmKey to retry.
+func (z *zone) redisKeyToStorage(ctx context.Context) {
+	if err := replaceFingerprintKey(ctx, z.storage, z.name, z.fpKey.Load().key); err != nil {
+		z.keyUnconfirmed.Store(&keyFailure{err: err.Error(), at: time.Now()})
+		z.setDegradedGauge()
+	}
 }
 
 // keyToMovedStorage confirms the zone's fingerprint key in the storage a

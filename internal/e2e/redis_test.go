@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -496,6 +498,12 @@ func TestRedisStoreAddedOnReloadAdoptsTheSharedKey(t *testing.T) {
 		t.Fatalf("no tenant bucket under the fingerprint of the shared key (%s); keys: %s", fp,
 			redisEval(t, r, `return table.concat(redis.call('KEYS', ARGV[1]), ' ')`, "mcprl:{"+rzone+"}:*"))
 	}
+	// The shared key replaces the one in Caddy storage: a restart without
+	// the store fingerprints as the store did.
+	harness.Eventually(t, 10*time.Second, "the shared key in Caddy storage", func() bool {
+		key, _ := os.ReadFile(filepath.Join(storage, "mcp_ratelimit", rzone, "fingerprint.key"))
+		return string(key) == sharedKey
+	})
 }
 
 // threeCallsInAnOutage starts one instance on a Redis store (tenant 1/h
