@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"encoding/binary"
 	"math/bits"
+	"strings"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects in a valid body; it
@@ -166,9 +167,15 @@ func (s *scanner) enter() {
 // parsers read as a string (kotlinx.serialization's isLenient, which the
 // Kotlin MCP SDK sets): any byte but a control byte, a space, a quote, a
 // backslash and the structural bytes ,:{}[].
-func bare(c byte) bool {
-	return c > ' ' && c != '"' && c != '\\' && c != ',' && c != ':' && c != '{' && c != '}' && c != '[' && c != ']'
-}
+func bare(c byte) bool { return bareBytes[c] }
+
+// bareBytes is bare as a table.
+var bareBytes = func() (t [256]bool) {
+	for c := '!'; c < 256; c++ {
+		t[c] = !strings.ContainsRune(`"\\,:{}[]`, c)
+	}
+	return t
+}()
 
 // bareEnd returns the end of the unquoted string at i (i itself when b[i]
 // cannot start one), with flagHigh when it has a non-ASCII byte.
@@ -190,8 +197,10 @@ func (s *scanner) scalar(b []byte, i int, c byte) int {
 		return i
 	}
 	end := s.token(b, i, c)
-	if e := s.unquoted(b, i, end); e > i {
-		return e
+	if end < 0 || end < len(b) && bare(b[end]) {
+		if e := s.unquoted(b, i, end); e > i {
+			return e
+		}
 	}
 	return end
 }
