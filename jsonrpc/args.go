@@ -58,7 +58,7 @@ func (r *Request) argIn(a span, name string, v *argVerdict) {
 			key = decodeKey(b[i+1:end], flags, &r.scratch)
 			i = end + 1
 		} else { // unquoted (see bare)
-			end, _ := bareEnd(b, i)
+			end := bareEnd(b, i)
 			key, i = b[i:end], end
 		}
 		i = skipWS(b, i) + 1 // past ':'

@@ -114,10 +114,10 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		}
 		k = b[i+1 : end-1]
 	} else {
-		if end, flags = bareEnd(b, i); end == i {
+		if end = s.unquoted(b, i); end == i {
 			return nil, 0, -1
 		}
-		s.soft, k = true, b[i:end]
+		k, flags = b[i:end], flagHigh // may be non-ASCII: the folding path
 	}
 	if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
 		return nil, 0, -1
@@ -202,12 +202,11 @@ func (r *Request) parseParams(b []byte, i int) int {
 // UTF-8, or an unquoted string, which lenient parsers read as one.
 func (r *Request) appendText(list []text, b []byte, i int) ([]text, int) {
 	if c := b[i]; c != '"' {
-		if c != '{' && c != '[' {
-			if end := r.s.unquoted(b, i, r.s.token(b, i, c)); end > i {
-				return append(list, text{i, end, false}), end
-			}
+		end := r.s.skipValue(b, i)
+		if c != '{' && c != '[' && end > i && !jsonScalar(b[i:end]) {
+			list = append(list, text{i, end, false})
 		}
-		return list, r.s.skipValue(b, i)
+		return list, end
 	}
 	end, flags := scanString(b, i)
 	if end < 0 {

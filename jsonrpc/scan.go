@@ -178,27 +178,47 @@ var bareBytes = func() (t [256]bool) {
 }()
 
 // bareEnd returns the end of the unquoted string at i (i itself when b[i]
-// cannot start one), with flagHigh when it has a non-ASCII byte.
-func bareEnd(b []byte, i int) (end int, flags uint8) {
-	for ; i < len(b) && bare(b[i]); i++ {
-		if b[i] >= 0x80 {
-			flags = flagHigh
-		}
+// cannot start one).
+func bareEnd(b []byte, i int) int {
+	for i < len(b) && bare(b[i]) {
+		i++
 	}
-	return i, flags
+	return i
 }
 
 // scalar scans the string, number or literal at i; c is b[i]. NaN,
 // Infinity and -Infinity, which Python accepts, are soft errors, and so
 // is an unquoted string (see unquoted).
 func (s *scanner) scalar(b []byte, i int, c byte) int {
-	if c == '"' {
-		i, _ = scanString(b, i)
-		return i
+	var end int
+	switch c {
+	case '"':
+		end, _ = scanString(b, i)
+		return end
+	case 't':
+		end = literal(b, i, "true")
+	case 'f':
+		end = literal(b, i, "false")
+	case 'n':
+		end = literal(b, i, "null")
+	case 'N':
+		s.soft = true
+		end = literal(b, i, "NaN")
+	case 'I':
+		s.soft = true
+		end = literal(b, i, "Infinity")
+	case '-':
+		if i+1 < len(b) && b[i+1] == 'I' {
+			s.soft = true
+			end = literal(b, i, "-Infinity")
+			break
+		}
+		end = scanNumber(b, i)
+	default:
+		end = scanNumber(b, i)
 	}
-	end := s.token(b, i, c)
 	if end < 0 || end < len(b) && bare(b[end]) {
-		if e := s.unquoted(b, i, end); e > i {
+		if e := s.unquoted(b, i); e > i {
 			return e
 		}
 	}
@@ -206,42 +226,24 @@ func (s *scanner) scalar(b []byte, i int, c byte) int {
 }
 
 // unquoted returns the end of the unquoted string at i, which lenient
-// parsers accept (see bare), or i when there is none: where strict
-// scanning of a number or literal failed or stopped at end inside one, the
-// whole of it is read. It is a soft error.
-func (s *scanner) unquoted(b []byte, i, end int) int {
-	if end >= 0 && (end >= len(b) || !bare(b[end])) {
-		return i
-	}
-	e, _ := bareEnd(b, i)
+// parsers accept (see bare), or i when b[i] cannot start one. It is called
+// where strict scanning of a number or literal failed or stopped inside
+// one, and is a soft error.
+func (s *scanner) unquoted(b []byte, i int) int {
+	e := bareEnd(b, i)
 	if e > i {
 		s.soft = true
 	}
 	return e
 }
 
-// token scans the number or literal at i; c is b[i].
-func (s *scanner) token(b []byte, i int, c byte) int {
-	switch c {
-	case 't':
-		return literal(b, i, "true")
-	case 'f':
-		return literal(b, i, "false")
-	case 'n':
-		return literal(b, i, "null")
-	case 'N':
-		s.soft = true
-		return literal(b, i, "NaN")
-	case 'I':
-		s.soft = true
-		return literal(b, i, "Infinity")
-	case '-':
-		if i+1 < len(b) && b[i+1] == 'I' {
-			s.soft = true
-			return literal(b, i, "-Infinity")
-		}
+// jsonScalar reports whether v is a JSON number or literal.
+func jsonScalar(v []byte) bool {
+	switch string(v) {
+	case "true", "false", "null":
+		return true
 	}
-	return scanNumber(b, i)
+	return len(v) > 0 && scanNumber(v, 0) == len(v)
 }
 
 // setKind records whether the container at skipValue level n is an object.
@@ -277,7 +279,7 @@ func (s *scanner) skipValue(b []byte, i int) int {
 		if needKey {
 			if b[i] == '"' {
 				i, _ = scanString(b, i)
-			} else if e, _ := bareEnd(b, i); e > i {
+			} else if e := bareEnd(b, i); e > i {
 				s.soft, i = true, e
 			} else {
 				return -1
