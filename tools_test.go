@@ -253,9 +253,9 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// Python's json module accepts NaN and Infinity; streaming decoders
 	// (the official Go SDK among them) run the first value of a body that
 	// has more after it; the Kotlin SDK reads unquoted keys and strings
-	// (kotlinx.serialization's isLenient). Such a server still runs the
-	// call, so argument bounds and per-tool quotas must hold for these
-	// bodies too.
+	// (kotlinx.serialization's isLenient); the Ruby SDK's json gem reads
+	// comments as whitespace. Such a server still runs the call, so
+	// argument bounds and per-tool quotas must hold for these bodies too.
 	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
 	h := []string{"Authorization", "Bearer valid-lenient"}
 	e.prove("valid-lenient")
@@ -270,6 +270,9 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		`{jsonrpc:"2.0",id:7,method:"tools/call",params:{name:"echo",arguments:{limit:100}}}`,
 		`{"jsonrpc":"2.0","id":7,"method":tools/call,"params":{"name":echo,"arguments":{"limit":100}}}`,
 		argCall(7, `{"limit":1_000}`),
+		`/* c */` + argCall(7, `{"limit":100}`),
+		argCall(7, `{"limit":100/* c */}`),
+		"// c\n" + argCall(7, "{// c\n\"limit\"://\n100}"),
 	} {
 		r := e.post(body, h...)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {

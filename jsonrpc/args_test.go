@@ -99,3 +99,31 @@ func TestArgUnquotedKeysAndValuesAreReadings(t *testing.T) {
 		})
 	}
 }
+
+func TestArgCommentsAreWhitespace(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	for _, c := range []struct {
+		name    string
+		body    string
+		max     float64
+		numeric bool
+	}{
+		{"around_the_member", call(`{/* c */"limit"/* c */:/* c */500/* c */}`), 500, true},
+		{"line_comment", call("{// c\n\"limit\":500}"), 500, true},
+		{"brackets_and_quotes_in_a_comment", call(`{"q":[1,/* ] } " */2],"limit":500}`), 500, true},
+		{"number_then_comment", call(`{"limit":5/*0*/}`), 5, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := parse(t, c.body)
+			if r.Valid() {
+				t.Fatalf("test body is valid JSON")
+			}
+			max, numeric, present := r.Entry(0).Arg("limit")
+			if max != c.max || numeric != c.numeric || !present {
+				t.Errorf("Arg = (%v, %v, %v), want (%v, %v, true)", max, numeric, present, c.max, c.numeric)
+			}
+		})
+	}
+}

@@ -178,6 +178,22 @@ func TestCostLenientLiteralsAreChargedButInvalid(t *testing.T) {
 	})
 }
 
+// The Ruby MCP SDK parses with Ruby's json gem, which reads /* */ and //
+// comments as whitespace. What follows a comment is charged.
+func TestCostCommentsAreReadAsWhitespace(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"leading_block", `/* c */{"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"leading_line", "// c\n" + `{"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"between_members", `{"method":"tools/call",/* c */"params":/**/{"name"/**/:/**/"big"}}`, 5, false},
+		{"in_batch", "[{\"method\":\"tools/call\"},// c\n{\"method\":\"tools/call\",\"params\":{\"name\":\"photo\"}}]", 4, false},
+		{"inside_skipped_value", `{"params":{"_meta":[1,/* ] } */2],"name":"big"},"method":"tools/call"}`, 5, false},
+		{"trailing", `{"method":"tools/call","params":{"name":"big"}}/* c */`, 5, false},
+		{"unterminated", `{"method":"tools/call","params":{"name":"big"}/* c`, 5, false},
+		{"comment_text_in_a_string_is_no_comment", `{"method":"tools/call","params":{"name":"/*big*/"}}`, 1, true},
+		{"comment_opening_in_a_string", `/**/{"method":"tools/call","params":{"x":"\"/*","name":"big"}}`, 5, false},
+	})
+}
+
 // The Kotlin MCP SDK reads JSON with kotlinx.serialization's isLenient:
 // unquoted keys and unquoted string values. Each such reading is charged.
 func TestCostUnquotedStringsAreReadLikeALenientParser(t *testing.T) {

@@ -47,6 +47,7 @@ var fuzzSeeds = []string{
 	`{"method":"tools/call","params":{"arguments":{"limit":1e400}},"params":null}`,
 	`{"method":"tools/call","params":{"arguments":{"limit":"100"}},"id":null}`,
 	`{jsonrpc:"2.0",id:1,method:tools/call,params:{name:big,arguments:{limit:5000,q:{a:[b,c]}}}}`,
+	"/* c */{\"method\"://\n\"tools/call\",\"params\":{\"arguments\":{\"q\":[/*]*/1],\"limit\":9},\"name\":\"big\"}}",
 }
 
 // refMessage is how the Go SDK sees a message: encoding/json, last key wins,

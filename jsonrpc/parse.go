@@ -5,10 +5,30 @@ import "unicode/utf8"
 // Parse inspects body. It never fails: a body that is not valid JSON makes
 // Valid report false, and what could be scanned of it still counts in Cost.
 //
+// Ruby's json gem, which the Ruby MCP SDK parses with, reads /* */ and //
+// comments as whitespace: an invalid body with comments outside strings is
+// read with them blanked out, a reading that goes on where the comments
+// stopped the first. (It replaces the first: an unquoted string holding a
+// comment's opening, which only a parser accepting both would read, is
+// read as cut there.)
+//
 // Parse keeps a reference to body, and IDs and strings handed out later
 // alias it, until the next Reset (or PutRequest, or Parse). The caller must
 // neither modify body nor release its buffer before then.
 func (r *Request) Parse(body []byte) {
+	r.parse(body)
+	if r.valid || len(body) > maxBody {
+		return
+	}
+	if blanked, ok := blankComments(r.blanked[:0], body); ok {
+		r.blanked = blanked
+		r.parse(blanked)
+		r.valid = false // comments are no JSON
+	}
+}
+
+// parse is Parse without the reading that blanks comments out.
+func (r *Request) parse(body []byte) {
 	r.Reset()
 	r.blank = [2]Entry{{r: r}, {r: r, object: true}}
 	if len(body) > maxBody {

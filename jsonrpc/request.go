@@ -31,6 +31,7 @@ type Request struct {
 	args    []span   // params.arguments objects, as byte ranges of body
 	arena   []byte   // decoded strings that had escapes or invalid UTF-8
 	scratch []byte   // temporary decoded keys
+	blanked []byte   // the body with its comments blanked out (see Parse)
 }
 
 // Top-level value kinds.
@@ -89,6 +90,9 @@ func (r *Request) Trim() {
 	}
 	if cap(r.scratch) > keepBytes {
 		r.scratch = nil
+	}
+	if cap(r.blanked) > keepBytes {
+		r.blanked = nil
 	}
 	if cap(r.entries) > keepEntries {
 		r.entries = nil

@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"strings"
@@ -36,6 +37,53 @@ func skipWS(b []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// comment reports whether a comment starts at i: /* or //.
+func comment(b []byte, i int) bool {
+	return i+1 < len(b) && b[i] == '/' && (b[i+1] == '*' || b[i+1] == '/')
+}
+
+// blankComments appends to dst a copy of b whose comments outside strings
+// (/* to */, or to the end of b when unterminated; // to the end of the
+// line) are spaces, and reports whether b had any; dst is unchanged when
+// it had none. The copy has b's length, so offsets into one are offsets
+// into the other.
+func blankComments(dst, b []byte) ([]byte, bool) {
+	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 {
+		return dst, false
+	}
+	start := len(dst)
+	found, inString := false, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString:
+			if c == '\\' {
+				i++
+			} else if c == '"' {
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case comment(b, i):
+			if !found {
+				dst, found = append(dst, b...), true
+			}
+			end := len(b)
+			if b[i+1] == '*' {
+				if j := bytes.Index(b[i+2:], []byte("*/")); j >= 0 {
+					end = i + 2 + j + 2
+				}
+			} else if j := bytes.IndexByte(b[i+2:], '\n'); j >= 0 {
+				end = i + 2 + j
+			}
+			for k := i; k < end; k++ {
+				dst[start+k] = ' '
+			}
+			i = end - 1
+		}
+	}
+	return dst, found
 }
 
 // scanString scans the string whose opening quote is at i. Its raw contents
