@@ -155,11 +155,16 @@ func (z *zone) unhold(pol *policy) {
 		z.noteCapacity()
 		switch n := len(z.holders); {
 		case n == 0: // the zone is being released
+			return
 		case i == n:
 			z.apply(z.holders[n-1])
 		default:
 			z.retune(time.Now()) // the dropped handler's limits are gone
 		}
+		// A load is in force once the old handlers let go: a lower
+		// max_known or known_ttl applies from then, not at the run
+		// loop's next tick, which a request may come before.
+		z.applyCapacities(zoneCapacity{})
 		return
 	}
 }

@@ -38,8 +38,12 @@ const evictOthers = 3
 // for a new key of shard i, whose lock the caller holds: it only takes the
 // locks it gets at once (TryLock), so two callers never wait on each
 // other's shards. wait is shard i's; the shortest wait seen is returned.
+// While no bucket has been seen it goes on past evictOthers shards: a Set
+// whose capacity was lowered far below the one New chose its shards for
+// holds its few buckets in few of them, and a refusal must still say how
+// long until one of them makes room.
 func (s *Set[K]) evictElsewhere(i int, now time.Time, wait time.Duration) (time.Duration, bool) {
-	for k := 1; k <= evictOthers && k < len(s.shards); k++ {
+	for k := 1; (k <= evictOthers || wait == rate.InfDuration) && k < len(s.shards); k++ {
 		sh := &s.shards[(i+k)%len(s.shards)]
 		if !sh.mu.TryLock() {
 			continue

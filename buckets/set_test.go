@@ -230,6 +230,31 @@ func TestSetCapacity(t *testing.T) {
 	}
 }
 
+// A capacity lowered far below the one the shards were chosen for leaves
+// few buckets in few shards: a new key refused for want of room is still
+// told how long until one of them is full, not an unknown wait, however
+// far its shard is from theirs.
+func TestShrunkCapacityRefusalSaysWhenRoomComes(t *testing.T) {
+	s := New(100000, HashFingerprint)
+	s.SetCapacity(1)
+	lim := Limit{Rate: 0.1, Burst: 2} // an empty bucket is full after 20s
+	if _, _, ok, _ := s.Reserve(fp(0), lim, 2, t0); !ok {
+		t.Fatal("draining the one bucket was refused")
+	}
+	held := s.shardIndex(fp(0))
+	for k := 1; k < 1000; k++ {
+		if d := (held - s.shardIndex(fp(k)) + len(s.shards)) % len(s.shards); d <= evictOthers {
+			continue // its shard or one close after it would examine the bucket anyway
+		}
+		_, wait, ok, full := s.Reserve(fp(k), lim, 1, t0)
+		if ok || !full || wait != 20*time.Second {
+			t.Fatalf("new key %d: ok=%v full=%v wait=%v, want refused as full with the 20s the bucket takes to refill", k, ok, full, wait)
+		}
+		return
+	}
+	t.Fatal("no key found far from the bucket's shard")
+}
+
 func TestSweep(t *testing.T) {
 	tests := []struct {
 		name        string
