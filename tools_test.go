@@ -254,9 +254,11 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// (the official Go SDK among them) run the first value of a body that
 	// has more after it; the Kotlin SDK reads unquoted keys and strings
 	// (kotlinx.serialization's isLenient); the Ruby SDK's json gem reads
-	// comments as whitespace. Such a server still runs the call, so
+	// comments as whitespace and drops the backslash of an escape JSON has
+	// not; the Java SDK's Jackson reads a number as a string (a tool named
+	// 7). Such a server still runs the call, so
 	// argument bounds and per-tool quotas must hold for these bodies too.
-	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
+	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool 7 {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
 	h := []string{"Authorization", "Bearer valid-lenient"}
 	e.prove("valid-lenient")
 	for _, body := range []string{
@@ -273,6 +275,9 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		`/* c */` + argCall(7, `{"limit":100}`),
 		argCall(7, `{"limit":100/* c */}`),
 		"// c\n" + argCall(7, "{// c\n\"limit\"://\n100}"),
+		`{"x":"\q",` + argCall(7, `{"limit":100}`)[1:],
+		argCall(7, `{"\limit":100}`),
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":7,"arguments":{"limit":100}}}`,
 	} {
 		r := e.post(body, h...)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {

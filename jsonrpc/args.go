@@ -22,8 +22,12 @@ import (
 func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
 	r := e.r
 	v := argVerdict{max: math.Inf(-1), numeric: true}
-	for _, a := range r.args[e.args.lo:e.args.hi] {
-		r.argIn(a, name, &v)
+	for k, a := range r.args[e.args.lo:e.args.hi] {
+		src := r.body
+		if int(e.args.lo)+k >= r.blankedArgs {
+			src = r.blanked
+		}
+		r.argIn(src[:a.hi], int(a.lo), name, &v)
 	}
 	if !v.numbers {
 		v.max = 0
@@ -39,11 +43,11 @@ type argVerdict struct {
 	present bool    // some reading is not null
 }
 
-// argIn folds the readings of key name in the arguments object a into the
-// verdict. a was validated by Parse, so the walk trusts its syntax.
-func (r *Request) argIn(a span, name string, v *argVerdict) {
-	b := r.body[:a.hi]
-	i := int(a.lo) + 1 // after '{'
+// argIn folds the readings of key name in the arguments object at lo in b
+// (the body or its blanked copy, up to the object's end) into the verdict.
+// Parse validated the object, so the walk trusts its syntax.
+func (r *Request) argIn(b []byte, lo int, name string, v *argVerdict) {
+	i := lo + 1 // after '{'
 	for {
 		i = skipWS(b, i)
 		switch b[i] {

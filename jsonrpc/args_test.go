@@ -88,7 +88,14 @@ func runLenientArgCases(t *testing.T, cases []lenientArgCase) {
 			if r.Valid() {
 				t.Fatalf("test body is valid JSON")
 			}
-			max, numeric, present := r.Entry(0).Arg("limit")
+			// Over every scanned entry, as the handler checks them: a body
+			// read two ways has an entry per reading.
+			max, numeric, present := math.Inf(-1), true, false
+			for i := range r.Scanned() {
+				if m, n, p := r.Entry(i).Arg("limit"); p {
+					max, numeric, present = math.Max(max, m), numeric && n, true
+				}
+			}
 			if max != c.max || numeric != c.numeric || !present {
 				t.Errorf("Arg = (%v, %v, %v), want (%v, %v, true)", max, numeric, present, c.max, c.numeric)
 			}
@@ -106,6 +113,7 @@ func TestArgUnquotedKeysAndValuesAreReadings(t *testing.T) {
 		{"unquoted_string_value", call(`{limit:many}`), 0, false},
 		{"unquoted_value_starting_like_a_number", call(`{limit:5e}`), 0, false},
 		{"digits_with_underscore", call(`{limit:1_000}`), 0, false},
+		{"unknown_escape_in_the_key", call(`{"\limit":1000}`), 1000, true},
 	})
 }
 
@@ -117,6 +125,7 @@ func TestArgCommentsAreWhitespace(t *testing.T) {
 		{"around_the_member", call(`{/* c */"limit"/* c */:/* c */500/* c */}`), 500, true},
 		{"line_comment", call("{// c\n\"limit\":500}"), 500, true},
 		{"brackets_and_quotes_in_a_comment", call(`{"q":[1,/* ] } " */2],"limit":500}`), 500, true},
-		{"number_then_comment", call(`{"limit":5/*0*/}`), 5, true},
+		// Read leniently, 5/*0*/ is an unquoted string: not a number.
+		{"number_then_comment", call(`{"limit":5/*0*/}`), 5, false},
 	})
 }

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -179,18 +180,54 @@ func TestCostLenientLiteralsAreChargedButInvalid(t *testing.T) {
 }
 
 // The Ruby MCP SDK parses with Ruby's json gem, which reads /* */ and //
-// comments as whitespace. What follows a comment is charged.
+// comments as whitespace. What follows a comment is charged: an invalid
+// body with comments is read both ways, and each reading counts.
 func TestCostCommentsAreReadAsWhitespace(t *testing.T) {
 	runCostCases(t, []costCase{
-		{"leading_block", `/* c */{"method":"tools/call","params":{"name":"big"}}`, 5, false},
-		{"leading_line", "// c\n" + `{"method":"tools/call","params":{"name":"big"}}`, 5, false},
-		{"between_members", `{"method":"tools/call",/* c */"params":/**/{"name"/**/:/**/"big"}}`, 5, false},
-		{"in_batch", "[{\"method\":\"tools/call\"},// c\n{\"method\":\"tools/call\",\"params\":{\"name\":\"photo\"}}]", 4, false},
+		// Read as comments, 5; as a lenient scan (the comment a value,
+		// then a second value), 5 more.
+		{"leading_block", `/* c */{"method":"tools/call","params":{"name":"big"}}`, 10, false},
+		{"leading_line", "// c\n" + `{"method":"tools/call","params":{"name":"big"}}`, 10, false},
+		{"trailing", `{"method":"tools/call","params":{"name":"big"}}/* c */`, 10, false},
+		{"unterminated", `{"method":"tools/call","params":{"name":"big"}/* c`, 10, false},
+		{"comment_opening_in_a_string", `/**/{"method":"tools/call","params":{"x":"\"/*","name":"big"}}`, 10, false},
+		// The lenient scan stops at the comment: 1 for its tools/call
+		// without a name, 5 for the comment reading.
+		{"between_members", `{"method":"tools/call",/* c */"params":/**/{"name"/**/:/**/"big"}}`, 6, false},
+		{"in_batch", "[{\"method\":\"tools/call\"},// c\n{\"method\":\"tools/call\",\"params\":{\"name\":\"photo\"}}]", 5, false},
 		{"inside_skipped_value", `{"params":{"_meta":[1,/* ] } */2],"name":"big"},"method":"tools/call"}`, 5, false},
-		{"trailing", `{"method":"tools/call","params":{"name":"big"}}/* c */`, 5, false},
-		{"unterminated", `{"method":"tools/call","params":{"name":"big"}/* c`, 5, false},
 		{"comment_text_in_a_string_is_no_comment", `{"method":"tools/call","params":{"name":"/*big*/"}}`, 1, true},
-		{"comment_opening_in_a_string", `/**/{"method":"tools/call","params":{"x":"\"/*","name":"big"}}`, 5, false},
+		// An unquoted string that holds a comment's opening (a lenient
+		// reading): the comment reading cuts it, the first reads on.
+		{"unquoted_string_with_slashes", `{x:a//b,method:tools/call,params:{name:big}}`, 5, false},
+	})
+}
+
+// Jackson, which the Java MCP SDK reads params with, turns a number or a
+// boolean into a string: "name":7 calls the tool "7". Ruby's json gem
+// before 2.10 drops the backslash of an escape JSON has not: "\photo" is
+// "photo", and the body reads on.
+func TestCostScalarToolNamesAndUnknownEscapesAreReadings(t *testing.T) {
+	for _, c := range []struct {
+		body  string
+		tools []string
+		valid bool
+	}{
+		{`{"method":"tools/call","params":{"name":7}}`, []string{"7"}, true},
+		{`{"method":"tools/call","params":{"name":7.0,"name":true,"name":null}}`, []string{"7.0", "true"}, true},
+		{`{"x":"\q","method":"tools/call","params":{"name":"\photo"}}`, []string{"photo"}, false},
+		{`{"method":"tools/call","params":{"name":"\é"}}`, []string{"é"}, false},
+	} {
+		r := parse(t, c.body)
+		if got := tools(r.Entry(0)); !slices.Equal(got, c.tools) || r.Valid() != c.valid {
+			t.Errorf("%s: tools %q valid %v, want %q valid %v", c.body, got, r.Valid(), c.tools, c.valid)
+		}
+	}
+	runCostCases(t, []costCase{
+		{"unknown_escape_before_the_call", `{"x":"\q","method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"unknown_escape_in_the_name", `{"method":"tools/call","params":{"name":"\photo"}}`, 3, false},
+		{"unknown_escape_in_a_key", `{"\method":"tools/call","params":{"name":"photo"}}`, 3, false},
+		{"control_byte_escaped_is_no_reading", "{\"x\":\"\\\x01\",\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 1, false},
 	})
 }
 
@@ -206,8 +243,7 @@ func TestCostUnquotedStringsAreReadLikeALenientParser(t *testing.T) {
 		{"unicode_tool_name", "{method:tools/call,params:{name:\U0001F4F7}}", 4, false},
 		{"number_then_letters", `{"id":1a,"method":"tools/call","params":{"name":"big"}}`, 5, false},
 		{"stops_at_a_colon", `{method:tools/call:x,params:{name:big}}`, 1, false},
-		// Valid JSON keeps its meaning: a number is no method or tool name.
-		{"number_tool_name", `{"method":"tools/call","params":{"name":5}}`, 1, true},
+		// Valid JSON keeps its meaning: a literal is no method.
 		{"literal_method", `{"method":true}`, 0, true},
 	})
 }

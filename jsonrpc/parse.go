@@ -6,44 +6,45 @@ import "unicode/utf8"
 // Valid report false, and what could be scanned of it still counts in Cost.
 //
 // Ruby's json gem, which the Ruby MCP SDK parses with, reads /* */ and //
-// comments as whitespace: an invalid body with comments outside strings is
-// read with them blanked out, a reading that goes on where the comments
-// stopped the first. (It replaces the first: an unquoted string holding a
-// comment's opening, which only a parser accepting both would read, is
-// read as cut there.)
+// comments as whitespace: an invalid body with comments outside strings
+// is read a second time with them blanked out, and each reading's entries
+// count (Scanned), so the body costs both readings. The first is still
+// needed: a lenient reading of unquoted strings may hold what looks like a
+// comment's opening (a//b), which the second cuts.
 //
 // Parse keeps a reference to body, and IDs and strings handed out later
 // alias it, until the next Reset (or PutRequest, or Parse). The caller must
 // neither modify body nor release its buffer before then.
 func (r *Request) Parse(body []byte) {
-	r.parse(body)
-	if r.valid || len(body) > maxBody {
-		return
-	}
-	if blanked, ok := blankComments(r.blanked[:0], body); ok {
-		r.blanked = blanked
-		r.parse(blanked)
-		r.valid = false // comments are no JSON
-	}
-}
-
-// parse is Parse without the reading that blanks comments out.
-func (r *Request) parse(body []byte) {
 	r.Reset()
 	r.blank = [2]Entry{{r: r}, {r: r, object: true}}
 	if len(body) > maxBody {
 		return // invalid
 	}
 	r.body = body
-	b := body
+	if r.kind, r.valid = r.scan(body); r.valid {
+		return
+	}
+	if blanked, ok := blankComments(r.blanked[:0], body); ok {
+		r.blanked, r.blankedArgs = blanked, len(r.args)
+		r.s.depth = 0
+		r.scan(blanked)
+	}
+}
+
+// scan reads b, the body or its copy with comments blanked out (whose
+// readings are byte ranges of the body as well: none holds a blanked
+// byte), adding its entries to r. It returns the kind of the first value
+// and whether b is valid JSON.
+func (r *Request) scan(b []byte) (kind uint8, valid bool) {
 	i := 0
 	if len(b) >= 3 && b[0] == 0xEF && b[1] == 0xBB && b[2] == 0xBF {
 		i = 3
 	}
 	if i = skipWS(b, i); i == len(b) {
-		return // empty: invalid
+		return kindNone, false // empty: invalid
 	}
-	r.kind, i = r.topValue(b, i)
+	kind, i = r.topValue(b, i)
 	// More values after the first: invalid, but a streaming decoder may
 	// read them all, so they are charged too.
 	for i >= 0 {
@@ -53,7 +54,7 @@ func (r *Request) parse(body []byte) {
 		r.s.soft = true
 		_, i = r.topValue(b, i)
 	}
-	r.valid = i >= 0 && !r.s.soft
+	return kind, i >= 0 && !r.s.soft
 }
 
 // topValue parses one top-level value at i and returns its kind.
@@ -132,6 +133,7 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		if end, flags = scanString(b, i); end < 0 {
 			return nil, 0, -1
 		}
+		s.badEscape(flags)
 		k = b[i+1 : end-1]
 	} else {
 		if end = s.unquoted(b, i); end == i {
@@ -163,7 +165,7 @@ func (r *Request) parseMessage(b []byte, i int) int {
 		}
 		switch r.messageKey(k, flags) {
 		case keyMethod:
-			r.methods, i = r.appendText(r.methods, b, v)
+			r.methods, i = r.appendText(r.methods, b, v, false)
 		case keyParams:
 			if b[v] == '{' {
 				i = r.parseParams(b, v)
@@ -203,7 +205,7 @@ func (r *Request) parseParams(b []byte, i int) int {
 		}
 		switch r.paramsKey(k, flags) {
 		case keyName:
-			r.tools, i = r.appendText(r.tools, b, v)
+			r.tools, i = r.appendText(r.tools, b, v, true)
 		case keyArguments:
 			if i = s.skipValue(b, v); i >= 0 && b[v] == '{' {
 				r.args = append(r.args, span{int32(v), int32(i)})
@@ -219,11 +221,13 @@ func (r *Request) parseParams(b []byte, i int) int {
 
 // appendText scans the value at i and appends it to list as a reading
 // when it is a string, decoded into the arena if it has escapes or invalid
-// UTF-8, or an unquoted string, which lenient parsers read as one.
-func (r *Request) appendText(list []text, b []byte, i int) ([]text, int) {
+// UTF-8, or an unquoted string, which lenient parsers read as one. With
+// scalars, a number or a boolean is a reading too, as its text: Jackson
+// (the Java SDK) reads "name":7 as the tool "7".
+func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text, int) {
 	if c := b[i]; c != '"' {
 		end := r.s.skipValue(b, i)
-		if c != '{' && c != '[' && end > i && !jsonScalar(b[i:end]) {
+		if c != '{' && c != '[' && end > i && (!jsonScalar(b[i:end]) || scalars && c != 'n') {
 			list = append(list, text{i, end, false})
 		}
 		return list, end
@@ -232,6 +236,7 @@ func (r *Request) appendText(list []text, b []byte, i int) ([]text, int) {
 	if end < 0 {
 		return list, -1
 	}
+	r.s.badEscape(flags)
 	raw := b[i+1 : end-1]
 	if flags&flagEscape != 0 || flags&flagHigh != 0 && !utf8.Valid(raw) {
 		lo := len(r.arena)

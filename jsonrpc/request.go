@@ -32,6 +32,8 @@ type Request struct {
 	arena   []byte   // decoded strings that had escapes or invalid UTF-8
 	scratch []byte   // temporary decoded keys
 	blanked []byte   // the body with its comments blanked out (see Parse)
+	// blankedArgs is where the args of the reading of blanked start.
+	blankedArgs int
 }
 
 // Top-level value kinds.
@@ -123,6 +125,7 @@ func (r *Request) Reset() {
 	r.tools = r.tools[:0]
 	r.args = r.args[:0]
 	r.arena = r.arena[:0]
+	r.blankedArgs = math.MaxInt
 }
 
 // beginEntry counts a new entry and, for an object, opens its record,

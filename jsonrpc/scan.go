@@ -17,8 +17,9 @@ const MaxDepth = 10000
 
 // String flags reported by scanString.
 const (
-	flagEscape = 1 << iota // the string contains a backslash escape
-	flagHigh               // the string may contain non-ASCII bytes
+	flagEscape    = 1 << iota // the string contains a backslash escape
+	flagHigh                  // the string may contain non-ASCII bytes
+	flagBadEscape             // an escape JSON has not (\q): a soft error
 )
 
 // Word-at-a-time constants for scanString.
@@ -129,7 +130,13 @@ func scanString(b []byte, i int) (end int, flags uint8) {
 				}
 				i += 6
 			default:
-				return -1, flags
+				// Ruby's json gem (before 2.10) drops the backslash of
+				// an unknown escape: a soft error, read its way.
+				if b[i+1] < ' ' {
+					return -1, flags
+				}
+				flags |= flagBadEscape
+				i += 2
 			}
 		case c < ' ':
 			return -1, flags
@@ -211,6 +218,13 @@ func (s *scanner) enter() {
 	s.depth++
 }
 
+// badEscape makes a string with an escape JSON has not a soft error.
+func (s *scanner) badEscape(flags uint8) {
+	if flags&flagBadEscape != 0 {
+		s.soft = true
+	}
+}
+
 // bare reports whether c may be part of an unquoted string, which lenient
 // parsers read as a string (kotlinx.serialization's isLenient, which the
 // Kotlin MCP SDK sets): any byte but a control byte, a space, a quote, a
@@ -241,7 +255,8 @@ func (s *scanner) scalar(b []byte, i int, c byte) int {
 	var end int
 	switch c {
 	case '"':
-		end, _ = scanString(b, i)
+		end, flags := scanString(b, i)
+		s.badEscape(flags)
 		return end
 	case 't':
 		end = literal(b, i, "true")
@@ -326,7 +341,9 @@ func (s *scanner) skipValue(b []byte, i int) int {
 		}
 		if needKey {
 			if b[i] == '"' {
-				i, _ = scanString(b, i)
+				var flags uint8
+				i, flags = scanString(b, i)
+				s.badEscape(flags)
 			} else if e := bareEnd(b, i); e > i {
 				s.soft, i = true, e
 			} else {
@@ -344,9 +361,11 @@ func (s *scanner) skipValue(b []byte, i int) int {
 		}
 		switch c := b[i]; c {
 		case '"':
-			if i, _ = scanString(b, i); i < 0 {
+			var flags uint8
+			if i, flags = scanString(b, i); i < 0 {
 				return -1
 			}
+			s.badEscape(flags)
 		case '{', '[':
 			inObj = c == '{'
 			s.setKind(n, inObj)

@@ -8,7 +8,8 @@ import (
 // appendUnquoted appends the decoded form of the raw contents s of a string
 // that scanString accepted, exactly as encoding/json decodes it: escapes are
 // resolved, a \u surrogate pair becomes one rune, and a lone surrogate or a
-// byte of invalid UTF-8 becomes U+FFFD.
+// byte of invalid UTF-8 becomes U+FFFD. An escape JSON has not (\q) reads as
+// the byte after the backslash, as Ruby's json gem read it before 2.10.
 func appendUnquoted(dst, s []byte) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -42,7 +43,11 @@ func appendUnquoted(dst, s []byte) []byte {
 				}
 				dst = utf8.AppendRune(dst, r)
 				continue
-			default: // '"', '\\', '/'
+			default: // '"', '\\', '/', or one JSON has not, which reads as its byte
+				if s[i+1] >= utf8.RuneSelf {
+					i++ // the backslash goes; the rune after it is read as any
+					continue
+				}
 				dst = append(dst, s[i+1])
 			}
 			i += 2
