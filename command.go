@@ -89,7 +89,13 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	if err != nil {
 		return err
 	}
-	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, newFingerprintKey())
+	// As a starting handler does: should storage hold no key, the key
+	// this host last used goes there, else a new one.
+	offer := readKeyCache(zoneName)
+	if offer == nil {
+		offer = newFingerprintKey()
+	}
+	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offer)
 	if err != nil {
 		return err
 	}
@@ -114,7 +120,10 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		created = created && bytes.Equal(key, offered)
 		where = "its Redis store"
 	}
-	if created {
+	switch {
+	case created && bytes.Equal(key, readKeyCache(zoneName)):
+		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in %s; stored the key this host last used for it\n", zoneName, where)
+	case created:
 		// Preparing overrides before the first deploy is legitimate, but
 		// a mistyped zone or storage would silently print a fingerprint
 		// that matches nothing: say so.

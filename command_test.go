@@ -296,3 +296,35 @@ func TestFingerprintCommandRefusesWhatIsNoIdentity(t *testing.T) {
 		}
 	}
 }
+
+// Should storage hold no key, the command stores the key this host last
+// used for the zone, as a starting handler does, instead of creating one
+// that would change every fingerprint at the next start.
+func TestFingerprintCommandOffersTheCachedKey(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	zone := "offer-" + rand.Text()[:8]
+	cached := newFingerprintKey()
+	if err := writeKeyCache(zone, cached); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t}\n}\n", store, zone)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, notes bytes.Buffer
+	if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
+		t.Fatal(err)
+	}
+	if want := fingerprintHex(newFingerprinter(cached).sum("Bearer abc")) + "\n"; out.String() != want {
+		t.Fatalf("fingerprint %q, want %q under the cached key", out.String(), want)
+	}
+	stored, err := os.ReadFile(filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key"))
+	if err != nil || !bytes.Equal(stored, cached) {
+		t.Fatalf("stored key %x (%v), want the cached one", stored, err)
+	}
+	if !strings.Contains(notes.String(), "stored the key this host last used") {
+		t.Fatalf("notes %q, want them to say the cached key was stored", notes.String())
+	}
+}

@@ -2,7 +2,10 @@ package mcplimit_test
 
 import (
 	"bytes"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -32,6 +35,45 @@ func TestFingerprintKeyMissingFromStorageIsStoredAgain(t *testing.T) {
 	harness.Eventually(t, 10*time.Second, "the key to be stored again", func() bool {
 		return bytes.Equal(o.storedKey(zone), key)
 	})
+	// A truncated key file is repaired the same way.
+	if err := os.WriteFile(filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, "the truncated key to be stored again", func() bool {
+		return bytes.Equal(o.storedKey(zone), key)
+	})
+}
+
+// Another key in storage (restored from a backup, or created by an
+// instance that started while the key was missing) is adopted within a
+// flush: every instance, the fingerprint command and overrides agree.
+func TestAnotherFingerprintKeyInStorageIsAdopted(t *testing.T) {
+	const zone, token = "key_other", "valid-key-other"
+	o := newOutage(t)
+	e := start(t, "zone "+zone+"\nflush_interval 1s", o.options())
+	e.prove(token)
+	other := o.putKey(zone)
+	m := hmac.New(sha256.New, other)
+	m.Write([]byte("Bearer " + token))
+	want := hex.EncodeToString(m.Sum(nil)[:16])
+	harness.Eventually(t, 10*time.Second, "the other key to be adopted", func() bool {
+		e.prove(token)
+		var v struct {
+			Identities []struct {
+				Fingerprint string `json:"fingerprint"`
+			} `json:"identities"`
+		}
+		e.caddy.AdminJSON(t, "/mcp_ratelimit/"+zone+"/identities", &v)
+		for _, id := range v.Identities {
+			if id.Fingerprint == want {
+				return true
+			}
+		}
+		return false
+	})
+	if !bytes.Equal(o.storedKey(zone), other) {
+		t.Fatal("the key in storage changed again")
+	}
 }
 
 // An instance starting on a storage that holds no key offers the key it
@@ -86,4 +128,32 @@ func TestRedisKeyGoesToStorageAndOutlivesTheStore(t *testing.T) {
 		t.Fatalf("fingerprint %s without the store, want %s as with it", got, fp)
 	}
 	refusal(t, e.post(harness.ToolCall(9, "echo", map[string]any{"text": "x"}), "Authorization", "Bearer "+token), 429, "quota")
+}
+
+// Counts a Redis outage left, saved in storage at a stop, are pushed once
+// storage answers, when the next start could not read them: not only by
+// the start after that.
+func TestRedisOutageCountsSavedInStorageArePushedOnceStorageAnswers(t *testing.T) {
+	const zone, token = "redis_pending_later", "valid-pending-later"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	o := newOutage(t)
+	block := "zone " + zone + "\nflush_interval 1s\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 100/day\nstore redis " + rd.URL
+	e := start(t, block, o.options())
+	e.prove(token)
+	fp := onlyIdentity(t, e, zone)
+	rd.Kill()
+	e.spend(token, 3)                    // decided locally, kept for Redis
+	if err := caddy.Stop(); err != nil { // saves them in storage
+		t.Fatal(err)
+	}
+	rd.Start(t) // empty: persistence is off
+	o.set(true)
+	start(t, block, o.options())
+	o.set(false)
+	key := "mcprl:{" + zone + "}:q:i/" + fp + ":d:" + time.Now().UTC().Format(time.DateOnly)
+	harness.Eventually(t, 15*time.Second, "the saved counts pushed to redis", func() bool {
+		n, _ := rd.Command("GET", key)
+		return n == "3"
+	})
 }

@@ -250,6 +250,21 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	return nil
 }
 
+// readRedisPendingAgain reads the counts saved in storage during a Redis
+// outage that a start could not read, once storage answers: they are then
+// pushed as any pending count, instead of waiting for the next start.
+func (z *zone) readRedisPendingAgain(ctx context.Context) {
+	r := z.redis.Load()
+	if r == nil || !z.redisPendingUnread.Load() {
+		return
+	}
+	if err := z.loadRedisPending(ctx, r); err != nil {
+		return
+	}
+	z.redisPendingUnread.Store(false)
+	z.logger.Load().Info("counts saved during a redis outage read from storage, to be pushed", zap.String("zone", z.name))
+}
+
 // closeRedis pushes what is pending and closes the store.
 func (z *zone) closeRedis(ctx context.Context) {
 	r := z.redis.Load()

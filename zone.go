@@ -95,6 +95,9 @@ type zone struct {
 	// storageMoved says a config load switched the zone to another
 	// storage, where its fingerprint key is still to be confirmed.
 	storageMoved atomic.Bool
+	// redisPendingUnread says the counts saved in storage during a Redis
+	// outage could not be read at start: each flush tries again.
+	redisPendingUnread atomic.Bool
 
 	// unpushed and redisHost are the zone's files of counts kept on the
 	// host: those storage did not take, and those Redis did not.
@@ -250,7 +253,8 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
 		if err := z.loadRedisPending(loadCtx, rz); err != nil {
-			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage", zap.String("zone", z.name), zap.Error(err))
+			z.redisPendingUnread.Store(true)
+			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage, read again at each flush", zap.String("zone", z.name), zap.Error(err))
 		}
 		z.adoptRedisPending(rz, time.Now())
 	}
@@ -387,6 +391,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				z.keepKey(fctx)
 				z.confirmKey(fctx)
+				z.readRedisPendingAgain(fctx)
 				z.flush(fctx, false)
 				cancel()
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
@@ -442,20 +447,23 @@ func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) 
 }
 
 // keepKey runs before each flush while the zone's fingerprint key is
-// confirmed: when storage no longer holds the key (a wiped or restored
-// storage, a deleted zone folder), the zone stores it there again.
-// Otherwise the next instance to start on a host without the key cached
-// would create another, and one credential would have a fingerprint, and
-// a quota, on each key.
+// confirmed: when storage no longer holds it, the zone confirms it again
+// (see confirmKey). A key missing or damaged (a wiped storage, a deleted
+// zone folder, a truncated file) is stored again: else the next instance
+// to start on a host without the key cached would create another, and one
+// credential would have a fingerprint, and a quota, on each key. Another
+// key (restored from a backup, or created by an instance that started
+// meanwhile) is adopted, so that every instance fingerprints alike.
 func (z *zone) keepKey(ctx context.Context) {
 	if z.keyUnconfirmed.Load() != nil {
 		return // confirmKey stores it or adopts storage's
 	}
-	if _, err := z.storage.Load(ctx, fingerprintKeyName(z.name)); !errors.Is(err, fs.ErrNotExist) {
-		return
+	stored, err := z.storage.Load(ctx, fingerprintKeyName(z.name))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) || bytes.Equal(stored, z.fpKey.Load().key) {
+		return // unreadable (the flush will say so), or the zone's
 	}
-	z.logger.Load().Warn("fingerprint key missing from storage: storing the zone's key there again", zap.String("zone", z.name))
-	z.keyUnconfirmed.Store(&keyFailure{err: "fingerprint key missing from storage", at: time.Now()})
+	z.logger.Load().Warn("fingerprint key in storage missing, damaged or another: confirming the zone's key there again", zap.String("zone", z.name))
+	z.keyUnconfirmed.Store(&keyFailure{err: "fingerprint key in storage missing, damaged or another", at: time.Now()})
 	z.confirmKey(ctx)
 }
 
