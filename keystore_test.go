@@ -157,3 +157,30 @@ func TestRedisOutageCountsSavedInStorageArePushedOnceStorageAnswers(t *testing.T
 		return n == "3"
 	})
 }
+
+// A zone with a Redis store that is down fingerprints under the key it
+// last used (Redis's, cached on the host) until Redis answers, even when
+// Caddy storage holds another: it does not adopt storage's at a flush and
+// switch back when Redis returns.
+func TestRedisZoneKeepsRedisKeyWhileRedisIsDown(t *testing.T) {
+	const zone, token = "key_redis_down", "valid-key-redis-down"
+	rd := harness.StartRedis(t)
+	o := newOutage(t)
+	block := "zone " + zone + "\nflush_interval 1s\nstore redis " + rd.URL
+	e := start(t, block, o.options())
+	e.prove(token)
+	fp := onlyIdentity(t, e, zone)
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rd.Kill()
+	o.putKey(zone) // storage holds another key
+	e = start(t, block, o.options())
+	flushes := func() uint64 { return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Flushes }
+	seen := flushes()
+	harness.Eventually(t, 10*time.Second, "two flushes", func() bool { return flushes() >= seen+2 })
+	e.prove(token)
+	if got := onlyIdentity(t, e, zone); got != fp {
+		t.Fatalf("fingerprint %s while Redis is down, want %s under the key last used", got, fp)
+	}
+}

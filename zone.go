@@ -458,6 +458,9 @@ func (z *zone) keepKey(ctx context.Context) {
 	if z.keyUnconfirmed.Load() != nil {
 		return // confirmKey stores it or adopts storage's
 	}
+	if z.redis.Load() != nil && !z.redisKeyInUse() {
+		return // Redis's key decides, once Redis answers (adoptRedisKey)
+	}
 	stored, err := z.storage.Load(ctx, fingerprintKeyName(z.name))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) || bytes.Equal(stored, z.fpKey.Load().key) {
 		return // unreadable (the flush will say so), or the zone's
