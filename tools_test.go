@@ -253,7 +253,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// Python's json module accepts NaN and Infinity; streaming decoders
 	// (the official Go SDK among them) run the first value of a body that
 	// has more after it; the Kotlin SDK reads unquoted keys and strings
-	// (kotlinx.serialization's isLenient); the Ruby SDK's json gem reads
+	// and raw control bytes in strings (kotlinx.serialization's isLenient
+	// and its lexer); the Ruby SDK's json gem reads
 	// comments as whitespace and drops the backslash of an escape JSON has
 	// not; the Java SDK's Jackson reads a number as a string (a tool named
 	// 7). Such a server still runs the call, so
@@ -278,6 +279,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		`{"x":"\q",` + argCall(7, `{"limit":100}`)[1:],
 		argCall(7, `{"\limit":100}`),
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":7,"arguments":{"limit":100}}}`,
+		argCall(7, "{\"limit\":100,\"text\":\"a\nb\"}"),
+		"{\"jsonrpc\":\"2.0\",\"id\":\"7\t\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"limit\":100}}}",
 	} {
 		r := e.post(body, h...)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {

@@ -114,6 +114,7 @@ func TestArgUnquotedKeysAndValuesAreReadings(t *testing.T) {
 		{"unquoted_value_starting_like_a_number", call(`{limit:5e}`), 0, false},
 		{"digits_with_underscore", call(`{limit:1_000}`), 0, false},
 		{"unknown_escape_in_the_key", call(`{"\limit":1000}`), 1000, true},
+		{"raw_control_byte_beside", call("{\"limit\":1000,\"text\":\"a\nb\"}"), 1000, true},
 	})
 }
 

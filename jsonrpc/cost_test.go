@@ -227,6 +227,9 @@ func TestCostScalarToolNamesAndUnknownEscapesAreReadings(t *testing.T) {
 		{"unknown_escape_before_the_call", `{"x":"\q","method":"tools/call","params":{"name":"big"}}`, 5, false},
 		{"unknown_escape_in_the_name", `{"method":"tools/call","params":{"name":"\photo"}}`, 3, false},
 		{"unknown_escape_in_a_key", `{"\method":"tools/call","params":{"name":"photo"}}`, 3, false},
+		// kotlinx.serialization takes a raw control byte in a string.
+		{"raw_control_byte_in_an_id", "{\"id\":\"5\t\",\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"raw_newline_in_an_argument", "{\"method\":\"tools/call\",\"params\":{\"arguments\":{\"t\":\"a\nb\"},\"name\":\"big\"}}", 5, false},
 		{"control_byte_escaped_is_no_reading", "{\"x\":\"\\\x01\",\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 1, false},
 	})
 }

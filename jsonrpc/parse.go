@@ -133,7 +133,7 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		if end, flags = scanString(b, i); end < 0 {
 			return nil, 0, -1
 		}
-		s.badEscape(flags)
+		s.lenientString(flags)
 		k = b[i+1 : end-1]
 	} else {
 		if end = s.unquoted(b, i); end == i {
@@ -236,7 +236,7 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 	if end < 0 {
 		return list, -1
 	}
-	r.s.badEscape(flags)
+	r.s.lenientString(flags)
 	raw := b[i+1 : end-1]
 	if flags&flagEscape != 0 || flags&flagHigh != 0 && !utf8.Valid(raw) {
 		lo := len(r.arena)

@@ -17,9 +17,9 @@ const MaxDepth = 10000
 
 // String flags reported by scanString.
 const (
-	flagEscape    = 1 << iota // the string contains a backslash escape
-	flagHigh                  // the string may contain non-ASCII bytes
-	flagBadEscape             // an escape JSON has not (\q): a soft error
+	flagEscape  = 1 << iota // the string contains a backslash escape
+	flagHigh                // the string may contain non-ASCII bytes
+	flagLenient             // an escape JSON has not (\q) or a raw control byte: a soft error
 )
 
 // Word-at-a-time constants for scanString.
@@ -135,11 +135,14 @@ func scanString(b []byte, i int) (end int, flags uint8) {
 				if b[i+1] < ' ' {
 					return -1, flags
 				}
-				flags |= flagBadEscape
+				flags |= flagLenient
 				i += 2
 			}
 		case c < ' ':
-			return -1, flags
+			// kotlinx.serialization (the Kotlin SDK) takes a raw control
+			// byte in a string as any other: a soft error, read on.
+			flags |= flagLenient
+			i++
 		default: // in the last 7 bytes
 			if c >= 0x80 {
 				flags |= flagHigh
@@ -218,9 +221,9 @@ func (s *scanner) enter() {
 	s.depth++
 }
 
-// badEscape makes a string with an escape JSON has not a soft error.
-func (s *scanner) badEscape(flags uint8) {
-	if flags&flagBadEscape != 0 {
+// lenientString makes a string JSON has not (flagLenient) a soft error.
+func (s *scanner) lenientString(flags uint8) {
+	if flags&flagLenient != 0 {
 		s.soft = true
 	}
 }
@@ -256,7 +259,7 @@ func (s *scanner) scalar(b []byte, i int, c byte) int {
 	switch c {
 	case '"':
 		end, flags := scanString(b, i)
-		s.badEscape(flags)
+		s.lenientString(flags)
 		return end
 	case 't':
 		end = literal(b, i, "true")
@@ -343,7 +346,7 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			if b[i] == '"' {
 				var flags uint8
 				i, flags = scanString(b, i)
-				s.badEscape(flags)
+				s.lenientString(flags)
 			} else if e := bareEnd(b, i); e > i {
 				s.soft, i = true, e
 			} else {
@@ -365,7 +368,7 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			if i, flags = scanString(b, i); i < 0 {
 				return -1
 			}
-			s.badEscape(flags)
+			s.lenientString(flags)
 		case '{', '[':
 			inObj = c == '{'
 			s.setKind(n, inObj)
