@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -183,4 +184,25 @@ func TestRedisZoneKeepsRedisKeyWhileRedisIsDown(t *testing.T) {
 	if got := onlyIdentity(t, e, zone); got != fp {
 		t.Fatalf("fingerprint %s while Redis is down, want %s under the key last used", got, fp)
 	}
+}
+
+// A restart that adds `store redis` carries the counts storage holds this
+// period to Redis, as a reload that adds it does: a quota used up before
+// stays used up.
+func TestStartThatAddsTheRedisStoreCarriesTheQuotaUsed(t *testing.T) {
+	const zone, token = "redis_added_at_start", "valid-added-at-start"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	o := newOutage(t)
+	block := "zone " + zone + "\nflush_interval 1s\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day"
+	e := start(t, block, o.options())
+	e.prove(token)
+	e.spend(token, 3)
+	if err := caddy.Stop(); err != nil { // its final flush stores the counts
+		t.Fatal(err)
+	}
+	e = start(t, block+"\nstore redis "+rd.URL, o.options())
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(4, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a quota used up before the restart that added the store")
 }

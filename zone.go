@@ -250,6 +250,17 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedRedisCounts(logger, rz != nil)
 	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
+	if rz != nil && bytes.Equal(key, stored) {
+		// A start that adds the store carries the counts storage holds
+		// this period, as a reload that adds it does: a tenant must not
+		// get its quota afresh because the decision moved to Redis.
+		// Under another key they are under other fingerprints: not.
+		if rz.keyAdopted.Load() {
+			z.seedRedis(loadCtx, rz)
+		} else {
+			rz.unseeded.Store(true)
+		}
+	}
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
 		if err := z.loadRedisPending(loadCtx, rz); err != nil {

@@ -194,3 +194,16 @@ for i = 2, #KEYS do
 end
 return 1
 `)
+
+// fpKeyScript returns the zone's fingerprint key (KEYS[1]), storing the
+// candidate (ARGV[1]) when there is none or the one there is damaged (not
+// 32 bytes: written by hand, or truncated), so that instances converge on
+// one key instead of each keeping its own.
+var fpKeyScript = redis.NewScript(`
+local k = redis.call('GET', KEYS[1])
+if not k or string.len(k) ~= 32 then
+  redis.call('SET', KEYS[1], ARGV[1])
+  return ARGV[1]
+end
+return k
+`)

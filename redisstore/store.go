@@ -455,8 +455,9 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // FingerprintKey returns the zone's fingerprint key from Redis
 // (mcprl:{zone}:fpkey), storing candidate there first if no instance has
-// yet (SET NX, then GET), so every instance computes the same
-// fingerprints. A nil candidate is replaced by 32 random bytes.
+// yet, or if the key there is damaged (not 32 bytes), in one script, so
+// every instance computes the same fingerprints. A nil candidate is
+// replaced by 32 random bytes.
 func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, error) {
 	if len(candidate) != 32 {
 		candidate = make([]byte, 32)
@@ -467,13 +468,11 @@ func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, e
 	name := s.prefix + "fpkey"
 	var key []byte
 	err := s.held(ctx, func() error {
-		if err := s.client.SetNX(ctx, name, candidate, 0).Err(); err != nil {
-			return fmt.Errorf("storing fingerprint key in redis: %w", err)
+		k, err := fpKeyScript.Run(ctx, s.client, []string{name}, candidate).Text()
+		if err != nil {
+			return fmt.Errorf("fingerprint key in redis: %w", err)
 		}
-		var err error
-		if key, err = s.client.Get(ctx, name).Bytes(); err != nil {
-			return fmt.Errorf("loading fingerprint key from redis: %w", err)
-		}
+		key = []byte(k)
 		return nil
 	})
 	if err != nil {

@@ -343,10 +343,15 @@ func TestPushAndFingerprintKey(t *testing.T) {
 		t.Fatal("two instances got different fingerprint keys")
 	}
 	// A key of another length in Redis (written by hand, or truncated) is
-	// refused, not used to fingerprint.
+	// not used to fingerprint: it is replaced, and every instance then
+	// gets the replacement.
 	r.Do(t, "SET", "mcprl:{z2}:fpkey", "short")
-	if _, err := newStore(t, r, "z2").FingerprintKey(ctx, nil); err == nil {
-		t.Fatal("a 5-byte fingerprint key in redis was accepted")
+	k3, err := newStore(t, r, "z2").FingerprintKey(ctx, nil)
+	if err != nil || len(k3) != 32 || r.Do(t, "GET", "mcprl:{z2}:fpkey") != string(k3) {
+		t.Fatalf("after a 5-byte key in redis: %x, %v; want a new 32-byte key stored there", k3, err)
+	}
+	if k4, err := newStore(t, r, "z2").FingerprintKey(ctx, make([]byte, 32)); err != nil || string(k4) != string(k3) {
+		t.Fatalf("another instance got %x, %v; want the replacement %x", k4, err, k3)
 	}
 }
 
