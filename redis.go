@@ -364,6 +364,12 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 				z.redisFailed(r, err)
 			}
 		}
+		if r.unseeded.Load() && r.pendingLen() == 0 && !r.degraded.Load() {
+			// After the push: a start's counts carried once the outage's
+			// are in Redis (see newZone).
+			err := r.store.Seed(ctx, z.quota.Counts(time.Now()))
+			r.unseeded.Store(err != nil)
+		}
 		if now.Sub(r.keyChecked) >= redisKeyCheck {
 			r.keyChecked = now
 			if err := z.adoptRedisKey(ctx, r); err != nil {

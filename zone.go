@@ -250,17 +250,6 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedRedisCounts(logger, rz != nil)
 	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
-	if rz != nil && bytes.Equal(key, stored) {
-		// A start that adds the store carries the counts storage holds
-		// this period, as a reload that adds it does: a tenant must not
-		// get its quota afresh because the decision moved to Redis.
-		// Under another key they are under other fingerprints: not.
-		if rz.keyAdopted.Load() {
-			z.seedRedis(loadCtx, rz)
-		} else {
-			rz.unseeded.Store(true)
-		}
-	}
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
 		if err := z.loadRedisPending(loadCtx, rz); err != nil {
@@ -268,6 +257,19 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage, read again at each flush", zap.String("zone", z.name), zap.Error(err))
 		}
 		z.adoptRedisPending(rz, time.Now())
+	}
+	if rz != nil && bytes.Equal(key, stored) {
+		// A start that adds the store carries the counts storage holds
+		// this period, as a reload that adds it does: a tenant must not
+		// get its quota afresh because the decision moved to Redis.
+		// Under another key they are under other fingerprints: not.
+		// Counts an outage left are pushed first, or the raise to the
+		// local counts, which hold them too, would count them twice.
+		if rz.keyAdopted.Load() && rz.pendingLen() == 0 {
+			z.seedRedis(loadCtx, rz)
+		} else {
+			rz.unseeded.Store(true)
+		}
 	}
 	z.setDegradedGauge()
 	bg, cancel := context.WithCancel(context.Background())
