@@ -364,7 +364,7 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 				z.redisFailed(r, err)
 			}
 		}
-		if r.unseeded.Load() && r.pendingLen() == 0 && !r.degraded.Load() {
+		if r.unseeded.Load() && r.pendingLen() == 0 && !r.degraded.Load() && !z.redisPendingUnread.Load() {
 			// After the push: a start's counts carried once the outage's
 			// are in Redis (see newZone).
 			err := r.store.Seed(ctx, z.quota.Counts(time.Now()))

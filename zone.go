@@ -265,7 +265,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		// Under another key they are under other fingerprints: not.
 		// Counts an outage left are pushed first, or the raise to the
 		// local counts, which hold them too, would count them twice.
-		if rz.keyAdopted.Load() && rz.pendingLen() == 0 {
+		if rz.keyAdopted.Load() && rz.pendingLen() == 0 && !z.redisPendingUnread.Load() {
 			z.seedRedis(loadCtx, rz)
 		} else {
 			rz.unseeded.Store(true)
