@@ -37,8 +37,10 @@ type zoneRedis struct {
 	// keyAdopted says the zone fingerprints under the key this store
 	// holds; until then, the store must not decide.
 	keyAdopted atomic.Bool
-	// unseeded says the store was added to a running zone while Redis was
-	// unreachable: the zone's counts are carried to it once it returns.
+	// unseeded says the zone's counts are still to be carried to the
+	// store: it was added to a running zone while Redis was unreachable,
+	// or at a start that found Redis unreachable or counts of an outage
+	// still to push (they go first). They are carried once Redis answers.
 	unseeded atomic.Bool
 
 	mu      sync.Mutex
