@@ -91,11 +91,8 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	}
 	// As a starting handler does: should storage hold no key, the key
 	// this host last used goes there, else a new one.
-	offer := readKeyCache(zoneName)
-	if offer == nil {
-		offer = newFingerprintKey()
-	}
-	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offer)
+	cached := readKeyCache(zoneName)
+	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offeredKey(cached))
 	if err != nil {
 		return err
 	}
@@ -110,7 +107,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		// The handler uses the key in Redis. Should Redis hold none, the
 		// command offers what a starting handler offers: the key this host
 		// last used, else storage's; it is new when storage had none.
-		if cached := readKeyCache(zoneName); cached != nil {
+		if cached != nil {
 			key, created = cached, false
 		}
 		offered := key
@@ -121,7 +118,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		where = "its Redis store"
 	}
 	switch {
-	case created && bytes.Equal(key, readKeyCache(zoneName)):
+	case created && cached != nil && bytes.Equal(key, cached):
 		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in %s; stored the key this host last used for it\n", zoneName, where)
 	case created:
 		// Preparing overrides before the first deploy is legitimate, but

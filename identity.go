@@ -409,6 +409,15 @@ type keyStorage interface {
 	Load(ctx context.Context, key string) ([]byte, error)
 }
 
+// offeredKey is the key a zone offers a storage that holds none: cached,
+// the key this host last used for the zone, or else a new one.
+func offeredKey(cached []byte) []byte {
+	if cached != nil {
+		return cached
+	}
+	return newFingerprintKey()
+}
+
 // newFingerprintKey returns a new random fingerprint key.
 func newFingerprintKey() []byte {
 	key := make([]byte, 32)

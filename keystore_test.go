@@ -2,13 +2,9 @@ package mcplimit_test
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,14 +26,14 @@ func TestFingerprintKeyMissingFromStorageIsStoredAgain(t *testing.T) {
 	if len(key) != 32 {
 		t.Fatalf("stored key %x", key)
 	}
-	if err := os.Remove(filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key")); err != nil {
+	if err := os.Remove(o.keyFile(zone)); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 10*time.Second, "the key to be stored again", func() bool {
 		return bytes.Equal(o.storedKey(zone), key)
 	})
 	// A truncated key file is repaired the same way.
-	if err := os.WriteFile(filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key"), nil, 0o600); err != nil {
+	if err := os.WriteFile(o.keyFile(zone), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	harness.Eventually(t, 10*time.Second, "the truncated key to be stored again", func() bool {
@@ -54,9 +50,7 @@ func TestAnotherFingerprintKeyInStorageIsAdopted(t *testing.T) {
 	e := start(t, "zone "+zone+"\nflush_interval 1s", o.options())
 	e.prove(token)
 	other := o.putKey(zone)
-	m := hmac.New(sha256.New, other)
-	m.Write([]byte("Bearer " + token))
-	want := hex.EncodeToString(m.Sum(nil)[:16])
+	want := fingerprintOf(t, o.root, zone, "Bearer "+token)
 	harness.Eventually(t, 10*time.Second, "the other key to be adopted", func() bool {
 		e.prove(token)
 		var v struct {
@@ -87,17 +81,14 @@ func TestStartOnStorageWithoutKeyOffersTheCachedKey(t *testing.T) {
 	if err := caddy.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key")); err != nil {
+	if err := os.Remove(o.keyFile(zone)); err != nil {
 		t.Fatal(err)
 	}
 	e = start(t, block, o.options())
 	if !bytes.Equal(o.storedKey(zone), key) {
 		t.Fatal("the key stored at the start is not the one the zone last used")
 	}
-	e.prove(token)
-	if got := onlyIdentity(t, e, zone); got != fp {
-		t.Fatalf("fingerprint %s after the start, want %s as before", got, fp)
-	}
+	provesAs(t, e, zone, token, fp, "after the start")
 }
 
 // The key of a zone's Redis store, which it fingerprints under, becomes
@@ -180,10 +171,7 @@ func TestRedisZoneKeepsRedisKeyWhileRedisIsDown(t *testing.T) {
 	flushes := func() uint64 { return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Flushes }
 	seen := flushes()
 	harness.Eventually(t, 10*time.Second, "two flushes", func() bool { return flushes() >= seen+2 })
-	e.prove(token)
-	if got := onlyIdentity(t, e, zone); got != fp {
-		t.Fatalf("fingerprint %s while Redis is down, want %s under the key last used", got, fp)
-	}
+	provesAs(t, e, zone, token, fp, "while Redis is down")
 }
 
 // A restart that adds `store redis` carries the counts storage holds this
@@ -205,4 +193,14 @@ func TestStartThatAddsTheRedisStoreCarriesTheQuotaUsed(t *testing.T) {
 	before := e.backend.ToolCalls()
 	refusal(t, e.call(4, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a quota used up before the restart that added the store")
+}
+
+// provesAs proves token again and checks that zone's one proven identity
+// is still fp; when says at what point, for the failure.
+func provesAs(t *testing.T, e *env, zone, token, fp, when string) {
+	t.Helper()
+	e.prove(token)
+	if got := onlyIdentity(t, e, zone); got != fp {
+		t.Fatalf("fingerprint %s %s, want %s as before", got, when, fp)
+	}
 }

@@ -172,10 +172,15 @@ func (o *outage) putKey(zone string) []byte {
 	return key
 }
 
+// keyFile is the file of zone's fingerprint key in storage.
+func (o *outage) keyFile(zone string) string {
+	return filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key")
+}
+
 // storedKey is zone's fingerprint key in storage, nil when there is none.
 func (o *outage) storedKey(zone string) []byte {
 	o.t.Helper()
-	key, err := os.ReadFile(filepath.Join(o.root, "mcp_ratelimit", zone, "fingerprint.key"))
+	key, err := os.ReadFile(o.keyFile(zone))
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

@@ -437,10 +437,7 @@ type keyFailure struct {
 // answers (see confirmKey).
 func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) {
 	cached := readKeyCache(zone)
-	fresh := cached
-	if fresh == nil {
-		fresh = newFingerprintKey()
-	}
+	fresh := offeredKey(cached)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zone, fresh)
 	if err == nil {
 		if created && cached != nil {
