@@ -195,6 +195,46 @@ func TestStartThatAddsTheRedisStoreCarriesTheQuotaUsed(t *testing.T) {
 	unchanged(t, e, before, "a call over a quota used up before the restart that added the store")
 }
 
+// A start that adds `store redis` while counts of an earlier Redis outage
+// wait on the host pushes those first and carries storage's counts at the
+// next probe: Redis ends with the period's count, once, and the quota
+// holds.
+func TestStartWithPendingOutageCountsCarriesTheQuotaUsedOnce(t *testing.T) {
+	const zone, token = "redis_added_pending", "valid-added-pending"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	o := newOutage(t)
+	block := "zone " + zone + "\nflush_interval 1s\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 4/day"
+	e := start(t, block, o.options())
+	e.prove(token)
+	e.spend(token, 2)
+	if err := caddy.Stop(); err != nil { // storage holds 2
+		t.Fatal(err)
+	}
+	rd.Kill()
+	e = start(t, block+"\nstore redis "+rd.URL, o.options())
+	e.prove(token)
+	e.spend(token, 1) // counted locally while Redis is down: pending
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rd.Start(t) // empty: persistence is off
+	e = start(t, block+"\nstore redis "+rd.URL, o.options())
+	day := "mcprl:{" + zone + "}:q:i/*:d:" + time.Now().UTC().Format(time.DateOnly)
+	counted := func() string {
+		return rd.Do(t, "EVAL", "local n = 0 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + tonumber(redis.call('GET', k)) end return n", "0", day)
+	}
+	harness.Eventually(t, 15*time.Second, "Redis to hold the 3 calls of the day", func() bool { return counted() == "3" })
+	time.Sleep(2500 * time.Millisecond) // more flushes and probes
+	if n := counted(); n != "3" {
+		t.Fatalf("Redis counts %s for the day, want the 3 calls once", n)
+	}
+	e.spend(token, 1)
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(9, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over the quota of 4 after 3 before the restarts and 1 since")
+}
+
 // provesAs proves token again and checks that zone's one proven identity
 // is still fp; when says at what point, for the failure.
 func provesAs(t *testing.T, e *env, zone, token, fp, when string) {
