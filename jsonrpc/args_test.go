@@ -71,6 +71,17 @@ func TestArgKeyFoldsLikeEncodingJSON(t *testing.T) {
 	}
 }
 
+// Jackson decodes an overlong UTF-8 sequence in a key: "limi\xC1\xB4" is
+// limit (see TestCostOverlongUTF8IsReadAsJacksonReadsIt).
+func TestArgOverlongKeyIsReadAsJacksonReadsIt(t *testing.T) {
+	for _, key := range []string{"limi\xc1\xb4", "limi\xe0\x81\xb4", "l\\u0069mi\xc1\xb4"} {
+		r := parse(t, `{"method":"tools/call","params":{"name":"search","arguments":{"`+key+`":5000}}}`)
+		if max, numeric, present := r.Entry(0).Arg("limit"); max != 5000 || !numeric || !present {
+			t.Errorf("%q: Arg(limit) = (%v, %v, %v), want (5000, true, true)", key, max, numeric, present)
+		}
+	}
+}
+
 // lenientArgCase is a body only a lenient parser reads, and the verdict
 // Arg("limit") must give on it (always present).
 type lenientArgCase struct {

@@ -266,6 +266,31 @@ func TestCostInvalidUTF8IsReplacedLikeEncodingJSON(t *testing.T) {
 	}
 }
 
+// Jackson reading a body as bytes (Spring's @RequestBody, a Java server's
+// InputStream) decodes an overlong UTF-8 sequence, which Go reads as
+// invalid bytes: "\xC0\xAF" is '/'. Each string and key is read both ways.
+func TestCostOverlongUTF8IsReadAsJacksonReadsIt(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"two_byte_slash_in_method", "{\"method\":\"tools\xc0\xafcall\",\"params\":{\"name\":\"big\"}}", 5, true},
+		{"three_byte_slash_in_method", "{\"method\":\"tools\xe0\x80\xafcall\",\"params\":{\"name\":\"big\"}}", 5, true},
+		{"four_byte_slash_in_method", "{\"method\":\"tools\xf0\x80\x80\xafcall\",\"params\":{\"name\":\"big\"}}", 5, true},
+		{"in_the_method_key", "{\"meth\xc1\xafd\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, true},
+		{"in_the_params_key", "{\"method\":\"tools/call\",\"par\xc1\xa1ms\":{\"name\":\"big\"}}", 5, true},
+		{"in_the_name_key", "{\"method\":\"tools/call\",\"params\":{\"n\xc1\xa1me\":\"big\"}}", 5, true},
+		{"in_the_tool_name", "{\"method\":\"tools/call\",\"params\":{\"name\":\"bi\xc1\xa7\"}}", 5, true},
+		{"with_an_escape", "{\"method\":\"tools\\u002f\xc1\xa3all\",\"params\":{\"name\":\"big\"}}", 5, true},
+		{"in_an_unquoted_key", "{meth\xc1\xafd:\"tools/call\",params:{name:big}}", 5, false},
+		// Not overlong: C2 AF is U+00AF, and E0 A0 80 is U+0800.
+		{"shortest_two_bytes", "{\"method\":\"tools\xc2\xafcall\"}", 0, true},
+		{"shortest_three_bytes", "{\"method\":\"tools\xe0\xa0\x80call\"}", 0, true},
+		{"lead_without_continuation", "{\"method\":\"tools\xc0/call\"}", 0, true},
+	})
+	r := parse(t, "{\"method\":\"tools\xc0\xafcall\"}")
+	if got := methods(r.Entry(0)); !slices.Equal(got, []string{"tools\uFFFD\uFFFDcall", "tools/call"}) {
+		t.Errorf("Methods() = %q, want Go's reading and Jackson's", got)
+	}
+}
+
 func TestCostMeterVariants(t *testing.T) {
 	body := `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"resources/read"},{"id":1,"result":{}},7]`
 	r := parse(t, body)

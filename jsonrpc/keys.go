@@ -101,12 +101,16 @@ func asciiKeyIs(k []byte, lower string) bool {
 }
 
 // decodeKey returns the decoded raw key contents k, using scratch when k has
-// escapes. Invalid UTF-8 is left alone: equalFold reads each invalid byte as
-// U+FFFD, which is what encoding/json replaces it with.
+// escapes or an overlong UTF-8 sequence. Other invalid UTF-8 is left alone:
+// equalFold reads each invalid byte as U+FFFD, which is what encoding/json
+// replaces it with. An overlong sequence is decoded as Jackson decodes it
+// (see overlongRune): read as U+FFFD, the key could match none of the
+// ASCII names looked for, so Jackson's is the only reading that can.
 func decodeKey(k []byte, flags uint8, scratch *[]byte) []byte {
-	if flags&flagEscape == 0 {
+	overlong := flags&flagHigh != 0 && hasOverlong(k)
+	if flags&flagEscape == 0 && !overlong {
 		return k
 	}
-	*scratch = appendUnquoted((*scratch)[:0], k)
+	*scratch = appendUnquoted((*scratch)[:0], k, overlong)
 	return *scratch
 }

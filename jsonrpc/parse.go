@@ -221,7 +221,8 @@ func (r *Request) parseParams(b []byte, i int) int {
 
 // appendText scans the value at i and appends it to list as a reading
 // when it is a string, decoded into the arena if it has escapes or invalid
-// UTF-8, or an unquoted string, which lenient parsers read as one. With
+// UTF-8 (twice when it has an overlong sequence: as Go and as Jackson read
+// it), or an unquoted string, which lenient parsers read as one. With
 // scalars, a number or a boolean is a reading too, as its text: Jackson
 // (the Java SDK) reads "name":7 as the tool "7".
 func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text, int) {
@@ -240,8 +241,14 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 	raw := b[i+1 : end-1]
 	if flags&flagEscape != 0 || flags&flagHigh != 0 && !utf8.Valid(raw) {
 		lo := len(r.arena)
-		r.arena = appendUnquoted(r.arena, raw)
-		return append(list, text{lo, len(r.arena), true}), end
+		r.arena = appendUnquoted(r.arena, raw, false)
+		list = append(list, text{lo, len(r.arena), true})
+		if flags&flagHigh != 0 && hasOverlong(raw) { // Jackson's reading
+			lo = len(r.arena)
+			r.arena = appendUnquoted(r.arena, raw, true)
+			list = append(list, text{lo, len(r.arena), true})
+		}
+		return list, end
 	}
 	return append(list, text{i + 1, end - 1, false}), end
 }

@@ -10,7 +10,10 @@ import (
 // resolved, a \u surrogate pair becomes one rune, and a lone surrogate or a
 // byte of invalid UTF-8 becomes U+FFFD. An escape JSON has not (\q) reads as
 // the byte after the backslash, as Ruby's json gem read it before 2.10.
-func appendUnquoted(dst, s []byte) []byte {
+//
+// With overlong, an overlong UTF-8 sequence (see overlongRune) becomes the
+// rune it encodes instead, as Jackson reads it.
+func appendUnquoted(dst, s []byte, overlong bool) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -57,6 +60,14 @@ func appendUnquoted(dst, s []byte) []byte {
 		default:
 			r, n := utf8.DecodeRune(s[i:])
 			if r == utf8.RuneError && n == 1 {
+				if overlong {
+					if r, n = overlongRune(s[i:]); n > 0 {
+						dst = utf8.AppendRune(dst, r)
+						i += n
+						continue
+					}
+					n = 1
+				}
 				dst = utf8.AppendRune(dst, utf8.RuneError)
 			} else {
 				dst = append(dst, s[i:i+n]...)
@@ -82,4 +93,36 @@ func hex4(b []byte) rune {
 		r = r<<4 | rune(c)
 	}
 	return r
+}
+
+// overlongRune decodes the overlong UTF-8 sequence at the start of s (one
+// longer than its rune needs, which UTF-8 forbids) and returns its rune and
+// length, or n = 0 when s starts with none. Go reads such a sequence as
+// invalid bytes, but Jackson, reading a body as bytes (the default of
+// Spring's @RequestBody), decodes it: "tools\xC0\xAFcall" is tools/call.
+func overlongRune(s []byte) (r rune, n int) {
+	switch {
+	case len(s) >= 2 && (s[0] == 0xC0 || s[0] == 0xC1) && continuation(s[1]):
+		return rune(s[0]&0x1F)<<6 | rune(s[1]&0x3F), 2
+	case len(s) >= 3 && s[0] == 0xE0 && s[1] < 0xA0 && continuation(s[1]) && continuation(s[2]):
+		return rune(s[1]&0x3F)<<6 | rune(s[2]&0x3F), 3
+	case len(s) >= 4 && s[0] == 0xF0 && s[1] < 0x90 && continuation(s[1]) && continuation(s[2]) && continuation(s[3]):
+		return rune(s[1]&0x3F)<<12 | rune(s[2]&0x3F)<<6 | rune(s[3]&0x3F), 4
+	}
+	return 0, 0
+}
+
+// continuation reports whether c is a UTF-8 continuation byte.
+func continuation(c byte) bool { return c&0xC0 == 0x80 }
+
+// hasOverlong reports whether s holds an overlong UTF-8 sequence.
+func hasOverlong(s []byte) bool {
+	for i := range s {
+		if s[i] >= 0xC0 {
+			if _, n := overlongRune(s[i:]); n > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
