@@ -66,7 +66,8 @@ func (f *fingerprinter) sum(value string) [16]byte {
 // the identity placeholders' values joined with newlines. Every check
 // and every mark uses it, so they cannot drift apart. It also returns why
 // the identity headers do not name one credential the way every backend
-// reads it ("" when they do); such a request must be refused.
+// reads it, or why the values cannot be joined unambiguously (one holds a
+// newline), or "" when they can; such a request must be refused.
 func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 	if pol.identityHeader != "" {
 		return readHeader(r, pol.identityHeader)
@@ -80,6 +81,12 @@ func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 		var why string
 		parts[i], why = readPlaceholder(r, p)
 		empty = empty && parts[i] == ""
+		if why == "" && strings.Contains(parts[i], "\n") {
+			// A query parameter or a cookie may hold one (%0A): then
+			// ("a\nb", "c") and ("a", "b\nc") would join into one
+			// identity, which the second caller would share unproven.
+			why = "An identity value (" + p + ") holds a line break, which is not accepted here: send it without one."
+		}
 		unreadable = cmp.Or(unreadable, why)
 	}
 	if empty {
