@@ -322,21 +322,28 @@ func (z *zone) storeDegraded() bool {
 	return z.quotaState().Degraded
 }
 
-// storeRetryWait is how long until a degraded quota store may be back:
-// with Redis degraded, until its next probe (probes run each second,
-// backing off to 5 s); with storage degraded, the next flush.
+// failClosedDegraded reports whether fail_closed tools are refused: when
+// the store their calls are counted in is degraded. With a Redis store
+// that is Redis, whoever calls (an unproven caller's counts are pushed to
+// it with the next tick), whatever becomes of the flushes to storage.
+func (z *zone) failClosedDegraded() bool {
+	if r := z.redis.Load(); r != nil {
+		return r.degraded.Load()
+	}
+	return z.quotaState().Degraded
+}
+
+// storeRetryWait is how long until the store failClosedDegraded found
+// degraded may be back: Redis, at its next probe (probes run each second,
+// backing off to 5 s); storage, at the next flush.
 func (z *zone) storeRetryWait(now time.Time, flush time.Duration) time.Duration {
-	var wait time.Duration
-	if r := z.redis.Load(); r != nil && r.degraded.Load() {
+	if r := z.redis.Load(); r != nil {
 		r.mu.Lock()
 		next := r.nextProbe
 		r.mu.Unlock()
-		wait = max(next.Sub(now), 0) + time.Second
+		return max(next.Sub(now), 0) + time.Second
 	}
-	if z.quotaState().Degraded {
-		wait = max(wait, flush)
-	}
-	return wait
+	return flush
 }
 
 // setDegradedGauge sets mcp_ratelimit_quota_degraded from both stores.

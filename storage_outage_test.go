@@ -576,3 +576,34 @@ func TestRestartDuringRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
 	refusal(t, e.call(4, "Authorization", "Bearer valid-restarted"), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a quota Redis counted, after a restart during the Redis outage")
 }
+
+// With a Redis store, fail_closed tools follow Redis: calls are counted
+// there (an unproven caller's with the next tick) while Caddy storage is
+// down, so they are not refused as uncountable; they are once Redis is.
+func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
+	const zone = "redis_failclosed_storage"
+	rd := harness.StartRedis(t)
+	o := newOutage(t)
+	e := start(t, "zone "+zone+"\nflush_interval 1s\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 100/day\n"+
+		"tool analyze_photo {\n fail_closed\n}\nstore redis "+rd.URL, o.options())
+	e.prove("valid-fc-proven")
+	o.set(true)
+	harness.Eventually(t, 10*time.Second, "storage degraded", func() bool {
+		return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded
+	})
+	for _, token := range []string{"valid-fc-proven", "valid-fc-unproven"} {
+		if r := e.callTool(1, "analyze_photo", "Authorization", "Bearer "+token); r.Status != http.StatusOK {
+			t.Fatalf("fail_closed tool by %s with Redis up and storage down: %d %s", token, r.Status, r.Body)
+		}
+	}
+	rd.Kill()
+	harness.Eventually(t, 10*time.Second, "Redis degraded", func() bool {
+		return harness.GetStore(t, e.caddy.Admin, zone).Degraded
+	})
+	before := e.backend.ToolCalls()
+	r := e.callTool(2, "analyze_photo", "Authorization", "Bearer valid-fc-unproven-2")
+	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
+		t.Fatalf("fail_closed tool with Redis down: %s", r.Body)
+	}
+	unchanged(t, e, before, "a fail_closed call with Redis down")
+}
