@@ -190,6 +190,30 @@ func TestLayerTurnedOffAndOnAgainKeepsItsBuckets(t *testing.T) {
 	}
 }
 
+// An override that turns the tenant layer off for one identity leaves its
+// bucket earning the rate it had, as the layer turned off for everyone
+// does: when the override goes, the bucket is where that rate brought it
+// (full after 3s at 1/s), not where the override found it.
+func TestOverrideTurningTheTenantLayerOffKeepsItsBucketEarning(t *testing.T) {
+	const base = "zone override-off\npreauth 100/s burst 100\nquota off\nglobal off\ntenant 1/s burst 3"
+	auth := []string{"Authorization", "Bearer valid-override-off"}
+	e := start(t, base)
+	fp := fingerprintOf(t, e.caddy.Storage, "override-off", auth[1])
+	e.prove("valid-override-off")
+	e.spend("valid-override-off", 3)
+	e.reloadWith(t, base+"\noverride "+fp+" {\ntenant off\n}")
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(5, auth...); n != 5 {
+		t.Fatalf("%d of 5 calls admitted with the tenant layer off for the identity", n)
+	}
+	time.Sleep(3 * time.Second)
+	e.reloadWith(t, base)
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(4, auth...); n != 3 {
+		t.Fatalf("%d of 4 calls admitted after the override went, want the burst of 3 the bucket earned meanwhile", n)
+	}
+}
+
 // Time between two changes is credited at the slowest rate in force
 // then: with the routes of one zone holding different rates, a bucket
 // idle across two reloads earns the slow route's rate, not the fast one's

@@ -70,7 +70,13 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // lets it go as any bucket unused since a change. Rebase is for the few
 // keys with limits of their own (overrides). Every other bucket is left
 // as it is, its limits unchanged.
-func (s *Set[K]) Rebase(now time.Time, keys []K) {
+//
+// With off, the keys' layer is now off for them, so no use will come to
+// retune their buckets: each banks its refill and goes on earning the rate
+// it had (the slowest rate in force at the last Advance, if an earlier
+// Rebase left it none), as the buckets of a layer turned off for all keys
+// do, so that turned on again each is where that rate has brought it.
+func (s *Set[K]) Rebase(now time.Time, keys []K, off bool) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
 	for _, key := range keys {
 		sh := &s.shards[s.shardIndex(key)]
@@ -84,7 +90,12 @@ func (s *Set[K]) Rebase(now time.Time, keys []K) {
 				b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
 				b.last = at
 			}
-			b.rate = 0
+			switch {
+			case !off:
+				b.rate = 0
+			case b.rate == 0:
+				b.rate = prev
+			}
 		}
 		sh.mu.Unlock()
 	}
