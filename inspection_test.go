@@ -492,6 +492,7 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","name":"echo"}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"\u0073low"}}`,
 		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"sl\xc1\xafw\"}}",
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",#x\n\"name\":\"slow\"}}",
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

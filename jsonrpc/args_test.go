@@ -139,5 +139,6 @@ func TestArgCommentsAreWhitespace(t *testing.T) {
 		{"brackets_and_quotes_in_a_comment", call(`{"q":[1,/* ] } " */2],"limit":500}`), 500, true},
 		// Read leniently, 5/*0*/ is an unquoted string: not a number.
 		{"number_then_comment", call(`{"limit":5/*0*/}`), 5, false},
+		{"hash_comment", call("{\"limit\":1,#x\n\"limit\":500}"), 500, true},
 	})
 }

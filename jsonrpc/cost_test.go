@@ -200,6 +200,11 @@ func TestCostCommentsAreReadAsWhitespace(t *testing.T) {
 		// An unquoted string that holds a comment's opening (a lenient
 		// reading): the comment reading cuts it, the first reads on.
 		{"unquoted_string_with_slashes", `{x:a//b,method:tools/call,params:{name:big}}`, 5, false},
+		// Jackson with ALLOW_YAML_COMMENTS reads # to the end of the line.
+		{"hash_comment_between_members", "{\"method\":\"tools/call\",#x\n\"params\":{\"name\":\"big\"}}", 6, false},
+		// 3 for photo read up to the comment, 5 for the comment reading.
+		{"hash_comment_hiding_a_duplicate", "{\"method\":\"tools/call\",\"params\":{\"name\":\"photo\",#x\n\"name\":\"big\"}}", 8, false},
+		{"hash_in_a_string_is_no_comment", `{"method":"tools/call","params":{"name":"#big"}}`, 1, true},
 	})
 }
 

@@ -6,8 +6,10 @@ import "unicode/utf8"
 // Valid report false, and what could be scanned of it still counts in Cost.
 //
 // Ruby's json gem, which the Ruby MCP SDK parses with, reads /* */ and //
-// comments as whitespace: an invalid body with comments outside strings
-// is read a second time with them blanked out, and each reading's entries
+// comments as whitespace, and so does Jackson with ALLOW_COMMENTS, and #
+// to the end of the line with ALLOW_YAML_COMMENTS: an invalid body with
+// comments outside strings is read a second time with them blanked out,
+// and each reading's entries
 // count (Scanned), so the body costs both readings. The first is still
 // needed: a lenient reading of unquoted strings may hold what looks like a
 // comment's opening (a//b), which the second cuts.

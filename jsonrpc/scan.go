@@ -40,18 +40,26 @@ func skipWS(b []byte, i int) int {
 	return i
 }
 
-// comment reports whether a comment starts at i: /* or //.
-func comment(b []byte, i int) bool {
-	return i+1 < len(b) && b[i] == '/' && (b[i+1] == '*' || b[i+1] == '/')
+// comment returns the length of the opening of a comment at i: 2 for /*
+// and //, 1 for #, which Jackson reads as a line comment with
+// ALLOW_YAML_COMMENTS; 0 when no comment starts there.
+func comment(b []byte, i int) int {
+	switch {
+	case b[i] == '#':
+		return 1
+	case i+1 < len(b) && b[i] == '/' && (b[i+1] == '*' || b[i+1] == '/'):
+		return 2
+	}
+	return 0
 }
 
 // blankComments appends to dst a copy of b whose comments outside strings
-// (/* to */, or to the end of b when unterminated; // to the end of the
-// line) are spaces, and reports whether b had any; dst is unchanged when
-// it had none. The copy has b's length, so offsets into one are offsets
-// into the other.
+// (/* to */, or to the end of b when unterminated; // and # to the end of
+// the line) are spaces, and reports whether b had any; dst is unchanged
+// when it had none. The copy has b's length, so offsets into one are
+// offsets into the other.
 func blankComments(dst, b []byte) ([]byte, bool) {
-	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 {
+	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 && bytes.IndexByte(b, '#') < 0 {
 		return dst, false
 	}
 	start := len(dst)
@@ -66,17 +74,17 @@ func blankComments(dst, b []byte) ([]byte, bool) {
 			}
 		case c == '"':
 			inString = true
-		case comment(b, i):
+		case comment(b, i) > 0:
 			if !found {
 				dst, found = append(dst, b...), true
 			}
-			end := len(b)
-			if b[i+1] == '*' {
+			open, end := comment(b, i), len(b)
+			if open == 2 && b[i+1] == '*' {
 				if j := bytes.Index(b[i+2:], []byte("*/")); j >= 0 {
 					end = i + 2 + j + 2
 				}
-			} else if j := bytes.IndexByte(b[i+2:], '\n'); j >= 0 {
-				end = i + 2 + j
+			} else if j := bytes.IndexByte(b[i+open:], '\n'); j >= 0 {
+				end = i + open + j
 			}
 			for k := i; k < end; k++ {
 				dst[start+k] = ' '
