@@ -80,6 +80,7 @@ func TestDrainedBucketNothingReachesTheBackend(t *testing.T) {
 		{"fully escaped method", `{"jsonrpc":"2.0","id":2,"method":"\u0074\u006f\u006f\u006c\u0073\u002f\u0063\u0061\u006c\u006c","params":{"name":"echo"}}`, nil},
 		{"overlong slash in method (Jackson reads bytes)", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools\xc0\xafcall\",\"params\":{\"name\":\"echo\"}}", nil},
 		{"overlong letter in the method key", "{\"jsonrpc\":\"2.0\",\"id\":2,\"meth\xc1\xafd\":\"tools/call\",\"params\":{\"name\":\"echo\"}}", nil},
+		{"method in a one-element array (Jackson unwraps it)", `{"jsonrpc":"2.0","id":2,"method":["tools/call"],"params":{"name":"echo"}}`, nil},
 		{"UTF-8 BOM", "\xef\xbb\xbf" + call, nil},
 		{"whitespace", " \r\n\t{ \"jsonrpc\" : \"2.0\" ,\n \"id\" : 2 ,\t\"method\"\n:\n\"tools/call\" , \"params\" : { \"name\" : \"echo\" } }\n\n ", nil},
 		{"notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
@@ -493,6 +494,8 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"\u0073low"}}`,
 		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"sl\xc1\xafw\"}}",
 		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",#x\n\"name\":\"slow\"}}",
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":["slow"]}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[{"name":"slow"}]}`,
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

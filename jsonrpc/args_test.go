@@ -36,7 +36,10 @@ func TestArgVerdictCoversEveryReading(t *testing.T) {
 		{"negative_overflow", call(`{"limit":-1e400}`), math.Inf(-1), true, true},
 		{"duplicate_arguments", `{"params":{"arguments":{"limit":1},"arguments":{"limit":50}}}`, 50, true, true},
 		{"duplicate_params", `{"params":{"arguments":{"limit":70}},"Params":{"Arguments":{"limit":5}}}`, 70, true, true},
-		{"non_object_arguments", `{"params":{"arguments":[{"limit":70}]}}`, 0, true, false},
+		// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads [{...}] as {...}.
+		{"arguments_in_an_array", `{"params":{"arguments":[{"limit":70}]}}`, 70, true, true},
+		{"params_in_an_array", `{"params":[{"arguments":{"limit":70}}]}`, 70, true, true},
+		{"arguments_in_a_nested_array", `{"params":{"arguments":[[{"limit":70}]]}}`, 0, true, false},
 		// A scalar is no arguments object: not walked as one.
 		{"number_arguments", `{"params":{"arguments":5}}`, 0, true, false},
 		{"string_arguments", `{"params":{"arguments":"limit"}}`, 0, true, false},

@@ -296,6 +296,27 @@ func TestCostOverlongUTF8IsReadAsJacksonReadsIt(t *testing.T) {
 	}
 }
 
+// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads a one-element array where
+// it expects a string or an object as that element: ["tools/call"] is
+// tools/call, [{"name":"big"}] params naming big. One level only, as
+// Jackson refuses deeper wrapping.
+func TestCostSingleValueArraysAreUnwrapped(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"method", `{"method":["tools/call"],"params":{"name":"big"}}`, 5, true},
+		{"name", `{"method":"tools/call","params":{"name":["big"]}}`, 5, true},
+		{"params", `{"method":"tools/call","params":[{"name":"big"}]}`, 5, true},
+		{"everything", `{"method":["tools/call"],"params":[{"name":["big"]}]}`, 5, true},
+		{"name_number", `{"method":"tools/call","params":{"name":[7]}}`, 1, true},
+		{"empty", `{"method":[],"params":{"name":"big"}}`, 0, true},
+		{"nested", `{"method":[["tools/call"]],"params":{"name":"big"}}`, 0, true},
+		{"method_object", `{"method":[{"x":"tools/call"}],"params":{"name":"big"}}`, 0, true},
+	})
+	r := parse(t, `{"method":"tools/call","params":{"name":[7]}}`)
+	if got := tools(r.Entry(0)); !slices.Equal(got, []string{"7"}) {
+		t.Errorf("Tools() = %q, want [\"7\"]", got)
+	}
+}
+
 func TestCostMeterVariants(t *testing.T) {
 	body := `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"resources/read"},{"id":1,"result":{}},7]`
 	r := parse(t, body)

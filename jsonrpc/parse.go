@@ -169,9 +169,18 @@ func (r *Request) parseMessage(b []byte, i int) int {
 		case keyMethod:
 			r.methods, i = r.appendText(r.methods, b, v, false)
 		case keyParams:
-			if b[v] == '{' {
+			switch b[v] {
+			case '{':
 				i = r.parseParams(b, v)
-			} else {
+			case '[':
+				// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads
+				// [{...}] as the object inside.
+				if i = s.skipValue(b, v); i >= 0 {
+					if j := skipWS(b, v+1); b[j] == '{' {
+						r.parseParams(b, j)
+					}
+				}
+			default:
 				i = s.skipValue(b, v)
 			}
 		case keyID:
@@ -209,8 +218,10 @@ func (r *Request) parseParams(b []byte, i int) int {
 		case keyName:
 			r.tools, i = r.appendText(r.tools, b, v, true)
 		case keyArguments:
-			if i = s.skipValue(b, v); i >= 0 && b[v] == '{' {
-				r.args = append(r.args, span{int32(v), int32(i)})
+			if i = s.skipValue(b, v); i >= 0 {
+				if j := unwrapped(b, v); b[j] == '{' {
+					r.args = append(r.args, span{int32(j), int32(i)})
+				}
 			}
 		default:
 			i = s.skipValue(b, v)
@@ -226,11 +237,18 @@ func (r *Request) parseParams(b []byte, i int) int {
 // UTF-8 (twice when it has an overlong sequence: as Go and as Jackson read
 // it), or an unquoted string, which lenient parsers read as one. With
 // scalars, a number or a boolean is a reading too, as its text: Jackson
-// (the Java SDK) reads "name":7 as the tool "7".
+// (the Java SDK) reads "name":7 as the tool "7". An array's first element
+// is read so too: Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads ["x"] as
+// "x" (and refuses more elements, which are no reading either way).
 func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text, int) {
 	if c := b[i]; c != '"' {
 		end := r.s.skipValue(b, i)
-		if c != '{' && c != '[' && end > i && (!jsonScalar(b[i:end]) || scalars && c != 'n') {
+		if c == '[' && end > i {
+			// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads ["x"] as "x".
+			if j := unwrapped(b, i); b[j] != '[' && b[j] != '{' && b[j] != ']' {
+				list, _ = r.appendText(list, b, j, scalars)
+			}
+		} else if c != '{' && end > i && (!jsonScalar(b[i:end]) || scalars && c != 'n') {
 			list = append(list, text{i, end, false})
 		}
 		return list, end
@@ -253,4 +271,14 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 		return list, end
 	}
 	return append(list, text{i + 1, end - 1, false}), end
+}
+
+// unwrapped returns the index of the first element of the scanned array
+// at i (its closing bracket when it is empty), or i when b[i] opens no
+// array: where Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads the value.
+func unwrapped(b []byte, i int) int {
+	if b[i] != '[' {
+		return i
+	}
+	return skipWS(b, i+1)
 }
