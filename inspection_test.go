@@ -496,6 +496,7 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",#x\n\"name\":\"slow\"}}",
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":["slow"]}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[{"name":"slow"}]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'slow'}}`,
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

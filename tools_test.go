@@ -259,8 +259,9 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// not; the Java SDK's Jackson reads a number as a string (a tool named
 	// 7), and Jackson reading bytes decodes an overlong UTF-8 sequence
 	// ("limi\xC1\xB4" is limit), and with ALLOW_YAML_COMMENTS reads # to
-	// the end of the line as a comment, and with UNWRAP_SINGLE_VALUE_ARRAYS
-	// arguments [{...}] as {...}. Such a server still runs the call, so
+	// the end of the line as a comment, with UNWRAP_SINGLE_VALUE_ARRAYS
+	// arguments [{...}] as {...}, and with ALLOW_SINGLE_QUOTES '...' as a
+	// string. Such a server still runs the call, so
 	// argument bounds and per-tool quotas must hold for these bodies too.
 	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool 7 {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
 	h := []string{"Authorization", "Bearer valid-lenient"}
@@ -286,6 +287,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		argCall(7, "{\"limi\xc1\xb4\":100}"),
 		argCall(7, "{\"limit\":1,#x\n\"limit\":100}"),
 		argCall(7, `[{"limit":100}]`),
+		argCall(7, `{'limit':100}`),
+		argCall(7, `{'text':'a,"limit":1}','limit':100}`),
 		"{\"jsonrpc\":\"2.0\",\"id\":\"7\t\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"limit\":100}}}",
 	} {
 		r := e.post(body, h...)

@@ -23,11 +23,14 @@ func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
 	r := e.r
 	v := argVerdict{max: math.Inf(-1), numeric: true}
 	for k, a := range r.args[e.args.lo:e.args.hi] {
-		src := r.body
-		if int(e.args.lo)+k >= r.blankedArgs {
+		src, single := r.body, false
+		switch idx := int(e.args.lo) + k; {
+		case idx >= r.quotedArgs:
+			src, single = r.quoted, true
+		case idx >= r.blankedArgs:
 			src = r.blanked
 		}
-		r.argIn(src[:a.hi], int(a.lo), name, &v)
+		r.argIn(src[:a.hi], int(a.lo), name, single, &v)
 	}
 	if !v.numbers {
 		v.max = 0
@@ -44,9 +47,10 @@ type argVerdict struct {
 }
 
 // argIn folds the readings of key name in the arguments object at lo in b
-// (the body or its blanked copy, up to the object's end) into the verdict.
-// Parse validated the object, so the walk trusts its syntax.
-func (r *Request) argIn(b []byte, lo int, name string, v *argVerdict) {
+// (the body or a copy of it, up to the object's end) into the verdict.
+// Parse validated the object (with single-quoted strings when single), so
+// the walk trusts its syntax.
+func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdict) {
 	i := lo + 1 // after '{'
 	for {
 		i = skipWS(b, i)
@@ -57,7 +61,7 @@ func (r *Request) argIn(b []byte, lo int, name string, v *argVerdict) {
 			i = skipWS(b, i+1)
 		}
 		var key []byte
-		if b[i] == '"' {
+		if b[i] == '"' || single && b[i] == '\'' {
 			end, flags := stringEnd(b, i)
 			key = decodeKey(b[i+1:end], flags, &r.scratch)
 			i = end + 1
@@ -67,7 +71,7 @@ func (r *Request) argIn(b []byte, lo int, name string, v *argVerdict) {
 		}
 		i = skipWS(b, i) + 1 // past ':'
 		i = skipWS(b, i)
-		end := valueEnd(b, i)
+		end := valueEnd(b, i, single)
 		if equalFold(key, name) {
 			v.add(b[i:end])
 		}
@@ -100,11 +104,12 @@ func (v *argVerdict) add(raw []byte) {
 }
 
 // stringEnd returns the index of the closing quote of the validated string
-// whose opening quote is at i, and its scanString flags.
+// whose opening quote (" or ') is at i, and its scanString flags.
 func stringEnd(b []byte, i int) (end int, flags uint8) {
+	quote := b[i]
 	for i++; ; i++ {
 		switch c := b[i]; {
-		case c == '"':
+		case c == quote:
 			return i, flags
 		case c == '\\':
 			flags |= flagEscape
@@ -115,18 +120,21 @@ func stringEnd(b []byte, i int) (end int, flags uint8) {
 	}
 }
 
-// valueEnd returns the index just past the validated value at i.
-func valueEnd(b []byte, i int) int {
-	switch b[i] {
-	case '"':
+// valueEnd returns the index just past the validated value at i, in which
+// '...' is a string when single.
+func valueEnd(b []byte, i int, single bool) int {
+	switch c := b[i]; {
+	case c == '"' || single && c == '\'':
 		end, _ := stringEnd(b, i)
 		return end + 1
-	case '{', '[':
+	case c == '{' || c == '[':
 		depth := 0
 		for ; ; i++ {
-			switch b[i] {
-			case '"':
-				i, _ = stringEnd(b, i)
+			switch c := b[i]; c {
+			case '"', '\'':
+				if c == '"' || single {
+					i, _ = stringEnd(b, i)
+				}
 			case '{', '[':
 				depth++
 			case '}', ']':

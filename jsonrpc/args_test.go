@@ -145,3 +145,15 @@ func TestArgCommentsAreWhitespace(t *testing.T) {
 		{"hash_comment", call("{\"limit\":1,#x\n\"limit\":500}"), 500, true},
 	})
 }
+
+func TestArgSingleQuotedKeysAreReadings(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	runLenientArgCases(t, []lenientArgCase{
+		{"quoted_key", call(`{'limit':500}`), 500, true},
+		{"structural_bytes_in_a_quoted_value", call(`{'q':'a,"limit":1}','limit':500}`), 500, true},
+		{"quoted_value", call(`{'limit':'5'}`), 0, false},
+		{"quoted_key_with_a_comment", call("{'x':'#',#c\n'limit':500}"), 500, true},
+	})
+}

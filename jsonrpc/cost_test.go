@@ -317,6 +317,26 @@ func TestCostSingleValueArraysAreUnwrapped(t *testing.T) {
 	}
 }
 
+// Jackson with ALLOW_SINGLE_QUOTES (and JSON5 parsers) reads '...' as a
+// string. An invalid body with a single quote is read that way too, and
+// that reading counts beside the others.
+func TestCostSingleQuotedStringsAreReadings(t *testing.T) {
+	runCostCases(t, []costCase{
+		// The lenient reading sees a tool named 'big' (1), the quoted
+		// reading big (5).
+		{"quoted_name", `{"method":"tools/call","params":{"name":'big'}}`, 6, false},
+		{"quoted_keys_and_method", `{'method':'tools/call','params':{'name':'big'}}`, 5, false},
+		{"structural_bytes_inside", `{'x':'a,b:{c}]','method':'tools/call','params':{'name':'big'}}`, 5, false},
+		{"escaped_quote_and_double_quote_inside", `{'x':'it\'s "q"','method':'tools/call','params':{'name':'b\u0069g'}}`, 5, false},
+		// Bare, 'a is an unquoted string, and the call counts; quoted, the
+		// call hides in a string: the bare reading charges it.
+		{"hidden_in_a_quoted_string", `{x:'a,method:tools/call,params:{name:big},y:b'}`, 5, false},
+		// Comments are blanked minding quoted strings: # inside one is text.
+		{"hash_inside_a_quoted_string", "{'x':'#','method':'tools/call','params':{'name':'big'}}", 5, false},
+		{"unterminated", `{'method':'tools/call','params':{'name':'big`, 1, false},
+	})
+}
+
 func TestCostMeterVariants(t *testing.T) {
 	body := `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"resources/read"},{"id":1,"result":{}},7]`
 	r := parse(t, body)

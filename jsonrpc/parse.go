@@ -1,6 +1,9 @@
 package jsonrpc
 
-import "unicode/utf8"
+import (
+	"bytes"
+	"unicode/utf8"
+)
 
 // Parse inspects body. It never fails: a body that is not valid JSON makes
 // Valid report false, and what could be scanned of it still counts in Cost.
@@ -13,6 +16,12 @@ import "unicode/utf8"
 // count (Scanned), so the body costs both readings. The first is still
 // needed: a lenient reading of unquoted strings may hold what looks like a
 // comment's opening (a//b), which the second cuts.
+//
+// Jackson with ALLOW_SINGLE_QUOTES (and JSON5 parsers) reads '...' as a
+// string: an invalid body with a single quote is read once more with them
+// so (its comments blanked out, if it has any, minding those strings), and
+// that reading counts too. The others are still needed: a lenient reading
+// of unquoted strings holds quotes as any other byte ({x:it's,...}).
 //
 // Parse keeps a reference to body, and IDs and strings handed out later
 // alias it, until the next Reset (or PutRequest, or Parse). The caller must
@@ -27,10 +36,26 @@ func (r *Request) Parse(body []byte) {
 	if r.kind, r.valid = r.scan(body); r.valid {
 		return
 	}
-	if blanked, ok := blankComments(r.blanked[:0], body); ok {
+	blanked, comments := blankComments(r.blanked[:0], body, false)
+	if comments {
 		r.blanked, r.blankedArgs = blanked, len(r.args)
 		r.s.depth = 0
 		r.scan(blanked)
+	}
+	if bytes.IndexByte(body, '\'') >= 0 {
+		r.quoted = body
+		if comments {
+			// Minding those strings, what looked like comments may be
+			// none (a # inside one).
+			var found bool
+			if r.quotedCopy, found = blankComments(r.quotedCopy[:0], body, true); found {
+				r.quoted = r.quotedCopy
+			}
+		}
+		r.quotedArgs = len(r.args)
+		r.s.depth, r.s.single = 0, true
+		r.scan(r.quoted)
+		r.s.single = false
 	}
 }
 
@@ -131,8 +156,13 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		return nil, 0, -1
 	}
 	var end int
-	if b[i] == '"' {
-		if end, flags = scanString(b, i); end < 0 {
+	if c := b[i]; c == '"' || s.single && c == '\'' {
+		if c == '"' {
+			end, flags = scanString(b, i)
+		} else {
+			end, flags = scanSingle(b, i)
+		}
+		if end < 0 {
 			return nil, 0, -1
 		}
 		s.lenientString(flags)
@@ -241,7 +271,7 @@ func (r *Request) parseParams(b []byte, i int) int {
 // is read so too: Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads ["x"] as
 // "x" (and refuses more elements, which are no reading either way).
 func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text, int) {
-	if c := b[i]; c != '"' {
+	if c := b[i]; c != '"' && (c != '\'' || !r.s.single) {
 		end := r.s.skipValue(b, i)
 		if c == '[' && end > i {
 			// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads ["x"] as "x".
@@ -253,7 +283,13 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 		}
 		return list, end
 	}
-	end, flags := scanString(b, i)
+	var end int
+	var flags uint8
+	if b[i] == '"' {
+		end, flags = scanString(b, i)
+	} else {
+		end, flags = scanSingle(b, i)
+	}
 	if end < 0 {
 		return list, -1
 	}

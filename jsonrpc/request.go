@@ -34,6 +34,12 @@ type Request struct {
 	blanked []byte   // the body with its comments blanked out (see Parse)
 	// blankedArgs is where the args of the reading of blanked start.
 	blankedArgs int
+	// quoted is what the reading with single-quoted strings read (see
+	// Parse): the body, or quotedCopy, the body with its comments blanked
+	// out minding those strings; quotedArgs is where its args start.
+	quoted     []byte
+	quotedCopy []byte
+	quotedArgs int
 }
 
 // Top-level value kinds.
@@ -96,6 +102,9 @@ func (r *Request) Trim() {
 	if cap(r.blanked) > keepBytes {
 		r.blanked = nil
 	}
+	if cap(r.quotedCopy) > keepBytes {
+		r.quotedCopy = nil
+	}
 	if cap(r.entries) > keepEntries {
 		r.entries = nil
 	}
@@ -113,7 +122,7 @@ func (r *Request) Trim() {
 // Reset forgets the last parse, including the reference to its body.
 // Entries, IDs and strings obtained before must not be used afterwards.
 func (r *Request) Reset() {
-	r.s.depth, r.s.soft = 0, false
+	r.s.depth, r.s.soft, r.s.single = 0, false, false
 	r.body = nil
 	r.kind = kindNone
 	r.valid = false
@@ -125,7 +134,8 @@ func (r *Request) Reset() {
 	r.tools = r.tools[:0]
 	r.args = r.args[:0]
 	r.arena = r.arena[:0]
-	r.blankedArgs = math.MaxInt
+	r.blankedArgs, r.quotedArgs = math.MaxInt, math.MaxInt
+	r.quoted = nil
 }
 
 // beginEntry counts a new entry and, for an object, opens its record,

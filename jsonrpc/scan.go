@@ -56,24 +56,25 @@ func comment(b []byte, i int) int {
 // blankComments appends to dst a copy of b whose comments outside strings
 // (/* to */, or to the end of b when unterminated; // and # to the end of
 // the line) are spaces, and reports whether b had any; dst is unchanged
-// when it had none. The copy has b's length, so offsets into one are
-// offsets into the other.
-func blankComments(dst, b []byte) ([]byte, bool) {
+// when it had none. With single, '...' is a string too (see scanSingle).
+// The copy has b's length, so offsets into one are offsets into the other.
+func blankComments(dst, b []byte, single bool) ([]byte, bool) {
 	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 && bytes.IndexByte(b, '#') < 0 {
 		return dst, false
 	}
 	start := len(dst)
-	found, inString := false, false
+	found := false
+	var quote byte // the open string's quote, 0 outside strings
 	for i := 0; i < len(b); i++ {
 		switch c := b[i]; {
-		case inString:
+		case quote != 0:
 			if c == '\\' {
 				i++
-			} else if c == '"' {
-				inString = false
+			} else if c == quote {
+				quote = 0
 			}
-		case c == '"':
-			inString = true
+		case c == '"' || single && c == '\'':
+			quote = c
 		case comment(b, i) > 0:
 			if !found {
 				dst, found = append(dst, b...), true
@@ -160,6 +161,36 @@ func scanString(b []byte, i int) (end int, flags uint8) {
 	}
 }
 
+// scanSingle scans the single-quoted string whose opening quote is at i,
+// which Jackson reads with ALLOW_SINGLE_QUOTES (and JSON5 parsers too):
+// escapes as in JSON, \' among them, and any other byte as itself up to
+// the closing quote. Its raw contents are b[i+1:end-1]; the flags are
+// scanString's, with flagLenient, as it is no JSON.
+func scanSingle(b []byte, i int) (end int, flags uint8) {
+	flags = flagLenient
+	for i++; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '\'':
+			return i + 1, flags
+		case c == '\\':
+			flags |= flagEscape
+			if i+1 >= len(b) || b[i+1] < ' ' {
+				return -1, flags
+			}
+			if b[i+1] == 'u' {
+				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+					return -1, flags
+				}
+				i += 4
+			}
+			i++
+		case c >= 0x80:
+			flags |= flagHigh
+		}
+	}
+	return -1, flags
+}
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
@@ -221,6 +252,9 @@ type scanner struct {
 	depth int      // open containers outside skipValue
 	stack []uint64 // skipValue's open containers, one bit each: 1 = object
 	soft  bool     // not strict JSON, but scanning went on
+	// single makes '...' a string (see scanSingle): set for the reading
+	// of an invalid body that has single quotes (see Request.Parse).
+	single bool
 }
 
 // enter opens a container outside skipValue: a batch, a message or its
@@ -269,6 +303,13 @@ func (s *scanner) scalar(b []byte, i int, c byte) int {
 		end, flags := scanString(b, i)
 		s.lenientString(flags)
 		return end
+	case '\'':
+		if s.single {
+			end, flags := scanSingle(b, i)
+			s.lenientString(flags)
+			return end
+		}
+		end = -1 // an unquoted string, below
 	case 't':
 		end = literal(b, i, "true")
 	case 'f':
@@ -354,6 +395,10 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			if b[i] == '"' {
 				var flags uint8
 				i, flags = scanString(b, i)
+				s.lenientString(flags)
+			} else if s.single && b[i] == '\'' {
+				var flags uint8
+				i, flags = scanSingle(b, i)
 				s.lenientString(flags)
 			} else if e := bareEnd(b, i); e > i {
 				s.soft, i = true, e
