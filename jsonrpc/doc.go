@@ -26,10 +26,18 @@
 // [Request.Valid] reports strict JSON (RFC 8259, after an optional UTF-8 BOM)
 // with nesting at most [MaxDepth], the same bound as encoding/json. Invalid
 // bodies are still scanned as far as possible: nesting beyond MaxDepth, the
-// literals NaN, Infinity and -Infinity (accepted by Python) and further JSON
-// values after the first (accepted by streaming decoders) make a body invalid
-// but scanning continues; any other syntax error stops it. The cost of an
-// invalid body is the cost of everything scanned, and at least 1.
+// literals NaN, Infinity and -Infinity (accepted by Python), further JSON
+// values after the first (accepted by streaming decoders), unquoted keys and
+// strings and raw control bytes in strings (kotlinx.serialization's lenient
+// mode) and escapes JSON has not (Ruby's json gem) make a body invalid but
+// scanning continues; any other syntax error stops it. An invalid body with
+// comments, or with single-quoted strings (Jackson's leniencies, see
+// Request.Parse), is read again that way, and each reading counts. The cost
+// of an invalid body is the cost of everything scanned, and at least 1.
+//
+// Jackson also reads an overlong UTF-8 sequence as the rune it encodes, and
+// with UNWRAP_SINGLE_VALUE_ARRAYS a one-element array as its element: those
+// readings are taken too, valid body or not.
 //
 // # Zero allocation
 //
