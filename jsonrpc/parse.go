@@ -12,10 +12,10 @@ import (
 // comments as whitespace, and so does Jackson with ALLOW_COMMENTS, and #
 // to the end of the line with ALLOW_YAML_COMMENTS: an invalid body with
 // comments outside strings is read a second time with them blanked out,
-// and each reading's entries
-// count (Scanned), so the body costs both readings. The first is still
-// needed: a lenient reading of unquoted strings may hold what looks like a
-// comment's opening (a//b), which the second cuts.
+// and each reading's entries count (Scanned), so the body costs both
+// readings. The first is still needed: a lenient reading of unquoted
+// strings may hold what looks like a comment's opening (a//b), which the
+// second cuts.
 //
 // Jackson with ALLOW_SINGLE_QUOTES (and JSON5 parsers) reads '...' as a
 // string: an invalid body with a single quote is read once more with them
@@ -206,7 +206,7 @@ func (r *Request) parseMessage(b []byte, i int) int {
 				// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads
 				// [{...}] as the object inside.
 				if i = s.skipValue(b, v); i >= 0 {
-					if j := skipWS(b, v+1); b[j] == '{' {
+					if j := unwrapped(b, v); b[j] == '{' {
 						r.parseParams(b, j)
 					}
 				}
