@@ -81,6 +81,7 @@ func TestDrainedBucketNothingReachesTheBackend(t *testing.T) {
 		{"overlong slash in method (Jackson reads bytes)", "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools\xc0\xafcall\",\"params\":{\"name\":\"echo\"}}", nil},
 		{"overlong letter in the method key", "{\"jsonrpc\":\"2.0\",\"id\":2,\"meth\xc1\xafd\":\"tools/call\",\"params\":{\"name\":\"echo\"}}", nil},
 		{"method in a one-element array (Jackson unwraps it)", `{"jsonrpc":"2.0","id":2,"method":["tools/call"],"params":{"name":"echo"}}`, nil},
+		{"separated method key (encoding/json/v2 ignoring case)", `{"jsonrpc":"2.0","id":2,"me_thod":"tools/call","params":{"name":"echo"}}`, nil},
 		{"UTF-8 BOM", "\xef\xbb\xbf" + call, nil},
 		{"whitespace", " \r\n\t{ \"jsonrpc\" : \"2.0\" ,\n \"id\" : 2 ,\t\"method\"\n:\n\"tools/call\" , \"params\" : { \"name\" : \"echo\" } }\n\n ", nil},
 		{"notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},
@@ -497,6 +498,7 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":["slow"]}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[{"name":"slow"}]}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'slow'}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"na_me":"slow"}}`,
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

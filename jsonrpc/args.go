@@ -3,12 +3,15 @@ package jsonrpc
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Arg returns the verdict on params.arguments.<name> over all readings: every
 // params object, every arguments object in it and every member of those
 // whose key equals name under strings.EqualFold (as encoding/json matches
-// struct fields).
+// struct fields), also with dashes and underscores ignored on both sides
+// (as encoding/json/v2 matches with MatchCaseInsensitiveNames: li_mit and
+// topk are limit and top_k there).
 //
 //   - present is false when no reading has the key or every one is null;
 //     then max is 0 and numeric is true.
@@ -21,7 +24,7 @@ import (
 // does not allocate.
 func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
 	r := e.r
-	v := argVerdict{max: math.Inf(-1), numeric: true}
+	v := argVerdict{max: math.Inf(-1), numeric: true, sepName: strings.ContainsAny(name, "_-")}
 	for k, a := range r.args[e.args.lo:e.args.hi] {
 		src, single := r.body, false
 		switch idx := int(e.args.lo) + k; {
@@ -44,6 +47,7 @@ type argVerdict struct {
 	numbers bool    // some reading is a number
 	numeric bool    // no non-null reading is anything else
 	present bool    // some reading is not null
+	sepName bool    // the name looked for has dashes or underscores
 }
 
 // argIn folds the readings of key name in the arguments object at lo in b
@@ -72,7 +76,7 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 		i = skipWS(b, i) + 1 // past ':'
 		i = skipWS(b, i)
 		end := valueEnd(b, i, single)
-		if equalFold(key, name) {
+		if equalFold(key, name) || (v.sepName || hasSeparator(key)) && equalFoldUnseparated(key, name) {
 			v.add(b[i:end])
 		}
 		i = end

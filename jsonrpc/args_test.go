@@ -85,6 +85,27 @@ func TestArgOverlongKeyIsReadAsJacksonReadsIt(t *testing.T) {
 	}
 }
 
+// encoding/json/v2 with MatchCaseInsensitiveNames ignores dashes and
+// underscores, in the key and in the name looked for.
+func TestArgKeyMatchesWithoutSeparators(t *testing.T) {
+	for _, c := range []struct{ key, name string }{
+		{"li_mit", "limit"},
+		{"LI-MIT", "limit"},
+		{"topk", "top_k"},
+		{"TOP-K", "top_k"},
+		{"top__k", "top-k"},
+	} {
+		r := parse(t, `{"method":"tools/call","params":{"arguments":{"`+c.key+`":5000}}}`)
+		if max, numeric, present := r.Entry(0).Arg(c.name); max != 5000 || !numeric || !present {
+			t.Errorf("%s for %s: Arg = (%v, %v, %v), want (5000, true, true)", c.key, c.name, max, numeric, present)
+		}
+	}
+	r := parse(t, `{"params":{"arguments":{"lim_its":5000}}}`)
+	if _, _, present := r.Entry(0).Arg("limit"); present {
+		t.Error("lim_its read as limit")
+	}
+}
+
 // lenientArgCase is a body only a lenient parser reads, and the verdict
 // Arg("limit") must give on it (always present).
 type lenientArgCase struct {

@@ -337,6 +337,20 @@ func TestCostSingleQuotedStringsAreReadings(t *testing.T) {
 	})
 }
 
+// encoding/json/v2 with MatchCaseInsensitiveNames (or a case:ignore tag)
+// ignores dashes and underscores in names as well as case.
+func TestCostKeysMatchWithoutSeparators(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"method", `{"me_thod":"tools/call","params":{"name":"big"}}`, 5, true},
+		{"params", `{"method":"tools/call","para-ms":{"name":"big"}}`, 5, true},
+		{"name", `{"method":"tools/call","params":{"_NAME_":"big"}}`, 5, true},
+		{"arguments_and_escape", `{"method":"tools/call","params":{"name":"big","argu\u005fments":{}}}`, 5, true},
+		{"escaped_and_separated", `{"ME_THO\u0044":"tools/call","params":{"name":"big"}}`, 5, true},
+		{"separators_alone", `{"_-_":"tools/call"}`, 0, true},
+		{"meta_is_no_key_of_ours", `{"method":"tools/call","params":{"_meta":{},"name":"big"}}`, 5, true},
+	})
+}
+
 func TestCostMeterVariants(t *testing.T) {
 	body := `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"resources/read"},{"id":1,"result":{}},7]`
 	r := parse(t, body)

@@ -35,27 +35,64 @@ func equalFoldUnicode(s []byte, t string) bool {
 		s = s[n:]
 		tr, m := utf8.DecodeRuneInString(t)
 		t = t[m:]
-		if sr == tr {
-			continue
-		}
-		if tr < sr {
-			sr, tr = tr, sr
-		}
-		if tr < utf8.RuneSelf {
-			if 'A' <= sr && sr <= 'Z' && tr == sr+'a'-'A' {
-				continue
-			}
+		if !runesFold(sr, tr) {
 			return false
 		}
-		// General case: walk sr's fold orbit up to tr.
-		r := unicode.SimpleFold(sr)
-		for r != sr && r < tr {
-			r = unicode.SimpleFold(r)
-		}
-		if r == tr {
-			continue
-		}
-		return false
 	}
 	return len(s) == len(t)
+}
+
+// runesFold reports whether sr and tr are equal under simple Unicode case
+// folding.
+func runesFold(sr, tr rune) bool {
+	if sr == tr {
+		return true
+	}
+	if tr < sr {
+		sr, tr = tr, sr
+	}
+	if tr < utf8.RuneSelf {
+		return 'A' <= sr && sr <= 'Z' && tr == sr+'a'-'A'
+	}
+	// General case: walk sr's fold orbit up to tr.
+	r := unicode.SimpleFold(sr)
+	for r != sr && r < tr {
+		r = unicode.SimpleFold(r)
+	}
+	return r == tr
+}
+
+// hasSeparator reports whether k holds a dash or an underscore.
+func hasSeparator(k []byte) bool {
+	for _, c := range k {
+		if c == '_' || c == '-' {
+			return true
+		}
+	}
+	return false
+}
+
+// equalFoldUnseparated reports whether s and t are equal under equalFold
+// once their dashes and underscores are removed: how encoding/json/v2
+// matches names with MatchCaseInsensitiveNames or a case:ignore tag, where
+// me_thod is method and li-mit is limit.
+func equalFoldUnseparated(s []byte, t string) bool {
+	for {
+		for len(s) > 0 && (s[0] == '_' || s[0] == '-') {
+			s = s[1:]
+		}
+		for len(t) > 0 && (t[0] == '_' || t[0] == '-') {
+			t = t[1:]
+		}
+		if len(s) == 0 || len(t) == 0 {
+			return len(s) == len(t)
+		}
+		sr, n := utf8.DecodeRune(s)
+		s = s[n:]
+		tr, m := utf8.DecodeRuneInString(t)
+		t = t[m:]
+		if !runesFold(sr, tr) {
+			return false
+		}
+	}
 }

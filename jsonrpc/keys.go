@@ -3,6 +3,9 @@ package jsonrpc
 // Member keys are matched like encoding/json matches struct fields: the
 // decoded key equals the field name under strings.EqualFold. Exact and
 // ASCII keys, which is all that legitimate clients send, take a fast path.
+// A key with dashes or underscores that matches none is matched again
+// without them (see equalFoldUnseparated), as encoding/json/v2 matches
+// with MatchCaseInsensitiveNames.
 
 // Keys that matter in messages and in params.
 const (
@@ -40,7 +43,14 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 				if string(k) == "error" || asciiKeyIs(k, "error") {
 					return keyAnswer
 				}
+			case 'j':
+				if string(k) == "jsonrpc" { // in every message: spare it the walk below
+					return keyOther
+				}
 			}
+		}
+		if hasSeparator(k) {
+			return asciiSeparatedKey(k, messageKeys)
 		}
 		return keyOther
 	}
@@ -55,7 +65,7 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 	case equalFold(k, "result"), equalFold(k, "error"):
 		return keyAnswer
 	}
-	return keyOther
+	return separatedKey(k, messageKeys)
 }
 
 // paramsKey classifies a member key of params.
@@ -71,7 +81,14 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 				if string(k) == "arguments" || asciiKeyIs(k, "arguments") {
 					return keyArguments
 				}
+			case '_' | 0x20:
+				if string(k) == "_meta" { // in many calls: spare it the walk below
+					return keyOther
+				}
 			}
+		}
+		if hasSeparator(k) {
+			return asciiSeparatedKey(k, paramsKeys)
 		}
 		return keyOther
 	}
@@ -81,6 +98,32 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 		return keyName
 	case equalFold(k, "arguments"):
 		return keyArguments
+	}
+	return separatedKey(k, paramsKeys)
+}
+
+// namedKey is a key that matters and its class.
+type namedKey struct {
+	name string
+	key  int
+}
+
+// The keys that matter in messages and in params.
+var (
+	messageKeys = []namedKey{{"method", keyMethod}, {"params", keyParams}, {"id", keyID}, {"result", keyAnswer}, {"error", keyAnswer}}
+	paramsKeys  = []namedKey{{"name", keyName}, {"arguments", keyArguments}}
+)
+
+// separatedKey classifies k, which matched none of keys as it is, with its
+// dashes and underscores left out (see equalFoldUnseparated).
+func separatedKey(k []byte, keys []namedKey) int {
+	if !hasSeparator(k) {
+		return keyOther
+	}
+	for _, nk := range keys {
+		if equalFoldUnseparated(k, nk.name) {
+			return nk.key
+		}
 	}
 	return keyOther
 }
@@ -98,6 +141,28 @@ func asciiKeyIs(k []byte, lower string) bool {
 		}
 	}
 	return true
+}
+
+// asciiSeparatedKey is separatedKey for an ASCII key k that has a dash or
+// an underscore.
+func asciiSeparatedKey(k []byte, keys []namedKey) int {
+	for _, nk := range keys {
+		j := 0
+		for _, c := range k {
+			if c == '_' || c == '-' {
+				continue
+			}
+			if j == len(nk.name) || c|0x20 != nk.name[j] {
+				j = -1
+				break
+			}
+			j++
+		}
+		if j == len(nk.name) {
+			return nk.key
+		}
+	}
+	return keyOther
 }
 
 // decodeKey returns the decoded raw key contents k, using scratch when k has
