@@ -62,8 +62,9 @@ func (z *zone) retune(now time.Time) {
 				on = append(on, fp)
 			}
 		}
-		z.tenants.Rebase(now, on, false)
-		z.tenants.Rebase(now, off, true)
+		_, slowest := z.refill(layerTenant)
+		z.tenants.Rebase(now, on, false, slowest)
+		z.tenants.Rebase(now, off, true, slowest)
 		z.limitsSince[layerTenant].Store(now.UnixMicro())
 	}
 	z.overridesApplied = ov

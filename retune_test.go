@@ -214,6 +214,25 @@ func TestOverrideTurningTheTenantLayerOffKeepsItsBucketEarning(t *testing.T) {
 	}
 }
 
+// An identity idle under an override of its tenant rate is credited the
+// time until the override goes at the slowest rate in force, not left
+// where the override found it: 3s at 1/s, 3 tokens.
+func TestOverrideRemovedBeforeTheNextCallCreditsTheTimeBetween(t *testing.T) {
+	const base = "zone override-idle\npreauth 100/s burst 100\nquota off\nglobal off\ntenant 1/s burst 4"
+	auth := []string{"Authorization", "Bearer valid-override-idle"}
+	e := start(t, base)
+	fp := fingerprintOf(t, e.caddy.Storage, "override-idle", auth[1])
+	e.prove("valid-override-idle")
+	e.spend("valid-override-idle", 4)
+	e.reloadWith(t, base+"\noverride "+fp+" {\ntenant 1/s burst 5\n}")
+	time.Sleep(3 * time.Second)
+	e.reloadWith(t, base)
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(5, auth...); n < 3 || n > 4 {
+		t.Fatalf("%d of 5 calls admitted after 3s idle at 1/s under the override, want 3 (4 if the reload took a second)", n)
+	}
+}
+
 // Time between two changes is credited at the slowest rate in force
 // then: with the routes of one zone holding different rates, a bucket
 // idle across two reloads earns the slow route's rate, not the fast one's

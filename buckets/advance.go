@@ -27,17 +27,7 @@ func (s *Set[K]) Advance(now time.Time, refill time.Duration, slowest rate.Limit
 		sh.mu.Lock()
 		at := sh.clock.Since(now)
 		for _, idx := range sh.index {
-			b := &sh.slab[idx]
-			if sh.changed == noChange || b.last > sh.changed {
-				b.advance(at)
-				continue
-			}
-			// Unused since the previous change: its rate since then is
-			// unknown, so it earns the slowest one that was in force.
-			if at > b.last {
-				b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
-				b.last = at
-			}
+			sh.slab[idx].bank(at, sh.changed, prev)
 		}
 		sh.changed = at
 		sh.mu.Unlock()
@@ -46,6 +36,21 @@ func (s *Set[K]) Advance(now time.Time, refill time.Duration, slowest rate.Limit
 
 // noChange is a shard's changed before any Advance.
 const noChange = math.MinInt64
+
+// bank brings b's tokens up to date at at, for a limits change: at its own
+// rate if it was used since the previous change (at changed). Else its
+// rate since then is unknown, so it earns prev, the slowest rate that was
+// in force; and so does a bucket an earlier Rebase left without a rate.
+func (b *bucket) bank(at, changed int64, prev rate.Limit) {
+	if (changed == noChange || b.last > changed) && b.rate > 0 {
+		b.advance(at)
+		return
+	}
+	if at > b.last {
+		b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
+		b.last = at
+	}
+}
 
 // untilDroppable is how long until bucket b may be dropped at at: until it
 // is full, or, when it was not used since the last limits change, until
@@ -67,29 +72,26 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // credits the time since at that limit. Until then it is not dropped as
 // full (unless it is, at its old burst), so it cannot come back with a
 // fresh, larger burst; it stays until that use, or until a later Advance
-// lets it go as any bucket unused since a change. Rebase is for the few
-// keys with limits of their own (overrides). Every other bucket is left
-// as it is, its limits unchanged.
+// lets it go as any bucket unused since a change. A change before that use
+// (Advance or Rebase) credits it the time since at the slowest rate in
+// force, which slowest, the slowest rate of the limits now in force (the
+// keys' new ones among them), lowers when it is lower. Rebase is for the
+// few keys with limits of their own (overrides). Every other bucket is
+// left as it is, its limits unchanged.
 //
 // With off, the keys' layer is now off for them, so no use will come to
 // retune their buckets: each banks its refill and goes on earning the rate
-// it had (the slowest rate in force at the last Advance, if an earlier
-// Rebase left it none), as the buckets of a layer turned off for all keys
-// do, so that turned on again each is where that rate has brought it.
-func (s *Set[K]) Rebase(now time.Time, keys []K, off bool) {
+// it had (the slowest rate in force, if an earlier Rebase left it none),
+// as the buckets of a layer turned off for all keys do, so that turned on
+// again each is where that rate has brought it.
+func (s *Set[K]) Rebase(now time.Time, keys []K, off bool, slowest rate.Limit) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
 	for _, key := range keys {
 		sh := &s.shards[s.shardIndex(key)]
 		sh.mu.Lock()
 		if idx, ok := sh.index[key]; ok {
 			b := &sh.slab[idx]
-			at := sh.clock.Since(now)
-			if sh.changed == noChange || b.last > sh.changed {
-				b.advance(at)
-			} else if at > b.last {
-				b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
-				b.last = at
-			}
+			b.bank(sh.clock.Since(now), sh.changed, prev)
 			switch {
 			case !off:
 				b.rate = 0
@@ -98,5 +100,8 @@ func (s *Set[K]) Rebase(now time.Time, keys []K, off bool) {
 			}
 		}
 		sh.mu.Unlock()
+	}
+	if slowest > 0 && (prev == 0 || slowest < prev) {
+		s.slowest.Store(math.Float64bits(float64(slowest)))
 	}
 }
