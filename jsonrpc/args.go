@@ -3,7 +3,6 @@ package jsonrpc
 import (
 	"math"
 	"strconv"
-	"strings"
 )
 
 // Arg returns the verdict on params.arguments.<name> over all readings: every
@@ -24,7 +23,7 @@ import (
 // does not allocate.
 func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
 	r := e.r
-	v := argVerdict{max: math.Inf(-1), numeric: true, sepName: strings.ContainsAny(name, "_-")}
+	v := argVerdict{max: math.Inf(-1), numeric: true}
 	for k, a := range r.args[e.args.lo:e.args.hi] {
 		src, single := r.body, false
 		switch idx := int(e.args.lo) + k; {
@@ -47,7 +46,6 @@ type argVerdict struct {
 	numbers bool    // some reading is a number
 	numeric bool    // no non-null reading is anything else
 	present bool    // some reading is not null
-	sepName bool    // the name looked for has dashes or underscores
 }
 
 // argIn folds the readings of key name in the arguments object at lo in b
@@ -76,7 +74,7 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 		i = skipWS(b, i) + 1 // past ':'
 		i = skipWS(b, i)
 		end := valueEnd(b, i, single)
-		if equalFold(key, name) || (v.sepName || hasSeparator(key)) && equalFoldUnseparated(key, name) {
+		if equalFold(key, name) || equalFoldUnseparated(key, name) {
 			v.add(b[i:end])
 		}
 		i = end
