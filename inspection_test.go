@@ -499,6 +499,11 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[{"name":"slow"}]}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'slow'}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"na_me":"slow"}}`,
+		`{"jsonrpc":"2.0","id":2,"params":{"name":"slow",},"method":"tools/call"}`,
+		`{"jsonrpc":"2.0","id":2,"x":[,],"method":"tools/call","params":{"name":"slow"}}`,
+		`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}},,{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}},,` +
+			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}]`,
+		"{\"jsonrpc\":\"2.0\",\"id\":2, // c\r\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}",
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

@@ -262,8 +262,9 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// the end of the line as a comment, with UNWRAP_SINGLE_VALUE_ARRAYS
 	// arguments [{...}] as {...}, and with ALLOW_SINGLE_QUOTES '...' as a
 	// string; Go's encoding/json/v2 matching names case-insensitively
-	// ignores dashes and underscores too (li_mit is limit). Such a server
-	// still runs the call, so
+	// ignores dashes and underscores too (li_mit is limit); Jackson reads
+	// trailing commas and missing values, and ends a line comment at \r
+	// too. Such a server still runs the call, so
 	// argument bounds and per-tool quotas must hold for these bodies too.
 	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool 7 {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
 	h := []string{"Authorization", "Bearer valid-lenient"}
@@ -292,6 +293,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		argCall(7, `{'limit':100}`),
 		argCall(7, `{"li_mit":100}`),
 		argCall(7, `{"LI-MIT":100}`),
+		argCall(7, `{"limit":100,}`),
+		argCall(7, "{ // c\r\"limit\":100}"),
 		argCall(7, `{'text':'a,"limit":1}','limit':100}`),
 		"{\"jsonrpc\":\"2.0\",\"id\":\"7\t\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"limit\":100}}}",
 	} {

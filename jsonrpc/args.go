@@ -26,11 +26,10 @@ func (e *Entry) Arg(name string) (max float64, numeric bool, present bool) {
 	v := argVerdict{max: math.Inf(-1), numeric: true}
 	for k, a := range r.args[e.args.lo:e.args.hi] {
 		src, single := r.body, false
-		switch idx := int(e.args.lo) + k; {
-		case idx >= r.quotedArgs:
-			src, single = r.quoted, true
-		case idx >= r.blankedArgs:
-			src = r.blanked
+		for _, rd := range r.readings {
+			if int(e.args.lo)+k >= rd.args {
+				src, single = rd.b, rd.single
+			}
 		}
 		r.argIn(src[:a.hi], int(a.lo), name, single, &v)
 	}
@@ -60,7 +59,9 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 		case '}':
 			return
 		case ',':
-			i = skipWS(b, i+1)
+			if i = skipWS(b, i+1); b[i] == '}' { // a trailing comma
+				return
+			}
 		}
 		var key []byte
 		if b[i] == '"' || single && b[i] == '\'' {

@@ -164,6 +164,18 @@ func TestArgCommentsAreWhitespace(t *testing.T) {
 		// Read leniently, 5/*0*/ is an unquoted string: not a number.
 		{"number_then_comment", call(`{"limit":5/*0*/}`), 5, false},
 		{"hash_comment", call("{\"limit\":1,#x\n\"limit\":500}"), 500, true},
+		{"line_comment_ended_by_cr", call("{ // c\r\"limit\":500}"), 500, true},
+	})
+}
+
+func TestArgTrailingCommaIsReadPast(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	runLenientArgCases(t, []lenientArgCase{
+		{"after_the_argument", call(`{"limit":500,}`), 500, true},
+		{"before_the_argument", call(`{"x":[1,],"limit":500}`), 500, true},
+		{"missing_values_before", call(`{"x":[,,],"limit":500}`), 500, true},
 	})
 }
 

@@ -351,6 +351,45 @@ func TestCostKeysMatchWithoutSeparators(t *testing.T) {
 	})
 }
 
+// Jackson with ALLOW_TRAILING_COMMA (and JSON5) reads a comma before a
+// closing bracket, and with ALLOW_MISSING_VALUES a missing array element
+// as null: the scan reads on past both.
+func TestCostTrailingCommasAndMissingValuesAreReadPast(t *testing.T) {
+	call := `{"method":"tools/call","params":{"name":"big"}}`
+	runCostCases(t, []costCase{
+		{"in_params_before_the_method", `{"params":{"name":"big",},"method":"tools/call"}`, 5, false},
+		{"in_a_message", `{"method":"tools/call","params":{"name":"big"},}`, 5, false},
+		{"in_a_skipped_object", `{"params":{"arguments":{"a":1,},"name":"big"},"method":"tools/call"}`, 5, false},
+		{"in_a_skipped_array", `{"id":[1,],"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"in_an_unwrapped_array", `{"method":["tools/call",],"params":{"name":["big",]}}`, 5, false},
+		{"in_a_batch", `[` + call + `,` + call + `,]`, 10, false},
+		{"in_a_batch_then_a_value", `[` + call + `,]` + call, 10, false},
+		{"missing_elements", `{"x":[,1,,2,],"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"missing_first_element", `{"x":[,],"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"missing_batch_entries", `[` + call + `,,` + call + `]`, 10, false},
+		{"missing_first_batch_entry", `[,` + call + `]`, 5, false},
+		// Objects have no missing members.
+		{"double_comma_in_an_object_stops", `{"x":1,,"method":"tools/call","params":{"name":"big"}}`, 1, false},
+	})
+	r := parse(t, `[`+call+`,,`+call+`]`)
+	if r.Scanned() != 3 {
+		t.Errorf("Scanned() = %d, want 3 entries (the missing one null)", r.Scanned())
+	}
+}
+
+// Jackson ends a line comment at \r as well as \n, JSON5 at U+2028 and
+// U+2029 too, the json gem at \n only: where that differs, both readings.
+func TestCostLineCommentsEndWhereEachParserEndsThem(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"slashes_then_cr", "{\"id\":1, // c\r\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"hash_then_cr", "{\"id\":1, # c\r\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"line_separator", "{\"id\":1, // c\u2028\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		// Ruby reads the call after \n; to Jackson \r ended the comment
+		// before text that breaks its reading.
+		{"cr_then_garbage_then_lf", "{\"id\":1, // c\r garbage \n\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+	})
+}
+
 func TestCostMeterVariants(t *testing.T) {
 	body := `[{"method":"tools/call","params":{"name":"big"}},{"method":"tools/list"},{"method":"resources/read"},{"id":1,"result":{}},7]`
 	r := parse(t, body)

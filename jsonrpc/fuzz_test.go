@@ -28,6 +28,7 @@ var sdkBodies = []string{
 
 // fuzzSeeds are the shapes the rules are about.
 var fuzzSeeds = []string{
+	"[{\"method\":\"tools/call\",\"params\":{\"name\":\"big\",},},,{\"x\":[,1,,],// c\r\"method\":\"tools/call\"},]",
 	`{'method':'tools/call','params':{'name':'big','arguments':{'limit':'a,}"',"limit":5}}}`,
 	"{x:'a,method:tools/call,#c\nparams:{name:big,arguments:[{limit:7}]},y:b'}",
 	"{\"method\":[\"tools\xc0\xafcall\"],\"params\":[{\"arguments\":{\"limi\xc1\xb4\":9}}]}",

@@ -8,20 +8,21 @@ import (
 // Parse inspects body. It never fails: a body that is not valid JSON makes
 // Valid report false, and what could be scanned of it still counts in Cost.
 //
-// Ruby's json gem, which the Ruby MCP SDK parses with, reads /* */ and //
-// comments as whitespace, and so does Jackson with ALLOW_COMMENTS, and #
-// to the end of the line with ALLOW_YAML_COMMENTS: an invalid body with
-// comments outside strings is read a second time with them blanked out,
-// and each reading's entries count (Scanned), so the body costs both
-// readings. The first is still needed: a lenient reading of unquoted
-// strings may hold what looks like a comment's opening (a//b), which the
-// second cuts.
+// An invalid body may be read more ways than one scan can follow, so it is
+// read again each such way, and every reading's entries count (Scanned):
 //
-// Jackson with ALLOW_SINGLE_QUOTES (and JSON5 parsers) reads '...' as a
-// string: an invalid body with a single quote is read once more with them
-// so (its comments blanked out, if it has any, minding those strings), and
-// that reading counts too. The others are still needed: a lenient reading
-// of unquoted strings holds quotes as any other byte ({x:it's,...}).
+//   - with its comments blanked out: /* */ and // comments, which Ruby's
+//     json gem (the Ruby MCP SDK's parser) and Jackson with ALLOW_COMMENTS
+//     read as whitespace, and # ones (Jackson's ALLOW_YAML_COMMENTS). A
+//     line comment ends at \n for the json gem, and at \r too for Jackson
+//     (and at U+2028 and U+2029 for JSON5), so when that makes a
+//     difference it is read both ways;
+//   - with '...' as strings, as Jackson with ALLOW_SINGLE_QUOTES and JSON5
+//     read them (its comments blanked out minding those strings).
+//
+// The first reading is still needed: to a lenient reading of unquoted
+// strings (kotlinx.serialization's) a//b holds no comment, and a quote is
+// any other byte ({x:it's,...}).
 //
 // Parse keeps a reference to body, and IDs and strings handed out later
 // alias it, until the next Reset (or PutRequest, or Parse). The caller must
@@ -36,27 +37,30 @@ func (r *Request) Parse(body []byte) {
 	if r.kind, r.valid = r.scan(body); r.valid {
 		return
 	}
-	blanked, comments := blankComments(r.blanked[:0], body, false)
-	if comments {
-		r.blanked, r.blankedArgs = blanked, len(r.args)
-		r.s.depth = 0
-		r.scan(blanked)
+	if long, ok := blankComments(r.copies[0][:0], body, false, false); ok {
+		r.copies[0] = long
+		r.read(long, false)
+		if short, _ := blankComments(r.copies[1][:0], body, false, true); !bytes.Equal(short, long) {
+			r.copies[1] = short
+			r.read(short, false)
+		}
 	}
 	if bytes.IndexByte(body, '\'') >= 0 {
-		r.quoted = body
-		if comments {
-			// Minding those strings, what looked like comments may be
-			// none (a # inside one).
-			var found bool
-			if r.quotedCopy, found = blankComments(r.quotedCopy[:0], body, true); found {
-				r.quoted = r.quotedCopy
-			}
+		quoted := body
+		if c, ok := blankComments(r.copies[2][:0], body, true, true); ok {
+			r.copies[2], quoted = c, c
 		}
-		r.quotedArgs = len(r.args)
-		r.s.depth, r.s.single = 0, true
-		r.scan(r.quoted)
-		r.s.single = false
+		r.read(quoted, true)
 	}
+}
+
+// read scans b, a further reading of the body (see Parse), with '...' as
+// strings when single.
+func (r *Request) read(b []byte, single bool) {
+	r.readings = append(r.readings, reading{b: b, single: single, args: len(r.args)})
+	r.s.depth, r.s.single = 0, single
+	r.scan(b)
+	r.s.single = false
 }
 
 // scan reads b, the body or its copy with comments blanked out (whose
@@ -115,9 +119,17 @@ func (r *Request) parseBatch(b []byte, i int) int {
 		if i >= len(b) {
 			return -1
 		}
-		if b[i] == '{' {
+		switch b[i] {
+		case '{':
 			i = r.message(b, i)
-		} else {
+		case ',': // a missing element (see skipValue): an entry, null
+			s.soft = true
+			r.beginEntry(false)
+		case ']': // after a trailing comma (see skipValue)
+			s.soft = true
+			s.depth--
+			return i + 1
+		default:
 			r.beginEntry(false)
 			i = s.skipValue(b, i)
 		}
@@ -182,6 +194,18 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 	return k, flags, i
 }
 
+// trailingComma returns the end of the object whose member at i, after a
+// comma, could not be read: just past it when b[i] closes it (a trailing
+// comma, see skipValue), else -1.
+func (s *scanner) trailingComma(b []byte, i int) int {
+	if i < len(b) && b[i] == '}' {
+		s.soft = true
+		s.depth--
+		return i + 1
+	}
+	return -1
+}
+
 // parseMessage parses the object at i into the last record.
 func (r *Request) parseMessage(b []byte, i int) int {
 	s := &r.s
@@ -193,7 +217,7 @@ func (r *Request) parseMessage(b []byte, i int) int {
 	for {
 		k, flags, v := s.member(b, i)
 		if v < 0 {
-			return -1
+			return s.trailingComma(b, i)
 		}
 		switch r.messageKey(k, flags) {
 		case keyMethod:
@@ -242,7 +266,7 @@ func (r *Request) parseParams(b []byte, i int) int {
 	for {
 		k, flags, v := s.member(b, i)
 		if v < 0 {
-			return -1
+			return s.trailingComma(b, i)
 		}
 		switch r.paramsKey(k, flags) {
 		case keyName:

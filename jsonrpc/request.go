@@ -31,15 +31,19 @@ type Request struct {
 	args    []span   // params.arguments objects, as byte ranges of body
 	arena   []byte   // decoded strings that had escapes or invalid UTF-8
 	scratch []byte   // temporary decoded keys
-	blanked []byte   // the body with its comments blanked out (see Parse)
-	// blankedArgs is where the args of the reading of blanked start.
-	blankedArgs int
-	// quoted is what the reading with single-quoted strings read (see
-	// Parse): the body, or quotedCopy, the body with its comments blanked
-	// out minding those strings; quotedArgs is where its args start.
-	quoted     []byte
-	quotedCopy []byte
-	quotedArgs int
+	// readings are the readings of an invalid body after the first, in
+	// order (see Parse); copies hold the copies of the body they scan.
+	readings []reading
+	copies   [3][]byte
+}
+
+// reading is one reading of an invalid body after the first: what it
+// scanned (the body, or a copy of it with comments blanked out), whether
+// '...' were strings, and the index of the first of r.args it found.
+type reading struct {
+	b      []byte
+	single bool
+	args   int
 }
 
 // Top-level value kinds.
@@ -99,11 +103,10 @@ func (r *Request) Trim() {
 	if cap(r.scratch) > keepBytes {
 		r.scratch = nil
 	}
-	if cap(r.blanked) > keepBytes {
-		r.blanked = nil
-	}
-	if cap(r.quotedCopy) > keepBytes {
-		r.quotedCopy = nil
+	for i := range r.copies {
+		if cap(r.copies[i]) > keepBytes {
+			r.copies[i] = nil
+		}
 	}
 	if cap(r.entries) > keepEntries {
 		r.entries = nil
@@ -134,8 +137,8 @@ func (r *Request) Reset() {
 	r.tools = r.tools[:0]
 	r.args = r.args[:0]
 	r.arena = r.arena[:0]
-	r.blankedArgs, r.quotedArgs = math.MaxInt, math.MaxInt
-	r.quoted = nil
+	clear(r.readings) // drop the references to the body
+	r.readings = r.readings[:0]
 }
 
 // beginEntry counts a new entry and, for an object, opens its record,

@@ -57,8 +57,10 @@ func comment(b []byte, i int) int {
 // (/* to */, or to the end of b when unterminated; // and # to the end of
 // the line) are spaces, and reports whether b had any; dst is unchanged
 // when it had none. With single, '...' is a string too (see scanSingle).
-// The copy has b's length, so offsets into one are offsets into the other.
-func blankComments(dst, b []byte, single bool) ([]byte, bool) {
+// A line ends at \n; with short, at \r, U+2028 and U+2029 as well (see
+// lineEnd). The copy has b's length, so offsets into one are offsets into
+// the other.
+func blankComments(dst, b []byte, single, short bool) ([]byte, bool) {
 	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 && bytes.IndexByte(b, '#') < 0 {
 		return dst, false
 	}
@@ -84,8 +86,8 @@ func blankComments(dst, b []byte, single bool) ([]byte, bool) {
 				if j := bytes.Index(b[i+2:], []byte("*/")); j >= 0 {
 					end = i + 2 + j + 2
 				}
-			} else if j := bytes.IndexByte(b[i+open:], '\n'); j >= 0 {
-				end = i + open + j
+			} else if end = lineEnd(b, i+open, short); end < len(b) && b[end] == 0xE2 {
+				end += 3 // U+2028 or U+2029, whitespace to JSON5, which ends the comment there
 			}
 			for k := i; k < end; k++ {
 				dst[start+k] = ' '
@@ -94,6 +96,29 @@ func blankComments(dst, b []byte, single bool) ([]byte, bool) {
 		}
 	}
 	return dst, found
+}
+
+// lineEnd returns the index of the end of the line that holds b[i]: of
+// its \n, or with short of its first \n, \r, U+2028 or U+2029 (where
+// Jackson and JSON5 end a line comment); len(b) when it has none.
+func lineEnd(b []byte, i int, short bool) int {
+	if !short {
+		if j := bytes.IndexByte(b[i:], '\n'); j >= 0 {
+			return i + j
+		}
+		return len(b)
+	}
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '\n', '\r':
+			return i
+		case 0xE2:
+			if i+2 < len(b) && b[i+1] == 0x80 && (b[i+2] == 0xA8 || b[i+2] == 0xA9) {
+				return i
+			}
+		}
+	}
+	return len(b)
 }
 
 // scanString scans the string whose opening quote is at i. Its raw contents
@@ -391,7 +416,7 @@ func (s *scanner) skipValue(b []byte, i int) int {
 		if i >= len(b) {
 			return -1
 		}
-		if needKey {
+		if needKey && b[i] != '}' { // a '}' here follows a comma: see below
 			if b[i] == '"' {
 				var flags uint8
 				i, flags = scanString(b, i)
@@ -441,6 +466,16 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			if n > 0 {
 				inObj = s.kind(n - 1)
 			}
+		case '}', ']', ',':
+			// Where a key or a value should be: after a comma, a
+			// trailing one, or in an array a missing element (null),
+			// which Jackson reads with ALLOW_TRAILING_COMMA and
+			// ALLOW_MISSING_VALUES (JSON5 the first). The loop below
+			// reads on from here.
+			if n == 0 || (c == '}') != inObj || c == ',' && inObj {
+				return -1
+			}
+			s.soft = true
 		default:
 			if i = s.scalar(b, i, c); i < 0 {
 				return -1
