@@ -13,7 +13,7 @@ func equalFold(s []byte, t string) bool {
 	for ; i < len(s) && i < len(t); i++ {
 		sr, tr := s[i], t[i]
 		if sr|tr >= utf8.RuneSelf {
-			return equalFoldUnicode(s[i:], t[i:])
+			return foldRunes(s[i:], t[i:], false)
 		}
 		if sr == tr {
 			continue
@@ -25,19 +25,6 @@ func equalFold(s []byte, t string) bool {
 			continue
 		}
 		return false
-	}
-	return len(s) == len(t)
-}
-
-func equalFoldUnicode(s []byte, t string) bool {
-	for len(s) > 0 && len(t) > 0 {
-		sr, n := utf8.DecodeRune(s)
-		s = s[n:]
-		tr, m := utf8.DecodeRuneInString(t)
-		t = t[m:]
-		if !runesFold(sr, tr) {
-			return false
-		}
 	}
 	return len(s) == len(t)
 }
@@ -77,11 +64,17 @@ func hasSeparator(k []byte) bool {
 // matches names with MatchCaseInsensitiveNames or a case:ignore tag, where
 // me_thod is method and li-mit is limit.
 func equalFoldUnseparated(s []byte, t string) bool {
+	return foldRunes(s, t, true)
+}
+
+// foldRunes compares s and t rune by rune under simple Unicode case
+// folding, leaving out dashes and underscores when unseparated.
+func foldRunes(s []byte, t string, unseparated bool) bool {
 	for {
-		for len(s) > 0 && (s[0] == '_' || s[0] == '-') {
+		for unseparated && len(s) > 0 && (s[0] == '_' || s[0] == '-') {
 			s = s[1:]
 		}
-		for len(t) > 0 && (t[0] == '_' || t[0] == '-') {
+		for unseparated && len(t) > 0 && (t[0] == '_' || t[0] == '-') {
 			t = t[1:]
 		}
 		if len(s) == 0 || len(t) == 0 {
