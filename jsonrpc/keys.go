@@ -49,10 +49,7 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 				}
 			}
 		}
-		if hasSeparator(k) {
-			return asciiSeparatedKey(k, messageKeys)
-		}
-		return keyOther
+		return separatedKey(k, messageKeys)
 	}
 	k = decodeKey(k, flags, &r.scratch)
 	switch {
@@ -87,10 +84,7 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 				}
 			}
 		}
-		if hasSeparator(k) {
-			return asciiSeparatedKey(k, paramsKeys)
-		}
-		return keyOther
+		return separatedKey(k, paramsKeys)
 	}
 	k = decodeKey(k, flags, &r.scratch)
 	switch {
@@ -141,28 +135,6 @@ func asciiKeyIs(k []byte, lower string) bool {
 		}
 	}
 	return true
-}
-
-// asciiSeparatedKey is separatedKey for an ASCII key k that has a dash or
-// an underscore.
-func asciiSeparatedKey(k []byte, keys []namedKey) int {
-	for _, nk := range keys {
-		j := 0
-		for _, c := range k {
-			if c == '_' || c == '-' {
-				continue
-			}
-			if j == len(nk.name) || c|0x20 != nk.name[j] {
-				j = -1
-				break
-			}
-			j++
-		}
-		if j == len(nk.name) {
-			return nk.key
-		}
-	}
-	return keyOther
 }
 
 // decodeKey returns the decoded raw key contents k, using scratch when k has
