@@ -340,6 +340,9 @@ func TestCostSingleQuotedStringsAreReadings(t *testing.T) {
 // encoding/json/v2 with MatchCaseInsensitiveNames (or a case:ignore tag)
 // ignores dashes and underscores in names as well as case.
 func TestCostKeysMatchWithoutSeparators(t *testing.T) {
+	if id := parse(t, `{"method":"tools/call","id":1,"_id":2}`).Entry(0).ID(); string(id) != "1" {
+		t.Errorf("ID() = %s, want 1: only the keys that set the cost are matched without separators", id)
+	}
 	runCostCases(t, []costCase{
 		{"method", `{"me_thod":"tools/call","params":{"name":"big"}}`, 5, true},
 		{"params", `{"method":"tools/call","para-ms":{"name":"big"}}`, 5, true},

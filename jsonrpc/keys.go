@@ -5,7 +5,7 @@ package jsonrpc
 // ASCII keys, which is all that legitimate clients send, take a fast path.
 // A key with dashes or underscores that matches none is matched again
 // without them (see equalFoldUnseparated), as encoding/json/v2 matches
-// with MatchCaseInsensitiveNames.
+// with MatchCaseInsensitiveNames: the keys that set the cost, at least.
 
 // Keys that matter in messages and in params.
 const (
@@ -102,9 +102,11 @@ type namedKey struct {
 	key  int
 }
 
-// The keys that matter in messages and in params.
+// The keys that matter for the cost, in messages and in params: only those
+// are matched without separators. id, result and error keep encoding/json's
+// matching, so that answers echo the id every common parser reads.
 var (
-	messageKeys = []namedKey{{"method", keyMethod}, {"params", keyParams}, {"id", keyID}, {"result", keyAnswer}, {"error", keyAnswer}}
+	messageKeys = []namedKey{{"method", keyMethod}, {"params", keyParams}}
 	paramsKeys  = []namedKey{{"name", keyName}, {"arguments", keyArguments}}
 )
 
