@@ -199,7 +199,10 @@ func (z *zone) applyRedis(pol *policy) {
 					zap.String("zone", z.name), zap.Error(err))
 			}
 		case old == nil && z.fpKey.Load() == key:
-			z.seedRedis(ctx, r)
+			if err := z.seedRedis(ctx, r); err != nil {
+				z.logger.Load().Warn("redis store added: the counts made locally this period could not be carried to redis yet; the zone tries again with its next probe",
+					zap.String("zone", z.name), zap.Error(err))
+			}
 		}
 		cancel()
 	}
@@ -219,14 +222,21 @@ func (z *zone) applyRedis(pol *policy) {
 }
 
 // seedRedis raises the quota counts in r to at least what the zone
-// counted locally in the current periods, when a reload adds the store to
-// a running zone: a tenant must not get its quota afresh because the
-// decision moved to Redis.
-func (z *zone) seedRedis(ctx context.Context, r *zoneRedis) {
-	if err := r.store.Seed(ctx, z.quota.Counts(time.Now())); err != nil {
-		z.logger.Load().Warn("redis store added: the counts made locally this period could not be carried to redis; tenants may spend their quota again this period",
-			zap.String("zone", z.name), zap.Error(err))
-	}
+// counted locally in the current periods, when a reload or a start adds
+// the store: a tenant must not get its quota afresh because the decision
+// moved to Redis. Until it succeeds the zone's probe tries again
+// (unseeded).
+func (z *zone) seedRedis(ctx context.Context, r *zoneRedis) error {
+	err := r.store.Seed(ctx, z.quota.Counts(time.Now()))
+	r.unseeded.Store(err != nil)
+	return err
+}
+
+// seedable reports whether the counts may be carried to r now: the
+// counts of an outage go first (the local counts hold them too, so a
+// seed before their push would count them twice), pushed or read back.
+func (z *zone) seedable(r *zoneRedis) bool {
+	return r.pendingLen() == 0 && !z.redisPendingUnread.Load()
 }
 
 // adoptRedisKey makes the zone fingerprint under the key in r (which the
@@ -373,11 +383,10 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 				z.redisFailed(r, err)
 			}
 		}
-		if r.unseeded.Load() && r.pendingLen() == 0 && !r.degraded.Load() && !z.redisPendingUnread.Load() {
-			// After the push: a start's counts carried once the outage's
-			// are in Redis (see newZone).
-			err := r.store.Seed(ctx, z.quota.Counts(time.Now()))
-			r.unseeded.Store(err != nil)
+		if r.unseeded.Load() && !r.degraded.Load() && z.seedable(r) {
+			if err := z.seedRedis(ctx, r); err != nil {
+				z.redisFailed(r, err)
+			}
 		}
 		if now.Sub(r.keyChecked) >= redisKeyCheck {
 			r.keyChecked = now
@@ -401,16 +410,16 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	if err == nil {
 		err = r.push(ctx)
 	}
-	if err == nil && r.unseeded.Load() {
+	if err == nil && r.unseeded.Load() && z.seedable(r) {
 		// After the push: the counts kept for Redis during the outage are
 		// in the local ones too, which the seed raises Redis's to.
 		if z.fpKey.Load() != key {
+			r.unseeded.Store(false)
 			z.logger.Load().Warn("redis store added: the counts made locally this period are under another fingerprint key than redis's, and are not carried; tenants may spend their quota again this period",
 				zap.String("zone", z.name))
 		} else {
-			err = r.store.Seed(ctx, z.quota.Counts(time.Now()))
+			err = z.seedRedis(ctx, r)
 		}
-		r.unseeded.Store(err != nil)
 	}
 	if err != nil {
 		z.metrics.storeErrs.Inc()

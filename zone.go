@@ -263,12 +263,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		// this period, as a reload that adds it does: a tenant must not
 		// get its quota afresh because the decision moved to Redis.
 		// Under another key they are under other fingerprints: not.
-		// Counts an outage left are pushed first, or the raise to the
-		// local counts, which hold them too, would count them twice.
-		if rz.keyAdopted.Load() && rz.pendingLen() == 0 && !z.redisPendingUnread.Load() {
-			z.seedRedis(loadCtx, rz)
-		} else {
-			rz.unseeded.Store(true)
+		// Counts an outage left are pushed first (see seedable).
+		if !rz.keyAdopted.Load() || !z.seedable(rz) || z.seedRedis(loadCtx, rz) != nil {
+			rz.unseeded.Store(true) // carried by the probe, once Redis answers
 		}
 	}
 	z.setDegradedGauge()
