@@ -54,46 +54,11 @@ func (z *zone) retune(now time.Time) {
 	// only.
 	ov, split := z.overrideMaps()
 	if changed := append(changedKeys(z.overridesApplied, ov), split...); len(changed) > 0 {
-		var on, off [][16]byte
-		for _, fp := range changed {
-			if z.tenantOffFor(fp) {
-				off = append(off, fp)
-			} else {
-				on = append(on, fp)
-			}
-		}
 		_, slowest := z.refill(layerTenant)
-		z.tenants.Rebase(now, on, false, slowest)
-		z.tenants.Rebase(now, off, true, slowest)
+		z.tenants.Rebase(now, changed, slowest)
 		z.limitsSince[layerTenant].Store(now.UnixMicro())
 	}
 	z.overridesApplied = ov
-}
-
-// tenantOffFor reports whether every holder turns the tenant layer off for
-// the identity fp, whichever tier it falls in: by its override, or, when
-// a holder has none for it, at the top level and in every tier.
-func (z *zone) tenantOffFor(fp [16]byte) bool {
-	for _, h := range z.holders {
-		p := h.pol
-		if o := p.overrides[fp]; o != nil && o.tenant {
-			for _, l := range o.limits {
-				if !l.tenantOff {
-					return false
-				}
-			}
-			continue
-		}
-		if !p.base.tenantOff {
-			return false
-		}
-		for _, t := range p.tiers {
-			if !t.limits.tenantOff {
-				return false
-			}
-		}
-	}
-	return true
 }
 
 // limitsMap describes which limit the holders give which keys of the
@@ -162,8 +127,9 @@ func (z *zone) overrideMaps() (maps map[[16]byte]string, split [][16]byte) {
 	for fp, descs := range all {
 		for _, p := range per {
 			if _, ok := p[fp]; !ok {
-				// A holder without it is part of the description, so
-				// that the key changes again when that holder goes.
+				// A holder without it is part of the description: the
+				// holders disagree on the key (split), and it changes
+				// again when that holder goes.
 				descs = append(descs, "none")
 			}
 		}

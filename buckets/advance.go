@@ -74,17 +74,12 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // fresh, larger burst; it stays until that use, or until a later Advance
 // lets it go as any bucket unused since a change. A change before that use
 // (Advance or Rebase) credits it the time since at the slowest rate in
-// force, which slowest, the slowest rate of the limits now in force (the
-// keys' new ones among them), lowers when it is lower. Rebase is for the
-// few keys with limits of their own (overrides). Every other bucket is
+// force (see bank) — also when no use comes because the layer is off for
+// the key — which slowest, the slowest rate of the limits now in force
+// (the keys' new ones among them), lowers when it is lower. Rebase is for
+// the few keys with limits of their own (overrides). Every other bucket is
 // left as it is, its limits unchanged.
-//
-// With off, the keys' layer is now off for them, so no use will come to
-// retune their buckets: each banks its refill and goes on earning the rate
-// it had (the slowest rate in force, if an earlier Rebase left it none),
-// as the buckets of a layer turned off for all keys do, so that turned on
-// again each is where that rate has brought it.
-func (s *Set[K]) Rebase(now time.Time, keys []K, off bool, slowest rate.Limit) {
+func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
 	for _, key := range keys {
 		sh := &s.shards[s.shardIndex(key)]
@@ -92,12 +87,7 @@ func (s *Set[K]) Rebase(now time.Time, keys []K, off bool, slowest rate.Limit) {
 		if idx, ok := sh.index[key]; ok {
 			b := &sh.slab[idx]
 			b.bank(sh.clock.Since(now), sh.changed, prev)
-			switch {
-			case !off:
-				b.rate = 0
-			case b.rate == 0:
-				b.rate = prev
-			}
+			b.rate = 0
 		}
 		sh.mu.Unlock()
 	}

@@ -378,7 +378,7 @@ func TestRebaseRetunesOnlyTheKeysGiven(t *testing.T) {
 	}
 	// A first change of every limit, then one of key 0's alone.
 	s.Advance(t0, 10*time.Second, 1)
-	s.Rebase(t0.Add(2*time.Second), []uint8{0}, false, 1)
+	s.Rebase(t0.Add(2*time.Second), []uint8{0}, 1)
 	at := t0.Add(2*time.Second + 50*time.Millisecond)
 	if _, _, ok, _ := s.Reserve(0, fast, 7, at); !ok {
 		t.Fatal("key 0: 2 tokens banked at 1/s and 5 earned at 100/s since should admit 7")
@@ -389,34 +389,6 @@ func TestRebaseRetunesOnlyTheKeysGiven(t *testing.T) {
 	// Key 1 was not retuned: 4s at its own rate of 1/s.
 	if _, _, ok, _ := s.Reserve(1, slow, 4, t0.Add(4*time.Second)); !ok {
 		t.Fatal("key 1 lost refill to a change of key 0's limits")
-	}
-}
-
-// Rebase with off leaves the keys' buckets earning (the layer is off for
-// them, so no use will retune them): at the rate each had, or at the
-// slowest rate in force if an earlier Rebase left it none; turned on
-// again, each is where that rate has brought it.
-func TestRebaseOffKeepsTheBucketsEarning(t *testing.T) {
-	s := New[uint8](4, func(k uint8) uint64 { return uint64(k) })
-	t0 := time.Unix(1000, 0)
-	slow := Limit{Rate: 1, Burst: 10}
-	s.Advance(t0.Add(-time.Second), 10*time.Second, 1) // the slowest rate in force: 1/s
-	for _, k := range []uint8{0, 1} {
-		if _, _, ok, _ := s.Reserve(k, slow, 10, t0); !ok {
-			t.Fatal("draining reservation refused")
-		}
-	}
-	s.Rebase(t0, []uint8{0}, false, 1) // key 0's override changed: no rate until its next use
-	s.Rebase(t0, []uint8{0, 1}, true, 1)
-	at := t0.Add(4 * time.Second)
-	s.Rebase(at, []uint8{0, 1}, false, 1) // on again
-	for _, k := range []uint8{0, 1} {
-		if _, _, ok, _ := s.Reserve(k, slow, 4, at); !ok {
-			t.Fatalf("key %d: 4s at 1/s with the layer off should have earned 4", k)
-		}
-		if _, _, ok, _ := s.Reserve(k, slow, 1, at); ok {
-			t.Fatalf("key %d earned more than 4s at 1/s", k)
-		}
 	}
 }
 
@@ -433,10 +405,10 @@ func TestRebasedBucketIsCreditedByTheNextChange(t *testing.T) {
 			t.Fatal("draining reservation refused")
 		}
 	}
-	s.Rebase(t0, []uint8{0, 1}, false, 1) // overrides of 1/s for both
+	s.Rebase(t0, []uint8{0, 1}, 1) // overrides of 1/s for both (or of tenant off)
 	at := t0.Add(4 * time.Second)
-	s.Rebase(at, []uint8{0}, false, 1) // key 0's override goes
-	s.Advance(at, 10*time.Second, 2)   // then every limit changes
+	s.Rebase(at, []uint8{0}, 1)      // key 0's override goes
+	s.Advance(at, 10*time.Second, 2) // then every limit changes
 	for _, k := range []uint8{0, 1} {
 		if _, _, ok, _ := s.Reserve(k, lim, 4, at); !ok {
 			t.Fatalf("key %d: 4s at the slowest 1/s should have earned 4", k)
