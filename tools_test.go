@@ -297,6 +297,11 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		argCall(7, "{ // c\r\"limit\":100}"),
 		argCall(7, `{'text':'a,"limit":1}','limit':100}`),
 		"{\"jsonrpc\":\"2.0\",\"id\":\"7\t\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",\"arguments\":{\"limit\":100}}}",
+		argCall(7, `{"li\x6dit":100}`),
+		argCall(7, "{\"lim\\\nit\":100}"),
+		argCall(7, `{li\u006dit:100}`),
+		argCall(7, "{\f\"limit\"\u00a0:100}"),
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ec\x68o","arguments":{"limit":100}}}`,
 	} {
 		r := e.post(body, h...)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {

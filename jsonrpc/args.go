@@ -63,23 +63,36 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 				return
 			}
 		}
-		var key []byte
+		var raw []byte
+		var flags uint8
 		if b[i] == '"' || single && b[i] == '\'' {
-			end, flags := stringEnd(b, i)
-			key = decodeKey(b[i+1:end], flags, &r.scratch)
-			i = end + 1
-		} else { // unquoted (see bare)
-			end := bareEnd(b, i)
-			key, i = b[i:end], end
+			var end int
+			end, flags = stringEnd(b, i)
+			raw, i = b[i+1:end], end+1
+		} else { // unquoted (see keyEnd)
+			end, escaped := keyEnd(b, i, single)
+			raw, i = b[i:end], end
+			if escaped {
+				flags = flagEscape
+			}
 		}
 		i = skipWS(b, i) + 1 // past ':'
 		i = skipWS(b, i)
 		end := valueEnd(b, i, single)
-		if equalFold(key, name) || equalFoldUnseparated(key, name) {
+		if r.keyIs(raw, flags, name, false) ||
+			single && flags&flagEscape != 0 && hasJSON5Escape(raw) && r.keyIs(raw, flags, name, true) {
 			v.add(b[i:end])
 		}
 		i = end
 	}
+}
+
+// keyIs reports whether the raw key contents, decoded as JSON5 reads them
+// when json5 (see decodeKey), equal name under strings.EqualFold or with
+// dashes and underscores ignored.
+func (r *Request) keyIs(raw []byte, flags uint8, name string, json5 bool) bool {
+	key := decodeKey(raw, flags, &r.scratch, json5)
+	return equalFold(key, name) || equalFoldUnseparated(key, name)
 }
 
 // add folds one raw value into the verdict.

@@ -190,3 +190,18 @@ func TestArgSingleQuotedKeysAreReadings(t *testing.T) {
 		{"quoted_key_with_a_comment", call("{'x':'#',#c\n'limit':500}"), 500, true},
 	})
 }
+
+func TestArgJSON5SyntaxIsAReading(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	runLenientArgCases(t, []lenientArgCase{
+		{"hex_escape_in_a_key", call(`{"li\x6dit":1000}`), 1000, true},
+		{"hex_escape_in_a_single_quoted_key", call(`{'li\x6dit':1000}`), 1000, true},
+		{"line_continuation_in_a_key", call("{\"lim\\\nit\":1000}"), 1000, true},
+		{"escape_in_an_unquoted_key", call(`{li\u006dit:1000}`), 1000, true},
+		// The first reading takes "\u00a01000" for an unquoted string.
+		{"no_break_space_before_the_value", call("{\"limit\":\u00a01000}"), 1000, false},
+		{"form_feed_before_the_key", call("{\f\"limit\":1000}"), 1000, true},
+	})
+}

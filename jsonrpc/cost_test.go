@@ -464,3 +464,34 @@ func TestCalls(t *testing.T) {
 		}
 	}
 }
+
+// JSON5 reads escapes JSON has not (\x, \v, \0, a backslash before a line
+// break), \u escapes in unquoted keys, and more whitespace; Python's
+// str.strip, which backends call before json.loads, strips more still.
+// Each makes a reading of its own.
+func TestCostJSON5SyntaxIsAReading(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"hex_escape_in_the_method", `{"method":"tools\x2fcall","params":{"name":"big"}}`, 5, false},
+		{"hex_escape_in_the_name", `{"method":"tools/call","params":{"name":"\x62ig"}}`, 6, false},
+		{"hex_escape_in_a_key", `{"\x6dethod":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"hex_escape_in_a_single_quoted_name", `{"method":"tools/call","params":{"name":'\x62ig'}}`, 6, false},
+		{"line_continuation_lf", "{\"method\":\"tools/\\\ncall\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"line_continuation_crlf", "{\"method\":\"tools/\\\r\ncall\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"line_continuation_cr", "{\"method\":\"tools/\\\rcall\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"line_continuation_u2028", "{\"method\":\"tools/\\\u2028call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"vertical_tab_escape", "{\"method\":\"tools/call\",\"params\":{\"name\":\"big\\v\",\"name\":\"\\vbig\"}}", 2, false},
+		{"escape_in_an_unquoted_key", `{\u006dethod:"tools/call",params:{n\u0061me:"big"}}`, 5, false},
+		{"escapes_in_an_unquoted_key", `{\u006d\u0065thod:"tools/call",params:{name:"big"}}`, 5, false},
+		{"no_break_space_between_tokens", "{\"method\":\u00a0\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"ideographic_space_between_tokens", "{\"method\"\u3000:\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"byte_order_mark_between_tokens", "{\"method\":\ufeff\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"line_separator_between_tokens", "{\"method\":\u2028\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"leading_vertical_tab", "\v{\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"leading_form_feed", "\f{\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"trailing_unit_separator", "{\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}\x1f", 10, false},
+		// In a string, such whitespace is text: no second reading.
+		{"no_break_space_in_a_string", "{\"x\":\"\u00a0\",\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, true},
+		// An escape JSON5 reads as JSON does is no reason for a second reading.
+		{"unknown_escape_is_one_reading", `{"method":"tools/call","params":{"name":"b\ig"}}`, 5, false},
+	})
+}

@@ -51,7 +51,7 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 		}
 		return separatedKey(k, messageKeys)
 	}
-	k = decodeKey(k, flags, &r.scratch)
+	k = decodeKey(k, flags, &r.scratch, r.s.single)
 	switch {
 	case equalFold(k, "method"):
 		return keyMethod
@@ -86,7 +86,7 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 		}
 		return separatedKey(k, paramsKeys)
 	}
-	k = decodeKey(k, flags, &r.scratch)
+	k = decodeKey(k, flags, &r.scratch, r.s.single)
 	switch {
 	case equalFold(k, "name"):
 		return keyName
@@ -144,12 +144,21 @@ func asciiKeyIs(k []byte, lower string) bool {
 // equalFold reads each invalid byte as U+FFFD, which is what encoding/json
 // replaces it with. An overlong sequence is decoded as Jackson decodes it
 // (see overlongRune): read as U+FFFD, the key could match none of the
-// ASCII names looked for, so Jackson's is the only reading that can.
-func decodeKey(k []byte, flags uint8, scratch *[]byte) []byte {
-	overlong := flags&flagHigh != 0 && hasOverlong(k)
-	if flags&flagEscape == 0 && !overlong {
+// ASCII names looked for, so Jackson's is the only reading that can. With
+// json5, escapes are decoded as JSON5 reads them (see json5Escape): the
+// names looked for have no x, v, 0 or line break, which Jackson and Ruby's
+// json gem make of those escapes, so again only one reading can match.
+func decodeKey(k []byte, flags uint8, scratch *[]byte, json5 bool) []byte {
+	var mode uint8
+	if flags&flagHigh != 0 && hasOverlong(k) {
+		mode |= decodeOverlong
+	}
+	if flags&flagEscape == 0 && mode == 0 {
 		return k
 	}
-	*scratch = appendUnquoted((*scratch)[:0], k, overlong)
+	if json5 {
+		mode |= decodeJSON5
+	}
+	*scratch = appendUnquoted((*scratch)[:0], k, mode)
 	return *scratch
 }

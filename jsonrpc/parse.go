@@ -18,7 +18,12 @@ import (
 //     (and at U+2028 and U+2029 for JSON5), so when that makes a
 //     difference it is read both ways;
 //   - with '...' as strings, as Jackson with ALLOW_SINGLE_QUOTES and JSON5
-//     read them (its comments blanked out minding those strings).
+//     read them (its comments blanked out minding those strings), and the
+//     rest of JSON5 besides: its whitespace (see oddSpace), the \x, \v
+//     and \0 escapes and line continuations in strings (read both as
+//     JSON5 and as Jackson reads them, see json5Escape), and \u escapes
+//     in unquoted keys. A body is read so when it has a quote or such
+//     syntax outside its comments (see json5Syntax).
 //
 // The first reading is still needed: to a lenient reading of unquoted
 // strings (kotlinx.serialization's) a//b holds no comment, and a quote is
@@ -45,7 +50,7 @@ func (r *Request) Parse(body []byte) {
 			r.read(short, false)
 		}
 	}
-	if bytes.IndexByte(body, '\'') >= 0 {
+	if bytes.IndexByte(body, '\'') >= 0 || json5Syntax(body) {
 		quoted := body
 		if c, ok := blankComments(r.copies[2][:0], body, true, true); ok {
 			r.copies[2], quoted = c, c
@@ -169,10 +174,10 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 	}
 	var end int
 	if c := b[i]; c == '"' || s.single && c == '\'' {
-		if c == '"' {
-			end, flags = scanString(b, i)
+		if s.single {
+			end, flags = scanQuoted(b, i)
 		} else {
-			end, flags = scanSingle(b, i)
+			end, flags = scanString(b, i)
 		}
 		if end < 0 {
 			return nil, 0, -1
@@ -180,10 +185,15 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		s.lenientString(flags)
 		k = b[i+1 : end-1]
 	} else {
-		if end = s.unquoted(b, i); end == i {
+		var escaped bool
+		if end, escaped = keyEnd(b, i, s.single); end == i {
 			return nil, 0, -1
 		}
+		s.soft = true
 		k, flags = b[i:end], flagHigh // may be non-ASCII: the folding path
+		if escaped {
+			flags |= flagEscape
+		}
 	}
 	if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
 		return nil, 0, -1
@@ -309,10 +319,10 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 	}
 	var end int
 	var flags uint8
-	if b[i] == '"' {
-		end, flags = scanString(b, i)
+	if r.s.single {
+		end, flags = scanQuoted(b, i)
 	} else {
-		end, flags = scanSingle(b, i)
+		end, flags = scanString(b, i)
 	}
 	if end < 0 {
 		return list, -1
@@ -320,17 +330,24 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 	r.s.lenientString(flags)
 	raw := b[i+1 : end-1]
 	if flags&flagEscape != 0 || flags&flagHigh != 0 && !utf8.Valid(raw) {
-		lo := len(r.arena)
-		r.arena = appendUnquoted(r.arena, raw, false)
-		list = append(list, text{lo, len(r.arena), true})
+		list = r.appendDecoded(list, raw, 0)
 		if flags&flagHigh != 0 && hasOverlong(raw) { // Jackson's reading
-			lo = len(r.arena)
-			r.arena = appendUnquoted(r.arena, raw, true)
-			list = append(list, text{lo, len(r.arena), true})
+			list = r.appendDecoded(list, raw, decodeOverlong)
+		}
+		if r.s.single && flags&flagEscape != 0 && hasJSON5Escape(raw) { // JSON5's
+			list = r.appendDecoded(list, raw, decodeJSON5)
 		}
 		return list, end
 	}
 	return append(list, text{i + 1, end - 1, false}), end
+}
+
+// appendDecoded appends to list the reading of the raw string contents
+// decoded in the given mode (see appendUnquoted) into the arena.
+func (r *Request) appendDecoded(list []text, raw []byte, mode uint8) []text {
+	lo := len(r.arena)
+	r.arena = appendUnquoted(r.arena, raw, mode)
+	return append(list, text{lo, len(r.arena), true})
 }
 
 // unwrapped returns the index of the first element of the scanned array

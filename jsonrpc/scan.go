@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // MaxDepth is the deepest nesting of arrays and objects in a valid body; it
@@ -56,46 +58,123 @@ func comment(b []byte, i int) int {
 // blankComments appends to dst a copy of b whose comments outside strings
 // (/* to */, or to the end of b when unterminated; // and # to the end of
 // the line) are spaces, and reports whether b had any; dst is unchanged
-// when it had none. With single, '...' is a string too (see scanSingle).
-// A line ends at \n; with short, at \r, U+2028 and U+2029 as well (see
-// lineEnd). The copy has b's length, so offsets into one are offsets into
-// the other.
+// when it had none. With single, '...' is a string too (see scanQuoted),
+// and the whitespace JSON5 and Python's str.strip add to JSON's (see
+// oddSpace) is blanked as well. A line ends at \n; with short, at \r,
+// U+2028 and U+2029 as well (see lineEnd). The copy has b's length, so
+// offsets into one are offsets into the other.
 func blankComments(dst, b []byte, single, short bool) ([]byte, bool) {
-	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 && bytes.IndexByte(b, '#') < 0 {
+	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 && bytes.IndexByte(b, '#') < 0 &&
+		(!single || !hasOddSpace(b)) {
 		return dst, false
 	}
 	start := len(dst)
 	found := false
 	var quote byte // the open string's quote, 0 outside strings
 	for i := 0; i < len(b); i++ {
-		switch c := b[i]; {
-		case quote != 0:
+		c := b[i]
+		if quote != 0 {
 			if c == '\\' {
 				i++
 			} else if c == quote {
 				quote = 0
 			}
-		case c == '"' || single && c == '\'':
-			quote = c
-		case comment(b, i) > 0:
-			if !found {
-				dst, found = append(dst, b...), true
-			}
-			open, end := comment(b, i), len(b)
-			if open == 2 && b[i+1] == '*' {
-				if j := bytes.Index(b[i+2:], []byte("*/")); j >= 0 {
-					end = i + 2 + j + 2
-				}
-			} else if end = lineEnd(b, i+open, short); end < len(b) && b[end] == 0xE2 {
-				end += 3 // U+2028 or U+2029, whitespace to JSON5, which ends the comment there
-			}
-			for k := i; k < end; k++ {
-				dst[start+k] = ' '
-			}
-			i = end - 1
+			continue
 		}
+		if c == '"' || single && c == '\'' {
+			quote = c
+			continue
+		}
+		end := commentEnd(b, i, short)
+		if end == i && single {
+			end += oddSpace(b, i)
+		}
+		if end == i {
+			continue
+		}
+		if !found {
+			dst, found = append(dst, b...), true
+		}
+		for k := i; k < end; k++ {
+			dst[start+k] = ' '
+		}
+		i = end - 1
 	}
 	return dst, found
+}
+
+// oddSpace returns the length of the whitespace at i that JSON has not but
+// JSON5 or Python's str.strip (which backends call before parsing) skips:
+// vertical tab, form feed, the separators 0x1C to 0x1F, and the non-ASCII
+// spaces (NEL, no-break space, U+2028 and the like, which unicode.IsSpace
+// lists) and U+FEFF; 0 when there is none.
+func oddSpace(b []byte, i int) int {
+	switch c := b[i]; {
+	case c == '\v' || c == '\f' || 0x1C <= c && c <= 0x1F:
+		return 1
+	case c >= utf8.RuneSelf:
+		if r, n := utf8.DecodeRune(b[i:]); unicode.IsSpace(r) || r == '\uFEFF' {
+			return n
+		}
+	}
+	return 0
+}
+
+// hasOddSpace reports whether b holds whitespace that oddSpace finds.
+func hasOddSpace(b []byte) bool {
+	for i := range b {
+		if oddSpace(b, i) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// commentEnd returns the end of the comment at i, as blankComments reads
+// it, or i when none starts there.
+func commentEnd(b []byte, i int, short bool) int {
+	open := comment(b, i)
+	switch {
+	case open == 0:
+		return i
+	case open == 2 && b[i+1] == '*':
+		if j := bytes.Index(b[i+2:], []byte("*/")); j >= 0 {
+			return i + 2 + j + 2
+		}
+		return len(b)
+	}
+	end := lineEnd(b, i+open, short)
+	if end < len(b) && b[end] == 0xE2 {
+		end += 3 // U+2028 or U+2029, whitespace to JSON5, which ends the comment there
+	}
+	return end
+}
+
+// json5Syntax reports whether b, outside its comments, has syntax that
+// only the single reading reads (see Request.Parse): an escape in a
+// string that JSON5 reads otherwise (see json5Escape), a backslash outside
+// strings (an escape in an unquoted key), or whitespace oddSpace finds.
+func json5Syntax(b []byte) bool {
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					if _, n := json5Escape(b[i:]); n > 0 {
+						return true
+					}
+					i++
+				}
+			}
+		case c == '\\':
+			return true
+		case comment(b, i) > 0:
+			i = commentEnd(b, i, true) - 1
+		case oddSpace(b, i) > 0:
+			return true
+		}
+	}
+	return false
 }
 
 // lineEnd returns the index of the end of the line that holds b[i]: of
@@ -186,20 +265,23 @@ func scanString(b []byte, i int) (end int, flags uint8) {
 	}
 }
 
-// scanSingle scans the single-quoted string whose opening quote is at i,
-// which Jackson reads with ALLOW_SINGLE_QUOTES (and JSON5 parsers too):
-// escapes as in JSON, \' among them, and any other byte as itself up to
-// the closing quote. Its raw contents are b[i+1:end-1]; the flags are
-// scanString's, with flagLenient, as it is no JSON.
-func scanSingle(b []byte, i int) (end int, flags uint8) {
+// scanQuoted scans the string whose opening quote, " or ', is at i, in the
+// reading that takes '...' for strings, as Jackson does with
+// ALLOW_SINGLE_QUOTES and JSON5 too: escapes as in JSON, \' among them, a
+// backslash before a line break (JSON5's line continuation, see
+// json5Escape), and any other byte as itself up to the closing quote. Its
+// raw contents are b[i+1:end-1]; the flags are scanString's, with
+// flagLenient, as it is no JSON.
+func scanQuoted(b []byte, i int) (end int, flags uint8) {
+	quote := b[i]
 	flags = flagLenient
 	for i++; i < len(b); i++ {
 		switch c := b[i]; {
-		case c == '\'':
+		case c == quote:
 			return i + 1, flags
 		case c == '\\':
 			flags |= flagEscape
-			if i+1 >= len(b) || b[i+1] < ' ' {
+			if i+1 >= len(b) || b[i+1] < ' ' && b[i+1] != '\n' && b[i+1] != '\r' {
 				return -1, flags
 			}
 			if b[i+1] == 'u' {
@@ -277,9 +359,34 @@ type scanner struct {
 	depth int      // open containers outside skipValue
 	stack []uint64 // skipValue's open containers, one bit each: 1 = object
 	soft  bool     // not strict JSON, but scanning went on
-	// single makes '...' a string (see scanSingle): set for the reading
-	// of an invalid body that has single quotes (see Request.Parse).
+	// single makes '...' a string (see scanQuoted), and a JSON5
+	// identifier with escapes a key (see keyEnd): set for the reading of an invalid
+	// body as Jackson with ALLOW_SINGLE_QUOTES and JSON5 read it (see
+	// Request.Parse).
 	single bool
+}
+
+// quoted scans the string whose opening quote is at i: a JSON string, or
+// in the single reading one in " or ' (see scanQuoted).
+func (s *scanner) quoted(b []byte, i int) (end int, flags uint8) {
+	if s.single {
+		return scanQuoted(b, i)
+	}
+	return scanString(b, i)
+}
+
+// keyEnd returns the end of the unquoted key at i (i itself when b[i]
+// cannot start one) and whether it holds escapes: bare bytes, and with
+// json5 \uXXXX escapes too, which JSON5 allows in identifiers.
+func keyEnd(b []byte, i int, json5 bool) (end int, escaped bool) {
+	for {
+		i = bareEnd(b, i)
+		if !json5 || i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' ||
+			!isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+			return i, escaped
+		}
+		i, escaped = i+6, true
+	}
 }
 
 // enter opens a container outside skipValue: a batch, a message or its
@@ -325,12 +432,12 @@ func (s *scanner) scalar(b []byte, i int, c byte) int {
 	var end int
 	switch c {
 	case '"':
-		end, flags := scanString(b, i)
+		end, flags := s.quoted(b, i)
 		s.lenientString(flags)
 		return end
 	case '\'':
 		if s.single {
-			end, flags := scanSingle(b, i)
+			end, flags := s.quoted(b, i)
 			s.lenientString(flags)
 			return end
 		}
@@ -417,15 +524,15 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			return -1
 		}
 		if needKey && b[i] != '}' { // a '}' here follows a comma: see below
-			if b[i] == '"' {
+			if b[i] == '"' || s.single && b[i] == '\'' {
 				var flags uint8
-				i, flags = scanString(b, i)
+				if s.single {
+					i, flags = scanQuoted(b, i)
+				} else {
+					i, flags = scanString(b, i)
+				}
 				s.lenientString(flags)
-			} else if s.single && b[i] == '\'' {
-				var flags uint8
-				i, flags = scanSingle(b, i)
-				s.lenientString(flags)
-			} else if e := bareEnd(b, i); e > i {
+			} else if e, _ := keyEnd(b, i, s.single); e > i {
 				s.soft, i = true, e
 			} else {
 				return -1
@@ -443,7 +550,12 @@ func (s *scanner) skipValue(b []byte, i int) int {
 		switch c := b[i]; c {
 		case '"':
 			var flags uint8
-			if i, flags = scanString(b, i); i < 0 {
+			if s.single {
+				i, flags = scanQuoted(b, i)
+			} else {
+				i, flags = scanString(b, i)
+			}
+			if i < 0 {
 				return -1
 			}
 			s.lenientString(flags)

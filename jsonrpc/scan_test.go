@@ -85,7 +85,7 @@ func TestUnquoteMatchesEncodingJSON(t *testing.T) {
 		if err := json.Unmarshal([]byte(`"`+raw+`"`), &want); err != nil {
 			t.Fatalf("encoding/json rejects %q: %v", raw, err)
 		}
-		if got := string(appendUnquoted(nil, []byte(raw), false)); got != want {
+		if got := string(appendUnquoted(nil, []byte(raw), 0)); got != want {
 			t.Errorf("appendUnquoted(%q) = %q, encoding/json gives %q", raw, got, want)
 		}
 	}

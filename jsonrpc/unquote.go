@@ -11,13 +11,24 @@ import (
 // byte of invalid UTF-8 becomes U+FFFD. An escape JSON has not (\q) reads as
 // the byte after the backslash, as Ruby's json gem read it before 2.10.
 //
-// With overlong, an overlong UTF-8 sequence (see overlongRune) becomes the
-// rune it encodes instead, as Jackson reads it.
-func appendUnquoted(dst, s []byte, overlong bool) []byte {
+// The mode adds readings: with decodeOverlong, an overlong UTF-8 sequence
+// (see overlongRune) becomes the rune it encodes instead, as Jackson reads
+// it; with decodeJSON5, the escapes JSON5 adds to JSON (see json5Escape)
+// read as JSON5 reads them.
+func appendUnquoted(dst, s []byte, mode uint8) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
 		case c == '\\':
+			if mode&decodeJSON5 != 0 {
+				if r, n := json5Escape(s[i:]); n > 0 {
+					if r >= 0 {
+						dst = utf8.AppendRune(dst, r)
+					}
+					i += n
+					continue
+				}
+			}
 			switch s[i+1] {
 			case 'b':
 				dst = append(dst, '\b')
@@ -60,7 +71,7 @@ func appendUnquoted(dst, s []byte, overlong bool) []byte {
 		default:
 			r, n := utf8.DecodeRune(s[i:])
 			if r == utf8.RuneError && n == 1 {
-				if overlong {
+				if mode&decodeOverlong != 0 {
 					if r, n = overlongRune(s[i:]); n > 0 {
 						dst = utf8.AppendRune(dst, r)
 						i += n
@@ -78,21 +89,80 @@ func appendUnquoted(dst, s []byte, overlong bool) []byte {
 	return dst
 }
 
+// Modes of appendUnquoted.
+const (
+	decodeOverlong = 1 << iota // overlong UTF-8 as Jackson reads it
+	decodeJSON5                // JSON5's escapes
+)
+
+// json5Escape decodes the escape at the start of s (a backslash) if it is
+// one JSON5 reads and JSON has not: \xHH is the rune U+00HH, \v a vertical
+// tab, \0 NUL, and a backslash before a line break (\n, \r, \r\n, U+2028
+// or U+2029) continues the string on the next line, reading as nothing
+// (r < 0). n is the escape's length, 0 for any other escape.
+func json5Escape(s []byte) (r rune, n int) {
+	if len(s) < 2 {
+		return 0, 0
+	}
+	switch s[1] {
+	case 'x':
+		if len(s) >= 4 && isHex(s[2]) && isHex(s[3]) {
+			return hexDigit(s[2])<<4 | hexDigit(s[3]), 4
+		}
+	case 'v':
+		return '\v', 2
+	case '0':
+		return 0, 2
+	case '\n':
+		return -1, 2
+	case '\r':
+		if len(s) >= 3 && s[2] == '\n' {
+			return -1, 3
+		}
+		return -1, 2
+	case 0xE2:
+		if len(s) >= 4 && s[2] == 0x80 && (s[3] == 0xA8 || s[3] == 0xA9) {
+			return -1, 4
+		}
+	}
+	return 0, 0
+}
+
+// hasJSON5Escape reports whether the raw string contents s hold an escape
+// that JSON5 reads otherwise than Jackson and Ruby's json gem (see
+// json5Escape).
+func hasJSON5Escape(s []byte) bool {
+	for i := 0; i < len(s)-1; i++ {
+		if s[i] == '\\' {
+			if _, n := json5Escape(s[i:]); n > 0 {
+				return true
+			}
+			i++
+		}
+	}
+	return false
+}
+
 // hex4 decodes four hex digits that scanString validated.
 func hex4(b []byte) rune {
 	var r rune
 	for _, c := range b[:4] {
-		switch {
-		case c <= '9':
-			c -= '0'
-		case c >= 'a':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
+		r = r<<4 | hexDigit(c)
 	}
 	return r
+}
+
+// hexDigit decodes a hex digit that isHex accepted.
+func hexDigit(c byte) rune {
+	switch {
+	case c <= '9':
+		c -= '0'
+	case c >= 'a':
+		c -= 'a' - 10
+	default:
+		c -= 'A' - 10
+	}
+	return rune(c)
 }
 
 // overlongRune decodes the overlong UTF-8 sequence at the start of s (one
