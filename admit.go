@@ -68,6 +68,12 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	} else if !d.admitAnonymous() && h.refuse(d, w, d.ref) {
 		return true
 	}
+	if d.dryRefused {
+		// Dry run: the request is forwarded but takes nothing, as
+		// enforcement would have refused it whole, so every layer stands
+		// where enforcement would have left it.
+		d.rollback()
+	}
 	d.z.metrics.admit()
 	if d.cost > 0 {
 		d.countInflight()

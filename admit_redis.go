@@ -96,7 +96,8 @@ type redisSlot struct {
 // layer's refusal refunds them through the decision's rollback.
 //
 // In dry run every layer decides as usual: a refusing layer is recorded,
-// left out, and Redis decides the others again, so they still charge.
+// left out, and Redis decides the others again, so that each of them that
+// refuses is recorded too; admit gives back what they took.
 func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	items, slots := d.redisItems()
 	if err := r.pushFor(context.Background(), items, d.now); err != nil {

@@ -77,16 +77,25 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	// max_batch and arg bounds are limits an operator tunes, so a dry run
 	// only records them; the rules above keep the request readable.
 	if tooLong {
-		h.record(d, batchRefusal(pol.maxBatch), true)
+		d.recordAsSent(batchRefusal(pol.maxBatch))
 	}
 	if !d.checkArgs() {
 		if !pol.dryRun {
 			return false
 		}
-		h.record(d, d.ref, true)
+		d.recordAsSent(d.ref)
 	}
 	_ = r.Body.Close()
 	return true
+}
+
+// recordAsSent records in dry run a refusal of the request as sent, which
+// enforcement gives before any layer after pre-auth takes: the pre-auth
+// token paid for the reading is kept, as it would have been, and the rest
+// is given back in admit.
+func (d *decision) recordAsSent(ref refusal) {
+	d.h.record(d, ref, true)
+	d.nres = 0
 }
 
 // handOn gives an admitted request the body inspect read, byte for byte.

@@ -50,7 +50,10 @@ type decision struct {
 	// probing makes the layers after a refusal decide without taking
 	// anything, to find the refusal that holds the request back longest.
 	probing bool
-	carried *carried // what outlives the decision; see carry
+	// dryRefused says a layer would have refused the request in dry run:
+	// it is forwarded, but what the layers took is given back (see admit).
+	dryRefused bool
+	carried    *carried // what outlives the decision; see carry
 	// unreadable says why the request cannot be limited as sent: its
 	// identity headers do not name one credential as backends read it, or
 	// it asks for a tunnel. Such a request is refused before anything else.

@@ -207,11 +207,12 @@ type Handler struct {
 
 	// DryRun decides as usual but admits refused requests, logging them
 	// marked `dry_run` and counting them, once per layer and request, in
-	// `mcp_ratelimit_dry_run_refusals_total`; the layers that would admit
-	// still charge, with and without Redis. `max_batch` and `arg` bounds
-	// are recorded the same way; a body that cannot be read (over
-	// `max_body`, encoded, not UTF-8) or a repeated identity input is
-	// still refused.
+	// `mcp_ratelimit_dry_run_refusals_total`. A request some layer would
+	// refuse takes nothing from any layer, as enforcement would have
+	// refused it whole, so every layer stands where enforcement would
+	// leave it. `max_batch` and `arg` bounds are recorded the same way; a
+	// body that cannot be read (over `max_body`, encoded, not UTF-8) or a
+	// repeated identity input is still refused.
 	DryRun bool `json:"dry_run,omitempty"`
 
 	pol    *policy

@@ -321,8 +321,48 @@ func TestDryRunCountsEachQuotaLayerOnce(t *testing.T) {
 	}
 }
 
+// A dry-run request that one layer would refuse takes nothing from the
+// others, as enforcement would have refused it whole: the tool quota's
+// would-be refusals count neither in the identity's quota nor in its
+// tenant bucket, so each layer stands where enforcement would have left it.
+func TestDryRunWouldBeRefusalTakesNothingFromOtherLayers(t *testing.T) {
+	e := start(t, "zone drytake\ndry_run\ntenant 1/h burst 10\nquota 10/day\ntool echo {\n quota 1/day\n}")
+	e.prove("valid-drytake")
+	e.spend("valid-drytake", 4)
+	fp := cliFingerprint(t, e, "drytake", "Bearer valid-drytake")
+	if used := identityQuotaUsed(t, e, "drytake", fp); used["day"] != 1 {
+		t.Errorf("identity quota used after 1 call and 3 the tool quota would refuse: %v, want day 1", used)
+	}
+	r := e.call(9, "Authorization", "Bearer valid-drytake")
+	if left := rateLimit(t, r)["tenant"][0]; left != 9 {
+		t.Errorf("tenant tokens left after the one call enforcement would admit: %d, want 9 (%q)", left, r.Header.Get("RateLimit"))
+	}
+}
+
+// A body enforcement refuses as sent (here over an arg bound) keeps the
+// pre-auth token that paid for reading it, in dry run too: after two such
+// calls an unproven caller's burst of 2 is spent.
+func TestDryRunArgRefusalKeepsThePreauthToken(t *testing.T) {
+	e := start(t, "zone dryarg\ndry_run\npreauth 1/h burst 2\ntool slow {\n arg millis max 10\n}")
+	for i := range 2 {
+		if r := e.post(harness.ToolCall(i, "slow", map[string]any{"millis": 50})); r.Status != http.StatusOK {
+			t.Fatalf("unproven call %d over an arg bound in dry run: %d %s", i, r.Status, r.Body)
+		}
+	}
+	if r := e.call(3); r.Status != http.StatusOK {
+		t.Fatalf("third unproven call in dry run: %d %s", r.Status, r.Body)
+	}
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
+	}
+	if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="dryarg"`); n != 1 {
+		t.Errorf("dry-run pre-auth refusals = %v, want 1: the arg refusals kept their tokens", n)
+	}
+}
+
 // In dry run the body limits an operator tunes, max_batch and arg bounds,
-// only record would-be refusals and the calls go on, charged in full;
+// only record would-be refusals and the calls go on, taking nothing;
 // the rules that keep the body readable (here Content-Encoding) still
 // refuse, since nothing could say what such a body would cost.
 func TestDryRunRecordsBatchAndArgBoundsButStillRefusesUnreadableBodies(t *testing.T) {

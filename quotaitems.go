@@ -30,7 +30,7 @@ func (d *decision) admitQuota() bool {
 	for !ok && d.pol.dryRun {
 		// Dry run: each quota layer (identity, group, tool) decides. A
 		// refusing one is recorded once and left out, and the others
-		// are charged as they would be.
+		// decide again (admit gives back what they took).
 		l := d.itemLayers[failed]
 		d.h.record(d, d.itemRefusal(failed), true)
 		kept := 0

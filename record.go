@@ -7,9 +7,11 @@ import (
 )
 
 // record counts a refusal and logs it, sampled once a flood passes the
-// threshold.
+// threshold. A dry run's refusal marks the request to take nothing (see
+// admit).
 func (h *Handler) record(d *decision, ref refusal, dry bool) {
 	d.z.metrics.refused(ref.layer, dry)
+	d.dryRefused = d.dryRefused || dry
 	n := d.z.sampler.record(sampleKey{layer: ref.layer, dry: dry}, d.now)
 	if n == 0 {
 		return

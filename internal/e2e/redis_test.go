@@ -568,11 +568,11 @@ func TestRedisOutageCountsSurviveARestart(t *testing.T) {
 	reachesRedisOnce(t, r, 3)
 }
 
-// In dry run every layer decides as usual with Redis too: a layer that
-// would refuse is recorded and charges nothing, and the others still
-// decide and charge. Tenant burst 2, quota 3/day: calls 3 and 4 would be
-// tenant refusals, call 3 still counts towards the quota, so call 4 is a
-// would-be quota refusal as well — as without Redis.
+// In dry run every layer decides as usual with Redis too, and a request a
+// layer would refuse takes nothing from the others, as enforcement would
+// have refused it whole. Tenant burst 2, quota 3/day: calls 3 and 4 would
+// be tenant refusals, so the quota counts only calls 1 and 2 and refuses
+// nothing — as without Redis.
 func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
 	skipNearMidnight(t)
 	ps, backend, r := provenOnRedis(t, 1, "tenant 1/h burst 2\n quota 3/day\n global off\n dry_run", "valid-dry")
@@ -583,14 +583,14 @@ func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
 	if got := backend.ToolCalls(); got != 4 {
 		t.Fatalf("backend saw %d tool calls, want all 4 admitted in dry run", got)
 	}
-	for layer, want := range map[string]float64{"tenant": 2, "quota": 1} {
+	for layer, want := range map[string]float64{"tenant": 2, "quota": 0} {
 		v, _ := harness.Metric(t, p.Admin, `mcp_ratelimit_dry_run_refusals_total{layer="`+layer+`",zone="r"}`)
 		if v != want {
 			t.Errorf("dry-run %s refusals = %v, want %v", layer, v, want)
 		}
 	}
-	if n := sumQuota(t, r); n != 3 {
-		t.Fatalf("Redis holds %d quota counts, want 3: the would-be tenant refusal still counts, the would-be quota refusal does not", n)
+	if n := sumQuota(t, r); n != 2 {
+		t.Fatalf("Redis holds %d quota counts, want 2: the would-be tenant refusals count nothing", n)
 	}
 }
 
