@@ -27,6 +27,11 @@ const (
 // started meanwhile must find the key every other instance uses.
 const redisKeyCheck = 5 * time.Second
 
+// redisStartMin is the least a zone starting with a Redis store waits for
+// it (see zoneRedis.startWait): a first connection may need a TLS
+// handshake that a command's timeout leaves no room for.
+const redisStartMin = 250 * time.Millisecond
+
 // zoneRedis is a zone's Redis store and its outage bookkeeping: whether
 // it is degraded (requests are then decided locally), and the quota counts
 // made locally meanwhile, pushed to Redis when it answers again.
@@ -118,7 +123,8 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 	if err != nil {
 		return nil, nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	wait := r.startWait()
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	if cached := readKeyCache(pol.zone); cached != nil {
 		// The key this host last used is Redis's: should Redis have lost
@@ -131,12 +137,20 @@ func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, [
 		// zone ever reached it: counts made now go under the same
 		// fingerprints as every instance's.
 		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key last used on this host (or Caddy storage's) until it returns",
-			zap.String("zone", pol.zone), zap.Error(err))
+			zap.String("zone", pol.zone), zap.Duration("waited", wait), zap.Error(err))
 		r.fail(err, time.Now())
 		return r, candidate, nil
 	}
 	r.keyAdopted.Store(true)
 	return r, key, nil
+}
+
+// startWait is how long the zone waits for Redis's fingerprint key when it
+// starts with the store or gains it on a reload, before it starts degraded
+// (see openRedis): the store's timeout, and at least redisStartMin, so that
+// a hung Redis delays a start by no more.
+func (r *zoneRedis) startWait() time.Duration {
+	return max(r.store.Timeout(), redisStartMin)
 }
 
 func newZoneRedis(pol *policy, logger *zap.Logger) (*zoneRedis, error) {
@@ -189,7 +203,7 @@ func (z *zone) applyRedis(pol *policy) {
 	if r != nil {
 		// A store added to a running zone decides with the fingerprints
 		// every other instance computes, or not at all.
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), r.startWait())
 		key := z.fpKey.Load()
 		switch err := z.adoptRedisKey(ctx, r); {
 		case err != nil:

@@ -18,6 +18,7 @@ import (
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
@@ -677,5 +678,40 @@ func TestIdentityCountedHereIsDecidedInRedis(t *testing.T) {
 	}
 	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "QUOTA_EXHAUSTED") {
 		t.Fatalf("the identity's call with its quota used up in Redis: %d %s, want a quota refusal", code, body)
+	}
+}
+
+// A zone starting while Redis hangs waits for it no longer than the
+// store's timeout (at least redisStartMin, for a first connection), then
+// starts degraded: Caddy serves nothing until every zone has started.
+func TestStartWhileRedisHangsWaitsTheTimeout(t *testing.T) {
+	addr := silentServer(t)
+	for _, c := range []struct {
+		timeout, want time.Duration
+	}{
+		{50 * time.Millisecond, redisStartMin},
+		{time.Second, time.Second},
+	} {
+		h := &Handler{Zone: "redis-start-hung", Store: &Store{Redis: &RedisStore{URL: "redis://" + addr, Timeout: caddy.Duration(c.timeout)}}}
+		pol, err := compile(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zap.ErrorLevel)
+		r, _, err := openRedis(pol, make([]byte, 32), zap.New(core))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = r.store.Close()
+		if !r.degraded.Load() {
+			t.Errorf("timeout %v: the store is not degraded after a start while Redis hangs", c.timeout)
+		}
+		events := logs.FilterMessageSnippet("unreachable at start").All()
+		if len(events) != 1 {
+			t.Fatalf("timeout %v: %d start failures logged, want 1", c.timeout, len(events))
+		}
+		if waited, _ := events[0].ContextMap()["waited"].(time.Duration); waited != c.want {
+			t.Errorf("timeout %v: the start waited %v for Redis, want %v", c.timeout, waited, c.want)
+		}
 	}
 }
