@@ -92,6 +92,21 @@ func TestRateLimitHeadersOfARefusalShowWhatWasGivenBack(t *testing.T) {
 	}
 }
 
+// A body rule's refusal of a proven tenant's call (an arg bound, known
+// once the cost is) still says where its policies stand: nothing taken.
+func TestRateLimitHeadersOfAnArgRefusalShowNothingTaken(t *testing.T) {
+	e := start(t, "tenant 1/m burst 5\nquota 9/day\ntool echo {\n arg limit max 5\n}")
+	e.prove("valid-argrl")
+	r := e.post(argCall(1, `{"limit":50}`), "Authorization", "Bearer valid-argrl")
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("call over the arg bound: %d %s, want 400", r.Status, r.Body)
+	}
+	rl := rateLimit(t, r)
+	if rl["tenant"][0] != 5 || rl["quota-day"][0] != 9 {
+		t.Errorf("RateLimit of an arg refusal %q, want tenant r=5 and quota-day r=9", r.Header.Get("RateLimit"))
+	}
+}
+
 // An unproven caller is charged by the pre-auth bucket of its address,
 // and its responses say how much of that bucket is left — a gateway's
 // own limits included.

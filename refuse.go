@@ -56,8 +56,11 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	// Every refusal carries Retry-After (SPEC): a body rule's is 1, the
 	// least, since only a changed request passes, as its message says.
 	hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
+	// The policies that charged the request say where they stand, a body
+	// rule's refusal included once the cost is known (an arg bound,
+	// max_batch): nothing was taken from them but pre-auth's token.
+	h.writeRateLimitHeaders(w, d)
 	if !ref.body {
-		h.writeRateLimitHeaders(w, d)
 		// A legacy HTTP+SSE POST's 2xx body is never read, and a GET
 		// (an SSE stream) reads no JSON: both are refused by status, with
 		// the JSON-RPC error, whatever refuse_with says. So is a body
