@@ -53,6 +53,14 @@ func (d *decision) admitRedis() bool {
 	return true
 }
 
+// redisHolds reports whether Redis, not this instance, holds the levels of
+// the request's tenant and quota policies: the zone has a healthy Redis
+// store, and the identity is decided there (see admitRedis).
+func (d *decision) redisHolds() bool {
+	r := d.z.redis.Load()
+	return r != nil && !r.degraded.Load() && (d.proven || d.forgotten)
+}
+
 // countedHere reports whether the unproven identity holds a count in the
 // quotas this instance knows of: only proven identities' calls count, so
 // it was proven, and is charged where its counts are, in Redis, as a

@@ -594,6 +594,29 @@ func TestRedisDryRunDecidesEveryLayer(t *testing.T) {
 	}
 }
 
+// A body rule's refusal (an arg bound) is decided before Redis is asked,
+// so it names the policies without their levels: the idle local buckets
+// would claim a full burst that Redis does not hold.
+func TestRedisArgRefusalClaimsNoLocalLevels(t *testing.T) {
+	skipNearMidnight(t)
+	ps, _, _ := provenOnRedis(t, 1, "tenant 1/h burst 5\n quota 9/day\n global off\n tool echo {\n  arg limit max 5\n }", "valid-argrl")
+	p := ps[0]
+	for range 2 {
+		mustCall(t, p, "valid-argrl", "ok")
+	}
+	body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"limit":50}}}`
+	r := harness.Post(t, p.URL+"/mcp", body, "Authorization", "Bearer valid-argrl")
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("call over the arg bound: %d %s, want 400", r.Status, r.Body)
+	}
+	if v := r.Header.Get("RateLimit"); v != "" {
+		t.Errorf("RateLimit %q on an arg refusal in Redis mode, want none (Redis was not asked)", v)
+	}
+	if v := r.Header.Get("RateLimit-Policy"); !strings.Contains(v, `"tenant";q=5`) {
+		t.Errorf("RateLimit-Policy %q, want the tenant policy named", v)
+	}
+}
+
 // Redis reports the first item that does not fit; the refusal still names
 // the layer that holds the call back longest, from the levels Redis
 // returns: an exhausted quota behind an empty tenant bucket.
