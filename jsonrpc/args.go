@@ -1,6 +1,7 @@
 package jsonrpc
 
 import (
+	"bytes"
 	"math"
 	"strconv"
 )
@@ -10,7 +11,8 @@ import (
 // whose key equals name under strings.EqualFold (as encoding/json matches
 // struct fields), also with dashes and underscores ignored on both sides
 // (as encoding/json/v2 matches with MatchCaseInsensitiveNames: li_mit and
-// topk are limit and top_k there).
+// topk are limit and top_k there), with İ and ı read as i (see
+// equalFoldArg), or up to a NUL in the key (as C parsers read it).
 //
 //   - present is false when no reading has the key or every one is null;
 //     then max is 0 and numeric is true.
@@ -76,8 +78,9 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 				flags = flagEscape
 			}
 		}
-		i = skipWS(b, i) + 1 // past ':'
-		i = skipWS(b, i)
+		if i = skipWS(b, i); b[i] == ':' { // or missing (see scanner.colon)
+			i = skipWS(b, i+1)
+		}
 		end := valueEnd(b, i, single)
 		if r.keyIs(raw, flags, name, false) ||
 			single && flags&flagEscape != 0 && hasJSON5Escape(raw) && r.keyIs(raw, flags, name, true) {
@@ -88,11 +91,17 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 }
 
 // keyIs reports whether the raw key contents, decoded as JSON5 reads them
-// when json5 (see decodeKey), equal name under strings.EqualFold or with
-// dashes and underscores ignored.
+// when json5 (see decodeKey), equal name under strings.EqualFold, with
+// dashes and underscores ignored or İ and ı read as i (see equalFoldArg),
+// or up to a NUL.
 func (r *Request) keyIs(raw []byte, flags uint8, name string, json5 bool) bool {
 	key := decodeKey(raw, flags, &r.scratch, json5)
-	return equalFold(key, name) || equalFoldUnseparated(key, name)
+	if equalFold(key, name) || equalFoldArg(key, name) {
+		return true
+	}
+	// C parsers (cJSON) read a string up to its first NUL.
+	j := bytes.IndexByte(key, 0)
+	return j >= 0 && equalFoldArg(key[:j], name)
 }
 
 // add folds one raw value into the verdict.

@@ -205,3 +205,22 @@ func TestArgJSON5SyntaxIsAReading(t *testing.T) {
 		{"form_feed_before_the_key", call("{\f\"limit\":1000}"), 1000, true},
 	})
 }
+
+func TestArgReadsAsCParsersAndCaseMappingParsersDo(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	runLenientArgCases(t, []lenientArgCase{
+		{"escaped_nul_in_the_key", call(`{"limit\u0000":1000,"x":NaN}`), 1000, true},
+		{"raw_nul_in_the_key", call("{\"limit\x00x\":1000}"), 1000, true},
+		{"missing_comma_before_the_key", call(`{"q":"a" "limit":1000}`), 1000, true},
+		{"missing_colon_after_the_key", call(`{"limit" 1000}`), 1000, true},
+		{"bad_u_escape_before_the_key", call(`{"q":"\uZZ","limit":1000}`), 1000, true},
+	})
+	for _, key := range []string{"l\u0130mit", "l\u0131mit", "L\u0130MIT", "lim\u0131t"} {
+		r := parse(t, call(`{"`+key+`":1000}`))
+		if max, numeric, present := r.Entry(0).Arg("limit"); max != 1000 || !numeric || !present {
+			t.Errorf("%q: Arg(limit) = (%v, %v, %v), want 1000 as sonic and .NET read it", key, max, numeric, present)
+		}
+	}
+}

@@ -495,3 +495,32 @@ func TestCostJSON5SyntaxIsAReading(t *testing.T) {
 		{"unknown_escape_is_one_reading", `{"method":"tools/call","params":{"name":"b\ig"}}`, 5, false},
 	})
 }
+
+// cJSON and gjson read on past a \u without four hex digits, and a C
+// string ends at its first NUL; gjson, which picks members out of a body
+// without parsing it, reads past a missing comma or colon. Each is a
+// reading.
+func TestCostReadsPastWhatCParsersAndGjsonAccept(t *testing.T) {
+	big := `"method":"tools/call","params":{"name":"big"}`
+	runCostCases(t, []costCase{
+		{"bad_u_escape_before_the_call", `{"x":"\uZZZZ",` + big + `}`, 5, false},
+		{"short_u_escape_before_the_call", `{"x":"\u12",` + big + `}`, 5, false},
+		{"u_escape_at_the_end_of_a_string", `{"x":"a\u",` + big + `}`, 5, false},
+		{"short_u_escape_in_the_name_reads_as_u", `{"method":"tools/call","params":{"name":"bi\u12"}}`, 1, false},
+		{"u_escape_ending_the_name", `{"method":"tools/call","params":{"name":"big\u"}}`, 1, false},
+		{"bad_u_escape_then_batch_entries", `[{"x":"\uZZZZ",` + big + `},{` + big + `}]`, 10, false},
+		{"escaped_nul_in_the_method", `{"method":"tools/call\u0000","params":{"name":"big"}}`, 5, true},
+		{"escaped_nul_in_the_method_key", `{"method\u0000x":"tools/call","params":{"name":"big"}}`, 5, true},
+		{"escaped_nul_in_the_params_key", `{"method":"tools/call","params\u0000":{"name":"big"}}`, 5, true},
+		{"escaped_nul_in_the_name", `{"method":"tools/call","params":{"name":"big\u0000x"}}`, 5, true},
+		{"raw_nul_in_the_method", "{\"method\":\"tools/call\x00x\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"raw_nul_in_the_name_key", "{\"method\":\"tools/call\",\"params\":{\"name\x00\":\"big\"}}", 5, false},
+		{"missing_comma_between_members", `{"id":1 ` + big + `}`, 5, false},
+		{"missing_comma_in_params", `{"method":"tools/call","params":{"x":1 "name":"big"}}`, 5, false},
+		{"missing_colon", `{"method" "tools/call","params":{"name" "big"}}`, 5, false},
+		{"missing_comma_between_batch_entries", `[{` + big + `} {` + big + `}]`, 10, false},
+		{"missing_comma_in_a_skipped_value", `{"x":{"a":1 "b":2},` + big + `}`, 5, false},
+		// A missing colon after an unquoted key is no member to gjson.
+		{"unquoted_key_without_colon_stops", `{x 1,` + big + `}`, 1, false},
+	})
+}

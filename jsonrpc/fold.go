@@ -13,7 +13,7 @@ func equalFold(s []byte, t string) bool {
 	for ; i < len(s) && i < len(t); i++ {
 		sr, tr := s[i], t[i]
 		if sr|tr >= utf8.RuneSelf {
-			return foldRunes(s[i:], t[i:], false)
+			return foldRunes(s[i:], t[i:], 0)
 		}
 		if sr == tr {
 			continue
@@ -64,12 +64,30 @@ func hasSeparator(k []byte) bool {
 // matches names with MatchCaseInsensitiveNames or a case:ignore tag, where
 // me_thod is method and li-mit is limit.
 func equalFoldUnseparated(s []byte, t string) bool {
-	return foldRunes(s, t, true)
+	return foldRunes(s, t, foldUnseparated)
+}
+
+// Modes of foldRunes.
+const (
+	foldUnseparated = 1 << iota // dashes and underscores left out
+	foldDotted                  // İ and ı in s read as i (see equalFoldArg)
+)
+
+// equalFoldArg reports whether the argument key s matches the argument
+// name t under equalFoldUnseparated, or once each İ (U+0130) and ı
+// (U+0131) in s is read as i: parsers that match keys by lower-casing
+// them (bytedance/sonic) or upper-casing them (.NET's
+// OrdinalIgnoreCase) read lİmit and lımit as limit, which simple case
+// folding does not. Those are the only two runes that lower- or
+// upper-case to ASCII outside their fold orbit.
+func equalFoldArg(s []byte, t string) bool {
+	return foldRunes(s, t, foldUnseparated|foldDotted)
 }
 
 // foldRunes compares s and t rune by rune under simple Unicode case
-// folding, leaving out dashes and underscores when unseparated.
-func foldRunes(s []byte, t string, unseparated bool) bool {
+// folding, in the given mode.
+func foldRunes(s []byte, t string, mode uint8) bool {
+	unseparated := mode&foldUnseparated != 0
 	for {
 		for unseparated && len(s) > 0 && (s[0] == '_' || s[0] == '-') {
 			s = s[1:]
@@ -84,6 +102,9 @@ func foldRunes(s []byte, t string, unseparated bool) bool {
 		s = s[n:]
 		tr, m := utf8.DecodeRuneInString(t)
 		t = t[m:]
+		if mode&foldDotted != 0 && (sr == '\u0130' || sr == '\u0131') {
+			sr = 'i'
+		}
 		if !runesFold(sr, tr) {
 			return false
 		}

@@ -1,5 +1,7 @@
 package jsonrpc
 
+import "bytes"
+
 // Member keys are matched like encoding/json matches struct fields: the
 // decoded key equals the field name under strings.EqualFold. Exact and
 // ASCII keys, which is all that legitimate clients send, take a fast path.
@@ -51,7 +53,11 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 		}
 		return separatedKey(k, messageKeys)
 	}
-	k = decodeKey(k, flags, &r.scratch, r.s.single)
+	return beforeNUL(decodeKey(k, flags, &r.scratch, r.s.single), decodedMessageKey)
+}
+
+// decodedMessageKey classifies the decoded key of a message member.
+func decodedMessageKey(k []byte) int {
 	switch {
 	case equalFold(k, "method"):
 		return keyMethod
@@ -63,6 +69,19 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 		return keyAnswer
 	}
 	return separatedKey(k, messageKeys)
+}
+
+// beforeNUL classifies the decoded key k, and when that finds nothing and
+// k holds a NUL, its part before the NUL, which is the key to C parsers
+// (cJSON) and to code comparing it as a C string.
+func beforeNUL(k []byte, classify func([]byte) int) int {
+	if c := classify(k); c != keyOther {
+		return c
+	}
+	if j := bytes.IndexByte(k, 0); j >= 0 {
+		return classify(k[:j])
+	}
+	return keyOther
 }
 
 // paramsKey classifies a member key of params.
@@ -86,7 +105,11 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 		}
 		return separatedKey(k, paramsKeys)
 	}
-	k = decodeKey(k, flags, &r.scratch, r.s.single)
+	return beforeNUL(decodeKey(k, flags, &r.scratch, r.s.single), decodedParamsKey)
+}
+
+// decodedParamsKey classifies the decoded key of a params member.
+func decodedParamsKey(k []byte) int {
 	switch {
 	case equalFold(k, "name"):
 		return keyName

@@ -162,6 +162,9 @@ func (r *Request) next(b []byte, i int, closing byte) int {
 		r.s.depth--
 		return ^(i + 1)
 	}
+	if r.s.missingComma(b[i]) {
+		return i
+	}
 	return ^-1
 }
 
@@ -173,7 +176,8 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		return nil, 0, -1
 	}
 	var end int
-	if c := b[i]; c == '"' || s.single && c == '\'' {
+	quoted := b[i] == '"' || s.single && b[i] == '\''
+	if quoted {
 		if s.single {
 			end, flags = scanQuoted(b, i)
 		} else {
@@ -196,9 +200,10 @@ func (s *scanner) member(b []byte, i int) (k []byte, flags uint8, value int) {
 		}
 	}
 	if i = skipWS(b, end); i >= len(b) || b[i] != ':' {
-		return nil, 0, -1
-	}
-	if i = skipWS(b, i+1); i >= len(b) {
+		if i = s.noColon(b, i, quoted); i < 0 {
+			return nil, 0, -1
+		}
+	} else if i = skipWS(b, i+1); i >= len(b) {
 		return nil, 0, -1
 	}
 	return k, flags, i
@@ -339,7 +344,11 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 		}
 		return list, end
 	}
-	return append(list, text{i + 1, end - 1, false}), end
+	list = append(list, text{i + 1, end - 1, false})
+	if flags&flagLenient != 0 { // a raw control byte: a NUL, perhaps
+		list = appendBeforeNUL(list, raw, i+1, false)
+	}
+	return list, end
 }
 
 // appendDecoded appends to list the reading of the raw string contents
@@ -347,7 +356,18 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 func (r *Request) appendDecoded(list []text, raw []byte, mode uint8) []text {
 	lo := len(r.arena)
 	r.arena = appendUnquoted(r.arena, raw, mode)
-	return append(list, text{lo, len(r.arena), true})
+	list = append(list, text{lo, len(r.arena), true})
+	return appendBeforeNUL(list, r.arena[lo:], lo, true)
+}
+
+// appendBeforeNUL appends to list, when the string s (at lo in the body or
+// the arena) holds a NUL, its part before the NUL: the string as C parsers
+// (cJSON) and code comparing it as a C string read it.
+func appendBeforeNUL(list []text, s []byte, lo int, decoded bool) []text {
+	if j := bytes.IndexByte(s, 0); j >= 0 {
+		list = append(list, text{lo, lo + j, decoded})
+	}
+	return list
 }
 
 // unwrapped returns the index of the first element of the scanned array

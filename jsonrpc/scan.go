@@ -238,8 +238,12 @@ func scanString(b []byte, i int) (end int, flags uint8) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
+				// cJSON and gjson read on past a \u without four hex
+				// digits: a soft error, read as the \q below.
 				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return -1, flags
+					flags |= flagLenient
+					i += 2
+					break
 				}
 				i += 6
 			default:
@@ -284,10 +288,7 @@ func scanQuoted(b []byte, i int) (end int, flags uint8) {
 			if i+1 >= len(b) || b[i+1] < ' ' && b[i+1] != '\n' && b[i+1] != '\r' {
 				return -1, flags
 			}
-			if b[i+1] == 'u' {
-				if i+6 > len(b) || !isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
-					return -1, flags
-				}
+			if b[i+1] == 'u' && hex4At(b, i+2) {
 				i += 4
 			}
 			i++
@@ -296,6 +297,11 @@ func scanQuoted(b []byte, i int) (end int, flags uint8) {
 		}
 	}
 	return -1, flags
+}
+
+// hex4At reports whether b holds four hex digits at i.
+func hex4At(b []byte, i int) bool {
+	return i+4 <= len(b) && isHex(b[i]) && isHex(b[i+1]) && isHex(b[i+2]) && isHex(b[i+3])
 }
 
 func isHex(c byte) bool {
@@ -381,8 +387,7 @@ func (s *scanner) quoted(b []byte, i int) (end int, flags uint8) {
 func keyEnd(b []byte, i int, json5 bool) (end int, escaped bool) {
 	for {
 		i = bareEnd(b, i)
-		if !json5 || i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' ||
-			!isHex(b[i+2]) || !isHex(b[i+3]) || !isHex(b[i+4]) || !isHex(b[i+5]) {
+		if !json5 || i+2 > len(b) || b[i] != '\\' || b[i+1] != 'u' || !hex4At(b, i+2) {
 			return i, escaped
 		}
 		i, escaped = i+6, true
@@ -493,6 +498,30 @@ func jsonScalar(v []byte) bool {
 	return len(v) > 0 && scanNumber(v, 0) == len(v)
 }
 
+// noColon returns the index of the value of a member whose key, ending
+// before i, is not followed by a colon, or -1. After a quoted key it is a
+// soft error: gjson, which backends use to pick a member out of a body
+// without parsing it, reads "method" "tools/call" as a member.
+func (s *scanner) noColon(b []byte, i int, quoted bool) int {
+	if !quoted || i >= len(b) || b[i] == ',' || b[i] == '}' || b[i] == ']' {
+		return -1
+	}
+	s.soft = true
+	return i
+}
+
+// missingComma reports whether c, found where a comma or a closing
+// bracket should be, starts another member (a quoted key) or element (an
+// object or an array) instead: a missing comma, a soft error, which gjson
+// reads past as it does a missing colon.
+func (s *scanner) missingComma(c byte) bool {
+	if c != '"' && c != '{' && c != '[' {
+		return false
+	}
+	s.soft = true
+	return true
+}
+
 // setKind records whether the container at skipValue level n is an object.
 func (s *scanner) setKind(n int, object bool) {
 	w := n >> 6
@@ -524,6 +553,7 @@ func (s *scanner) skipValue(b []byte, i int) int {
 			return -1
 		}
 		if needKey && b[i] != '}' { // a '}' here follows a comma: see below
+			k0 := i
 			if b[i] == '"' || s.single && b[i] == '\'' {
 				var flags uint8
 				if s.single {
@@ -541,9 +571,10 @@ func (s *scanner) skipValue(b []byte, i int) int {
 				return -1
 			}
 			if i = skipWS(b, i); i >= len(b) || b[i] != ':' {
-				return -1
-			}
-			if i = skipWS(b, i+1); i >= len(b) {
+				if i = s.noColon(b, i, b[k0] == '"' || s.single && b[k0] == '\''); i < 0 {
+					return -1
+				}
+			} else if i = skipWS(b, i+1); i >= len(b) {
 				return -1
 			}
 		}
@@ -608,7 +639,11 @@ func (s *scanner) skipValue(b []byte, i int) int {
 				break
 			}
 			if inObj && c != '}' || !inObj && c != ']' {
-				return -1
+				if !s.missingComma(c) {
+					return -1
+				}
+				needKey = inObj
+				break
 			}
 			i++
 			n--

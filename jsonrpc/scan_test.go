@@ -90,3 +90,13 @@ func TestUnquoteMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 }
+
+// A \u without four hex digits, which cJSON and gjson read on past, reads
+// as an escape JSON has not: the u itself.
+func TestUnquoteReadsABadUEscapeAsU(t *testing.T) {
+	for raw, want := range map[string]string{`a\u12`: "au12", `a\u`: "au", `\uZZZZ`: "uZZZZ", `\ud83d\u12`: "\ufffdu12"} {
+		if got := string(appendUnquoted(nil, []byte(raw), 0)); got != want {
+			t.Errorf("appendUnquoted(%q) = %q, want %q", raw, got, want)
+		}
+	}
+}

@@ -41,11 +41,15 @@ func appendUnquoted(dst, s []byte, mode uint8) []byte {
 			case 't':
 				dst = append(dst, '\t')
 			case 'u':
+				if !hex4At(s, i+2) {
+					dst = append(dst, 'u') // as an escape JSON has not, below
+					break
+				}
 				r := hex4(s[i+2:])
 				i += 6
 				if utf16.IsSurrogate(r) {
 					r2 := rune(-1)
-					if i+6 <= len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if i+2 <= len(s) && s[i] == '\\' && s[i+1] == 'u' && hex4At(s, i+2) {
 						r2 = hex4(s[i+2:])
 					}
 					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
