@@ -134,3 +134,29 @@ func TestOnlyProvenIdentitiesForgetsAreSaved(t *testing.T) {
 		t.Fatalf("saved set %q, want the one forget of the proven identity", data)
 	}
 }
+
+// An identity evicted beyond max_known is forgotten in storage too: it has
+// not expired there, and a restart that finds newer ones forgotten would
+// otherwise load it back as proven, without a new 2xx.
+func TestEvictedIdentityIsForgottenInStorage(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "known-evict", MaxKnown: 2, FlushInterval: caddy.Duration(time.Second)})
+	z := h.zone
+	now := time.Now()
+	z.prove([16]byte{1}, now)
+	z.prove([16]byte{2}, now.Add(time.Millisecond))
+	z.flush(t.Context(), false)
+	z.prove([16]byte{3}, now.Add(2*time.Millisecond)) // evicts 1
+	z.flush(t.Context(), false)
+	stored, err := z.quota.LoadKnown(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range stored {
+		if e.Key == fingerprintHex([16]byte{1}) {
+			t.Fatalf("the evicted identity is still stored as proven: %v", stored)
+		}
+	}
+	if len(stored) != 2 {
+		t.Fatalf("stored known set %v, want the two identities still proven", stored)
+	}
+}

@@ -213,8 +213,17 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	// An identity that expires or is evicted was proven as much as one
 	// forgotten: it is charged as one (forgottenWithBucket; in Redis,
 	// where its buckets and counts are) rather than as a stranger that
-	// its drained bucket or its count made here knows nothing of.
-	z.known.OnLapse(func(fp [16]byte, at time.Time) { z.forgotten.Prove(fp, at) })
+	// its drained bucket or its count made here knows nothing of. An
+	// evicted one is forgotten in storage too, where it has not expired:
+	// a restart must not load it back once newer ones are forgotten.
+	z.known.OnLapse(func(fp [16]byte, at time.Time, evicted bool) {
+		z.forgotten.Prove(fp, at)
+		if evicted {
+			z.forgetMu.Lock()
+			z.forgets[hex.EncodeToString(fp[:])] = at.UnixMilli()
+			z.forgetMu.Unlock()
+		}
+	})
 	z.fpKey.Store(newFingerprinter(key))
 	if keyErr != nil {
 		z.keyUnconfirmed.Store(&keyFailure{err: keyErr.Error(), at: time.Now()})

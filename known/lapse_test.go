@@ -11,11 +11,14 @@ import (
 func TestOnLapseHearsOfKeysDroppedUnasked(t *testing.T) {
 	const ttl = 10 * time.Second
 	s := New[[16]byte](2, ttl, hashFP)
-	var lapsed []int
-	s.OnLapse(func(key [16]byte, _ time.Time) {
+	var lapsed, evictions []int
+	s.OnLapse(func(key [16]byte, _ time.Time, evicted bool) {
 		for i := range 10 {
 			if key == fp(i) {
 				lapsed = append(lapsed, i)
+				if evicted {
+					evictions = append(evictions, i)
+				}
 			}
 		}
 	})
@@ -41,5 +44,8 @@ func TestOnLapseHearsOfKeysDroppedUnasked(t *testing.T) {
 	}
 	if !slices.Equal(lapsed, []int{1, 3, 4}) {
 		t.Fatalf("after a Sweep: lapsed %v, want [1 3 4]", lapsed)
+	}
+	if !slices.Equal(evictions, []int{1}) {
+		t.Fatalf("evictions %v, want [1]: the others expired", evictions)
 	}
 }

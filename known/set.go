@@ -19,19 +19,19 @@ type Set[K comparable] struct {
 	count   atomic.Int64 // entries in all shards
 	evictMu sync.Mutex   // one evictor at a time, so none evicts below max
 	shards  []shard[K]
-	lapsed  func(key K, at time.Time)
+	lapsed  func(key K, at time.Time, evicted bool)
 }
 
 // OnLapse makes the Set call fn for every key it drops unasked: expired
-// (found so by Proven or Sweep) or evicted beyond the maximum, with the
-// time of the drop; not for keys it is told to Forget. fn runs without
-// the Set's locks held. Call OnLapse before the Set is used.
-func (s *Set[K]) OnLapse(fn func(key K, at time.Time)) { s.lapsed = fn }
+// (found so by Proven or Sweep) or evicted beyond the maximum (evicted),
+// with the time of the drop; not for keys it is told to Forget. fn runs
+// without the Set's locks held. Call OnLapse before the Set is used.
+func (s *Set[K]) OnLapse(fn func(key K, at time.Time, evicted bool)) { s.lapsed = fn }
 
 // lapse calls the OnLapse function, if any.
-func (s *Set[K]) lapse(key K, at time.Time) {
+func (s *Set[K]) lapse(key K, at time.Time, evicted bool) {
 	if s.lapsed != nil {
-		s.lapsed(key, at)
+		s.lapsed(key, at, evicted)
 	}
 }
 
@@ -72,7 +72,7 @@ func (s *Set[K]) Proven(key K, now time.Time) bool {
 	if s.expired(sh.entries[i].last, at) {
 		sh.remove(i)
 		sh.mu.Unlock()
-		s.lapse(key, now)
+		s.lapse(key, now, false)
 		return false
 	}
 	sh.touch(i, at)
@@ -137,7 +137,7 @@ func (s *Set[K]) evictOldest() bool {
 	key := sh.entries[sh.tail].key
 	sh.remove(sh.tail)
 	sh.mu.Unlock()
-	s.lapse(key, time.Now())
+	s.lapse(key, time.Now(), true)
 	return true
 }
 
@@ -195,7 +195,7 @@ func (s *Set[K]) Sweep(now time.Time) int {
 		}
 		sh.mu.Unlock()
 		for _, key := range gone {
-			s.lapse(key, now)
+			s.lapse(key, now, false)
 		}
 		gone = gone[:0]
 	}
