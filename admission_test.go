@@ -929,6 +929,30 @@ func TestPreauthRefusalDoesNotWaitForASlowBody(t *testing.T) {
 	}
 }
 
+// A chunked body over max_body is refused as soon as it is too large: the
+// answer does not wait for the rest of it (net/http would drain up to
+// 256 KiB of a body of unknown length first, here until the body's 5 s
+// deadline, since the rest never comes).
+func TestOversizedChunkedBodyIsRefusedAtOnce(t *testing.T) {
+	e := start(t, "max_body 1KiB")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	chunk := strings.Repeat(" ", 4096)
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", conn.RemoteAddr(), len(chunk), chunk)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the rest of the body is pending: %v", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+}
+
 // Backends accept a bearer token under any spelling of the scheme and
 // whitespace (the Go SDK does): every spelling is the one identity, so a
 // tenant cannot mint fresh budgets by respelling its header.

@@ -44,7 +44,10 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		if buf != nil {
 			buf.Release()
 		}
-		// The deadline stays on a refused body: the server stops reading.
+		// The deadline passes now on a refused body: the server stops
+		// reading, and answers without waiting for more of it (net/http
+		// would otherwise drain up to 256 KiB of a chunked one first).
+		setReadDeadline(w, time.Now())
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return d.refused(bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."))
 		}
@@ -141,8 +144,10 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 	}
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, peekLimit)
 	if err != nil || tooLarge {
-		// The deadline stays, so the server does not wait for the rest
-		// of this body either.
+		// The deadline passes now, so the server does not wait for the
+		// rest of this body either (a chunked one, whose length net/http
+		// cannot know, it would drain up to 256 KiB of).
+		setReadDeadline(w, time.Now())
 		buf.Release()
 		return
 	}
