@@ -136,6 +136,9 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		if !d.pol.dryRun {
 			return d.outlastingInRedis(ref, items, slots, res.Now), false, nil
 		}
+		if !d.dryFoundSet {
+			d.dryFound, d.dryFoundSet = d.levels(), true
+		}
 		// Dry run: the refusing layer is recorded once and left out
 		// whole (a quota per day and per month are one layer), and Redis
 		// decides the others again.

@@ -339,6 +339,24 @@ func TestDryRunWouldBeRefusalTakesNothingFromOtherLayers(t *testing.T) {
 	}
 }
 
+// A call pre-auth would refuse in dry run is forwarded, and its 2xx
+// proves the credential (the backend accepted it), but the call is not
+// counted in the quota as a proving call is: enforcement would not have
+// run it.
+func TestDryRunWouldBeRefusedProvingCallIsNotCounted(t *testing.T) {
+	e := start(t, "zone dryprove\ndry_run\npreauth 1/h burst 1\nquota 10/day")
+	if r := e.call(1, "Authorization", "Bearer nope-dryprove"); r.Status != http.StatusUnauthorized {
+		t.Fatalf("rejected credential: %d %s", r.Status, r.Body)
+	}
+	if r := e.call(2, "Authorization", "Bearer valid-dryprove"); r.Status != http.StatusOK {
+		t.Fatalf("call pre-auth would refuse, in dry run: %d %s", r.Status, r.Body)
+	}
+	fp := cliFingerprint(t, e, "dryprove", "Bearer valid-dryprove")
+	if used := identityQuotaUsed(t, e, "dryprove", fp); used["day"] != 0 {
+		t.Errorf("quota used by a call pre-auth would refuse: %v, want none", used)
+	}
+}
+
 // A body enforcement refuses as sent (here over an arg bound) keeps the
 // pre-auth token that paid for reading it, in dry run too: after two such
 // calls an unproven caller's burst of 2 is spent.

@@ -182,7 +182,8 @@ func (d *decision) identityItems() {
 // before each call (any rejected request forgets it) would never count.
 // It is counted whatever the limits, as work done: the next call pays.
 func (d *decision) countProvingCall() {
-	if !d.uncounted || d.cost <= 0 {
+	if !d.uncounted || d.cost <= 0 || d.dryRefused {
+		// A call a layer would refuse in dry run takes nothing (see admit).
 		return
 	}
 	d.uncounted = false
