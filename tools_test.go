@@ -308,6 +308,11 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 			t.Errorf("%s: status %d, want 400 with -32602: %s", body, r.Status, r.Body)
 		}
 	}
+	// An argument whose value is missing is no reading: the call goes on
+	// (invalid, it costs 1), and the handler does not crash on it.
+	if r := e.post(argCall(7, `{"limit":}`), h...); !strings.Contains(string(r.Body), "malformed payload") {
+		t.Errorf("an argument without a value: %d %s, want it forwarded (the SDK backend rejects it)", r.Status, r.Body)
+	}
 	// Such a body is no valid JSON: its one answer has id null.
 	r := e.post(`{jsonrpc:"2.0",id:nope,method:tools/call,params:{name:echo,arguments:{limit:100}}}`, h...)
 	var answer rpcError

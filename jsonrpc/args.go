@@ -104,8 +104,13 @@ func (r *Request) keyIs(raw []byte, flags uint8, name string, json5 bool) bool {
 	return j >= 0 && equalFoldArg(key[:j], name)
 }
 
-// add folds one raw value into the verdict.
+// add folds one raw value into the verdict. A missing value
+// ({"limit":}, which scanning reads past as a trailing comma's gap) is no
+// reading, as null is none.
 func (v *argVerdict) add(raw []byte) {
+	if len(raw) == 0 {
+		return
+	}
 	c := raw[0]
 	if c == 'n' { // null
 		return

@@ -224,3 +224,19 @@ func TestArgReadsAsCParsersAndCaseMappingParsersDo(t *testing.T) {
 		}
 	}
 }
+
+// A member whose value is missing is read past, not crashed on, and is no
+// reading of its own.
+func TestArgMissingValueIsNoReading(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	for _, args := range []string{`{"limit":}`, `{"limit":}1000}`} {
+		r := parse(t, call(args))
+		for i := range r.Scanned() {
+			if _, _, present := r.Entry(i).Arg("limit"); present {
+				t.Errorf("%s: a missing value is read as present", args)
+			}
+		}
+	}
+}
