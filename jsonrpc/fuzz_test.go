@@ -28,6 +28,9 @@ var sdkBodies = []string{
 
 // fuzzSeeds are the shapes the rules are about.
 var fuzzSeeds = []string{
+	`{"method":"tools/call","params":{"name":"big","arguments":{"limit":}}}`,
+	`{"method":"tools/call\u0000","params":{"name":"sea\x72ch","arguments":{li\u006dit:1,"q":"\uZZ" "limit" 7}}}`,
+	"\v{\"method\":\u00a0\"tools/\\\ncall\",\"params\":{\"name\":'big'}}",
 	"[{\"method\":\"tools/call\",\"params\":{\"name\":\"big\",},},,{\"x\":[,1,,],// c\r\"method\":\"tools/call\"},]",
 	`{'method':'tools/call','params':{'name':'big','arguments':{'limit':'a,}"',"limit":5}}}`,
 	"{x:'a,method:tools/call,#c\nparams:{name:big,arguments:[{limit:7}]},y:b'}",
