@@ -298,8 +298,10 @@ func TestCostOverlongUTF8IsReadAsJacksonReadsIt(t *testing.T) {
 
 // Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads a one-element array where
 // it expects a string or an object as that element: ["tools/call"] is
-// tools/call, [{"name":"big"}] params naming big. One level only, as
-// Jackson refuses deeper wrapping.
+// tools/call, [{"name":"big"}] params naming big; one level, as Jackson
+// refuses deeper wrapping. JavaScript's String() reads [["big"]] as big
+// at any depth (a lookup such as tools[params.name] converts its key so),
+// so strings are unwrapped at any depth.
 func TestCostSingleValueArraysAreUnwrapped(t *testing.T) {
 	runCostCases(t, []costCase{
 		{"method", `{"method":["tools/call"],"params":{"name":"big"}}`, 5, true},
@@ -308,7 +310,9 @@ func TestCostSingleValueArraysAreUnwrapped(t *testing.T) {
 		{"everything", `{"method":["tools/call"],"params":[{"name":["big"]}]}`, 5, true},
 		{"name_number", `{"method":"tools/call","params":{"name":[7]}}`, 1, true},
 		{"empty", `{"method":[],"params":{"name":"big"}}`, 0, true},
-		{"nested", `{"method":[["tools/call"]],"params":{"name":"big"}}`, 0, true},
+		{"nested_method", `{"method":[["tools/call"]],"params":{"name":"big"}}`, 5, true},
+		{"nested_name", `{"method":"tools/call","params":{"name":[[[ "big" ]]]}}`, 5, true},
+		{"nested_params_object_is_no_reading", `{"method":"tools/call","params":[[{"name":"big"}]]}`, 1, true},
 		{"method_object", `{"method":[{"x":"tools/call"}],"params":{"name":"big"}}`, 0, true},
 	})
 	r := parse(t, `{"method":"tools/call","params":{"name":[7]}}`)

@@ -313,8 +313,14 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 	if c := b[i]; c != '"' && (c != '\'' || !r.s.single) {
 		end := r.s.skipValue(b, i)
 		if c == '[' && end > i {
-			// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads ["x"] as "x".
-			if j := unwrapped(b, i); b[j] != '[' && b[j] != '{' && b[j] != ']' {
+			// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads ["x"] as "x",
+			// and JavaScript's String() [["x"]] as "x" too (a lookup
+			// such as tools[params.name] converts its key so).
+			j := unwrapped(b, i)
+			for b[j] == '[' {
+				j = unwrapped(b, j)
+			}
+			if b[j] != '{' && b[j] != ']' {
 				list, _ = r.appendText(list, b, j, scalars)
 			}
 		} else if c != '{' && end > i && (!jsonScalar(b[i:end]) || scalars && c != 'n') {
