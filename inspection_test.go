@@ -84,6 +84,7 @@ func TestDrainedBucketNothingReachesTheBackend(t *testing.T) {
 		{"separated method key (encoding/json/v2 ignoring case)", `{"jsonrpc":"2.0","id":2,"me_thod":"tools/call","params":{"name":"echo"}}`, nil},
 		{"NUL ending the method (cJSON reads a C string)", `{"jsonrpc":"2.0","id":2,"method":"tools/call\u0000","params":{"name":"echo"}}`, nil},
 		{"NUL ending the method key", `{"jsonrpc":"2.0","id":2,"method\u0000":"tools/call","params":{"name":"echo"}}`, nil},
+		{"call in a __proto__ object (hjson, jsonc-parser)", `{"jsonrpc":"2.0","id":2,"__proto__":{"method":"tools/call","params":{"name":"echo"}}}`, nil},
 		{"UTF-8 BOM", "\xef\xbb\xbf" + call, nil},
 		{"whitespace", " \r\n\t{ \"jsonrpc\" : \"2.0\" ,\n \"id\" : 2 ,\t\"method\"\n:\n\"tools/call\" , \"params\" : { \"name\" : \"echo\" } }\n\n ", nil},
 		{"notification", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{}}}`, nil},

@@ -55,14 +55,19 @@ type argVerdict struct {
 // the walk trusts its syntax.
 func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdict) {
 	i := lo + 1 // after '{'
+	protos := 0 // __proto__ objects open, whose members are the arguments' (see Request.protoOpens)
 	for {
 		i = skipWS(b, i)
 		switch b[i] {
 		case '}':
-			return
+			if protos == 0 {
+				return
+			}
+			protos, i = protos-1, i+1
+			continue
 		case ',':
 			if i = skipWS(b, i+1); b[i] == '}' { // a trailing comma
-				return
+				continue
 			}
 		}
 		var raw []byte
@@ -78,8 +83,12 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 				flags = flagEscape
 			}
 		}
-		if i = skipWS(b, i); b[i] == ':' { // or missing (see scanner.colon)
+		if i = skipWS(b, i); b[i] == ':' { // or missing (see scanner.noColon)
 			i = skipWS(b, i+1)
+		}
+		if b[i] == '{' && string(decodeKey(raw, flags, &r.scratch, false)) == "__proto__" {
+			protos, i = protos+1, i+1
+			continue
 		}
 		end := valueEnd(b, i, single)
 		if r.keyIs(raw, flags, name, false) ||

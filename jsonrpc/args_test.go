@@ -240,3 +240,19 @@ func TestArgMissingValueIsNoReading(t *testing.T) {
 		}
 	}
 }
+
+func TestArgProtoMembersAreArguments(t *testing.T) {
+	call := func(args string) string {
+		return `{"method":"tools/call","params":{"name":"search","arguments":` + args + `}}`
+	}
+	for _, args := range []string{
+		`{"__proto__":{"limit":1000}}`,
+		`{"q":"x","__proto__":{"a":1,"__proto__":{"limit":1000}},"b":2}`,
+		`{"__proto__":{},"limit":1000}`,
+	} {
+		r := parse(t, call(args))
+		if max, numeric, present := r.Entry(0).Arg("limit"); max != 1000 || !numeric || !present {
+			t.Errorf("%s: Arg(limit) = (%v, %v, %v), want 1000", args, max, numeric, present)
+		}
+	}
+}

@@ -528,3 +528,24 @@ func TestCostReadsPastWhatCParsersAndGjsonAccept(t *testing.T) {
 		{"unquoted_key_without_colon_stops", `{x 1,` + big + `}`, 1, false},
 	})
 }
+
+// Parsers that build objects by assignment (hjson, jsonc-parser) make a
+// __proto__ object the prototype of the one around it, whose lookups then
+// find its members: they are read as that object's own.
+func TestCostProtoMembersAreTheEnclosingObjects(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"message_proto", `{"jsonrpc":"2.0","id":1,"__proto__":{"method":"tools/call","params":{"name":"big"}}}`, 5, true},
+		{"params_proto", `{"method":"tools/call","params":{"__proto__":{"name":"big"}}}`, 5, true},
+		{"escaped_key", `{"id":1,"__proto\u005f_":{"method":"tools/call","params":{"name":"big"}}}`, 5, true},
+		{"proto_of_a_proto", `{"__proto__":{"x":1,"__proto__":{"method":"tools/call"},"params":{"name":"big"}},"id":2}`, 5, true},
+		{"members_after_the_proto", `{"__proto__":{"x":1},"method":"tools/call","params":{"__proto__":{},"name":"big"}}`, 5, true},
+		{"batch_of_protos", `[{"__proto__":{"method":"tools/call","params":{"name":"big"}}},{"__proto__":{"method":"tools/call"}}]`, 6, true},
+		{"trailing_comma_in_the_proto", `{"__proto__":{"method":"tools/call",},"params":{"name":"big"}}`, 5, false},
+		// Keys are case-sensitive in JavaScript.
+		{"other_case_is_a_plain_key", `{"__PROTO__":{"method":"tools/call"}}`, 0, true},
+	})
+	r := parse(t, `{"id":1,"__proto__":{"id":2,"result":{}},"method":"tools/call"}`)
+	if id := string(r.Entry(0).ID()); id != "1" || r.Entry(0).Response() {
+		t.Errorf("ID %s, response %v: an own id and no own answer stand, the prototype's are shadowed", id, r.Entry(0).Response())
+	}
+}

@@ -18,6 +18,7 @@ const (
 	keyName
 	keyArguments
 	keyAnswer // result or error: the message is a response
+	keyProto  // __proto__, whose object's members count as the enclosing one's (see protoOpens)
 )
 
 // messageKey classifies a member key of a message.
@@ -49,6 +50,10 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 				if string(k) == "jsonrpc" { // in every message: spare it the walk below
 					return keyOther
 				}
+			case '_' | 0x20:
+				if string(k) == "__proto__" {
+					return keyProto
+				}
 			}
 		}
 		return separatedKey(k, messageKeys)
@@ -67,6 +72,8 @@ func decodedMessageKey(k []byte) int {
 		return keyID
 	case equalFold(k, "result"), equalFold(k, "error"):
 		return keyAnswer
+	case string(k) == "__proto__":
+		return keyProto
 	}
 	return separatedKey(k, messageKeys)
 }
@@ -98,8 +105,11 @@ func (r *Request) paramsKey(k []byte, flags uint8) int {
 					return keyArguments
 				}
 			case '_' | 0x20:
-				if string(k) == "_meta" { // in many calls: spare it the walk below
+				switch string(k) {
+				case "_meta": // in many calls: spare it the walk below
 					return keyOther
+				case "__proto__":
+					return keyProto
 				}
 			}
 		}
@@ -115,6 +125,8 @@ func decodedParamsKey(k []byte) int {
 		return keyName
 	case equalFold(k, "arguments"):
 		return keyArguments
+	case string(k) == "__proto__":
+		return keyProto
 	}
 	return separatedKey(k, paramsKeys)
 }

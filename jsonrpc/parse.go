@@ -221,7 +221,8 @@ func (s *scanner) trailingComma(b []byte, i int) int {
 	return -1
 }
 
-// parseMessage parses the object at i into the last record.
+// parseMessage parses the object at i into the last record. The members
+// of a __proto__ object in it are read as its own (see protoOpens).
 func (r *Request) parseMessage(b []byte, i int) int {
 	s := &r.s
 	s.enter()
@@ -229,10 +230,14 @@ func (r *Request) parseMessage(b []byte, i int) int {
 		s.depth--
 		return i + 1
 	}
+	protos := 0 // __proto__ objects open
 	for {
 		k, flags, v := s.member(b, i)
 		if v < 0 {
-			return s.trailingComma(b, i)
+			if i = r.protoClosed(b, s.trailingComma(b, i), &protos); i <= 0 {
+				return ^i
+			}
+			continue
 		}
 		switch r.messageKey(k, flags) {
 		case keyMethod:
@@ -253,21 +258,62 @@ func (r *Request) parseMessage(b []byte, i int) int {
 				i = s.skipValue(b, v)
 			}
 		case keyID:
-			if i = s.skipValue(b, v); i >= 0 {
+			if i = s.skipValue(b, v); i >= 0 && protos == 0 { // an own id shadows the prototype's
 				e := &r.entries[len(r.entries)-1]
 				e.id = span{int32(v), int32(i)}
 				e.hasID = true
 			}
 		case keyAnswer:
 			i = s.skipValue(b, v)
-			r.entries[len(r.entries)-1].answer = true
+			r.entries[len(r.entries)-1].answer = r.entries[len(r.entries)-1].answer || protos == 0
+		case keyProto:
+			if r.protoOpens(b, v) {
+				protos, i = protos+1, skipWS(b, v+1)
+				continue
+			}
+			i = s.skipValue(b, v)
 		default:
 			i = s.skipValue(b, v)
 		}
 		if i = r.next(b, i, '}'); i <= 0 {
-			return ^i
+			if i = r.protoClosed(b, ^i, &protos); i <= 0 {
+				return ^i
+			}
 		}
 	}
+}
+
+// protoOpens reports whether the value at i of a __proto__ member is an
+// object with members, and if so enters it. Parsers that build objects by
+// assignment (hjson, VS Code's jsonc-parser) make such an object the
+// prototype of the one around it, whose lookups then find its members, and
+// the TypeScript SDK copies those into the message it runs: they are read
+// as members of the object around it.
+func (r *Request) protoOpens(b []byte, i int) bool {
+	if b[i] != '{' {
+		return false
+	}
+	if j := skipWS(b, i+1); j >= len(b) || b[j] == '}' {
+		return false
+	}
+	r.s.enter()
+	return true
+}
+
+// protoClosed takes the end (or -1) of an object that closed in
+// parseMessage or parseParams, with protos __proto__ objects open. When
+// it was one of those, the object around it goes on: the result is the
+// index of its next member, or ^end when it closes too (<= 0, as next's).
+func (r *Request) protoClosed(b []byte, end int, protos *int) int {
+	for end >= 0 && *protos > 0 {
+		*protos--
+		i := r.next(b, end, '}')
+		if i > 0 {
+			return i
+		}
+		end = ^i
+	}
+	return ^end
 }
 
 // parseParams parses the params object at i.
@@ -278,10 +324,14 @@ func (r *Request) parseParams(b []byte, i int) int {
 		s.depth--
 		return i + 1
 	}
+	protos := 0 // __proto__ objects open (see protoOpens)
 	for {
 		k, flags, v := s.member(b, i)
 		if v < 0 {
-			return s.trailingComma(b, i)
+			if i = r.protoClosed(b, s.trailingComma(b, i), &protos); i <= 0 {
+				return ^i
+			}
+			continue
 		}
 		switch r.paramsKey(k, flags) {
 		case keyName:
@@ -292,11 +342,19 @@ func (r *Request) parseParams(b []byte, i int) int {
 					r.args = append(r.args, span{int32(j), int32(i)})
 				}
 			}
+		case keyProto:
+			if r.protoOpens(b, v) {
+				protos, i = protos+1, skipWS(b, v+1)
+				continue
+			}
+			i = s.skipValue(b, v)
 		default:
 			i = s.skipValue(b, v)
 		}
 		if i = r.next(b, i, '}'); i <= 0 {
-			return ^i
+			if i = r.protoClosed(b, ^i, &protos); i <= 0 {
+				return ^i
+			}
 		}
 	}
 }
