@@ -51,13 +51,17 @@ type argVerdict struct {
 
 // argIn folds the readings of key name in the arguments object at lo in b
 // (the body or a copy of it, up to the object's end) into the verdict.
-// Parse validated the object (with single-quoted strings when single), so
-// the walk trusts its syntax.
+// Parse scanned the object (with single-quoted strings when single), and
+// the walk reads its tokens as the scanner does; it still never reads past
+// b nor stalls, should a lenient reading leave them ambiguous.
 func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdict) {
 	i := lo + 1 // after '{'
 	protos := 0 // __proto__ objects open, whose members are the arguments' (see Request.protoOpens)
 	for {
-		i = skipWS(b, i)
+		start := i
+		if i = skipWS(b, i); i >= len(b) {
+			return
+		}
 		switch b[i] {
 		case '}':
 			if protos == 0 {
@@ -66,7 +70,10 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 			protos, i = protos-1, i+1
 			continue
 		case ',':
-			if i = skipWS(b, i+1); b[i] == '}' { // a trailing comma
+			if i = skipWS(b, i+1); i >= len(b) {
+				return
+			}
+			if b[i] == '}' { // a trailing comma
 				continue
 			}
 		}
@@ -83,8 +90,11 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 				flags = flagEscape
 			}
 		}
-		if i = skipWS(b, i); b[i] == ':' { // or missing (see scanner.noColon)
+		if i = skipWS(b, i); i < len(b) && b[i] == ':' { // or missing (see scanner.noColon)
 			i = skipWS(b, i+1)
+		}
+		if i >= len(b) {
+			return
 		}
 		if b[i] == '{' && string(decodeKey(raw, flags, &r.scratch, false)) == "__proto__" {
 			protos, i = protos+1, i+1
@@ -95,7 +105,9 @@ func (r *Request) argIn(b []byte, lo int, name string, single bool, v *argVerdic
 			single && flags&flagEscape != 0 && hasJSON5Escape(raw) && r.keyIs(raw, flags, name, true) {
 			v.add(b[i:end])
 		}
-		i = end
+		if i = end; i <= start {
+			return // nothing read: no token the scanner took starts here
+		}
 	}
 }
 
@@ -142,11 +154,12 @@ func (v *argVerdict) add(raw []byte) {
 	v.numbers = true
 }
 
-// stringEnd returns the index of the closing quote of the validated string
-// whose opening quote (" or ') is at i, and its scanString flags.
+// stringEnd returns the index of the closing quote of the string whose
+// opening quote (" or ') is at i, or len(b) when it has none, and its
+// scanString flags.
 func stringEnd(b []byte, i int) (end int, flags uint8) {
 	quote := b[i]
-	for i++; ; i++ {
+	for i++; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == quote:
 			return i, flags
@@ -157,18 +170,20 @@ func stringEnd(b []byte, i int) (end int, flags uint8) {
 			flags |= flagHigh
 		}
 	}
+	return len(b), flags
 }
 
-// valueEnd returns the index just past the validated value at i, in which
-// '...' is a string when single.
+// valueEnd returns the index just past the value at i, in which '...' is
+// a string when single, and at most len(b). A scalar ends where the
+// scanner ends it: at the first byte no unquoted string holds (see bare).
 func valueEnd(b []byte, i int, single bool) int {
 	switch c := b[i]; {
 	case c == '"' || single && c == '\'':
 		end, _ := stringEnd(b, i)
-		return end + 1
+		return min(end+1, len(b))
 	case c == '{' || c == '[':
 		depth := 0
-		for ; ; i++ {
+		for ; i < len(b); i++ {
 			switch c := b[i]; c {
 			case '"', '\'':
 				if c == '"' || single {
@@ -183,13 +198,7 @@ func valueEnd(b []byte, i int, single bool) int {
 				}
 			}
 		}
+		return len(b)
 	}
-	for i < len(b) {
-		switch b[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
+	return bareEnd(b, i)
 }

@@ -256,3 +256,20 @@ func TestArgProtoMembersAreArguments(t *testing.T) {
 		}
 	}
 }
+
+// The arguments walk reads a lenient object's tokens as the scanner does
+// (here a missing colon and comma around a quote), and never past the
+// object's end: these crashed the handler.
+func TestArgWalkStaysInTheObject(t *testing.T) {
+	for _, body := range []string{
+		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"limi"id":7,t":1}}},{"jsonrpc":"2.0","id":3,"result":{}}]`,
+		`{"method":"tools/call","params":{"name":"search","arguments":{"limit" x"y":1000}}}`,
+		`{"method":"tools/call","params":{"name":"search","arguments":{"a" b\"c":1}}}`,
+	} {
+		r := parse(t, body)
+		for i := range r.Scanned() {
+			r.Entry(i).Arg("limit")
+			r.Entry(i).Arg("t")
+		}
+	}
+}

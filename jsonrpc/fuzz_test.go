@@ -28,6 +28,7 @@ var sdkBodies = []string{
 
 // fuzzSeeds are the shapes the rules are about.
 var fuzzSeeds = []string{
+	`{"method":"tools/call","params":{"name":"search","arguments":{"limi"id":7,t":1}}}`,
 	`{"method":"tools/call","params":{"name":"big","arguments":{"limit":}}}`,
 	`{"method":"tools/call\u0000","params":{"name":"sea\x72ch","arguments":{li\u006dit:1,"q":"\uZZ" "limit" 7}}}`,
 	"\v{\"method\":\u00a0\"tools/\\\ncall\",\"params\":{\"name\":'big'}}",
