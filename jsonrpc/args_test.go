@@ -265,11 +265,28 @@ func TestArgWalkStaysInTheObject(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"limi"id":7,t":1}}},{"jsonrpc":"2.0","id":3,"result":{}}]`,
 		`{"method":"tools/call","params":{"name":"search","arguments":{"limit" x"y":1000}}}`,
 		`{"method":"tools/call","params":{"name":"search","arguments":{"a" b\"c":1}}}`,
+		// A live fuzzer's: the first looped forever, the others panicked.
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":1,"b,"x":{"y":[]}}e":5}}}`,
+		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"search","arguments":{"limit":100,"pag,"result":{"roots":[]}}e":5,"x":"\u00e9\ud83d\ude00"}}}`,
+		`{"method":"tools/call","params":{"name":"search","arguments":{"a"b":7,c":1}}}`,
+		`{"method":"tools/call","params":{"name":"search","arguments":{"a"b":7,c":}}}`,
+		`{"method":"tools/call","params":{"name":"search","arguments":{"a"b":7,c":1}`,
+		`{""""""1"method""tools/call""params"{"name""search""arguments"{""d",":}`,
 	} {
 		r := parse(t, body)
 		for i := range r.Scanned() {
 			r.Entry(i).Arg("limit")
 			r.Entry(i).Arg("t")
 		}
+	}
+}
+
+// The walk stops where no token starts rather than loop there, whatever
+// bytes it is given.
+func TestArgWalkStopsWhereNoTokenStarts(t *testing.T) {
+	var r Request
+	for _, obj := range []string{`{"a" \}`, `{\`, `{"a":\`, `{"a"`, `{"limit":1,`} {
+		v := argVerdict{numeric: true}
+		r.argIn([]byte(obj), 0, "limit", false, &v)
 	}
 }

@@ -28,6 +28,8 @@ var sdkBodies = []string{
 
 // fuzzSeeds are the shapes the rules are about.
 var fuzzSeeds = []string{
+	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":1,"b,"x":{"y":[]}}e":5}}}`,
+	`{""""""1"method""tools/call""params"{"name""search""arguments"{""d",":}`,
 	`{"method":"tools/call","params":{"name":"search","arguments":{"limi"id":7,t":1}}}`,
 	`{"method":"tools/call","params":{"name":"big","arguments":{"limit":}}}`,
 	`{"method":"tools/call\u0000","params":{"name":"sea\x72ch","arguments":{li\u006dit:1,"q":"\uZZ" "limit" 7}}}`,
