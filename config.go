@@ -190,7 +190,10 @@ type RedisStore struct {
 	// Timeout bounds one round trip; past it the request is decided
 	// locally (fail open). Waiting for a free pooled connection
 	// (`?pool_size=N` in the URL, 10 per CPU by default) is not part of it:
-	// calls queue for one up to 1s. Default: 50ms.
+	// calls queue for one up to 1s. It also bounds how long a zone
+	// starting with the store (or gaining it on a reload) waits for
+	// Redis's fingerprint key before it starts degraded, though never
+	// less than 250ms. Default: 50ms.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 

@@ -119,9 +119,11 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	}
 	var arr [160]byte
 	b := arr[:0]
-	// With Redis deciding, the local state stands still: a value Redis did
-	// not report is left out rather than read from there.
-	if tokens, ok := d.tenantLeft, d.tenantHeld; !d.lim.tenantOff && d.lim.tenant.rate > 0 && (ok || !d.inRedis) {
+	// Where Redis holds the levels (it decided, or would have: a body
+	// rule refused before it was asked), the local state stands still: a
+	// value Redis did not report is left out rather than read from there.
+	inRedis := d.inRedis || d.redisHolds()
+	if tokens, ok := d.tenantLeft, d.tenantHeld; !d.lim.tenantOff && d.lim.tenant.rate > 0 && (ok || !inRedis) {
 		t := d.lim.tenant
 		if !ok {
 			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
@@ -134,7 +136,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 	for _, p := range quotaPeriods {
 		lim := d.lim.quota.of(p)
 		used, ok := d.idUsed[p], d.idKnown[p]
-		if lim <= 0 || !ok && d.inRedis {
+		if lim <= 0 || !ok && inRedis {
 			continue
 		}
 		if len(b) > 0 {

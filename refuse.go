@@ -58,12 +58,7 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	hdr["Retry-After"] = retryAfterValue(ceilSeconds(ref.wait))
 	// The policies that charged the request say where they stand, a body
 	// rule's refusal included once the cost is known (an arg bound,
-	// max_batch): nothing was taken from them but pre-auth's token. Where
-	// Redis holds the levels, none was asked for them, and the idle local
-	// ones would say wrong: only the policies are named.
-	if ref.body && d.redisHolds() {
-		d.inRedis = true
-	}
+	// max_batch): nothing was taken from them but pre-auth's token.
 	h.writeRateLimitHeaders(w, d)
 	if !ref.body {
 		// A legacy HTTP+SSE POST's 2xx body is never read, and a GET
