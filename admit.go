@@ -274,6 +274,7 @@ func reserveIn[K comparable](d *decision, set *buckets.Set[K], key K, lim bucket
 	if !ok {
 		if full {
 			d.untracked |= 1 << l
+			d.roomWait = wait
 			return d.refused(capacityRefusal(l, wait))
 		}
 		return d.refused(rateRefusal(l, lim, wait, n))

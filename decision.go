@@ -100,8 +100,10 @@ type decision struct {
 	tenantLeft    float64  // tokens the tenant's bucket holds, as its layer reported
 	tenantHeld    bool     // tenantLeft is set and stands
 	// untracked has bit 1<<l set when layer l refused a new key because
-	// its bucket set was full: that key has no bucket, and none to spend.
+	// its bucket set was full: that key has no bucket, and none to spend
+	// until roomWait has passed, when a bucket may have made room.
 	untracked uint32
+	roomWait  time.Duration
 	inRedis   bool // the Redis store decided tenant, group, quota, global
 	concAll   bool // holds concN slots of the zone's cap
 	concID    bool // holds concN slots of the identity's cap

@@ -128,10 +128,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		if !ok {
 			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
 		}
-		if !ok {
-			tokens = d.untrackedLevel(layerTenant, t)
-		}
-		b = appendBucketLeft(b, "tenant", t, tokens)
+		b = d.appendKeyLeft(b, "tenant", layerTenant, t, tokens, ok)
 	}
 	for _, p := range quotaPeriods {
 		lim := d.lim.quota.of(p)
@@ -165,11 +162,8 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision) {
 	if !ok {
 		tokens, ok = d.z.preauth.Tokens(d.addr, d.now)
 	}
-	if !ok {
-		tokens = d.untrackedLevel(layerPreauth, d.preauthLim)
-	}
 	var arr [48]byte
-	d.setRateLimit(w, d.preauthPolicy, appendBucketLeft(arr[:0], "preauth", d.preauthLim, tokens))
+	d.setRateLimit(w, d.preauthPolicy, d.appendKeyLeft(arr[:0], "preauth", layerPreauth, d.preauthLim, tokens, ok))
 }
 
 // secondsTo is ceilSeconds(next.Sub(now)) for a next later than now that
@@ -179,14 +173,21 @@ func secondsTo(next, now time.Time) int64 {
 	return max(next.Unix()-now.Unix(), 1)
 }
 
-// untrackedLevel is what the RateLimit header shows for a key of layer l
-// that has no bucket: a full one, unless the layer refused the key for
-// want of room, which leaves nothing to spend.
-func (d *decision) untrackedLevel(l layer, lim bucketLimit) float64 {
-	if d.untracked&(1<<l) != 0 {
-		return 0
+// appendKeyLeft appends the RateLimit item of layer l's bucket for the
+// request's key, which holds tokens if held. A key with no bucket has a
+// full one, unless the layer refused the key for want of room: then it
+// has nothing to spend until the refusal's wait, when room may appear.
+func (d *decision) appendKeyLeft(b []byte, name string, l layer, lim bucketLimit, tokens float64, held bool) []byte {
+	if held {
+		return appendBucketLeft(b, name, lim, tokens)
 	}
-	return float64(lim.burst)
+	if d.untracked&(1<<l) == 0 {
+		return appendBucketLeft(b, name, lim, float64(lim.burst))
+	}
+	b = append(b, '"')
+	b = append(b, name...)
+	b = append(b, `";r=0;t=`...)
+	return appendSFInt(b, ceilSeconds(capacityRefusal(l, d.roomWait).wait))
 }
 
 // setRateLimit sets RateLimit-Policy to policy and RateLimit to value, if
