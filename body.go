@@ -69,11 +69,13 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	}
 	d.body, d.bodyOwn = buf, true
 	d.parse(buf.Bytes())
+	// The cost is known before any rule refuses, so that a refusal
+	// carries the RateLimit fields of what the request would have spent.
+	d.cost = d.requestCost()
 	tooLong := d.req.Scanned() > pol.maxBatch
 	if tooLong && !pol.dryRun {
 		return d.refused(batchRefusal(pol.maxBatch))
 	}
-	d.cost = d.requestCost()
 	for i := 0; i < d.req.Scanned() && !d.called; i++ {
 		d.called = d.req.Entry(i).Called()
 	}

@@ -92,18 +92,25 @@ func TestRateLimitHeadersOfARefusalShowWhatWasGivenBack(t *testing.T) {
 	}
 }
 
-// A body rule's refusal of a proven tenant's call (an arg bound, known
-// once the cost is) still says where its policies stand: nothing taken.
-func TestRateLimitHeadersOfAnArgRefusalShowNothingTaken(t *testing.T) {
-	e := start(t, "tenant 1/m burst 5\nquota 9/day\ntool echo {\n arg limit max 5\n}")
+// A body rule's refusal of a proven tenant's call (an arg bound or
+// max_batch, known once the body is read) still says where its policies
+// stand: nothing taken.
+func TestRateLimitHeadersOfABodyRuleRefusalShowNothingTaken(t *testing.T) {
+	e := start(t, "tenant 1/m burst 5\nquota 9/day\nmax_batch 2\ntool echo {\n arg limit max 5\n}")
 	e.prove("valid-argrl")
-	r := e.post(argCall(1, `{"limit":50}`), "Authorization", "Bearer valid-argrl")
-	if r.Status != http.StatusBadRequest {
-		t.Fatalf("call over the arg bound: %d %s, want 400", r.Status, r.Body)
-	}
-	rl := rateLimit(t, r)
-	if rl["tenant"][0] != 5 || rl["quota-day"][0] != 9 {
-		t.Errorf("RateLimit of an arg refusal %q, want tenant r=5 and quota-day r=9", r.Header.Get("RateLimit"))
+	call := harness.ToolCall(1, "echo", nil)
+	for name, body := range map[string]string{
+		"arg bound": argCall(1, `{"limit":50}`),
+		"max_batch": "[" + call + "," + call + "," + call + "]",
+	} {
+		r := e.post(body, "Authorization", "Bearer valid-argrl")
+		if r.Status != http.StatusBadRequest {
+			t.Fatalf("%s: %d %s, want 400", name, r.Status, r.Body)
+		}
+		rl := rateLimit(t, r)
+		if rl["tenant"][0] != 5 || rl["quota-day"][0] != 9 {
+			t.Errorf("RateLimit of a refusal for its %s %q, want tenant r=5 and quota-day r=9", name, r.Header.Get("RateLimit"))
+		}
 	}
 }
 
