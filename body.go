@@ -12,10 +12,11 @@ import (
 
 // inspect reads and classifies the body of a request that carries one,
 // and reports whether the request may go on; when it may not, its
-// refusal is in d.ref. Requests without a body (SSE GET streams, DELETE)
-// cost nothing unless the meter is `*`. A POST always sends a message, so
-// one without a body (Content-Length: 0) is read and parsed as an empty
-// body, like a chunked empty one: invalid JSON, which costs 1.
+// refusal is in d.ref. Requests without a body (SSE GET streams, DELETE),
+// or with an empty one, cost nothing unless the meter is `*`. A POST
+// always sends a message, so one without a body (Content-Length: 0) is
+// read and parsed as an empty body, like a chunked empty one: invalid
+// JSON, which costs 1.
 func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) bool {
 	pol := d.pol
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
@@ -68,6 +69,16 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."))
 	}
 	d.body, d.bodyOwn = buf, true
+	if len(buf.Bytes()) == 0 && !d.post {
+		// A GET or DELETE whose framing left its length open (chunked,
+		// or an HTTP/2 stream ended by an empty DATA frame) has no body
+		// all the same, and costs what one without a body does.
+		if pol.meter.All {
+			d.cost = 1
+		}
+		_ = r.Body.Close()
+		return true
+	}
 	d.parse(buf.Bytes())
 	// The cost is known before any rule refuses, so that a refusal
 	// carries the RateLimit fields of what the request would have spent.

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -111,6 +113,38 @@ func TestHeldOpenSSEStreamConsumesNothing(t *testing.T) {
 	for i := range 2 {
 		if r := e.call(10+i, "Authorization", "Bearer valid-hank"); r.Status != http.StatusOK {
 			t.Fatalf("open streams consumed the tenant's tokens: call %d got %d", i, r.Status)
+		}
+	}
+}
+
+// A GET or DELETE whose length was left open and whose body is then empty
+// (chunked with only the last chunk; an HTTP/2 stream ended by an empty
+// DATA frame) has no body all the same: it costs nothing, so a drained
+// tenant still listens and ends its session.
+func TestEmptyChunkedGETAndDELETEConsumeNothing(t *testing.T) {
+	e := start(t, "tenant 1/m burst 2\nquota off")
+	e.prove("valid-empty")
+	host := strings.TrimPrefix(e.caddy.URL, "http://")
+	for _, method := range []string{"GET", "DELETE", "GET", "DELETE"} {
+		conn, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(conn, "%s /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer valid-empty\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n", method, host)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		_ = conn.Close()
+		if resp.StatusCode == http.StatusTooManyRequests || resp.Header.Get("RateLimit") != "" {
+			t.Fatalf("%s with an empty chunked body: %d, RateLimit %q: it was charged", method, resp.StatusCode, resp.Header.Get("RateLimit"))
+		}
+	}
+	for i := range 2 {
+		if r := e.call(10+i, "Authorization", "Bearer valid-empty"); r.Status != http.StatusOK {
+			t.Fatalf("empty chunked GETs and DELETEs consumed the tenant's tokens: call %d got %d", i, r.Status)
 		}
 	}
 }
