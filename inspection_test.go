@@ -507,6 +507,10 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}},,{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}},,` +
 			`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}]`,
 		"{\"jsonrpc\":\"2.0\",\"id\":2, // c\r\"method\":\"tools/call\",\"params\":{\"name\":\"slow\"}}",
+		// Hjson: members on lines, keys and strings without quotes.
+		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\"\nparams:{\"name\":\"slow\"}}",
+		"{\n jsonrpc: 2.0\n id: 2\n method: tools/call\n params: {\n  name: slow\n }\n}",
+		`{"jsonrpc":"2.0",id":2,"method":"tools/call","params":{"name":"slow"}}`,
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

@@ -40,8 +40,9 @@ func (m Meter) metered(method []byte) bool {
 //
 // and at least 1 for every entry when m.All is set. A body that is invalid,
 // or holds no object (such as [] or 5), costs at least 1 when m is enabled;
-// an invalid body costs whatever its scanned part costs if that is more.
-// A disabled Meter costs 0.
+// an invalid body costs whatever its scanned part costs if that is more:
+// the most any one reading of it costs (see Parse), as a backend reads it
+// one way. A disabled Meter costs 0.
 //
 // toolCost must return at least 1 (smaller results count as 1) and must
 // neither modify nor keep its argument, which aliases the body; a nil
@@ -52,11 +53,10 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 		return 0
 	}
 	var total int64
-	for i := range r.entries {
-		total = addSat(total, r.entries[i].cost(m, toolCost))
-	}
-	if m.All { // entries without a record cost 1 each
-		total = addSat(total, int64(r.count-len(r.entries)))
+	if len(r.readings) == 0 && r.hjsonCount == 0 {
+		total = r.entriesCost(m, toolCost, r.entries, r.count)
+	} else {
+		total = r.mostCost(m, toolCost)
 	}
 	if total < 1 && (!r.valid || r.objects == 0) {
 		total = 1
@@ -64,26 +64,72 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 	return total
 }
 
+// entriesCost returns the sum of the costs of the records of count
+// entries.
+func (r *Request) entriesCost(m Meter, toolCost func([]byte) int64, records []Entry, count int) int64 {
+	var total int64
+	for i := range records {
+		total = addSat(total, records[i].cost(m, toolCost))
+	}
+	if m.All { // entries without a record cost 1 each
+		total = addSat(total, int64(count-len(records)))
+	}
+	return total
+}
+
+// mostCost returns the cost of the reading of an invalid body that costs
+// most.
+func (r *Request) mostCost(m Meter, toolCost func([]byte) int64) int64 {
+	var most int64
+	if r.hjsonCount > 0 {
+		h := r.hjson
+		most = h.entriesCost(m, toolCost, h.entries, h.count)
+	}
+	entries, count := 0, 0
+	for _, rd := range r.readings {
+		most = max(most, r.entriesCost(m, toolCost, r.entries[entries:rd.entries], rd.count-count))
+		entries, count = rd.entries, rd.count
+	}
+	return max(most, r.entriesCost(m, toolCost, r.entries[entries:], r.count-count))
+}
+
 // Calls returns how many calls the request puts in flight under m: its
 // entries that cost something (a batch's calls may all run at once), and
-// at least 1 when the request costs anything at all.
+// at least 1 when the request costs anything at all. For an invalid body,
+// it is the most any one reading puts in flight.
 func (r *Request) Calls(m Meter) int {
 	if !m.Enabled() {
 		return 0
 	}
-	if r.count <= 1 { // one entry at most: the loop below could not count more than the minimum
+	if r.count+r.hjsonCount <= 1 { // one entry at most: the loops below could not count more than the minimum
 		return 1
 	}
 	n := 0
-	for i := range r.entries {
-		if r.entries[i].cost(m, nil) > 0 {
+	if r.hjsonCount > 0 {
+		h := r.hjson
+		n = entriesCalls(m, h.entries, h.count)
+	}
+	entries, count := 0, 0
+	for _, rd := range r.readings {
+		n = max(n, entriesCalls(m, r.entries[entries:rd.entries], rd.count-count))
+		entries, count = rd.entries, rd.count
+	}
+	return max(n, entriesCalls(m, r.entries[entries:], r.count-count), 1)
+}
+
+// entriesCalls returns how many of count entries, whose records are
+// records, put a call in flight under m.
+func entriesCalls(m Meter, records []Entry, count int) int {
+	n := 0
+	for i := range records {
+		if records[i].cost(m, nil) > 0 {
 			n++
 		}
 	}
 	if m.All {
-		n += r.count - len(r.entries)
+		n += count - len(records)
 	}
-	return max(n, 1)
+	return n
 }
 
 // addSat returns a+b for b >= 0, saturating at math.MaxInt64.

@@ -28,6 +28,9 @@ var sdkBodies = []string{
 
 // fuzzSeeds are the shapes the rules are about.
 var fuzzSeeds = []string{
+	"{\n jsonrpc: 2.0\n id: 1\n method: tools/call\n params: {\n  name: big\n  arguments: {\n   limit: 50.\n  }\n }\n}",
+	"method: '''tools/call'''\nparams: {name: '''\n    big\n    '''\n}\n# c\n// c\n/* c */",
+	"[\n {\n  \"method\": \"tools/call\"\n  id\": 1\n }\n {a: 'x\\'y', b: true , c: 1e5}\n]",
 	`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search","arguments":{"a":1,"b,"x":{"y":[]}}e":5}}}`,
 	`{""""""1"method""tools/call""params"{"name""search""arguments"{""d",":}`,
 	`{"method":"tools/call","params":{"name":"search","arguments":{"limi"id":7,t":1}}}`,
@@ -344,6 +347,16 @@ func checkCost(t *testing.T, r *Request, data []byte) {
 		}
 	}
 	checkArg(t, r, data)
+
+	// What Hjson reads is JSON, and an invalid body costs at least that.
+	if text, ok := hjsonJSON(nil, data); ok {
+		if !json.Valid(text) {
+			t.Fatalf("the Hjson reading of %q is no JSON: %q", data, text)
+		}
+		if ref := parse(t, string(text)).Cost(toolsCallMeter, tableCost); !valid && cost < ref {
+			t.Fatalf("Cost %d < Hjson reading %d: %q", cost, ref, data)
+		}
+	}
 
 	// A fresh Request agrees with the reused one.
 	if again := parse(t, string(data)).Cost(toolsCallMeter, tableCost); again != cost {

@@ -9,7 +9,8 @@ import (
 // Valid report false, and what could be scanned of it still counts in Cost.
 //
 // An invalid body may be read more ways than one scan can follow, so it is
-// read again each such way, and every reading's entries count (Scanned):
+// read again each such way (every reading's entries are in Scanned, and
+// the reading that costs most is the cost):
 //
 //   - with its comments blanked out: /* */ and // comments, which Ruby's
 //     json gem (the Ruby MCP SDK's parser) and Jackson with ALLOW_COMMENTS
@@ -23,7 +24,9 @@ import (
 //     and \0 escapes and line continuations in strings (read both as
 //     JSON5 and as Jackson reads them, see json5Escape), and \u escapes
 //     in unquoted keys. A body is read so when it has a quote or such
-//     syntax outside its comments (see json5Syntax).
+//     syntax outside its comments (see json5Syntax);
+//   - as Hjson reads it (see hjsonJSON), when it does: members separated
+//     by line breaks, keys and strings without quotes, multiline strings.
 //
 // The first reading is still needed: to a lenient reading of unquoted
 // strings (kotlinx.serialization's) a//b holds no comment, and a quote is
@@ -57,12 +60,20 @@ func (r *Request) Parse(body []byte) {
 		}
 		r.read(quoted, true)
 	}
+	if text, ok := hjsonJSON(r.hjsonText[:0], body); ok {
+		r.hjsonText = text
+		if r.hjson == nil {
+			r.hjson = new(Request)
+		}
+		r.hjson.Parse(text)
+		r.hjsonCount = r.hjson.count
+	}
 }
 
 // read scans b, a further reading of the body (see Parse), with '...' as
 // strings when single.
 func (r *Request) read(b []byte, single bool) {
-	r.readings = append(r.readings, reading{b: b, single: single, args: len(r.args)})
+	r.readings = append(r.readings, reading{b: b, single: single, count: r.count, entries: len(r.entries), args: len(r.args)})
 	r.s.depth, r.s.single = 0, single
 	r.scan(b)
 	r.s.single = false

@@ -35,15 +35,24 @@ type Request struct {
 	// order (see Parse); copies hold the copies of the body they scan.
 	readings []reading
 	copies   [3][]byte
+	// hjson is the Hjson reading of an invalid body (see Parse), parsed
+	// from the JSON in hjsonText; its hjsonCount entries follow r's own.
+	hjson      *Request
+	hjsonText  []byte
+	hjsonCount int
 }
 
 // reading is one reading of an invalid body after the first: what it
 // scanned (the body, or a copy of it with comments blanked out), whether
-// '...' were strings, and the index of the first of r.args it found.
+// '...' were strings, and where its entries and its finds in r.args
+// start: the index of its first entry, of its first record in r.entries
+// and of its first arguments object.
 type reading struct {
-	b      []byte
-	single bool
-	args   int
+	b       []byte
+	single  bool
+	count   int
+	entries int
+	args    int
 }
 
 // Top-level value kinds.
@@ -108,6 +117,12 @@ func (r *Request) Trim() {
 			r.copies[i] = nil
 		}
 	}
+	if cap(r.hjsonText) > keepBytes {
+		r.hjsonText = nil
+	}
+	if r.hjson != nil {
+		r.hjson.Trim()
+	}
 	if cap(r.entries) > keepEntries {
 		r.entries = nil
 	}
@@ -139,6 +154,10 @@ func (r *Request) Reset() {
 	r.arena = r.arena[:0]
 	clear(r.readings) // drop the references to the body
 	r.readings = r.readings[:0]
+	if r.hjson != nil && r.hjson.body != nil {
+		r.hjson.Reset()
+	}
+	r.hjsonCount = 0
 }
 
 // beginEntry counts a new entry and, for an object, opens its record,
@@ -196,14 +215,31 @@ func (r *Request) Len() int {
 
 // Scanned returns the number of entries scanned, whether the body is valid
 // or not: for an invalid body, the entries of every value Parse could scan,
-// which a lenient or streaming parser may still run. Entry accepts
-// 0 <= i < Scanned().
-func (r *Request) Scanned() int { return r.count }
+// which a lenient or streaming parser may still run, in every reading of
+// it. Entry accepts 0 <= i < Scanned().
+func (r *Request) Scanned() int { return r.count + r.hjsonCount }
 
-// Entry returns entry i, 0 <= i < Len(). It is valid until the next Reset.
-// Entries without any reading (such as non-objects) may share a pointer.
+// Largest returns the number of entries of the reading of the body that
+// holds the most: as many as a backend may run, which a bound on batch
+// sizes bounds. For a valid body it is Len.
+func (r *Request) Largest() int {
+	n := r.hjsonCount
+	start := 0
+	for _, rd := range r.readings {
+		n = max(n, rd.count-start)
+		start = rd.count
+	}
+	return max(n, r.count-start)
+}
+
+// Entry returns entry i, 0 <= i < Scanned(). It is valid until the next
+// Reset. Entries without any reading (such as non-objects) may share a
+// pointer.
 func (r *Request) Entry(i int) *Entry {
-	if i < 0 || i >= r.count {
+	if uint(i) >= uint(r.count) {
+		if i >= r.count && i-r.count < r.hjsonCount {
+			return r.hjson.Entry(i - r.count)
+		}
 		panic("jsonrpc: Entry index out of range")
 	}
 	if len(r.entries) == r.count {
