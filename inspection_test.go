@@ -433,6 +433,24 @@ func TestBatchOverMaxBatchIs400(t *testing.T) {
 	}
 }
 
+// An invalid body read more than one way counts, against max_batch, the
+// entries of the reading that has most, as one backend runs them, not the
+// entries of every reading together: this Hjson batch of two is read as
+// one entry up to the syntax error and as two by the Hjson reading.
+func TestMaxBatchCountsOneReading(t *testing.T) {
+	const tok = "valid-maxbatch-readings"
+	e := start(t, "max_batch 2\ntenant 10/s burst 100\nquota off")
+	e.prove(tok)
+	body := "[\n {\n  jsonrpc: 2.0\n  method: tools/call\n  id: 7\n }\n {\n  jsonrpc: 2.0\n  method: tools/call\n }\n]"
+	if r := e.post(body, "Authorization", "Bearer "+tok); bytes.Contains(r.Body, []byte("Batch too large")) {
+		t.Fatalf("a batch of two under max_batch 2: %d %s", r.Status, r.Body)
+	}
+	three := "[\n {\n  method: tools/call\n }\n {\n  method: tools/call\n }\n {\n  method: tools/call\n }\n]"
+	if r := e.post(three, "Authorization", "Bearer "+tok); r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte("Batch too large")) {
+		t.Fatalf("a batch of three under max_batch 2: %d %s", r.Status, r.Body)
+	}
+}
+
 // A refusal answers a batch of more than 128 entries (and more than
 // max_batch) with one error, not one per entry: a 64 KiB body of
 // `[1,1,…]` from a caller pre-auth already refuses, or a proven one's
