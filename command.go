@@ -68,6 +68,14 @@ admin API and accepts in "override".`,
 }
 
 func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, notes io.Writer) error {
+	if zoneName == "" {
+		zoneName = defaultZone // as the handler reads an empty zone
+	}
+	// A name no handler accepts would name files outside the zone's own
+	// directory of the storage.
+	if err := checkZone(zoneName); err != nil {
+		return err
+	}
 	value, err := readIdentity(in)
 	if err != nil {
 		return err
@@ -79,6 +87,10 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	h, zones, err := zoneHandler(cfg, zoneName)
 	if err != nil {
 		return err
+	}
+	if n := len(h.Identity); n > 1 && strings.Count(value, "\n")+1 < n {
+		// The handler joins every placeholder's value, empty ones too.
+		return fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value", n)
 	}
 	if value = asPlaceholdersProduce(value, h.Identity); strings.Trim(value, "\n") == "" {
 		// The handler reads such a value (spaces alone, or every

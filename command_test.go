@@ -270,6 +270,57 @@ func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
 	}
 }
 
+// The command refuses a zone name the handler refuses, and writes
+// nothing: such a name would put a key file outside the zone's own
+// directory of the storage, or outside the storage. An empty name is the
+// default zone, as in the handler's JSON.
+func TestFingerprintCommandRefusesZonesTheHandlerRefuses(t *testing.T) {
+	root := t.TempDir()
+	stor := filepath.Join(root, "st")
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit\n}\n", stor)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, zone := range []string{"../../outside", "../x", "a b", "..", ".", strings.Repeat("z", 65)} {
+		var out, notes bytes.Buffer
+		err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes)
+		if err == nil || !strings.Contains(err.Error(), "zone ") || out.Len() != 0 {
+			t.Errorf("zone %q: printed %q, err %v; want the handler's zone error", zone, out.String(), err)
+		}
+	}
+	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+		t.Fatalf("refused zones wrote %d entries under the storage's parent", len(entries))
+	}
+	fingerprint := func(zone string) string {
+		var out, notes bytes.Buffer
+		if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
+			t.Fatalf("zone %q: %v", zone, err)
+		}
+		return out.String()
+	}
+	if empty, def := fingerprint(""), fingerprint("default"); empty != def {
+		t.Fatalf("zone \"\" printed %q, the default zone %q", empty, def)
+	}
+}
+
+// With several identity placeholders, stdin holds one line for each, as
+// the handler joins them: fewer lines are a mistake, not an identity.
+func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tidentity {http.request.header.X-A} {http.request.header.X-B}\n\t}\n}\n", t.TempDir())
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, notes bytes.Buffer
+	if err := runFingerprint("default", cfgPath, "caddyfile", strings.NewReader("v1\n"), &out, &notes); err == nil || !strings.Contains(err.Error(), "one line per placeholder") {
+		t.Fatalf("one line for two placeholders: printed %q, err %v", out.String(), err)
+	}
+	if err := runFingerprint("default", cfgPath, "caddyfile", strings.NewReader("v1\n\n"), &out, &notes); err != nil || out.Len() == 0 {
+		t.Fatalf("two lines, the second empty: printed %q, err %v", out.String(), err)
+	}
+}
+
 // A value the handler reads as no identity (spaces alone in a header, or
 // every placeholder empty) gets the command's "no identity" error, not a
 // fingerprint that no request ever has.
