@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
@@ -243,6 +244,20 @@ func TestUnreadRefusalIsAnsweredByStatus(t *testing.T) {
 // An invalid body refused by a layer is answered by status under
 // refuse_with jsonrpc too: its answer's id is null, which a client cannot
 // match to its request in a 200.
+// An id holding invalid UTF-8 is echoed with each such byte as U+FFFD,
+// as encoding/json reads it: a refusal is UTF-8 JSON, whatever was sent.
+func TestRefusalEchoesAnInvalidUTF8IDAsUTF8(t *testing.T) {
+	auth := []string{"Authorization", "Bearer valid-utf8-id"}
+	e := drained(t, "tenant 1/m burst 1\nquota off", "valid-utf8-id")
+	call := "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"tools/call\",\"params\":{\"name\":\"echo\"}}"
+	for _, body := range []string{call, "[" + call + "]"} {
+		r := e.post(body, auth...)
+		if r.Status != http.StatusTooManyRequests || !utf8.Valid(r.Body) || !json.Valid(r.Body) || !bytes.Contains(r.Body, []byte("\"id\":\"a\ufffdb\"")) {
+			t.Fatalf("%q refused: %d %q, want UTF-8 JSON echoing \"a\\ufffdb\"", body, r.Status, r.Body)
+		}
+	}
+}
+
 func TestInvalidBodyRefusalIsAnsweredByStatus(t *testing.T) {
 	e := start(t, "tenant 1/m burst 1\nquota off\nrefuse_with jsonrpc")
 	auth := []string{"Authorization", "Bearer valid-invalid-body"}

@@ -190,16 +190,39 @@ func matchable(req *jsonrpc.Request) bool {
 
 // idOrNull is the id to echo: the request's, or null when it has none or
 // one JSON-RPC does not allow (an object, an array, a boolean), which
-// makes the entry an invalid request.
+// makes the entry an invalid request. A string id holding invalid UTF-8
+// is echoed with each such byte as U+FFFD, as encoding/json reads it (and
+// a backend answering in JSON writes it back): an answer is UTF-8.
 func idOrNull(id []byte) []byte {
 	if len(id) == 0 {
 		return nullID
 	}
 	switch c := id[0]; {
-	case c == '"', c == '-', '0' <= c && c <= '9', c == 'n':
+	case c == '"':
+		if !utf8.Valid(id) {
+			return validUTF8(id)
+		}
+		return id
+	case c == '-', '0' <= c && c <= '9', c == 'n':
 		return id
 	}
 	return nullID
+}
+
+// validUTF8 returns a copy of b with each byte of invalid UTF-8 in it
+// replaced by U+FFFD.
+func validUTF8(b []byte) []byte {
+	out := make([]byte, 0, len(b)+8)
+	for len(b) > 0 {
+		r, n := utf8.DecodeRune(b)
+		if r == utf8.RuneError && n == 1 {
+			out = utf8.AppendRune(out, utf8.RuneError)
+		} else {
+			out = append(out, b[:n]...)
+		}
+		b = b[n:]
+	}
+	return out
 }
 
 // answer writes one JSON-RPC response carrying msg (already JSON): an
