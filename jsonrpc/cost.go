@@ -81,9 +81,10 @@ func (r *Request) entriesCost(m Meter, toolCost func([]byte) int64, records []En
 // most.
 func (r *Request) mostCost(m Meter, toolCost func([]byte) int64) int64 {
 	var most int64
-	if r.hjsonCount > 0 {
-		h := r.hjson
-		most = h.entriesCost(m, toolCost, h.entries, h.count)
+	for _, h := range r.hjson {
+		if hjsonRead(h) {
+			most = max(most, h.entriesCost(m, toolCost, h.entries, h.count))
+		}
 	}
 	entries, count := 0, 0
 	for _, rd := range r.readings {
@@ -105,9 +106,10 @@ func (r *Request) Calls(m Meter) int {
 		return 1
 	}
 	n := 0
-	if r.hjsonCount > 0 {
-		h := r.hjson
-		n = entriesCalls(m, h.entries, h.count)
+	for _, h := range r.hjson {
+		if hjsonRead(h) {
+			n = max(n, entriesCalls(m, h.entries, h.count))
+		}
 	}
 	entries, count := 0, 0
 	for _, rd := range r.readings {

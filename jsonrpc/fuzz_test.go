@@ -349,7 +349,7 @@ func checkCost(t *testing.T, r *Request, data []byte) {
 	checkArg(t, r, data)
 
 	// What Hjson reads is JSON, and an invalid body costs at least that.
-	if text, ok := hjsonJSON(nil, data); ok {
+	if text, ok := hjsonJSON(nil, data, false); ok {
 		if !json.Valid(text) {
 			t.Fatalf("the Hjson reading of %q is no JSON: %q", data, text)
 		}

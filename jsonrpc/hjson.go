@@ -6,7 +6,7 @@ import (
 )
 
 // hjsonJSON appends to dst the body b as Hjson reads it (hjson-js 3,
-// whose grammar hjson-go and hjson-py share), written as JSON, and
+// whose grammar hjson-go 4 shares but for goNUL below), written as JSON, and
 // reports whether Hjson reads b as an object or an array at all. Hjson is
 // JSON for humans: members and elements may be separated by newlines
 // instead of commas, keys need no quotes (any bytes but whitespace and
@@ -16,15 +16,21 @@ import (
 // single quotes at each end may span lines, and #, // and /* */ start
 // comments. The braces of the outermost object may be left out.
 //
+// With goNUL, b is read as hjson-go reads it instead, which differs from
+// hjson-js in two places: a NUL byte outside a quoted string ends the
+// input (so what follows it is ignored, and it ends a quoteless value),
+// and true, false and null may be followed by the whitespace Go's
+// strings.TrimSpace removes (U+0085, but not U+FEFF).
+//
 // A body in Hjson is not JSON, so a backend that parses with Hjson would
 // run calls no JSON reading of the body finds; Parse reads this copy as
 // well. The conversion is one pass without recursion; its output is
 // valid JSON when ok is true.
-func hjsonJSON(dst, b []byte) (out []byte, ok bool) {
-	h := hjson{b: b, out: dst}
+func hjsonJSON(dst, b []byte, goNUL bool) (out []byte, ok bool) {
+	h := hjson{b: b, out: dst, goNUL: goNUL}
 	h.white()
 	switch {
-	case h.i >= len(b):
+	case h.stop(h.i):
 		return dst, false // an empty object: no message
 	case b[h.i] == '{' || b[h.i] == '[':
 		ok = h.values(false)
@@ -34,19 +40,27 @@ func hjsonJSON(dst, b []byte) (out []byte, ok bool) {
 	if !ok {
 		return dst, false
 	}
-	if h.white(); h.i < len(b) {
+	if h.white(); !h.stop(h.i) {
 		return dst, false // trailing characters
 	}
 	return h.out, true
 }
 
 // hjson is the state of one conversion: the input b read up to i, the
-// output so far, and the containers open (true for an object).
+// output so far, the containers open (true for an object), and whether
+// it reads as hjson-go (see hjsonJSON).
 type hjson struct {
 	b     []byte
 	i     int
 	out   []byte
 	stack []bool
+	goNUL bool
+}
+
+// stop reports whether the input ends at i: past its end, or, as
+// hjson-go reads it, at a NUL byte.
+func (h *hjson) stop(i int) bool {
+	return i >= len(h.b) || h.goNUL && h.b[i] == 0
 }
 
 // values converts the value at h.i and every value nested in it, without
@@ -106,7 +120,7 @@ func (h *hjson) values(rootless bool) bool {
 			if object {
 				closing = '}'
 			}
-			if h.i >= len(b) {
+			if h.stop(h.i) {
 				if rootless && n == 1 {
 					h.out = append(h.out, '}')
 					return true
@@ -165,6 +179,8 @@ func (h *hjson) key() bool {
 			}
 			h.out = appendJSONString(h.out, b[start:end])
 			return true
+		case c == 0 && h.goNUL:
+			return false // the end of the input
 		case c <= ' ':
 			if end < 0 {
 				end = h.i
@@ -239,21 +255,20 @@ func (h *hjson) quoted(ml bool) bool {
 // multiline converts the rest of a multiline string, after the three
 // single quotes that open it: whitespace up to the end of the opening
 // line is dropped, each line's indentation is dropped, and so is the line
-// break before the closing quotes. Hjson drops at most as much indentation as the opening quotes
-// had; dropping it all reads no name Hjson reads differently, since a
-// name Hjson reads has no indentation left either.
+// break before the closing quotes. Hjson drops at most as much
+// indentation as the opening quotes had; dropping it all reads no name
+// Hjson reads differently, since a name Hjson reads has no indentation
+// left either.
 func (h *hjson) multiline() bool {
 	b := h.b
 	h.out = append(h.out, '"')
-	for h.i < len(b) && b[h.i] <= ' ' && b[h.i] != '\n' {
-		h.i++
-	}
+	h.indent()
 	if h.i < len(b) && b[h.i] == '\n' {
 		h.i++
 		h.indent()
 	}
 	newline := false // the contents end with a line break
-	for quotes := 0; h.i < len(b); {
+	for quotes := 0; !h.stop(h.i); {
 		c := b[h.i]
 		if c == '\'' {
 			h.i++
@@ -285,9 +300,10 @@ func (h *hjson) multiline() bool {
 	return false
 }
 
-// indent skips the indentation at the start of a multiline string's line.
+// indent skips the whitespace at h.i up to a line break: a multiline
+// string's indentation, or what follows its opening quotes.
 func (h *hjson) indent() {
-	for h.i < len(h.b) && h.b[h.i] <= ' ' && h.b[h.i] != '\n' {
+	for !h.stop(h.i) && h.b[h.i] <= ' ' && h.b[h.i] != '\n' {
 		h.i++
 	}
 }
@@ -305,10 +321,10 @@ func (h *hjson) quoteless() bool {
 		if h.i < len(b) {
 			h.i++ // the first byte is the value's, whatever it is
 		}
-		eol := h.i >= len(b) || b[h.i] == '\n' || b[h.i] == '\r'
+		eol := h.stop(h.i) || b[h.i] == '\n' || b[h.i] == '\r'
 		if eol || hjsonValueEnd(b, h.i) {
 			raw := b[start:h.i]
-			if lit := hjsonLiteral(raw); lit != nil {
+			if lit := hjsonLiteral(raw, h.goNUL); lit != nil {
 				h.out = append(h.out, lit...)
 				return true
 			}
@@ -343,8 +359,9 @@ func hjsonValueEnd(b []byte, i int) bool {
 
 // hjsonLiteral returns true, false or null when raw, the start of a
 // quoteless value, is one as hjson-js reads it: the literal, then only
-// whitespace that JavaScript's trim removes; nil otherwise.
-func hjsonLiteral(raw []byte) []byte {
+// whitespace that JavaScript's trim removes (with goTrim, that Go's
+// strings.TrimSpace removes, as hjson-go reads it); nil otherwise.
+func hjsonLiteral(raw []byte, goTrim bool) []byte {
 	if len(raw) == 0 || raw[0] != 't' && raw[0] != 'f' && raw[0] != 'n' {
 		return nil
 	}
@@ -354,7 +371,8 @@ func hjsonLiteral(raw []byte) []byte {
 			continue
 		}
 		r, n := utf8.DecodeLastRune(raw)
-		if r < utf8.RuneSelf || r == '\u0085' || !unicode.IsSpace(r) && r != '\uFEFF' {
+		space := unicode.IsSpace(r) && (goTrim || r != '\u0085') || !goTrim && r == '\uFEFF'
+		if r < utf8.RuneSelf || !space {
 			break
 		}
 		raw = raw[:len(raw)-n]
@@ -426,20 +444,22 @@ func hjsonPunctuator(c byte) bool {
 // white skips whitespace (every byte up to the space) and comments.
 func (h *hjson) white() {
 	b := h.b
-	for h.i < len(b) {
+	for !h.stop(h.i) {
 		switch c := b[h.i]; {
 		case c <= ' ':
 			h.i++
 		case c == '#' || c == '/' && h.i+1 < len(b) && b[h.i+1] == '/':
-			for h.i < len(b) && b[h.i] != '\n' {
+			for !h.stop(h.i) && b[h.i] != '\n' {
 				h.i++
 			}
 		case c == '/' && h.i+1 < len(b) && b[h.i+1] == '*':
 			h.i += 2
-			for h.i < len(b) && !(b[h.i] == '*' && h.i+1 < len(b) && b[h.i+1] == '/') {
+			for !h.stop(h.i) && !(b[h.i] == '*' && h.i+1 < len(b) && b[h.i+1] == '/') {
 				h.i++
 			}
-			h.i = min(h.i+2, len(b))
+			if h.i < len(b) && b[h.i] == '*' {
+				h.i += 2
+			}
 		default:
 			return
 		}

@@ -27,7 +27,7 @@ func TestHjsonJSONReadsAsHjsonDoes(t *testing.T) {
 		{"[]", `[]`},
 		{"{a:1,}", `{"a":1}`},
 	} {
-		got, ok := hjsonJSON(nil, []byte(c.in))
+		got, ok := hjsonJSON(nil, []byte(c.in), false)
 		if c.in == "[\n {a: 1}\n [2 3]\n 4\n]" {
 			// [2 3] is "2 3]" to the end of the line, and the array stays open.
 			if ok {
@@ -43,7 +43,7 @@ func TestHjsonJSONReadsAsHjsonDoes(t *testing.T) {
 		"", " ", "5", `"x"`, "{a:1,,b:2}", "{a b:1}", "{:1}", "{a}", "{a:1}}", `{a: "\x"}`,
 		"{a: \"line\nbreak\"}", "{a: '''x", "{a: ''''}", "{a:1", "a:1\n}", "{a: {b: 1}", "{,}",
 	} {
-		if got, ok := hjsonJSON(nil, []byte(in)); ok {
+		if got, ok := hjsonJSON(nil, []byte(in), false); ok {
 			t.Errorf("hjsonJSON(%q) = %s; Hjson refuses it", in, got)
 		}
 	}
@@ -98,5 +98,47 @@ func TestArgHjsonIsAReading(t *testing.T) {
 		{"nothing_quoted", "{\n method: tools/call\n params: {\n  name: search\n  arguments: {\n   limit: 50\n  }\n }\n}", 50, true},
 		{"a_point_without_digits", "method: tools/call\nparams: {\n arguments: {\n  limit: 50.\n }\n}", 50, true},
 		{"quoteless_text", "method: tools/call\nparams: {\n arguments: {\n  limit: 50 pages\n }\n}", 0, false},
+	})
+}
+
+// hjson-go reads a NUL outside quoted strings as the end of the input, and
+// trims what Go's strings.TrimSpace trims after a literal: a body with a
+// NUL (or U+0085 or U+FEFF) is read its way too.
+func TestHjsonGoReadsNULAsTheEnd(t *testing.T) {
+	for _, c := range []struct{ in, js, goWant string }{
+		{"{a: 1\n}\x00x", "", `{"a":1}`},
+		{"{\"x\":\x00{\n\"a\":1}", "", `{"x":"{","a":1}`}, // a string to the line's end, trimmed
+		{"{a: x\x00y\n}", `{"a":"x\u0000y"}`, ""},
+		{"a: x\x00y", `{"a":"x\u0000y"}`, `{"a":"x"}`},
+		{"{a: true\u0085, b: 1\n}", "{\"a\":\"true\u0085, b: 1\"}", `{"a":true,"b":1}`},
+		{"{a: true\ufeff, b: 1\n}", `{"a":true,"b":1}`, "{\"a\":\"true\ufeff, b: 1\"}"},
+		{"{\"a\": \"x\x00\"}", `{"a":"x\u0000"}`, `{"a":"x\u0000"}`},
+		{"{a: '''x\x00'''}", `{"a":"x\u0000"}`, ""},
+	} {
+		for _, mode := range []struct {
+			goNUL bool
+			want  string
+		}{{false, c.js}, {true, c.goWant}} {
+			got, ok := hjsonJSON(nil, []byte(c.in), mode.goNUL)
+			if mode.want == "" && ok || mode.want != "" && string(got) != mode.want {
+				t.Errorf("hjsonJSON(%q, goNUL %v) = %s, %v; want %q", c.in, mode.goNUL, got, ok, mode.want)
+			}
+		}
+	}
+}
+
+// What hjson-go reads of a body holding a NUL is charged, bounded and
+// counted against max_batch like any other reading.
+func TestHjsonGoReadingIsCharged(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"nul_before_a_value", "{\"jsonrpc\":\"2.0\",\"id\":1,\"x\":\x00{\n\"method\":\"tools/call\",\"params\":{\"name\":\"big\"}}", 5, false},
+		{"nul_after_the_body", "{method: tools/call\nparams: {name: big\n}\n}\x00x", 5, false},
+	})
+	r := parse(t, "[\n{method: tools/call\nid: 1\n}\n{method: tools/call\nid: 2\n}\n{method: tools/call\nid: 3\n}\n{method: tools/call\nid: 4\n}\n]\x00x")
+	if got := r.Largest(); got != 4 {
+		t.Errorf("Largest() = %d, want hjson-go's 4 entries", got)
+	}
+	runLenientArgCases(t, []lenientArgCase{
+		{"nul_after_the_body", "{method: tools/call\nparams: {name: search\narguments: {limit: 1000}\n}\n}\x00x", 1000, true},
 	})
 }

@@ -26,7 +26,9 @@ import (
 //     in unquoted keys. A body is read so when it has a quote or such
 //     syntax outside its comments (see json5Syntax);
 //   - as Hjson reads it (see hjsonJSON), when it does: members separated
-//     by line breaks, keys and strings without quotes, multiline strings.
+//     by line breaks, keys and strings without quotes, multiline strings;
+//     and, for a body holding a NUL (or U+0085 or U+FEFF), once more as
+//     hjson-go reads it, to which a NUL ends the input.
 //
 // The first reading is still needed: to a lenient reading of unquoted
 // strings (kotlinx.serialization's) a//b holds no comment, and a quote is
@@ -60,14 +62,29 @@ func (r *Request) Parse(body []byte) {
 		}
 		r.read(quoted, true)
 	}
-	if text, ok := hjsonJSON(r.hjsonText[:0], body); ok {
-		r.hjsonText = text
-		if r.hjson == nil {
-			r.hjson = new(Request)
-		}
-		r.hjson.Parse(text)
-		r.hjsonCount = r.hjson.count
+	r.readHjson(0, body, false)
+	if bytes.IndexByte(body, 0) >= 0 || bytes.Contains(body, nel) || bytes.Contains(body, bom) {
+		r.readHjson(1, body, true) // hjson-go reads such bodies otherwise
 	}
+}
+
+// nel and bom are U+0085 and U+FEFF in UTF-8: after true, false or null,
+// hjson-go reads the first as whitespace and hjson-js the second.
+var nel, bom = []byte("\u0085"), []byte("\uFEFF")
+
+// readHjson reads body as Hjson reads it (with goNUL, as hjson-go does:
+// see hjsonJSON), when Hjson reads it at all, into r.hjson[i].
+func (r *Request) readHjson(i int, body []byte, goNUL bool) {
+	text, ok := hjsonJSON(r.hjsonText[i][:0], body, goNUL)
+	if !ok {
+		return
+	}
+	r.hjsonText[i] = text
+	if r.hjson[i] == nil {
+		r.hjson[i] = new(Request)
+	}
+	r.hjson[i].Parse(text)
+	r.hjsonCount += r.hjson[i].count
 }
 
 // read scans b, a further reading of the body (see Parse), with '...' as

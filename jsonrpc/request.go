@@ -35,10 +35,11 @@ type Request struct {
 	// order (see Parse); copies hold the copies of the body they scan.
 	readings []reading
 	copies   [3][]byte
-	// hjson is the Hjson reading of an invalid body (see Parse), parsed
-	// from the JSON in hjsonText; its hjsonCount entries follow r's own.
-	hjson      *Request
-	hjsonText  []byte
+	// hjson holds the Hjson readings of an invalid body (see Parse), as
+	// hjson-js and as hjson-go read it, each parsed from the JSON in its
+	// hjsonText; their hjsonCount entries follow r's own.
+	hjson      [2]*Request
+	hjsonText  [2][]byte
 	hjsonCount int
 }
 
@@ -117,11 +118,13 @@ func (r *Request) Trim() {
 			r.copies[i] = nil
 		}
 	}
-	if cap(r.hjsonText) > keepBytes {
-		r.hjsonText = nil
-	}
-	if r.hjson != nil {
-		r.hjson.Trim()
+	for i, h := range r.hjson {
+		if cap(r.hjsonText[i]) > keepBytes {
+			r.hjsonText[i] = nil
+		}
+		if h != nil {
+			h.Trim()
+		}
 	}
 	if cap(r.entries) > keepEntries {
 		r.entries = nil
@@ -154,8 +157,12 @@ func (r *Request) Reset() {
 	r.arena = r.arena[:0]
 	clear(r.readings) // drop the references to the body
 	r.readings = r.readings[:0]
-	if r.hjson != nil && r.hjson.body != nil {
-		r.hjson.Reset()
+	if r.hjsonCount > 0 {
+		for _, h := range r.hjson {
+			if h != nil {
+				h.Reset()
+			}
+		}
 	}
 	r.hjsonCount = 0
 }
@@ -223,8 +230,12 @@ func (r *Request) Scanned() int { return r.count + r.hjsonCount }
 // holds the most: as many as a backend may run, which a bound on batch
 // sizes bounds. For a valid body it is Len.
 func (r *Request) Largest() int {
-	n := r.hjsonCount
-	start := 0
+	n, start := 0, 0
+	for _, h := range r.hjson {
+		if hjsonRead(h) {
+			n = max(n, h.count)
+		}
+	}
 	for _, rd := range r.readings {
 		n = max(n, rd.count-start)
 		start = rd.count
@@ -232,13 +243,27 @@ func (r *Request) Largest() int {
 	return max(n, r.count-start)
 }
 
+// hjsonRead reports whether h is an Hjson reading of this body holding
+// entries: a Request that read none, or none since the last Reset, holds
+// none.
+func hjsonRead(h *Request) bool { return h != nil && h.count > 0 }
+
 // Entry returns entry i, 0 <= i < Scanned(). It is valid until the next
 // Reset. Entries without any reading (such as non-objects) may share a
 // pointer.
 func (r *Request) Entry(i int) *Entry {
 	if uint(i) >= uint(r.count) {
 		if i >= r.count && i-r.count < r.hjsonCount {
-			return r.hjson.Entry(i - r.count)
+			i -= r.count
+			for _, h := range r.hjson {
+				if !hjsonRead(h) {
+					continue
+				}
+				if i < h.count {
+					return h.Entry(i)
+				}
+				i -= h.count
+			}
 		}
 		panic("jsonrpc: Entry index out of range")
 	}
