@@ -88,9 +88,14 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	if err != nil {
 		return err
 	}
-	if n := len(h.Identity); n > 1 && strings.Count(value, "\n")+1 < n {
-		// The handler joins every placeholder's value, empty ones too.
-		return fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value", n)
+	// The handler joins every placeholder's value, empty ones too, and
+	// refuses a value holding a line break.
+	n := len(h.Identity)
+	if n > 1 && strings.Count(value, "\n")+1 != n {
+		return fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value, and no more", n)
+	}
+	if n <= 1 && strings.Contains(strings.TrimSpace(value), "\n") {
+		return errors.New("the identity value on stdin holds a line break, which no request's identity does: give it on one line")
 	}
 	if value = asPlaceholdersProduce(value, h.Identity); strings.Trim(value, "\n") == "" {
 		// The handler reads such a value (spaces alone, or every

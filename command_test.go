@@ -304,8 +304,9 @@ func TestFingerprintCommandRefusesZonesTheHandlerRefuses(t *testing.T) {
 	}
 }
 
-// With several identity placeholders, stdin holds one line for each, as
-// the handler joins them: fewer lines are a mistake, not an identity.
+// Stdin holds one line for each identity placeholder, as the handler
+// joins them: fewer or more lines are a mistake, not an identity (the
+// handler refuses a value holding a line break).
 func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
 	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
 	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tidentity {http.request.header.X-A} {http.request.header.X-B}\n\t}\n}\n", t.TempDir())
@@ -313,11 +314,23 @@ func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, notes bytes.Buffer
-	if err := runFingerprint("default", cfgPath, "caddyfile", strings.NewReader("v1\n"), &out, &notes); err == nil || !strings.Contains(err.Error(), "one line per placeholder") {
-		t.Fatalf("one line for two placeholders: printed %q, err %v", out.String(), err)
+	for _, stdin := range []string{"v1\n", "v1\nv2\nv3", "v1\nv2\n\n"} {
+		if err := runFingerprint("default", cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes); err == nil || !strings.Contains(err.Error(), "one line per placeholder") {
+			t.Fatalf("stdin %q for two placeholders: printed %q, err %v", stdin, out.String(), err)
+		}
 	}
 	if err := runFingerprint("default", cfgPath, "caddyfile", strings.NewReader("v1\n\n"), &out, &notes); err != nil || out.Len() == 0 {
 		t.Fatalf("two lines, the second empty: printed %q, err %v", out.String(), err)
+	}
+	// One placeholder: a header value is trimmed as the handler trims it,
+	// but one holding a line break is no request's.
+	out.Reset()
+	one := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(one, []byte(fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit\n}\n", t.TempDir())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := runFingerprint("default", one, "caddyfile", strings.NewReader("Bearer a\nBearer b"), &out, &notes); err == nil || !strings.Contains(err.Error(), "line break") {
+		t.Fatalf("two credentials on two lines: printed %q, err %v", out.String(), err)
 	}
 }
 
