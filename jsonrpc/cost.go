@@ -53,8 +53,8 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 		return 0
 	}
 	var total int64
-	if len(r.readings) == 0 && r.hjsonCount == 0 {
-		total = r.entriesCost(m, toolCost, r.entries, r.count)
+	if r.oneReading() {
+		total = entriesCost(m, toolCost, r.entries, r.count)
 	} else {
 		total = r.mostCost(m, toolCost)
 	}
@@ -64,9 +64,9 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 	return total
 }
 
-// entriesCost returns the sum of the costs of the records of count
-// entries.
-func (r *Request) entriesCost(m Meter, toolCost func([]byte) int64, records []Entry, count int) int64 {
+// entriesCost returns the sum of the costs of count entries, whose
+// records are records.
+func entriesCost(m Meter, toolCost func([]byte) int64, records []Entry, count int) int64 {
 	var total int64
 	for i := range records {
 		total = addSat(total, records[i].cost(m, toolCost))
@@ -80,18 +80,7 @@ func (r *Request) entriesCost(m Meter, toolCost func([]byte) int64, records []En
 // mostCost returns the cost of the reading of an invalid body that costs
 // most.
 func (r *Request) mostCost(m Meter, toolCost func([]byte) int64) int64 {
-	var most int64
-	for _, h := range r.hjson {
-		if hjsonRead(h) {
-			most = max(most, h.entriesCost(m, toolCost, h.entries, h.count))
-		}
-	}
-	entries, count := 0, 0
-	for _, rd := range r.readings {
-		most = max(most, r.entriesCost(m, toolCost, r.entries[entries:rd.entries], rd.count-count))
-		entries, count = rd.entries, rd.count
-	}
-	return max(most, r.entriesCost(m, toolCost, r.entries[entries:], r.count-count))
+	return r.mostOver(func(records []Entry, count int) int64 { return entriesCost(m, toolCost, records, count) })
 }
 
 // Calls returns how many calls the request puts in flight under m: its
@@ -102,21 +91,11 @@ func (r *Request) Calls(m Meter) int {
 	if !m.Enabled() {
 		return 0
 	}
-	if r.count+r.hjsonCount <= 1 { // one entry at most: the loops below could not count more than the minimum
+	if r.count+r.hjsonCount <= 1 { // one entry at most: no reading counts more than the minimum
 		return 1
 	}
-	n := 0
-	for _, h := range r.hjson {
-		if hjsonRead(h) {
-			n = max(n, entriesCalls(m, h.entries, h.count))
-		}
-	}
-	entries, count := 0, 0
-	for _, rd := range r.readings {
-		n = max(n, entriesCalls(m, r.entries[entries:rd.entries], rd.count-count))
-		entries, count = rd.entries, rd.count
-	}
-	return max(n, entriesCalls(m, r.entries[entries:], r.count-count), 1)
+	n := r.mostOver(func(records []Entry, count int) int64 { return int64(entriesCalls(m, records, count)) })
+	return max(int(n), 1)
 }
 
 // entriesCalls returns how many of count entries, whose records are

@@ -230,17 +230,32 @@ func (r *Request) Scanned() int { return r.count + r.hjsonCount }
 // holds the most: as many as a backend may run, which a bound on batch
 // sizes bounds. For a valid body it is Len.
 func (r *Request) Largest() int {
-	n, start := 0, 0
+	if r.oneReading() {
+		return r.count
+	}
+	return int(r.mostOver(func(_ []Entry, count int) int64 { return int64(count) }))
+}
+
+// oneReading reports whether the body was read one way only, as every
+// valid body is.
+func (r *Request) oneReading() bool { return len(r.readings) == 0 && r.hjsonCount == 0 }
+
+// mostOver returns the most f gives over the readings of the body, each
+// given as the records of its entries and how many entries it scanned:
+// the first reading, each further one (see Parse) and the Hjson readings.
+func (r *Request) mostOver(f func(records []Entry, count int) int64) int64 {
+	var most int64
 	for _, h := range r.hjson {
 		if hjsonRead(h) {
-			n = max(n, h.count)
+			most = max(most, f(h.entries, h.count))
 		}
 	}
+	entries, count := 0, 0
 	for _, rd := range r.readings {
-		n = max(n, rd.count-start)
-		start = rd.count
+		most = max(most, f(r.entries[entries:rd.entries], rd.count-count))
+		entries, count = rd.entries, rd.count
 	}
-	return max(n, r.count-start)
+	return max(most, f(r.entries[entries:], r.count-count))
 }
 
 // hjsonRead reports whether h is an Hjson reading of this body holding
