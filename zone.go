@@ -219,9 +219,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.known.OnLapse(func(fp [16]byte, at time.Time, evicted bool) {
 		z.forgotten.Prove(fp, at)
 		if evicted {
-			z.forgetMu.Lock()
-			z.forgets[hex.EncodeToString(fp[:])] = at.UnixMilli()
-			z.forgetMu.Unlock()
+			z.storeForget(fp, at)
 		}
 	})
 	z.fpKey.Store(newFingerprinter(key))
@@ -680,8 +678,14 @@ func (z *zone) forget(fp [16]byte, now time.Time) {
 	}
 	z.forgotten.Prove(fp, now)
 	z.known.Forget(fp)
+	z.storeForget(fp, now)
+}
+
+// storeForget has the forget of fp at at saved with the known-good set at
+// the next flush, so that a restart does not load fp back as proven.
+func (z *zone) storeForget(fp [16]byte, at time.Time) {
 	z.forgetMu.Lock()
-	z.forgets[hex.EncodeToString(fp[:])] = now.UnixMilli()
+	z.forgets[hex.EncodeToString(fp[:])] = at.UnixMilli()
 	z.forgetMu.Unlock()
 }
 
