@@ -684,6 +684,73 @@ func TestNeverFittingRequestNamesAnExhaustedQuota(t *testing.T) {
 	}
 }
 
+// A request that can never pass as sent is told so even when a layer that
+// only asks it to wait refuses it too, with a longer wait: after that
+// wait, the same call would still be refused, so "retry in 60s; the same
+// call will work then" would be a false promise.
+func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
+	batch := func(n int) string {
+		calls := make([]string, n)
+		for i := range calls {
+			calls[i] = harness.ToolCall(i+1, "echo", nil)
+		}
+		return "[" + strings.Join(calls, ",") + "]"
+	}
+	first := func(t *testing.T, r *harness.Response, limit string) rpcError {
+		t.Helper()
+		var answers []rpcError
+		r.JSON(t, &answers)
+		if r.Status != http.StatusTooManyRequests || len(answers) == 0 || answers[0].Error == nil {
+			t.Fatalf("want a 429 with errors: %d %s", r.Status, r.Body)
+		}
+		got := answers[0]
+		if got.Error.Data.Limit != limit || !strings.Contains(got.Error.Message, "never be admitted") ||
+			strings.Contains(got.Error.Message, "will work then") {
+			t.Fatalf("want a %s refusal saying the request never passes as sent: %s", limit, r.Body)
+		}
+		return got
+	}
+	retryAfter := func(t *testing.T, r *harness.Response, least, most int) {
+		t.Helper()
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < least || ra > most {
+			t.Fatalf("Retry-After %d, want %d to %d: the wait before a request of the size that passes fits", ra, least, most)
+		}
+	}
+	t.Run("more calls than the concurrency cap, tenant short of tokens", func(t *testing.T) {
+		e := start(t, "tenant 1/m burst 5\nquota off\nconcurrency 1")
+		e.prove("valid-nevercap")
+		e.spend("valid-nevercap", 3)
+		r := e.post(batch(3), "Authorization", "Bearer valid-nevercap")
+		got := first(t, r, "concurrency")
+		retryAfter(t, r, 1, 1)
+		if got.Error.Data.MaxPerRequest != 1 {
+			t.Fatalf("maxPerRequest %d, want the cap of 1", got.Error.Data.MaxPerRequest)
+		}
+	})
+	t.Run("larger than the whole quota, tenant short of tokens", func(t *testing.T) {
+		e := start(t, "tenant 1/m burst 7\nquota 5/day")
+		e.prove("valid-neverquota")
+		e.spend("valid-neverquota", 4)
+		r := e.post(batch(6), "Authorization", "Bearer valid-neverquota")
+		got := first(t, r, "quota")
+		retryAfter(t, r, 1, 1)
+		if got.Error.Data.MaxPerRequest != 1 {
+			t.Fatalf("maxPerRequest %d, want the 1 left today", got.Error.Data.MaxPerRequest)
+		}
+	})
+	t.Run("over the burst, quota nearly used", func(t *testing.T) {
+		e := start(t, "tenant 1/m burst 3\nquota 5/day")
+		e.prove("valid-neverburst")
+		e.spend("valid-neverburst", 3)
+		r := e.post(batch(4), "Authorization", "Bearer valid-neverburst")
+		got := first(t, r, "tenant")
+		retryAfter(t, r, 150, 180)
+		if got.Error.Data.MaxPerRequest != 3 {
+			t.Fatalf("maxPerRequest %d, want the burst of 3", got.Error.Data.MaxPerRequest)
+		}
+	})
+}
+
 // A request carrying the identity header twice is refused: a backend that
 // checks the first value would prove or serve a caller whom the limiter
 // keyed by the joined values, so each variant would mint a fresh budget.

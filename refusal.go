@@ -122,16 +122,26 @@ func (ref *refusal) maxPerRequest() int64 {
 	return int64(ref.lim.burst)
 }
 
-// outlasts reports whether ref holds a request back longer than o, in the
-// whole seconds of Retry-After. When several layers refuse, the one that
-// outlasts the others is given: the same call must work after the wait a
-// refusal names, and a request that can never pass as sent must not be
-// told to retry in 1s while a quota is exhausted. On equal waits, a
-// refusal that says the request never passes as sent is the one given:
-// it says what to change.
+// usedUp reports a quota refusal that no request of its unit passes
+// before the reset, whatever its size.
+func (ref *refusal) usedUp() bool {
+	return ref.kind == kindQuota && ref.item.Used >= ref.item.Limit
+}
+
+// outlasts reports whether ref is the refusal to give rather than o. When
+// several layers refuse, the one that holds the request back longest (in
+// the whole seconds of Retry-After) is given: the same call must work
+// after the wait a refusal names. So a refusal saying the request never
+// passes as sent is given ahead of any that only asks it to wait (after
+// that wait, the same call would still be refused), except a used-up
+// quota: no request passes it before the reset, a smaller one included,
+// so it must not be told to retry in 1s. On equal waits, the refusal that
+// says the request never passes as sent is given: it says what to change.
 func (ref *refusal) outlasts(o *refusal) bool {
 	mine, theirs := ceilSeconds(ref.wait), ceilSeconds(o.wait)
 	switch {
+	case ref.never() != o.never() && !ref.usedUp() && !o.usedUp():
+		return ref.never()
 	case mine != theirs:
 		return mine > theirs
 	case ref.never() != o.never():
