@@ -245,8 +245,12 @@ func (z *zone) identityStatus(fpHex string) (map[string]any, error) {
 // and quota counts.
 func (z *zone) localUsage(fp [16]byte, fpHex string, out map[string]any, now time.Time) {
 	tokens, ok := z.tenants.Tokens(fp, now)
-	if lim, known := z.pol.Load().tenantLimitOf(fp); known {
+	switch lim, known, most := z.pol.Load().tenantLimitOf(fp); {
+	case known:
 		tokens, ok = z.tenants.TokensUnder(fp, toBuckets(lim), now)
+	case most >= 0:
+		// No call finds more than the largest burst it may have now.
+		tokens = min(tokens, float64(most))
 	}
 	if ok {
 		out["tenant_tokens"] = tokens
@@ -264,8 +268,9 @@ func (z *zone) localUsage(fp [16]byte, fpHex string, out map[string]any, now tim
 // its requests match, so that its bucket is shown at the level its next
 // call finds after a limit change. known is false when tiers give it
 // different limits (which one applies depends on the request) or its
-// tenant layer is off.
-func (p *policy) tenantLimitOf(fp [16]byte) (lim bucketLimit, known bool) {
+// tenant layer is off; most is then the largest burst of the limits it
+// may get, -1 when none has its tenant layer on.
+func (p *policy) tenantLimitOf(fp [16]byte) (lim bucketLimit, known bool, most int) {
 	o := p.overrides[fp]
 	of := func(l limits) limits {
 		if o != nil {
@@ -274,13 +279,20 @@ func (p *policy) tenantLimitOf(fp [16]byte) (lim bucketLimit, known bool) {
 		return l
 	}
 	first := of(p.base)
+	known, most = !first.tenantOff, -1
+	if known {
+		most = first.tenant.burst
+	}
 	for i := range p.tiers {
 		l := of(p.tiers[i].limits)
 		if l.tenantOff != first.tenantOff || l.tenant.rate != first.tenant.rate || l.tenant.burst != first.tenant.burst {
-			return bucketLimit{}, false
+			known = false
+		}
+		if !l.tenantOff {
+			most = max(most, l.tenant.burst)
 		}
 	}
-	return first.tenant, !first.tenantOff
+	return first.tenant, known, most
 }
 
 // view is the policy as the admin API shows it.

@@ -359,3 +359,24 @@ func TestIdentityViewWithTrustIdentity(t *testing.T) {
 		t.Fatalf("an identity the zone holds nothing of: %d %s, want 404", st, body)
 	}
 }
+
+// After a limit change under tiers, which tier an identity's next call
+// matches is not known, but no tier lets that call find more than the
+// largest burst in force: the identity view never shows more.
+func TestIdentityViewUnderTiersNeverExceedsTheLargestBurst(t *testing.T) {
+	e := start(t, "zone tierview\ntenant 1/m burst 5\nquota off\ntier paid {\nmatch {http.request.header.X-Plan} paid\ntenant 1/m burst 6\n}")
+	e.prove("valid-tierview")
+	e.spend("valid-tierview", 1)
+	hp := e.caddy.HandlerPath(t, "mcp_ratelimit")
+	for path, limit := range map[string]string{"/tenant": `{"rate":"1/m","burst":2}`, "/tiers/0/tenant": `{"rate":"1/m","burst":3}`} {
+		if status, body := e.caddy.AdminDo(t, http.MethodPatch, hp+path, []byte(limit)); status != http.StatusOK {
+			t.Fatalf("PATCH %s%s: %d %s", hp, path, status, body)
+		}
+	}
+	fp := fingerprintOf(t, e.caddy.Storage, "tierview", "Bearer valid-tierview")
+	var view map[string]any
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/tierview/identities/"+fp, &view)
+	if tokens, ok := view["tenant_tokens"].(float64); !ok || tokens > 3 {
+		t.Fatalf("identity view tenant_tokens %v with bursts 2 and 3 in force, want at most 3", view["tenant_tokens"])
+	}
+}
