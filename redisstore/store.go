@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"net"
+	"net/url"
 	"runtime"
 	"strconv"
 	"sync"
@@ -158,15 +159,19 @@ func CheckURL(url string) error {
 }
 
 // parseURL parses a Redis URL into client options, refusing what go-redis
-// lets through but no server answers: a negative DB index (go-redis would
-// use DB 0) and a port outside 1-65535.
-func parseURL(url string) (*redis.Options, error) {
-	opts, err := redis.ParseURL(url)
+// lets through but no server answers: a DB index that is negative (go-redis
+// would use DB 0) or beyond Redis's 32-bit range, and a port outside
+// 1-65535. An error never quotes the URL, which may hold a password.
+func parseURL(rawURL string) (*redis.Options, error) {
+	opts, err := redis.ParseURL(rawURL)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err
+	}
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis URL: %w", err)
 	}
-	if opts.DB < 0 {
-		return nil, fmt.Errorf("parsing redis URL: DB index %d: must not be negative", opts.DB)
+	if opts.DB < 0 || opts.DB > math.MaxInt32 {
+		return nil, fmt.Errorf("parsing redis URL: DB index %d: must be 0 to %d", opts.DB, math.MaxInt32)
 	}
 	if opts.Network == "tcp" {
 		_, port, err := net.SplitHostPort(opts.Addr)

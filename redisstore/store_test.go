@@ -647,14 +647,28 @@ func TestBucketWithoutRateOrBurstIsAnError(t *testing.T) {
 // URLs go-redis parses but no server answers are refused; the forms
 // Redis URLs take are accepted.
 func TestCheckURL(t *testing.T) {
-	for _, u := range []string{"redis://127.0.0.1:6379", "redis://localhost", "rediss://:pw@cache.example:6380/3", "redis://user:pw@[::1]:6379/0", "unix:///run/redis.sock?db=2"} {
+	for _, u := range []string{"redis://127.0.0.1:6379", "redis://localhost", "rediss://:pw@cache.example:6380/3", "redis://user:pw@[::1]:6379/0", "unix:///run/redis.sock?db=2", "redis://127.0.0.1:6379/2147483647"} {
 		if err := redisstore.CheckURL(u); err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
 	}
-	for _, u := range []string{"redis://127.0.0.1:6379/-1", "redis://127.0.0.1:99999", "redis://127.0.0.1:0", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/x"} {
+	for _, u := range []string{"redis://127.0.0.1:6379/-1", "redis://127.0.0.1:6379/2147483648", "redis://127.0.0.1:99999", "redis://127.0.0.1:0", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/x"} {
 		if err := redisstore.CheckURL(u); err == nil {
 			t.Errorf("%s accepted", u)
+		}
+	}
+}
+
+// An error about a URL never quotes it: its password would reach the logs
+// and the answer to an admin API load.
+func TestCheckURLErrorHidesThePassword(t *testing.T) {
+	for _, u := range []string{"redis://:topsecretpw@127.0.0.1:notaport", "redis://user:topsecretpw@127.0.0.1:6379/x", "redis://:topsecretpw@127.0.0.1:99999", "redis://:topsecretpw@[::1", "redis://:topsecretpw@127.0.0.1:6379/?nope=1"} {
+		err := redisstore.CheckURL(u)
+		if err == nil {
+			t.Fatalf("%s accepted", u)
+		}
+		if strings.Contains(err.Error(), "topsecretpw") {
+			t.Errorf("the error for %s quotes the password: %v", u, err)
 		}
 	}
 }
