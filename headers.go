@@ -95,23 +95,38 @@ func appendBucketPolicy(b []byte, name string, l bucketLimit) []byte {
 }
 
 // appendBucketLeft appends the RateLimit item of a token bucket holding
-// tokens: the whole tokens left, and the seconds until it is full.
-func appendBucketLeft(b []byte, name string, l bucketLimit, tokens float64) []byte {
+// tokens: the whole tokens left, and the seconds until it is full, or
+// until refused, when the bucket refused the request: a response with
+// Retry-After names one instant in both (draft-ietf-httpapi-ratelimit-headers).
+func appendBucketLeft(b []byte, name string, l bucketLimit, tokens float64, refused time.Duration) []byte {
 	tokens = math.Max(0, math.Min(tokens, float64(l.burst)))
 	b = append(b, '"')
 	b = append(b, name...)
 	b = append(b, `";r=`...)
 	b = appendSFInt(b, int64(math.Floor(tokens)))
 	b = append(b, ";t="...)
+	if refused > 0 {
+		return appendSFInt(b, ceilSeconds(refused))
+	}
 	return appendSFInt(b, int64(math.Ceil((float64(l.burst)-tokens)/float64(l.rate))))
+}
+
+// bucketWait is the wait ref names when layer l's bucket refused the
+// request as a rate, 0 otherwise (or without a refusal).
+func (ref *refusal) bucketWait(l layer) time.Duration {
+	if ref == nil || ref.layer != l || ref.kind != kindRate {
+		return 0
+	}
+	return ref.wait
 }
 
 // writeRateLimitHeaders sets RateLimit-Policy and RateLimit: for a
 // proven identity's metered request, its tenant and quota policies; for
-// an unproven caller, the pre-auth bucket that charged it.
-func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
+// an unproven caller, the pre-auth bucket that charged it. ref is the
+// refusal given, nil for an admitted request.
+func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision, ref *refusal) {
 	if !d.proven {
-		h.writePreauthHeaders(w, d)
+		h.writePreauthHeaders(w, d, ref)
 		return
 	}
 	if d.cost <= 0 || d.lim.rlPolicy == nil {
@@ -128,7 +143,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 		if !ok {
 			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
 		}
-		b = d.appendKeyLeft(b, "tenant", layerTenant, t, tokens, ok)
+		b = d.appendKeyLeft(b, "tenant", layerTenant, t, tokens, ok, ref.bucketWait(layerTenant))
 	}
 	for _, p := range quotaPeriods {
 		lim := d.lim.quota.of(p)
@@ -154,7 +169,7 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision) {
 
 // writePreauthHeaders describes the pre-auth bucket that charged (or
 // refused) an unproven caller's request.
-func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision) {
+func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *refusal) {
 	if d.preauthPolicy == nil {
 		return
 	}
@@ -163,7 +178,7 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision) {
 		tokens, ok = d.z.preauth.Tokens(d.addr, d.now)
 	}
 	var arr [48]byte
-	d.setRateLimit(w, d.preauthPolicy, d.appendKeyLeft(arr[:0], "preauth", layerPreauth, d.preauthLim, tokens, ok))
+	d.setRateLimit(w, d.preauthPolicy, d.appendKeyLeft(arr[:0], "preauth", layerPreauth, d.preauthLim, tokens, ok, ref.bucketWait(layerPreauth)))
 }
 
 // secondsTo is ceilSeconds(next.Sub(now)) for a next later than now that
@@ -174,15 +189,16 @@ func secondsTo(next, now time.Time) int64 {
 }
 
 // appendKeyLeft appends the RateLimit item of layer l's bucket for the
-// request's key, which holds tokens if held. A key with no bucket has a
-// full one, unless the layer refused the key for want of room: then it
-// has nothing to spend until the refusal's wait, when room may appear.
-func (d *decision) appendKeyLeft(b []byte, name string, l layer, lim bucketLimit, tokens float64, held bool) []byte {
+// request's key, which holds tokens if held; refused is the wait of the
+// bucket's refusal, if it refused. A key with no bucket has a full one,
+// unless the layer refused the key for want of room: then it has nothing
+// to spend until the refusal's wait, when room may appear.
+func (d *decision) appendKeyLeft(b []byte, name string, l layer, lim bucketLimit, tokens float64, held bool, refused time.Duration) []byte {
 	if held {
-		return appendBucketLeft(b, name, lim, tokens)
+		return appendBucketLeft(b, name, lim, tokens, refused)
 	}
 	if d.untracked&(1<<l) == 0 {
-		return appendBucketLeft(b, name, lim, float64(lim.burst))
+		return appendBucketLeft(b, name, lim, float64(lim.burst), refused)
 	}
 	b = append(b, '"')
 	b = append(b, name...)

@@ -92,6 +92,21 @@ func TestRateLimitHeadersOfARefusalShowWhatWasGivenBack(t *testing.T) {
 	}
 }
 
+// A tenant refusal's RateLimit item names the instant Retry-After names
+// (draft-ietf-httpapi-ratelimit-headers: a response with both SHOULD),
+// the one the next call passes, not when the bucket is full again.
+func TestRateLimitHeadersOfATenantRefusalResetWithRetryAfter(t *testing.T) {
+	e := start(t, "tenant 1/m burst 2\nquota off")
+	e.prove("valid-tenantreset")
+	e.spend("valid-tenantreset", 2)
+	r := e.call(3, "Authorization", "Bearer valid-tenantreset")
+	refusal(t, r, http.StatusTooManyRequests, "tenant")
+	ra := r.Header.Get("Retry-After")
+	if f := rateLimit(t, r)["tenant"]; f[0] != 0 || strconv.FormatInt(f[1], 10) != ra || ra != "60" {
+		t.Errorf("tenant refusal: RateLimit %q with Retry-After %s, want r=0 and t=Retry-After=60", r.Header.Get("RateLimit"), ra)
+	}
+}
+
 // A body rule's refusal of a proven tenant's call (an arg bound or
 // max_batch, known once the body is read) still says where its policies
 // stand: nothing taken.
@@ -145,8 +160,8 @@ func TestRateLimitHeadersOfUnprovenCallersDescribePreauth(t *testing.T) {
 			if got := r.Header.Get("RateLimit-Policy"); got != tc.policy {
 				t.Fatalf("refusal: RateLimit-Policy %q, want %q", got, tc.policy)
 			}
-			if left := rateLimit(t, r)["preauth"]; left[0] != 0 {
-				t.Fatalf("refusal: preauth r=%d, want 0", left[0])
+			if left := rateLimit(t, r)["preauth"]; left[0] != 0 || strconv.FormatInt(left[1], 10) != r.Header.Get("Retry-After") {
+				t.Fatalf("refusal: preauth r=%d t=%d, want r=0 and t the Retry-After %s", left[0], left[1], r.Header.Get("Retry-After"))
 			}
 		})
 	}

@@ -59,7 +59,7 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	// The policies that charged the request say where they stand, a body
 	// rule's refusal included once the cost is known (an arg bound,
 	// max_batch): nothing was taken from them but pre-auth's token.
-	h.writeRateLimitHeaders(w, d)
+	h.writeRateLimitHeaders(w, d, &ref)
 	if !ref.body {
 		// A legacy HTTP+SSE POST's 2xx body is never read, and a GET
 		// (an SSE stream) reads no JSON: both are refused by status, with
