@@ -559,6 +559,9 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			if err != nil || n <= 0 || n > maxFigure {
 				return d.Errf("tool %s cost %q: want a positive integer, at most %d", name, s, maxFigure)
 			}
+			if _, dup := h.Costs[name]; dup {
+				return d.Errf("tool %s: cost is given both as `cost %s` and in the tool block", name, name)
+			}
 			tp.Cost = n
 		case "quota":
 			if err := parseQuota(d, &tp.Quota, false); err != nil {
@@ -587,11 +590,6 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			tp.FailClosed = true
 		default:
 			return d.Errf("tool %s: unknown subdirective %q", name, sub)
-		}
-	}
-	if tp.Cost > 0 {
-		if _, dup := h.Costs[name]; dup {
-			return d.Errf("tool %s: cost is given both as `cost %s` and in the tool block", name, name)
 		}
 	}
 	h.Tools[name] = tp

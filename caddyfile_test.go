@@ -344,7 +344,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"group key of escaped braces", `group \{x\} 5/s`, "group", "no placeholder"},
 		{"tier match of the method", "tier gold {\nmatch {http.request.orig_method} POST\ntenant 10/s\n}", "block:tier gold", "same for every caller"},
 		{"cost twice for a tool", "cost x 1\ncost x 2", "cost x 2", "more than once"},
-		{"cost then tool block with cost", "cost x 1\ntool x {\ncost 2\n}", "block:tool x", "cost"},
+		{"cost then tool block with cost", "cost x 1\ntool x {\ncost 2\n}", "cost 2", "cost"},
 		{"tool unknown field", "tool x {\nspeed 2\n}", "speed", "unknown subdirective"},
 		{"tool cost zero", "tool x {\ncost 0\n}", "cost 0", "positive"},
 		{"tool quota week", "tool x {\nquota 3/week\n}", "3/week", "quota"},
