@@ -121,8 +121,15 @@ func (r *Request) keyIs(raw []byte, flags uint8, name string, json5 bool) bool {
 		return true
 	}
 	// C parsers (cJSON) read a string up to its first NUL.
-	j := bytes.IndexByte(key, 0)
-	return j >= 0 && equalFoldArg(key[:j], name)
+	if j := bytes.IndexByte(key, 0); j >= 0 && equalFoldArg(key[:j], name) {
+		return true
+	}
+	// JavaScript and Python read a cut-off UTF-8 sequence as one U+FFFD.
+	if flags&flagHigh != 0 && hasSubpart(raw) {
+		r.scratch = appendUnquoted(r.scratch[:0], raw, decodeSubparts)
+		return equalFold(r.scratch, name) || equalFoldArg(r.scratch, name)
+	}
+	return false
 }
 
 // add folds one raw value into the verdict. A missing value

@@ -85,6 +85,17 @@ func TestArgOverlongKeyIsReadAsJacksonReadsIt(t *testing.T) {
 	}
 }
 
+// JavaScript and Python read a cut-off UTF-8 sequence in a key as one
+// U+FFFD (see TestCostCutOffUTF8IsReadAsJavaScriptReadsIt).
+func TestArgCutOffUTF8KeyIsReadAsJavaScriptReadsIt(t *testing.T) {
+	for _, key := range []string{"\xf0\x9f\x98size", "\xe2\x82size", "\xef\xbf\xbdsize"} {
+		r := parse(t, `{"method":"tools/call","params":{"name":"search","arguments":{"`+key+`":5000}}}`)
+		if max, numeric, present := r.Entry(0).Arg("\uFFFDsize"); max != 5000 || !numeric || !present {
+			t.Errorf("%q: Arg(\uFFFDsize) = (%v, %v, %v), want (5000, true, true)", key, max, numeric, present)
+		}
+	}
+}
+
 // encoding/json/v2 with MatchCaseInsensitiveNames ignores dashes and
 // underscores, in the key and in the name looked for.
 func TestArgKeyMatchesWithoutSeparators(t *testing.T) {

@@ -297,6 +297,28 @@ func TestCostOverlongUTF8IsReadAsJacksonReadsIt(t *testing.T) {
 	}
 }
 
+// JavaScript's TextDecoder (the TypeScript SDK's) and Python's
+// errors="replace" read a cut-off UTF-8 sequence as one U+FFFD, where Go
+// reads one per byte: "\xF0\x9F\x98y" is the tool "\uFFFDy" to them.
+func TestCostCutOffUTF8IsReadAsJavaScriptReadsIt(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"valid_replacement_character", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xef\xbf\xbdy\"}}", 6, true},
+		{"four_byte_cut_after_three", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xf0\x9f\x98y\"}}", 6, true},
+		{"four_byte_cut_after_two", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xf0\x9fy\"}}", 6, true},
+		{"three_byte_cut_after_two", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xe2\x82y\"}}", 6, true},
+		{"with_an_escape", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xf4\x8f\xbf\\u0079\"}}", 6, true},
+		{"lone_byte", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xffy\"}}", 6, true},
+		// Two subparts, two U+FFFD: E0 80 is no start of a sequence (E0
+		// wants A0-BF next), F4 90 neither (F4 wants 80-8F).
+		{"not_a_subpart", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xe0\x80y\"}}", 1, true},
+		{"beyond_u10ffff", "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xf4\x90y\"}}", 1, true},
+	})
+	r := parse(t, "{\"method\":\"tools/call\",\"params\":{\"name\":\"\xf0\x9f\x98y\"}}")
+	if got := tools(r.Entry(0)); !slices.Equal(got, []string{"\uFFFD\uFFFD\uFFFDy", "\uFFFDy"}) {
+		t.Errorf("Tools() = %q, want Go's reading and JavaScript's", got)
+	}
+}
+
 // Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads a one-element array where
 // it expects a string or an object as that element: ["tools/call"] is
 // tools/call, [{"name":"big"}] params naming big; one level, as Jackson

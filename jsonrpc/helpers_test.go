@@ -18,6 +18,8 @@ func tableCost(tool []byte) int64 {
 		return 3
 	case "\U0001F4F7":
 		return 4
+	case "\uFFFDy":
+		return 6
 	}
 	return 1
 }

@@ -431,6 +431,9 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 		if flags&flagHigh != 0 && hasOverlong(raw) { // Jackson's reading
 			list = r.appendDecoded(list, raw, decodeOverlong)
 		}
+		if flags&flagHigh != 0 && hasSubpart(raw) { // JavaScript's and Python's
+			list = r.appendDecoded(list, raw, decodeSubparts)
+		}
 		if r.s.single && flags&flagEscape != 0 && hasJSON5Escape(raw) { // JSON5's
 			list = r.appendDecoded(list, raw, decodeJSON5)
 		}

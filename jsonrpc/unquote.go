@@ -14,7 +14,10 @@ import (
 // The mode adds readings: with decodeOverlong, an overlong UTF-8 sequence
 // (see overlongRune) becomes the rune it encodes instead, as Jackson reads
 // it; with decodeJSON5, the escapes JSON5 adds to JSON (see json5Escape)
-// read as JSON5 reads them.
+// read as JSON5 reads them; with decodeSubparts, each maximal subpart of
+// invalid UTF-8 (see subpartLen) becomes one U+FFFD, as JavaScript's
+// TextDecoder (which the TypeScript SDK reads bodies with) and Python's
+// errors="replace" decode it.
 func appendUnquoted(dst, s []byte, mode uint8) []byte {
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -83,6 +86,9 @@ func appendUnquoted(dst, s []byte, mode uint8) []byte {
 					}
 					n = 1
 				}
+				if mode&decodeSubparts != 0 {
+					n = subpartLen(s[i:])
+				}
 				dst = utf8.AppendRune(dst, utf8.RuneError)
 			} else {
 				dst = append(dst, s[i:i+n]...)
@@ -97,7 +103,56 @@ func appendUnquoted(dst, s []byte, mode uint8) []byte {
 const (
 	decodeOverlong = 1 << iota // overlong UTF-8 as Jackson reads it
 	decodeJSON5                // JSON5's escapes
+	decodeSubparts             // one U+FFFD per maximal subpart of invalid UTF-8
 )
+
+// subpartLen returns the length of the maximal subpart at the start of s,
+// where utf8.DecodeRune found no valid rune: the longest start of a
+// well-formed sequence that s begins with, at least 1 byte (Unicode's
+// recommended practice for U+FFFD substitution, which the WHATWG Encoding
+// Standard requires). Go replaces each of its bytes instead.
+func subpartLen(s []byte) int {
+	lo, hi := byte(0x80), byte(0xBF)
+	need := 0
+	switch c := s[0]; {
+	case c >= 0xC2 && c <= 0xDF:
+		need = 1
+	case c == 0xE0:
+		need, lo = 2, 0xA0
+	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
+		need = 2
+	case c == 0xED:
+		need, hi = 2, 0x9F
+	case c == 0xF0:
+		need, lo = 3, 0x90
+	case c >= 0xF1 && c <= 0xF3:
+		need = 3
+	case c == 0xF4:
+		need, hi = 3, 0x8F
+	}
+	n := 1
+	for n <= need && n < len(s) && s[n] >= lo && s[n] <= hi {
+		lo, hi = 0x80, 0xBF
+		n++
+	}
+	return n
+}
+
+// hasSubpart reports whether s holds a maximal subpart of invalid UTF-8
+// longer than a byte: where decodeSubparts reads s otherwise than Go.
+func hasSubpart(s []byte) bool {
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			n = subpartLen(s[i:])
+			if n > 1 {
+				return true
+			}
+		}
+		i += n
+	}
+	return false
+}
 
 // json5Escape decodes the escape at the start of s (a backslash) if it is
 // one JSON5 reads and JSON has not: \xHH is the rune U+00HH, \v a vertical
