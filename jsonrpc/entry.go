@@ -13,6 +13,7 @@ type Entry struct {
 	args    span  // index range of r.args
 	object  bool
 	hasID   bool
+	exactID bool // id is the value of a member spelt "id"
 	answer  bool // has a result or an error member
 }
 
@@ -21,9 +22,12 @@ type Entry struct {
 func (e *Entry) Object() bool { return e.object }
 
 // ID returns the raw JSON bytes of the id member, nil when there is none.
-// When id is duplicated the last one wins, as in encoding/json; keys match
-// case-insensitively. A string id keeps its quotes and escapes; "id":null
-// returns []byte("null"). The bytes alias the body.
+// When id is duplicated the last one wins, as in encoding/json and
+// JavaScript; keys match case-insensitively (or up to a NUL), but a member
+// spelt exactly "id" wins over any other ("id":2,"Id":1 is 2), as every
+// parser but encoding/json reads it, the SDKs' included. A string id keeps
+// its quotes and escapes; "id":null returns []byte("null"). The bytes
+// alias the body.
 func (e *Entry) ID() []byte {
 	if !e.hasID {
 		return nil

@@ -14,7 +14,8 @@ const (
 	keyOther = iota
 	keyMethod
 	keyParams
-	keyID
+	keyID       // spelt "id" exactly
+	keyFoldedID // id under case folding or up to a NUL only
 	keyName
 	keyArguments
 	keyAnswer // result or error: the message is a response
@@ -35,8 +36,11 @@ func (r *Request) messageKey(k []byte, flags uint8) int {
 					return keyParams
 				}
 			case 'i':
-				if string(k) == "id" || asciiKeyIs(k, "id") {
+				if string(k) == "id" {
 					return keyID
+				}
+				if asciiKeyIs(k, "id") {
+					return keyFoldedID
 				}
 			case 'r':
 				if string(k) == "result" || asciiKeyIs(k, "result") {
@@ -68,8 +72,10 @@ func decodedMessageKey(k []byte) int {
 		return keyMethod
 	case equalFold(k, "params"):
 		return keyParams
-	case equalFold(k, "id"):
+	case string(k) == "id":
 		return keyID
+	case equalFold(k, "id"):
+		return keyFoldedID
 	case equalFold(k, "result"), equalFold(k, "error"):
 		return keyAnswer
 	case string(k) == "__proto__":
@@ -80,13 +86,17 @@ func decodedMessageKey(k []byte) int {
 
 // beforeNUL classifies the decoded key k, and when that finds nothing and
 // k holds a NUL, its part before the NUL, which is the key to C parsers
-// (cJSON) and to code comparing it as a C string.
+// (cJSON) and to code comparing it as a C string; an id found so is a
+// folded one, as other parsers read the key on past the NUL.
 func beforeNUL(k []byte, classify func([]byte) int) int {
 	if c := classify(k); c != keyOther {
 		return c
 	}
 	if j := bytes.IndexByte(k, 0); j >= 0 {
-		return classify(k[:j])
+		if c := classify(k[:j]); c != keyID {
+			return c
+		}
+		return keyFoldedID // not spelt "id" exactly: it goes on past the NUL
 	}
 	return keyOther
 }

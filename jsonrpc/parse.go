@@ -267,7 +267,7 @@ func (r *Request) parseMessage(b []byte, i int) int {
 			}
 			continue
 		}
-		switch r.messageKey(k, flags) {
+		switch key := r.messageKey(k, flags); key {
 		case keyMethod:
 			r.methods, i = r.appendText(r.methods, b, v, false)
 		case keyParams:
@@ -285,10 +285,12 @@ func (r *Request) parseMessage(b []byte, i int) int {
 			default:
 				i = s.skipValue(b, v)
 			}
-		case keyID:
+		case keyID, keyFoldedID:
 			if i = s.skipValue(b, v); i >= 0 && protos == 0 { // an own id shadows the prototype's
 				e := &r.entries[len(r.entries)-1]
-				e.id = span{int32(v), int32(i)}
+				if key == keyID || !e.exactID {
+					e.id, e.exactID = span{int32(v), int32(i)}, key == keyID
+				}
 				e.hasID = true
 			}
 		case keyAnswer:
