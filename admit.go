@@ -143,8 +143,13 @@ func (d *decision) probe(from int, ref refusal) refusal {
 	}
 	d.probing = true
 	for _, step := range admissionSteps[from:] {
-		if !step(d) && d.ref.outlasts(&ref) {
+		switch {
+		case step(d):
+		case d.ref.outlasts(&ref):
+			d.ref.narrow(&ref)
 			ref = d.ref
+		default:
+			ref.narrow(&d.ref)
 		}
 	}
 	return ref

@@ -235,7 +235,10 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 			other = d.quotasRefusal(q)
 		}
 		if other.outlasts(&ref) {
+			other.narrow(&ref)
 			ref = other
+		} else {
+			ref.narrow(&other)
 		}
 	}
 	return ref

@@ -24,7 +24,10 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = append(b, ", burst "...)
 		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
 		b = append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request, costing at most "...)
-		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
+		b = strconv.AppendInt(b, ref.maxPerRequest(), 10)
+		if ref.fit > 0 {
+			return append(b, " together (what the quotas have left now)."...)
+		}
 		return append(b, " together."...)
 	case ref.kind == kindCapacity:
 		b = append(b, "Rate limited: this server already tracks as many "...)

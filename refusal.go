@@ -39,6 +39,7 @@ type refusal struct {
 	most  int64       // kindQuota: the least its unit's quotas allow, -1 unknown
 	max   int         // kindConcurrency
 	perID bool        // kindConcurrency
+	fit   int64       // kindRate over its burst: less than the burst fits a quota now; 0 unknown
 }
 
 // refusalKind selects how appendMessage words a refusal.
@@ -119,7 +120,21 @@ func (ref *refusal) maxPerRequest() int64 {
 		}
 		return ref.item.Limit
 	}
+	if ref.fit > 0 {
+		return ref.fit
+	}
 	return int64(ref.lim.burst)
+}
+
+// narrow lowers what a bucket's refusal of a request over its burst says
+// fits (maxPerRequest) to what o, a quota's refusal of the same request,
+// says fits now, when that is less: a request of the burst's size would
+// be refused by the quota. Its wait stays the bucket's for the burst,
+// which a smaller request needs no longer than.
+func (ref *refusal) narrow(o *refusal) {
+	if ref.kind == kindRate && ref.never() && o.kind == kindQuota && o.fits > 0 && o.fits < ref.maxPerRequest() {
+		ref.fit = o.fits
+	}
 }
 
 // usedUp reports a quota refusal that no request of its unit passes

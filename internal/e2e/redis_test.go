@@ -753,6 +753,32 @@ func TestRedisNeverFittingRequestNamesTheWaitForTheBurst(t *testing.T) {
 	}
 }
 
+// A request over the tenant's burst, while the quota has less left than
+// the burst, is told what fits both: the quota's remainder, not the burst.
+func TestRedisNeverFittingRequestNamesWhatTheQuotaHasLeft(t *testing.T) {
+	ps, _, _ := provenOnRedis(t, 1, "tenant 1/s burst 3\n quota 4/day\n global off\n cost big 5", "valid-neverleft")
+	p := ps[0]
+	for range 2 {
+		mustCall(t, p, "valid-neverleft", "ok")
+	}
+	r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "big", nil), "Authorization", "Bearer valid-neverleft")
+	var b struct {
+		Error *struct {
+			Message string `json:"message"`
+			Data    struct {
+				Limit         string `json:"limit"`
+				MaxPerRequest int    `json:"maxPerRequest"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil || r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a call costing 5 against burst 3 and 2 left of the quota: %d %s", r.Status, r.Body)
+	}
+	if b.Error.Data.Limit != "tenant" || b.Error.Data.MaxPerRequest != 2 || !strings.Contains(b.Error.Message, "never be admitted") {
+		t.Fatalf("want the tenant's never-as-sent refusal with maxPerRequest 2 (the quota's remainder): %s", r.Body)
+	}
+}
+
 // A fail_closed tool refused while Redis is unreachable is told to retry
 // when the store may be back: at Redis's next probe, not after a flush
 // interval of the storage it does not use; and after that wait it passes.
