@@ -727,6 +727,26 @@ func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
 			t.Fatalf("maxPerRequest %d, want the cap of 1", got.Error.Data.MaxPerRequest)
 		}
 	})
+	t.Run("more calls than the concurrency cap, tenant empty", func(t *testing.T) {
+		e := start(t, "tenant 1/m burst 3\nquota off\nconcurrency 2")
+		e.prove("valid-nevercapwait")
+		e.spend("valid-nevercapwait", 3)
+		r := e.post(batch(3), "Authorization", "Bearer valid-nevercapwait")
+		got := first(t, r, "concurrency")
+		// Two calls, the most the cap admits, need two tokens: two minutes.
+		retryAfter(t, r, 100, 120)
+		if got.Error.Data.MaxPerRequest != 2 {
+			t.Fatalf("maxPerRequest %d, want the cap of 2", got.Error.Data.MaxPerRequest)
+		}
+	})
+	t.Run("over the pre-auth burst and the anonymous one", func(t *testing.T) {
+		e := start(t, "preauth 1/m burst 3\nanonymous 1/m burst 2")
+		r := e.post(batch(4))
+		got := first(t, r, "preauth")
+		if got.Error.Data.MaxPerRequest != 2 || !strings.Contains(got.Error.Message, "costing at most 2 together") {
+			t.Fatalf("maxPerRequest %d, want the anonymous burst of 2: %s", got.Error.Data.MaxPerRequest, got.Error.Message)
+		}
+	})
 	t.Run("larger than the whole quota, tenant short of tokens", func(t *testing.T) {
 		e := start(t, "tenant 1/m burst 7\nquota 5/day")
 		e.prove("valid-neverquota")

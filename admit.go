@@ -143,15 +143,22 @@ func (d *decision) probe(from int, ref refusal) refusal {
 	}
 	d.probing = true
 	for _, step := range admissionSteps[from:] {
-		switch {
-		case step(d):
-		case d.ref.outlasts(&ref):
-			d.ref.narrow(&ref)
-			ref = d.ref
-		default:
-			ref.narrow(&d.ref)
+		if !step(d) {
+			ref = d.weigh(ref)
 		}
 	}
+	return ref
+}
+
+// weigh returns the refusal to give of ref and d.ref, another layer's
+// refusal of the same request: the one that outlasts the other, with what
+// the other says folded in (see absorb).
+func (d *decision) weigh(ref refusal) refusal {
+	if d.ref.outlasts(&ref) {
+		d.ref.absorb(&ref)
+		return d.ref
+	}
+	ref.absorb(&d.ref)
 	return ref
 }
 

@@ -235,10 +235,10 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 			other = d.quotasRefusal(q)
 		}
 		if other.outlasts(&ref) {
-			other.narrow(&ref)
+			other.absorb(&ref)
 			ref = other
 		} else {
-			ref.narrow(&other)
+			ref.absorb(&other)
 		}
 	}
 	return ref

@@ -25,8 +25,8 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
 		b = append(b, ") admits at once; it will never be admitted as sent. Send fewer or cheaper calls per request, costing at most "...)
 		b = strconv.AppendInt(b, ref.maxPerRequest(), 10)
-		if ref.fit > 0 {
-			return append(b, " together (what the quotas have left now)."...)
+		if ref.maxPerRequest() < int64(ref.lim.burst) {
+			return append(b, " together (the most the other limits on this request admit)."...)
 		}
 		return append(b, " together."...)
 	case ref.kind == kindCapacity:
@@ -97,7 +97,7 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		b = ref.appendQuotaName(b, "whole ")
 		b = append(b, "; it will never be admitted as sent. Send requests "...)
 		b = ref.appendQuotaSize(b, ref.maxPerRequest())
-		if ref.fits > 0 && ref.fits < ref.most {
+		if ref.fits > 0 && ref.fits < ref.most && ref.maxPerRequest() == ref.fits {
 			b = append(b, " (what is left now)"...)
 		}
 		return append(b, '.')

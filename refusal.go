@@ -39,7 +39,7 @@ type refusal struct {
 	most  int64       // kindQuota: the least its unit's quotas allow, -1 unknown
 	max   int         // kindConcurrency
 	perID bool        // kindConcurrency
-	fit   int64       // kindRate over its burst: less than the burst fits a quota now; 0 unknown
+	cap   int64       // never passing: less than its own bound fits the request's other limits; 0 none
 }
 
 // refusalKind selects how appendMessage words a refusal.
@@ -108,33 +108,64 @@ func (ref *refusal) never() bool {
 // never admissible; for a quota, what fits now over every quota, or when
 // that is not known or nothing does, the most that ever may.
 func (ref *refusal) maxPerRequest() int64 {
+	var n int64
 	switch ref.kind {
 	case kindConcurrency:
 		return int64(ref.max)
 	case kindQuota:
 		switch {
 		case ref.fits > 0:
-			return ref.fits
+			n = ref.fits
 		case ref.most > 0:
-			return ref.most
+			n = ref.most
+		default:
+			n = ref.item.Limit
 		}
-		return ref.item.Limit
+	default:
+		n = int64(ref.lim.burst)
 	}
-	if ref.fit > 0 {
-		return ref.fit
+	if ref.cap > 0 && ref.cap < n {
+		return ref.cap
 	}
-	return int64(ref.lim.burst)
+	return n
 }
 
-// narrow lowers what a bucket's refusal of a request over its burst says
-// fits (maxPerRequest) to what o, a quota's refusal of the same request,
-// says fits now, when that is less: a request of the burst's size would
-// be refused by the quota. Its wait stays the bucket's for the burst,
-// which a smaller request needs no longer than.
-func (ref *refusal) narrow(o *refusal) {
-	if ref.kind == kindRate && ref.never() && o.kind == kindQuota && o.fits > 0 && o.fits < ref.maxPerRequest() {
-		ref.fit = o.fits
+// absorb folds o, another layer's refusal of the same request, into ref,
+// the refusal given, when ref says the request never passes as sent: the
+// request of the size it names (maxPerRequest) must pass the other layers
+// too, and after its Retry-After. So a smaller bound o holds (a bucket's
+// burst, what a quota has left) becomes ref's, and a wait o asks (a bucket
+// short of tokens) lengthens ref's to what o needs for a request of that
+// size. A concurrency cap counts calls, not cost: bounds in one unit say
+// nothing of the other, and a wait is taken at its length for the whole
+// request, which a smaller one needs no longer than, unless every call of
+// the request costs 1.
+func (ref *refusal) absorb(o *refusal) {
+	if !ref.never() || o.usedUp() {
+		return
 	}
+	if ref.kind != kindConcurrency && o.kind != kindConcurrency {
+		var bound int64
+		switch {
+		case o.never():
+			bound = o.maxPerRequest()
+		case o.kind == kindQuota:
+			bound = o.fits
+		}
+		if bound > 0 && bound < ref.maxPerRequest() {
+			ref.cap = bound
+		}
+	}
+	wait := o.wait
+	switch {
+	case o.never(): // its wait is for a request of its bound, no smaller than ref's
+	case o.kind == kindQuota:
+		return // not used up: it passes what fits it now
+	case o.kind == kindRate && (ref.kind != kindConcurrency || o.n == ref.n) && o.lim.rate > 0:
+		// A request of maxPerRequest lacks fewer tokens than this one.
+		wait -= time.Duration(float64(int64(o.n)-ref.maxPerRequest()) / float64(o.lim.rate) * float64(time.Second))
+	}
+	ref.wait = max(ref.wait, wait)
 }
 
 // usedUp reports a quota refusal that no request of its unit passes
