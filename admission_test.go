@@ -875,7 +875,10 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 		// backends (Go's r.Cookie among them) read it as spelled, so a
 		// lone TOKEN cookie is no credential to them.
 		{"token=valid-q", "token cookie", []string{"Cookie", "TOKEN=x18", "X-Api-Key", "k1"}},
-		{"token=valid-q", "token cookie", []string{"Cookie", "token=c1", "Cookie", "token=x7", "X-Api-Key", "k1"}},
+		{"token=valid-q", "Cookie header", []string{"Cookie", "token=c1", "Cookie", "token=x7", "X-Api-Key", "k1"}},
+		// Servers that read the first Cookie line only (Python's
+		// http.server, aiohttp, Starlette) see no token at all.
+		{"token=valid-q", "Cookie header", []string{"Cookie", "a=1", "Cookie", "token=x27", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x11 token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "token=x12, token=c1", "X-Api-Key", "k1"}},
 		{"token=valid-q", "token cookie", []string{"Cookie", "%74oken=c1", "X-Api-Key", "k1"}},

@@ -361,7 +361,17 @@ func canonicalCookieValue(v string) string {
 // The value is made canonical (canonicalCookieValue), so `sid=  v`,
 // `sid=" v"` and `sid=%76` are the identity v, not one each proven by the
 // one real value.
+//
+// A request with more than one Cookie header line is unreadable whatever
+// the lines hold: HTTP/1.1 clients send one (RFC 6265), and servers that
+// read only the first line (Python's http.server, aiohttp, Starlette)
+// would serve `Cookie: a=1` without a credential, proving the junk value
+// the second line names. (HTTP/2 requests reach here with their cookie
+// fields joined into one.)
 func readCookie(r *http.Request, name string) (value, unreadable string) {
+	if len(r.Header["Cookie"]) > 1 {
+		return "", "Send one Cookie header: requests carrying several are not accepted here."
+	}
 	found := false
 	for _, c := range r.Cookies() {
 		if c.Name == name {
