@@ -380,6 +380,32 @@ func TestTwoRoutesInOneZoneShareAnAllowance(t *testing.T) {
 	}
 }
 
+// Under meter *, a REST body holding a JSON array is one request: it costs
+// 1 and max_batch, which bounds JSON-RPC batches, does not refuse it; a
+// JSON-RPC batch on the same route still costs per message.
+func TestMeterAllChargesARESTArrayOnce(t *testing.T) {
+	e := start(t, "zone restarray\nmeter *\ntenant 1/m burst 10\nquota off\nmax_batch 2")
+	e.prove("valid-restarray")
+	before := e.backend.Requests()
+	// The demo backend answers it 400, as an MCP server does: it reached it.
+	r := e.post(`[{"n":0},{"n":1},{"n":2}]`, "Authorization", "Bearer valid-restarray")
+	if e.backend.Requests() != before+1 || r.Header.Get("Retry-After") != "" {
+		t.Fatalf("a REST array of 3 under meter * and max_batch 2 did not reach the backend: %d %s", r.Status, r.Body)
+	}
+	if f := rateLimit(t, r)["tenant"]; f[0] != 9 { // the proving initialize was pre-auth's
+		t.Fatalf("tenant r=%d after a REST array, want 9 (it costs 1): %q", f[0], r.Header.Get("RateLimit"))
+	}
+	calls := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "echo", nil) + "]"
+	r = e.post(calls, "Authorization", "Bearer valid-restarray")
+	if f := rateLimit(t, r)["tenant"]; r.Status != http.StatusOK || f[0] != 7 {
+		t.Fatalf("a JSON-RPC batch of 2 under meter *: %d, tenant r=%d, want 200 and 7", r.Status, f[0])
+	}
+	r = e.post("["+harness.ToolCall(1, "echo", nil)+","+calls[1:], "Authorization", "Bearer valid-restarray")
+	if r.Status != http.StatusBadRequest {
+		t.Fatalf("a JSON-RPC batch of 3 over max_batch 2: %d %s, want 400", r.Status, r.Body)
+	}
+}
+
 // reloadWith loads the same site with another mcp_ratelimit block, on the
 // same ports and storage.
 func (e *env) reloadWith(t *testing.T, block string) {

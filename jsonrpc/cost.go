@@ -38,8 +38,11 @@ func (m Meter) metered(method []byte) bool {
 //     all params.name string readings, or toolCost(nil) when there is none,
 //   - 1 for any other metered method,
 //
-// and at least 1 for every entry when m.All is set. A body that is invalid,
-// or holds no object (such as [] or 5), costs at least 1 when m is enabled;
+// and at least 1 for every JSON-RPC message (a request, a notification or
+// a response) when m.All is set: other entries, such as the elements of a
+// REST body's array, cost nothing, and the caller charges a body at least
+// 1. A body that is invalid, or holds no object (such as [] or 5), costs
+// at least 1 when m is enabled;
 // an invalid body costs whatever its scanned part costs if that is more:
 // the most any one reading of it costs (see Parse), as a backend reads it
 // one way. A disabled Meter costs 0.
@@ -54,7 +57,7 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 	}
 	var total int64
 	if r.oneReading() {
-		total = entriesCost(m, toolCost, r.entries, r.count)
+		total = entriesCost(m, toolCost, r.entries)
 	} else {
 		total = r.mostCost(m, toolCost)
 	}
@@ -64,15 +67,12 @@ func (r *Request) Cost(m Meter, toolCost func(tool []byte) int64) int64 {
 	return total
 }
 
-// entriesCost returns the sum of the costs of count entries, whose
-// records are records.
-func entriesCost(m Meter, toolCost func([]byte) int64, records []Entry, count int) int64 {
+// entriesCost returns the sum of the costs of the entries whose records
+// are records (an entry without one costs nothing).
+func entriesCost(m Meter, toolCost func([]byte) int64, records []Entry) int64 {
 	var total int64
 	for i := range records {
 		total = addSat(total, records[i].cost(m, toolCost))
-	}
-	if m.All { // entries without a record cost 1 each
-		total = addSat(total, int64(count-len(records)))
 	}
 	return total
 }
@@ -80,7 +80,7 @@ func entriesCost(m Meter, toolCost func([]byte) int64, records []Entry, count in
 // mostCost returns the cost of the reading of an invalid body that costs
 // most.
 func (r *Request) mostCost(m Meter, toolCost func([]byte) int64) int64 {
-	return r.mostOver(func(records []Entry, count int) int64 { return entriesCost(m, toolCost, records, count) })
+	return r.mostOver(func(records []Entry, _ int) int64 { return entriesCost(m, toolCost, records) })
 }
 
 // Calls returns how many calls the request puts in flight under m: its
@@ -94,21 +94,18 @@ func (r *Request) Calls(m Meter) int {
 	if r.count+r.hjsonCount <= 1 { // one entry at most: no reading counts more than the minimum
 		return 1
 	}
-	n := r.mostOver(func(records []Entry, count int) int64 { return int64(entriesCalls(m, records, count)) })
+	n := r.mostOver(func(records []Entry, _ int) int64 { return int64(entriesCalls(m, records)) })
 	return max(int(n), 1)
 }
 
-// entriesCalls returns how many of count entries, whose records are
-// records, put a call in flight under m.
-func entriesCalls(m Meter, records []Entry, count int) int {
+// entriesCalls returns how many of the entries whose records are records
+// put a call in flight under m.
+func entriesCalls(m Meter, records []Entry) int {
 	n := 0
 	for i := range records {
 		if records[i].cost(m, nil) > 0 {
 			n++
 		}
-	}
-	if m.All {
-		n += count - len(records)
 	}
 	return n
 }
@@ -124,7 +121,7 @@ func addSat(a, b int64) int64 {
 // cost returns the entry's cost; see Request.Cost.
 func (e *Entry) cost(m Meter, toolCost func([]byte) int64) int64 {
 	var c int64
-	if m.All {
+	if m.All && (e.Called() || e.Response()) {
 		c = 1
 	}
 	tools := false

@@ -432,7 +432,9 @@ func TestCostMeterVariants(t *testing.T) {
 		{"tools_call", toolsCallMeter, 5},
 		{"other_method", Meter{Methods: []string{"resources/read"}}, 1},
 		{"several_methods", Meter{Methods: []string{"resources/read", "tools/list", ToolsCall}}, 7},
-		{"all_charges_every_entry_at_least_one", Meter{All: true}, 5 + 1 + 1 + 1 + 1},
+		// Every message (a request, a notification, a response) costs at
+		// least 1; the bare 7 is no message and costs nothing.
+		{"all_charges_every_message_at_least_one", Meter{All: true}, 5 + 1 + 1 + 1},
 	} {
 		if got := r.Cost(c.meter, tableCost); got != c.cost {
 			t.Errorf("%s: Cost() = %d, want %d", c.name, got, c.cost)
@@ -479,8 +481,8 @@ func TestCalls(t *testing.T) {
 		{list, toolsCallMeter, 1}, // costs nothing, yet is one request
 		{"[" + call + "," + call + "," + list + "," + call + "]", toolsCallMeter, 3},
 		{"[" + call + "," + note + "]", toolsCallMeter, 1},
-		{"[" + call + "," + call + "]", toolsCallMeter, 2}, // the smallest batch that puts two calls in flight
-		{"[" + call + "," + list + "," + note + "," + `5` + "]", all, 4},
+		{"[" + call + "," + call + "]", toolsCallMeter, 2},               // the smallest batch that puts two calls in flight
+		{"[" + call + "," + list + "," + note + "," + `5` + "]", all, 3}, // 5 is no message
 		{"not json", toolsCallMeter, 1},
 		{call, Meter{}, 0},
 	}

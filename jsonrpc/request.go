@@ -226,14 +226,27 @@ func (r *Request) Len() int {
 // it. Entry accepts 0 <= i < Scanned().
 func (r *Request) Scanned() int { return r.count + r.hjsonCount }
 
-// Largest returns the number of entries of the reading of the body that
-// holds the most: as many as a backend may run, which a bound on batch
-// sizes bounds. For a valid body it is Len.
+// Largest returns the number of JSON-RPC messages (requests,
+// notifications and responses) of the reading of the body that holds the
+// most: as many as a backend may run, which a bound on batch sizes bounds.
+// Other entries, such as the elements of a REST body's array, are none.
 func (r *Request) Largest() int {
 	if r.oneReading() {
-		return r.count
+		return messages(r.entries)
 	}
-	return int(r.mostOver(func(_ []Entry, count int) int64 { return int64(count) }))
+	return int(r.mostOver(func(records []Entry, _ int) int64 { return int64(messages(records)) }))
+}
+
+// messages returns how many of the entries whose records are records are
+// JSON-RPC messages.
+func messages(records []Entry) int {
+	n := 0
+	for i := range records {
+		if records[i].Called() || records[i].Response() {
+			n++
+		}
+	}
+	return n
 }
 
 // oneReading reports whether the body was read one way only, as every
