@@ -16,7 +16,8 @@ type Count struct {
 
 // Counts returns, for the current period of every kind the counter
 // counts, each key's count as this instance knows it: the shared total
-// last adopted plus what it counted since.
+// last adopted plus what it counted since, and what a store deciding in
+// its place reported (Observe), for keys this instance never counted too.
 func (c *Counter) Counts(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -40,6 +41,9 @@ func (c *Counter) Counts(now time.Time) []Count {
 			add(k)
 		}
 		for k := range b.inflight {
+			add(k)
+		}
+		for k := range b.observed {
 			add(k)
 		}
 	}

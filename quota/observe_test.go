@@ -103,3 +103,20 @@ func TestObserveAddedAddsUp(t *testing.T) {
 		t.Fatalf("unpushed %v, want none", us)
 	}
 }
+
+// Counts, which a store added on reload is seeded with, holds the keys
+// known only from what a store reported as well: a quota used up in Redis,
+// carried to the local quota when the store was removed, must be carried
+// back when it is added again.
+func TestCountsHoldKeysKnownOnlyFromAnotherStore(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	c.Observe([]Item{{Key: []byte("i/redis-only"), Period: Day, Used: 5}}, t0)
+	add(c, "i/local", Day, 2, t0)
+	got := map[string]int64{}
+	for _, n := range c.Counts(t0) {
+		got[n.Key] = n.N
+	}
+	if got["i/redis-only"] != 5 || got["i/local"] != 2 || len(got) != 2 {
+		t.Fatalf("Counts = %v, want i/redis-only 5 and i/local 2", got)
+	}
+}
