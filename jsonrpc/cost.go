@@ -80,7 +80,7 @@ func entriesCost(m Meter, toolCost func([]byte) int64, records []Entry) int64 {
 // mostCost returns the cost of the reading of an invalid body that costs
 // most.
 func (r *Request) mostCost(m Meter, toolCost func([]byte) int64) int64 {
-	return r.mostOver(func(records []Entry, _ int) int64 { return entriesCost(m, toolCost, records) })
+	return r.mostOver(func(records []Entry) int64 { return entriesCost(m, toolCost, records) })
 }
 
 // Calls returns how many calls the request puts in flight under m: its
@@ -94,7 +94,7 @@ func (r *Request) Calls(m Meter) int {
 	if r.count+r.hjsonCount <= 1 { // one entry at most: no reading counts more than the minimum
 		return 1
 	}
-	n := r.mostOver(func(records []Entry, _ int) int64 { return int64(entriesCalls(m, records)) })
+	n := r.mostOver(func(records []Entry) int64 { return int64(entriesCalls(m, records)) })
 	return max(int(n), 1)
 }
 

@@ -90,7 +90,7 @@ func (r *Request) readHjson(i int, body []byte, goNUL bool) {
 // read scans b, a further reading of the body (see Parse), with '...' as
 // strings when single.
 func (r *Request) read(b []byte, single bool) {
-	r.readings = append(r.readings, reading{b: b, single: single, count: r.count, entries: len(r.entries), args: len(r.args)})
+	r.readings = append(r.readings, reading{b: b, single: single, entries: len(r.entries), args: len(r.args)})
 	r.s.depth, r.s.single = 0, single
 	r.scan(b)
 	r.s.single = false

@@ -45,13 +45,12 @@ type Request struct {
 
 // reading is one reading of an invalid body after the first: what it
 // scanned (the body, or a copy of it with comments blanked out), whether
-// '...' were strings, and where its entries and its finds in r.args
-// start: the index of its first entry, of its first record in r.entries
-// and of its first arguments object.
+// '...' were strings, and where its records and its finds in r.args
+// start: the index of its first record in r.entries and of its first
+// arguments object.
 type reading struct {
 	b       []byte
 	single  bool
-	count   int
 	entries int
 	args    int
 }
@@ -234,7 +233,7 @@ func (r *Request) Largest() int {
 	if r.oneReading() {
 		return messages(r.entries)
 	}
-	return int(r.mostOver(func(records []Entry, _ int) int64 { return int64(messages(records)) }))
+	return int(r.mostOver(func(records []Entry) int64 { return int64(messages(records)) }))
 }
 
 // messages returns how many of the entries whose records are records are
@@ -254,21 +253,21 @@ func messages(records []Entry) int {
 func (r *Request) oneReading() bool { return len(r.readings) == 0 && r.hjsonCount == 0 }
 
 // mostOver returns the most f gives over the readings of the body, each
-// given as the records of its entries and how many entries it scanned:
-// the first reading, each further one (see Parse) and the Hjson readings.
-func (r *Request) mostOver(f func(records []Entry, count int) int64) int64 {
+// given as the records of its entries: the first reading, each further
+// one (see Parse) and the Hjson readings.
+func (r *Request) mostOver(f func(records []Entry) int64) int64 {
 	var most int64
 	for _, h := range r.hjson {
 		if hjsonRead(h) {
-			most = max(most, f(h.entries, h.count))
+			most = max(most, f(h.entries))
 		}
 	}
-	entries, count := 0, 0
+	entries := 0
 	for _, rd := range r.readings {
-		most = max(most, f(r.entries[entries:rd.entries], rd.count-count))
-		entries, count = rd.entries, rd.count
+		most = max(most, f(r.entries[entries:rd.entries]))
+		entries = rd.entries
 	}
-	return max(most, f(r.entries[entries:], r.count-count))
+	return max(most, f(r.entries[entries:]))
 }
 
 // hjsonRead reports whether h is an Hjson reading of this body holding
