@@ -753,6 +753,18 @@ func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
 			t.Fatalf("maxPerRequest %d, want the cap of 1", got.Error.Data.MaxPerRequest)
 		}
 	})
+	t.Run("more calls than the concurrency cap, quota nearly used", func(t *testing.T) {
+		e := start(t, "tenant 100/s burst 10\nquota 5/day\nconcurrency 4")
+		e.prove("valid-nevercapquota")
+		e.spend("valid-nevercapquota", 3)
+		r := e.post(batch(5), "Authorization", "Bearer valid-nevercapquota")
+		got := first(t, r, "concurrency")
+		retryAfter(t, r, 1, 1)
+		// Each call costs at least 1: no more than the 2 left fit.
+		if got.Error.Data.MaxPerRequest != 2 || !strings.Contains(got.Error.Message, "at most 2 calls") {
+			t.Fatalf("maxPerRequest %d, want the quota's 2 left: %s", got.Error.Data.MaxPerRequest, got.Error.Message)
+		}
+	})
 	t.Run("more calls than the concurrency cap, tenant empty", func(t *testing.T) {
 		e := start(t, "tenant 1/m burst 3\nquota off\nconcurrency 2")
 		e.prove("valid-nevercapwait")

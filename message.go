@@ -74,7 +74,10 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(ref.max), 10)
 		b = append(b, ref.concurrencyScope()...)
 		b = append(b, "; it will never be admitted as sent. Send at most "...)
-		b = strconv.AppendInt(b, int64(ref.max), 10)
+		b = strconv.AppendInt(b, ref.maxPerRequest(), 10)
+		if ref.maxPerRequest() < int64(ref.max) {
+			return append(b, " calls per request (the most the other limits on this request admit)."...)
+		}
 		return append(b, " calls per request."...)
 	default: // kindConcurrency
 		b = append(b, "Too many calls in flight"...)

@@ -111,7 +111,7 @@ func (ref *refusal) maxPerRequest() int64 {
 	var n int64
 	switch ref.kind {
 	case kindConcurrency:
-		return int64(ref.max)
+		n = int64(ref.max)
 	case kindQuota:
 		switch {
 		case ref.fits > 0:
@@ -136,15 +136,16 @@ func (ref *refusal) maxPerRequest() int64 {
 // too, and after its Retry-After. So a smaller bound o holds (a bucket's
 // burst, what a quota has left) becomes ref's, and a wait o asks (a bucket
 // short of tokens) lengthens ref's to what o needs for a request of that
-// size. A concurrency cap counts calls, not cost: bounds in one unit say
-// nothing of the other, and a wait is taken at its length for the whole
-// request, which a smaller one needs no longer than, unless every call of
-// the request costs 1.
+// size. A concurrency cap counts calls, not cost: as every call costs at
+// least 1, a bound on cost bounds calls too, but a cap on calls bounds no
+// cost; and a wait is taken at its length for the whole request, which a
+// smaller one needs no longer than, unless every call of the request
+// costs 1.
 func (ref *refusal) absorb(o *refusal) {
 	if !ref.never() || o.usedUp() {
 		return
 	}
-	if ref.kind != kindConcurrency && o.kind != kindConcurrency {
+	if o.kind != kindConcurrency || ref.kind == kindConcurrency {
 		var bound int64
 		switch {
 		case o.never():
