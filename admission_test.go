@@ -633,6 +633,53 @@ func TestForwardedForWithTrustedProxies(t *testing.T) {
 	}
 }
 
+// A reload that changes the server's trusted-proxy settings has its own
+// say: a zone that had nothing to warn of under strict trusted proxies,
+// or warned that no proxy is trusted, still warns once of what the new
+// settings leave open.
+func TestForwardedForWarningFollowsAReloadedServerSetting(t *testing.T) {
+	for _, tt := range []struct {
+		rule, before, after, want string
+	}{
+		{"strict, then no proxy", "trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict", "", "trusts no proxy"},
+		{"no proxy, then not strict", "", "trusted_proxies static 127.0.0.1/32", "trusted_proxies_strict"},
+	} {
+		t.Run(tt.rule, func(t *testing.T) {
+			opts, logPath := logOptions(t)
+			global := opts.Global
+			opts.Global = global + "\nservers {\n " + tt.before + "\n}"
+			e := start(t, "zone xffreload\npreauth 100/s burst 100", opts)
+			warnings := func() (n int, last string) {
+				for _, ev := range logEvents(t, logPath) {
+					if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+						n, last = n+1, msg
+					}
+				}
+				return n, last
+			}
+			if r := e.call(1, "X-Forwarded-For", "203.0.113.1"); r.Status != http.StatusOK {
+				t.Fatalf("call before the reload: %d %s", r.Status, r.Body)
+			}
+			before, _ := warnings()
+			site := "mcp_ratelimit {\nzone xffreload\npreauth 100/s burst 100\n}\nreverse_proxy $BACKEND"
+			e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, global+"\nservers {\n "+tt.after+"\n}"))
+			for i := range 3 {
+				if r := e.call(2+i, "X-Forwarded-For", "203.0.113.2"); r.Status != http.StatusOK {
+					t.Fatalf("call %d after the reload: %d %s", i, r.Status, r.Body)
+				}
+			}
+			harness.Eventually(t, 5*time.Second, "the new settings' warning", func() bool {
+				n, _ := warnings()
+				return n > before
+			})
+			time.Sleep(200 * time.Millisecond)
+			if n, last := warnings(); n != before+1 || !strings.Contains(last, tt.want) {
+				t.Fatalf("%d warnings after the reload (%d before), last %q; want one naming %q", n, before, last, tt.want)
+			}
+		})
+	}
+}
+
 // The warning is per server: a zone used by a server that trusts a proxy
 // (strictly: nothing to say) and by one that trusts none still warns
 // once for the second, whichever server sees X-Forwarded-For first.

@@ -61,9 +61,9 @@ type zone struct {
 	redis     atomic.Pointer[zoneRedis] // nil without `store redis`
 	metrics   *zoneMetrics
 	sampler   *sampler
-	// forwarded holds, per Caddy server name, what the zone said about
-	// X-Forwarded-For there (*forwardedState): each server has its own
-	// trusted proxies.
+	// forwarded holds, per forwardedKey (a Caddy server name and its
+	// trusted-proxy settings), what the zone said about X-Forwarded-For
+	// there (*forwardedState): each server has its own trusted proxies.
 	forwarded sync.Map
 
 	forgetMu sync.Mutex
