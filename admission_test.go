@@ -762,99 +762,62 @@ func TestNeverFittingRequestNamesAnExhaustedQuota(t *testing.T) {
 // wait, the same call would still be refused, so "retry in 60s; the same
 // call will work then" would be a false promise.
 func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
-	batch := func(n int) string {
-		calls := make([]string, n)
-		for i := range calls {
-			calls[i] = harness.ToolCall(i+1, "echo", nil)
-		}
-		return "[" + strings.Join(calls, ",") + "]"
-	}
-	first := func(t *testing.T, r *harness.Response, limit string) rpcError {
-		t.Helper()
-		var answers []rpcError
-		r.JSON(t, &answers)
-		if r.Status != http.StatusTooManyRequests || len(answers) == 0 || answers[0].Error == nil {
-			t.Fatalf("want a 429 with errors: %d %s", r.Status, r.Body)
-		}
-		got := answers[0]
-		if got.Error.Data.Limit != limit || !strings.Contains(got.Error.Message, "never be admitted") ||
-			strings.Contains(got.Error.Message, "will work then") {
-			t.Fatalf("want a %s refusal saying the request never passes as sent: %s", limit, r.Body)
-		}
-		return got
-	}
-	retryAfter := func(t *testing.T, r *harness.Response, least, most int) {
-		t.Helper()
-		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < least || ra > most {
-			t.Fatalf("Retry-After %d, want %d to %d: the wait before a request of the size that passes fits", ra, least, most)
-		}
-	}
-	t.Run("more calls than the concurrency cap, tenant short of tokens", func(t *testing.T) {
-		e := start(t, "tenant 1/m burst 5\nquota off\nconcurrency 1")
-		e.prove("valid-nevercap")
-		e.spend("valid-nevercap", 3)
-		r := e.post(batch(3), "Authorization", "Bearer valid-nevercap")
-		got := first(t, r, "concurrency")
-		retryAfter(t, r, 1, 1)
-		if got.Error.Data.MaxPerRequest != 1 {
-			t.Fatalf("maxPerRequest %d, want the cap of 1", got.Error.Data.MaxPerRequest)
-		}
-	})
-	t.Run("more calls than the concurrency cap, quota nearly used", func(t *testing.T) {
-		e := start(t, "tenant 100/s burst 10\nquota 5/day\nconcurrency 4")
-		e.prove("valid-nevercapquota")
-		e.spend("valid-nevercapquota", 3)
-		r := e.post(batch(5), "Authorization", "Bearer valid-nevercapquota")
-		got := first(t, r, "concurrency")
-		retryAfter(t, r, 1, 1)
+	for _, tc := range []struct {
+		name, block string
+		spend       int // calls of a proven key first; -1 for a keyless caller
+		batch       int
+		limit       string
+		raLo, raHi  int // Retry-After: the wait before a request of maxPerRequest's size passes
+		max         int // data.maxPerRequest
+		says        string
+	}{
+		{"more calls than the concurrency cap, tenant short of tokens",
+			"tenant 1/m burst 5\nquota off\nconcurrency 1", 3, 3, "concurrency", 1, 1, 1, "at most 1 calls"},
 		// Each call costs at least 1: no more than the 2 left fit.
-		if got.Error.Data.MaxPerRequest != 2 || !strings.Contains(got.Error.Message, "at most 2 calls") {
-			t.Fatalf("maxPerRequest %d, want the quota's 2 left: %s", got.Error.Data.MaxPerRequest, got.Error.Message)
-		}
-	})
-	t.Run("more calls than the concurrency cap, tenant empty", func(t *testing.T) {
-		e := start(t, "tenant 1/m burst 3\nquota off\nconcurrency 2")
-		e.prove("valid-nevercapwait")
-		e.spend("valid-nevercapwait", 3)
-		r := e.post(batch(3), "Authorization", "Bearer valid-nevercapwait")
-		got := first(t, r, "concurrency")
+		{"more calls than the concurrency cap, quota nearly used",
+			"tenant 100/s burst 10\nquota 5/day\nconcurrency 4", 3, 5, "concurrency", 1, 1, 2, "at most 2 calls"},
 		// Two calls, the most the cap admits, need two tokens: two minutes.
-		retryAfter(t, r, 100, 120)
-		if got.Error.Data.MaxPerRequest != 2 {
-			t.Fatalf("maxPerRequest %d, want the cap of 2", got.Error.Data.MaxPerRequest)
-		}
-	})
-	t.Run("over the pre-auth burst and the anonymous one", func(t *testing.T) {
-		e := start(t, "preauth 1/m burst 3\nanonymous 1/m burst 2")
-		r := e.post(batch(4))
-		got := first(t, r, "preauth")
-		if got.Error.Data.MaxPerRequest != 2 || !strings.Contains(got.Error.Message, "costing at most 2 together") {
-			t.Fatalf("maxPerRequest %d, want the anonymous burst of 2: %s", got.Error.Data.MaxPerRequest, got.Error.Message)
-		}
-	})
-	t.Run("larger than the whole quota, tenant short of tokens", func(t *testing.T) {
-		e := start(t, "tenant 1/m burst 7\nquota 5/day")
-		e.prove("valid-neverquota")
-		e.spend("valid-neverquota", 4)
-		r := e.post(batch(6), "Authorization", "Bearer valid-neverquota")
-		got := first(t, r, "quota")
-		retryAfter(t, r, 1, 1)
-		if got.Error.Data.MaxPerRequest != 1 {
-			t.Fatalf("maxPerRequest %d, want the 1 left today", got.Error.Data.MaxPerRequest)
-		}
-	})
-	t.Run("over the burst, quota nearly used", func(t *testing.T) {
-		e := start(t, "tenant 1/m burst 3\nquota 5/day")
-		e.prove("valid-neverburst")
-		e.spend("valid-neverburst", 3)
-		r := e.post(batch(4), "Authorization", "Bearer valid-neverburst")
-		got := first(t, r, "tenant")
-		retryAfter(t, r, 150, 180)
+		{"more calls than the concurrency cap, tenant empty",
+			"tenant 1/m burst 3\nquota off\nconcurrency 2", 3, 3, "concurrency", 100, 120, 2, "at most 2 calls"},
+		{"over the pre-auth burst and the anonymous one",
+			"preauth 1/m burst 3\nanonymous 1/m burst 2", -1, 4, "preauth", 1, 60, 2, "costing at most 2 together"},
+		{"larger than the whole quota, tenant short of tokens",
+			"tenant 1/m burst 7\nquota 5/day", 4, 6, "quota", 1, 1, 1, "costing at most 1"},
 		// The burst of 3 would not fit the 2 the quota has left.
-		if got.Error.Data.MaxPerRequest != 2 || !strings.Contains(got.Error.Message, "costing at most 2 together") {
-			t.Fatalf("maxPerRequest %d, want the 2 left of the quota: %s", got.Error.Data.MaxPerRequest, got.Error.Message)
-		}
-	})
+		{"over the burst, quota nearly used",
+			"tenant 1/m burst 3\nquota 5/day", 3, 4, "tenant", 150, 180, 2, "costing at most 2 together"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, tc.block)
+			var hdr []string
+			if tc.spend >= 0 {
+				e.prove("valid-never")
+				e.spend("valid-never", tc.spend)
+				hdr = []string{"Authorization", "Bearer valid-never"}
+			}
+			calls := make([]string, tc.batch)
+			for i := range calls {
+				calls[i] = harness.ToolCall(i+1, "echo", nil)
+			}
+			r := e.post("["+strings.Join(calls, ",")+"]", hdr...)
+			var answers []rpcError
+			r.JSON(t, &answers)
+			if r.Status != http.StatusTooManyRequests || len(answers) == 0 || answers[0].Error == nil {
+				t.Fatalf("want a 429 with errors: %d %s", r.Status, r.Body)
+			}
+			got := answers[0].Error
+			if got.Data.Limit != tc.limit || !strings.Contains(got.Message, "never be admitted") ||
+				strings.Contains(got.Message, "will work then") || !strings.Contains(got.Message, tc.says) {
+				t.Fatalf("want a %s refusal saying the request never passes as sent, %q: %s", tc.limit, tc.says, r.Body)
+			}
+			if got.Data.MaxPerRequest != tc.max {
+				t.Fatalf("maxPerRequest %d, want %d: %s", got.Data.MaxPerRequest, tc.max, got.Message)
+			}
+			if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < tc.raLo || ra > tc.raHi {
+				t.Fatalf("Retry-After %d, want %d to %d", ra, tc.raLo, tc.raHi)
+			}
+		})
+	}
 }
 
 // A request carrying the identity header twice is refused: a backend that

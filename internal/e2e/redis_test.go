@@ -729,14 +729,7 @@ func TestRedisNeverFittingRequestNamesTheWaitForTheBurst(t *testing.T) {
 	big := func() (retryAfter string, maxPerRequest int) {
 		t.Helper()
 		r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "big", nil), "Authorization", "Bearer valid-never")
-		var b struct {
-			Error *struct {
-				Data struct {
-					Limit         string `json:"limit"`
-					MaxPerRequest int    `json:"maxPerRequest"`
-				} `json:"data"`
-			} `json:"error"`
-		}
+		var b refusalAnswer
 		if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil || b.Error.Data.Limit != "tenant" || r.Status != http.StatusTooManyRequests {
 			t.Fatalf("a call costing 5 against burst 3: %d %s", r.Status, r.Body)
 		}
@@ -753,6 +746,17 @@ func TestRedisNeverFittingRequestNamesTheWaitForTheBurst(t *testing.T) {
 	}
 }
 
+// refusalAnswer is the part of a refusal's JSON-RPC error these tests read.
+type refusalAnswer struct {
+	Error *struct {
+		Message string `json:"message"`
+		Data    struct {
+			Limit         string `json:"limit"`
+			MaxPerRequest int    `json:"maxPerRequest"`
+		} `json:"data"`
+	} `json:"error"`
+}
+
 // A request over the tenant's burst, while the quota has less left than
 // the burst, is told what fits both: the quota's remainder, not the burst.
 func TestRedisNeverFittingRequestNamesWhatTheQuotaHasLeft(t *testing.T) {
@@ -762,15 +766,7 @@ func TestRedisNeverFittingRequestNamesWhatTheQuotaHasLeft(t *testing.T) {
 		mustCall(t, p, "valid-neverleft", "ok")
 	}
 	r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(1, "big", nil), "Authorization", "Bearer valid-neverleft")
-	var b struct {
-		Error *struct {
-			Message string `json:"message"`
-			Data    struct {
-				Limit         string `json:"limit"`
-				MaxPerRequest int    `json:"maxPerRequest"`
-			} `json:"data"`
-		} `json:"error"`
-	}
+	var b refusalAnswer
 	if err := json.Unmarshal(r.Body, &b); err != nil || b.Error == nil || r.Status != http.StatusTooManyRequests {
 		t.Fatalf("a call costing 5 against burst 3 and 2 left of the quota: %d %s", r.Status, r.Body)
 	}
@@ -884,15 +880,7 @@ func TestRedisQuotaRefusalSaysWhatIsLeft(t *testing.T) {
 	mustCall(t, ps[1], "valid-left", "ok")
 	for i := range 2 { // decided in Redis, then remembered locally
 		r := harness.Post(t, ps[0].URL+"/mcp", harness.ToolCall(1, "photo", nil), "Authorization", "Bearer valid-left")
-		var b struct {
-			Error *struct {
-				Message string `json:"message"`
-				Data    struct {
-					Limit         string `json:"limit"`
-					MaxPerRequest int    `json:"maxPerRequest"`
-				} `json:"data"`
-			} `json:"error"`
-		}
+		var b refusalAnswer
 		wantMax := 1
 		if i == 1 {
 			wantMax = 0
