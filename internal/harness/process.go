@@ -2,6 +2,7 @@ package harness
 
 import (
 	"bytes"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -99,12 +100,18 @@ func (p *Process) start(t testing.TB) {
 		t.Fatalf("starting caddy: %v", err)
 	}
 	p.cmd = cmd
+	// The admin endpoint answers before the HTTP server listens: wait for
+	// both.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(p.Admin + "/config/")
 		if err == nil {
 			resp.Body.Close()
-			return
+			var c net.Conn
+			if c, err = net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(p.Port)); err == nil {
+				c.Close()
+				return
+			}
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("caddy did not start: %s", p.Output())
