@@ -201,18 +201,23 @@ func (z *zone) applyRedis(pol *policy) {
 		old.mu.Unlock()
 	}
 	if r != nil {
+		// A store added to a running zone, or moved to another URL, is
+		// a Redis without this zone's counts: they are carried there.
+		moved := old == nil || old.cfg.URL != r.cfg.URL
 		// A store added to a running zone decides with the fingerprints
 		// every other instance computes, or not at all.
 		ctx, cancel := context.WithTimeout(context.Background(), r.startWait())
 		key := z.fpKey.Load()
 		switch err := z.adoptRedisKey(ctx, r); {
 		case err != nil:
-			r.unseeded.Store(old == nil)
+			r.unseeded.Store(moved)
 			if r.fail(err, time.Now()) {
 				z.logger.Load().Error("redis store unreachable: deciding locally until it returns, which is when the counts made locally this period are carried there",
 					zap.String("zone", z.name), zap.Error(err))
 			}
-		case old == nil && z.fpKey.Load() == key:
+		case moved && z.fpKey.Load() == key && !z.seedable(r):
+			r.unseeded.Store(true) // carried by the probe once the outage's counts are in
+		case moved && z.fpKey.Load() == key:
 			if err := z.seedRedis(ctx, r); err != nil {
 				z.logger.Load().Warn("redis store added: the counts made locally this period could not be carried to redis yet; the zone tries again with its next probe",
 					zap.String("zone", z.name), zap.Error(err))

@@ -832,6 +832,28 @@ func TestRedisStoreAddedOnReloadKeepsTheQuotaSpent(t *testing.T) {
 	}
 }
 
+// A reload that moves `store redis` to another Redis carries the counts
+// there too, those the old Redis reported included: the new one holds
+// none of them, and a tenant must not get its quota afresh.
+func TestRedisStoreMovedOnReloadKeepsTheQuotaSpent(t *testing.T) {
+	skipNearMidnight(t)
+	first, second := harness.StartRedis(t), harness.StartRedis(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	p := harness.StartProcess(t, harness.BuildCaddy(t), redisSite(first.URL, "quota 5/day"), backend.Addr, storage, "")
+	prove(t, p, "valid-moved")
+	for range 3 {
+		mustCall(t, p, "valid-moved", "ok")
+	}
+	reload(t, p, harness.Config(redisSite(second.URL, "quota 5/day"), backend.Addr, p.Port, p.AdminPort, storage, ""))
+	if n := sumQuota(t, second); n != 3 {
+		t.Fatalf("the new Redis holds %d for the day, want the 3 counted in the old one", n)
+	}
+	mustCall(t, p, "valid-moved", "ok")
+	mustCall(t, p, "valid-moved", "ok")
+	mustCall(t, p, "valid-moved", "quota")
+}
+
 // A crash during a Redis outage loses at most a second of the counts made
 // locally: they are kept on the host as they are made, taken back by the
 // next start there and pushed once Redis answers, and only once.
