@@ -219,7 +219,7 @@ func (z *zone) applyRedis(pol *policy) {
 			r.unseeded.Store(true) // carried by the probe once the outage's counts are in
 		case moved && z.fpKey.Load() == key:
 			if err := z.seedRedis(ctx, r); err != nil {
-				z.logger.Load().Warn("redis store added: the counts made locally this period could not be carried to redis yet; the zone tries again with its next probe",
+				z.logger.Load().Warn("redis store added or moved: the counts this zone knows of this period could not be carried to redis yet; the zone tries again with its next probe",
 					zap.String("zone", z.name), zap.Error(err))
 			}
 		}
@@ -240,10 +240,11 @@ func (z *zone) applyRedis(pol *policy) {
 	}
 }
 
-// seedRedis raises the quota counts in r to at least what the zone
-// counted locally in the current periods, when a reload or a start adds
-// the store: a tenant must not get its quota afresh because the decision
-// moved to Redis. Until it succeeds the zone's probe tries again
+// seedRedis raises the quota counts in r to at least what the zone knows
+// of the current periods (counted locally, or reported by the Redis it
+// used before), when a reload or a start adds the store or a reload moves
+// it to another URL: a tenant must not get its quota afresh because the
+// decision moved. Until it succeeds the zone's probe tries again
 // (unseeded).
 func (z *zone) seedRedis(ctx context.Context, r *zoneRedis) error {
 	err := r.store.Seed(ctx, z.quota.Counts(time.Now()))
