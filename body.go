@@ -83,7 +83,9 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	// The cost is known before any rule refuses, so that a refusal
 	// carries the RateLimit fields of what the request would have spent.
 	d.cost = d.requestCost()
-	tooLong := d.req.Largest() > pol.maxBatch
+	// No reading holds more messages than the entries scanned: most
+	// bodies are spared counting them.
+	tooLong := d.req.Scanned() > pol.maxBatch && d.req.Largest() > pol.maxBatch
 	if tooLong && !pol.dryRun {
 		return d.refused(batchRefusal(pol.maxBatch))
 	}

@@ -229,6 +229,7 @@ func (r *Request) Scanned() int { return r.count + r.hjsonCount }
 // notifications and responses) of the reading of the body that holds the
 // most: as many as a backend may run, which a bound on batch sizes bounds.
 // Other entries, such as the elements of a REST body's array, are none.
+// It is at most Scanned.
 func (r *Request) Largest() int {
 	if r.oneReading() {
 		return messages(r.entries)
