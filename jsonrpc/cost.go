@@ -121,7 +121,7 @@ func addSat(a, b int64) int64 {
 // cost returns the entry's cost; see Request.Cost.
 func (e *Entry) cost(m Meter, toolCost func([]byte) int64) int64 {
 	var c int64
-	if m.All && (e.Called() || e.Response()) {
+	if m.All && e.message() {
 		c = 1
 	}
 	tools := false

@@ -45,6 +45,10 @@ func (e *Entry) Notification() bool { return !e.hasID && e.methods.hi > e.method
 // JSON-RPC request or notification.
 func (e *Entry) Called() bool { return e.methods.hi > e.methods.lo }
 
+// message reports whether the entry is a JSON-RPC message: a request, a
+// notification or a response.
+func (e *Entry) message() bool { return e.Called() || e.Response() }
+
 // Response reports whether the entry is a JSON-RPC response: an object
 // with an id member ("id":null included), a result or an error member,
 // and no method. An object with an id and neither is an invalid request.

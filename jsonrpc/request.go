@@ -242,7 +242,7 @@ func (r *Request) Largest() int {
 func messages(records []Entry) int {
 	n := 0
 	for i := range records {
-		if records[i].Called() || records[i].Response() {
+		if records[i].message() {
 			n++
 		}
 	}
