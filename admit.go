@@ -40,7 +40,13 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	}
 	inspected := h.inspect(d, w, r)
 	if preauthRefused {
+		if inspected && d.cost > 1 {
+			dryPreauth = d.wholeCostRefusal(dryPreauth)
+		}
 		h.refuse(d, w, dryPreauth)
+		// Enforcement gives it before the body is read, ahead of a
+		// refusal of the body as sent.
+		d.dryRef = dryPreauth
 	}
 	if !inspected {
 		h.refuseRequest(d, w, d.ref)
@@ -151,15 +157,9 @@ func (d *decision) probe(from int, ref refusal) refusal {
 }
 
 // weigh returns the refusal to give of ref and d.ref, another layer's
-// refusal of the same request: the one that outlasts the other, with what
-// the other says folded in (see absorb).
+// refusal of the same request (see against).
 func (d *decision) weigh(ref refusal) refusal {
-	if d.ref.outlasts(&ref) {
-		d.ref.absorb(&ref)
-		return d.ref
-	}
-	ref.absorb(&d.ref)
-	return ref
+	return d.ref.against(ref)
 }
 
 // refuseRequest answers a request refused as sent (body rules, argument

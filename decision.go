@@ -56,8 +56,10 @@ type decision struct {
 	dryFound    rateLevels
 	dryFoundSet bool
 	// dryRefused says a layer would have refused the request in dry run:
-	// it is forwarded, but what the layers took is given back (see admit).
+	// it is forwarded, but what the layers took is given back (see admit);
+	// dryRef is the refusal enforcement would have given (see wouldGive).
 	dryRefused bool
+	dryRef     refusal
 	carried    *carried // what outlives the decision; see carry
 	// unreadable says why the request cannot be limited as sent: its
 	// identity headers do not name one credential as backends read it, or

@@ -295,7 +295,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	// credential (or a Content-Encoding) sent as a trailer would be one
 	// the limiter never saw, and reverse_proxy forwards them.
 	r.Trailer = nil
-	h.writeRateLimitHeaders(w, d, nil)
+	h.writeRateLimitHeaders(w, d, d.dryRefusal())
 	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d, r: r}
 	defer d.finish()
 	return next.ServeHTTP(&d.rec, d.detach(r))

@@ -1,6 +1,7 @@
 package mcplimit_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -336,6 +337,63 @@ func TestDryRunWouldBeRefusalTakesNothingFromOtherLayers(t *testing.T) {
 	r := e.call(9, "Authorization", "Bearer valid-drytake")
 	if left := rateLimit(t, r)["tenant"][0]; left != 9 {
 		t.Errorf("tenant tokens left after the one call enforcement would admit: %d, want 9 (%q)", left, r.Header.Get("RateLimit"))
+	}
+}
+
+// A dry run's answer to a call it would refuse carries the RateLimit
+// fields the refusal would: the refusing bucket's t is the Retry-After
+// enforcement names, for the request's whole cost, not the seconds until
+// the bucket is full. Each sequence runs enforcing, then in dry run.
+func TestDryRunWouldBeRefusalCarriesTheRefusalsRateLimit(t *testing.T) {
+	for i, tc := range []struct {
+		name, block, token string
+		calls              int    // the last is refused
+		last               string // the last call's arguments, if not echo's usual
+		want               string
+	}{
+		// 3 tokens, 2 a call: the second call lacks 1 token (60s), and the
+		// bucket is full after 120s.
+		{"tenant", "tenant 1/m burst 3\nquota off\ncost echo 2", "valid-dryrl", 2, "", `"tenant";r=1;t=60`},
+		// Enforcement refuses the argument before any bucket decides.
+		{"tenant, with a body out of bounds", "tenant 1/m burst 3\nquota off\ntool echo {\n cost 2\n arg limit max 5\n}", "valid-dryrl", 2, `{"limit":50}`, `"tenant";r=1;t=120`},
+		// The second call's first token is taken (and kept), the rest lack:
+		// its 2 tokens come in 120s, the bucket is full in 180s.
+		{"pre-auth, short for the rest of the cost", "preauth 1/m burst 3\ncost echo 2", "rejected", 2, "", `"preauth";r=0;t=120`},
+		// The third call is short of its first token, which enforcement
+		// refuses before reading the body; its wait is still for both.
+		{"pre-auth, short before the body", "preauth 1/m burst 3\ncost echo 2", "rejected", 3, "", `"preauth";r=0;t=120`},
+		// Enforcement refuses it before reading the argument it would refuse.
+		{"pre-auth, short before a body out of bounds", "preauth 1/m burst 3\ntool echo {\n cost 2\n arg limit max 5\n}", "rejected", 3, `{"limit":50}`, `"preauth";r=0;t=120`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for j, mode := range []string{"enforcing", "dry_run"} {
+				block := fmt.Sprintf("zone dryrl%d%d\n%s", i, j, tc.block)
+				if mode == "dry_run" {
+					block += "\ndry_run"
+				}
+				e := start(t, block)
+				if tc.token != "rejected" {
+					e.prove(tc.token)
+				}
+				auth := []string{"Authorization", "Bearer " + tc.token}
+				for k := range tc.calls - 1 {
+					e.call(k, auth...)
+				}
+				var r *harness.Response
+				if tc.last == "" {
+					r = e.call(tc.calls, auth...)
+				} else {
+					r = e.post(argCall(tc.calls, tc.last), auth...)
+				}
+				refused := r.Status == http.StatusTooManyRequests || r.Status == http.StatusBadRequest
+				if refused != (mode == "enforcing") {
+					t.Fatalf("%s: last call answered %d %s", mode, r.Status, r.Body)
+				}
+				if got := r.Header.Get("RateLimit"); got != tc.want {
+					t.Errorf("%s: RateLimit %q, want %q", mode, got, tc.want)
+				}
+			}
+		})
 	}
 }
 

@@ -11,7 +11,9 @@ import (
 // admit).
 func (h *Handler) record(d *decision, ref refusal, dry bool) {
 	d.z.metrics.refused(ref.layer, dry)
-	d.dryRefused = d.dryRefused || dry
+	if dry {
+		d.wouldGive(ref)
+	}
 	n := d.z.sampler.record(sampleKey{layer: ref.layer, dry: dry}, d.now)
 	if n == 0 {
 		return
@@ -35,6 +37,31 @@ func (h *Handler) record(d *decision, ref refusal, dry bool) {
 		return
 	}
 	h.logger.Info("refused", fields...)
+}
+
+// wouldGive keeps in d.dryRef, of the refusals a dry run records, the one
+// enforcement would give: a refusal of the request as sent ends its
+// decision before any layer after pre-auth, and the layers' refusals are
+// weighed as probe weighs them. (Pre-auth's refusal of the first token,
+// which enforcement gives before the body is read, is recorded after
+// inspection; admit puts it first.)
+func (d *decision) wouldGive(ref refusal) {
+	switch {
+	case !d.dryRefused:
+		d.dryRef = ref
+	case d.dryRef.layer != layerRequest:
+		d.dryRef = d.dryRef.against(ref)
+	}
+	d.dryRefused = true
+}
+
+// dryRefusal is the refusal enforcement would have given the request a
+// dry run admits, nil when no layer would refuse it.
+func (d *decision) dryRefusal() *refusal {
+	if !d.dryRefused {
+		return nil
+	}
+	return &d.dryRef
 }
 
 // drainSampler logs the refusals that sampling left unrepresented in

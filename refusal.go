@@ -199,6 +199,18 @@ func (ref *refusal) outlasts(o *refusal) bool {
 	return ref.kind == kindQuota && o.kind == kindQuota && ref.item.Period > o.item.Period
 }
 
+// against returns the refusal to give of ref and o, two layers' refusals
+// of one request: the one that outlasts the other, with what the other
+// says folded in (see absorb).
+func (ref refusal) against(o refusal) refusal {
+	if ref.outlasts(&o) {
+		ref.absorb(&o)
+		return ref
+	}
+	o.absorb(&ref)
+	return o
+}
+
 func storeRefusal(tool string, wait time.Duration) refusal {
 	return refusal{
 		layer: layerStore, status: http.StatusServiceUnavailable, wait: wait, tool: tool,

@@ -619,18 +619,23 @@ func TestRedisArgRefusalClaimsNoLocalLevels(t *testing.T) {
 
 // A call a layer would refuse in dry run is forwarded with the levels
 // Redis found, as enforcement's refusal reports them: what the other
-// layers took was given back, so they stand there.
+// layers took was given back, so they stand there, and the refusing
+// bucket's t is the refusal's Retry-After (one token, not two).
 func TestRedisDryRunWouldBeRefusalCarriesRedisLevels(t *testing.T) {
 	skipNearMidnight(t)
-	ps, _, _ := provenOnRedis(t, 1, "tenant 1/h burst 1\n quota 10/day\n global off\n dry_run", "valid-dryrl")
+	ps, _, _ := provenOnRedis(t, 1, "tenant 1/h burst 2\n quota 10/day\n global off\n dry_run", "valid-dryrl")
 	p := ps[0]
-	for i := range 2 {
+	for i := range 3 {
 		r := harness.Post(t, p.URL+"/mcp", harness.ToolCall(i, "echo", map[string]any{"text": "x"}), "Authorization", "Bearer valid-dryrl")
 		if r.Status != http.StatusOK {
 			t.Fatalf("call %d in dry run: %d %s", i, r.Status, r.Body)
 		}
-		if v := r.Header.Get("RateLimit"); !strings.Contains(v, `"tenant";r=0`) || !strings.Contains(v, `"quota-day";r=9`) {
-			t.Errorf("call %d: RateLimit %q, want tenant r=0 and quota-day r=9 (one call counted)", i, v)
+		tenant, quota := fmt.Sprintf(`"tenant";r=%d;`, max(1-i, 0)), fmt.Sprintf(`"quota-day";r=%d;`, 10-min(i+1, 2))
+		if i == 2 {
+			tenant += "t=3600,"
+		}
+		if v := r.Header.Get("RateLimit"); !strings.Contains(v, tenant) || !strings.Contains(v, quota) {
+			t.Errorf("call %d: RateLimit %q, want %s and %s (two calls counted)", i, v, tenant, quota)
 		}
 	}
 }
