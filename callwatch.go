@@ -15,12 +15,13 @@ import (
 // call is in flight until the response ends.
 const maxWatchedEvent = 1 << 20
 
-// callWatch frees a request's concurrency slots as soon as the backend has
-// answered every request in it on an SSE response, rather than when the
-// stream ends. A call is in flight until its answer is written: a client
-// reads the answer and sends its next call at once, while the backend
-// closes the stream a moment later (or holds it open for more messages),
-// and a per-identity cap of 1 would refuse that next call.
+// callWatch frees a request's concurrency slots as the backend answers the
+// calls in it on an SSE response, each call's as its answer is written,
+// rather than when the stream ends. A call is in flight until its answer
+// is written: a client reads the answer and sends its next call at once,
+// while the backend closes the stream a moment later (or holds it open for
+// more messages, or for a batch's slower calls), and a per-identity cap of
+// 1 would refuse that next call.
 type callWatch struct {
 	// awaiting counts the answers still to come: 0 when not watching (or
 	// all came).
@@ -42,20 +43,25 @@ type callWatch struct {
 	named bool
 	// The ids of the POST's requests (null for an entry without one),
 	// back to back in ids and ending at idEnds, copied before the body
-	// goes on (its buffer is reused once sent); answered marks them.
+	// goes on (its buffer is reused once sent); metered marks the calls
+	// that hold a slot, answered those answered.
 	ids      []byte
 	idEnds   []int
+	metered  []bool
 	answered []bool
+	// calls counts the metered calls answered since takeCalls last ran.
+	calls int
 }
 
 // expect records the requests of req, whose answers a watch started later
-// waits for.
-func (w *callWatch) expect(req *jsonrpc.Request) {
-	w.ids, w.idEnds = w.ids[:0], w.idEnds[:0]
+// waits for, and which of them m meters.
+func (w *callWatch) expect(req *jsonrpc.Request, m jsonrpc.Meter) {
+	w.ids, w.idEnds, w.metered = w.ids[:0], w.idEnds[:0], w.metered[:0]
 	for i := range req.Len() {
 		if e := req.Entry(i); !e.Notification() {
 			w.ids = append(w.ids, idOrNull(e.ID())...)
 			w.idEnds = append(w.idEnds, len(w.ids))
+			w.metered = append(w.metered, e.Metered(m))
 		}
 	}
 }
@@ -133,7 +139,7 @@ func (w *callWatch) start(d *decision, h http.Header) {
 
 // begin waits for an answer to every request expect recorded.
 func (w *callWatch) begin() {
-	w.awaiting = len(w.idEnds)
+	w.awaiting, w.calls = len(w.idEnds), 0
 	w.line, w.data, w.named, w.overLine, w.spoiled = w.line[:0], w.data[:0], false, false, false
 	w.answered = append(w.answered[:0], make([]bool, len(w.idEnds))...)
 }
@@ -236,10 +242,20 @@ func (w *callWatch) dispatch() {
 		return
 	}
 	for _, id := range responseIDs(w.data) {
-		if w.answer(id) {
+		if k := w.answer(id); k >= 0 {
 			w.awaiting--
+			if w.metered[k] {
+				w.calls++
+			}
 		}
 	}
+}
+
+// takeCalls returns the metered calls answered since it last ran.
+func (w *callWatch) takeCalls() int {
+	n := w.calls
+	w.calls = 0
+	return n
 }
 
 // responseIDs returns the ids of the messages in data (one, or a batch's)
@@ -276,18 +292,18 @@ func responseIDs(data []byte) []json.RawMessage {
 }
 
 // answer marks the first unanswered request whose id is id (as sent;
-// null for an entry without one) and reports whether there was one. A
-// response to an id the POST did not carry ends nothing.
-func (w *callWatch) answer(id []byte) bool {
+// null for an entry without one) and returns its index, -1 when there is
+// none: a response to an id the POST did not carry ends nothing.
+func (w *callWatch) answer(id []byte) int {
 	lo := 0
 	for k, hi := range w.idEnds {
 		if !w.answered[k] && bytes.Equal(w.ids[lo:hi], id) {
 			w.answered[k] = true
-			return true
+			return k
 		}
 		lo = hi
 	}
-	return false
+	return -1
 }
 
 // isEventStream reports whether a Content-Type value names an SSE stream.
@@ -304,5 +320,5 @@ func (w *callWatch) reuse() callWatch {
 	if cap(w.line) > keepWatchBuffer || cap(w.data) > keepWatchBuffer || cap(w.ids) > keepWatchBuffer {
 		return callWatch{}
 	}
-	return callWatch{line: w.line[:0], data: w.data[:0], ids: w.ids[:0], idEnds: w.idEnds[:0], answered: w.answered[:0]}
+	return callWatch{line: w.line[:0], data: w.data[:0], ids: w.ids[:0], idEnds: w.idEnds[:0], metered: w.metered[:0], answered: w.answered[:0]}
 }

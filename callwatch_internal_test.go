@@ -22,7 +22,7 @@ func watching(t testing.TB, body string) *callWatch {
 	req.Parse([]byte(body))
 	t.Cleanup(func() { jsonrpc.PutRequest(req) })
 	w := new(callWatch)
-	w.expect(req)
+	w.expect(req, jsonrpc.Meter{Methods: []string{jsonrpc.ToolsCall}})
 	w.begin()
 	return w
 }
@@ -39,6 +39,31 @@ func feedSplit(t testing.TB, stream, body string, split int) int {
 		}
 	}
 	return -1
+}
+
+// Each metered call's answer is counted as it comes, for its slot to go
+// then; an answer to an unmetered request frees none.
+func TestCallWatchCountsEachMeteredCallAnswered(t *testing.T) {
+	w := watching(t, "["+call7+`,{"jsonrpc":"2.0","id":5,"method":"tools/list"},`+call8+"]")
+	for _, step := range []struct {
+		event string
+		calls int
+	}{
+		{"data: {\"jsonrpc\":\"2.0\",\"id\":5,\"result\":{}}\n\n", 0},
+		{progressEvent, 0},
+		{answer8Event, 1},
+		{answer8Event, 0}, // answered already
+	} {
+		if w.feed([]byte(step.event)) {
+			t.Fatalf("the answers ended at %q", step.event)
+		}
+		if n := w.takeCalls(); n != step.calls {
+			t.Fatalf("after %q: %d calls answered, want %d", step.event, n, step.calls)
+		}
+	}
+	if !w.feed([]byte(answerEvent)) {
+		t.Fatal("the last answer did not end the watch")
+	}
 }
 
 func TestCallWatchEndsAtTheLastAnswer(t *testing.T) {

@@ -310,6 +310,26 @@ func (d *decision) finish() {
 	}
 }
 
+// answered frees the slots of n calls whose answers an SSE stream has
+// written while others are still to come, and takes them out of the
+// in-flight gauge. One slot stays held for finish: a reading of the body
+// may count more calls than answers come (see Request.Calls).
+func (d *decision) answered(n int) {
+	n = min(n, d.concN-1)
+	if n <= 0 {
+		return
+	}
+	if d.concAll {
+		d.z.all.Release(globalKey, n)
+	}
+	if d.concID {
+		d.z.perID.Release(d.fp, n)
+	}
+	d.concN -= n
+	d.inflight -= int64(n)
+	d.z.metrics.inflightAdd(-int64(n))
+}
+
 // learn takes the backend's verdict: a 2xx proves the identity, a
 // reject_status forgets it (5xx, timeouts and transport errors never do),
 // and a 429 is upstream throttling, counted apart from our refusals.

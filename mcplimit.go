@@ -286,7 +286,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	}
 	h.zone.metrics.observe(start)
 	if (d.concAll || d.concID) && d.req != nil {
-		d.watch.expect(d.req) // before the body, which d.req reads, goes on
+		d.watch.expect(d.req, d.pol.meter) // before the body, which d.req reads, goes on
 		d.listens = listenOnly(d.req)
 	}
 	d.handOn(r)

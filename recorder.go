@@ -41,8 +41,12 @@ func (s *statusRecorder) Write(b []byte) (int, error) {
 	if !s.d.clientLeft() { // else the call goes on without its client
 		n, err = s.ResponseWriterWrapper.Write(b)
 	}
-	if s.d.watch.awaiting > 0 && s.d.watch.feed(b[:n]) {
-		s.d.finish()
+	if s.d.watch.awaiting > 0 {
+		if s.d.watch.feed(b[:n]) {
+			s.d.finish()
+		} else {
+			s.d.answered(s.d.watch.takeCalls())
+		}
 	}
 	return n, err
 }

@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -383,6 +385,60 @@ func TestCallInFlightEndsWithItsAnswerNotItsStream(t *testing.T) {
 			t.Fatalf("call %d: reading its answer: %v", i, sc.Err())
 		}
 	}
+}
+
+// A batch answered on an SSE stream holds a slot per call until that
+// call's answer is written, not until the last one is: with per_identity
+// 2, a batch of two whose first call is answered leaves room for one more
+// call from the same key while the second still runs.
+func TestBatchCallsLeaveFlightOneByOne(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		answer := func(id int) {
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n\n", id)
+			http.NewResponseController(w).Flush()
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if !strings.HasPrefix(string(body), "[") {
+			answer(9)
+			return
+		}
+		answer(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		answer(2)
+	}))
+	t.Cleanup(up.Close)
+	answerLast := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(answerLast) // before up.Close, which waits for the batch's handler
+	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 2\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
+	auth := []string{"Authorization", "Bearer valid-batch"}
+	batch := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "echo", nil) + "]"
+	req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(batch))
+	req.Header.Set("Authorization", "Bearer valid-batch")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"id":1`) {
+	}
+	harness.Eventually(t, 5*time.Second, "the answered call out of flight", func() bool { return e.inflight("default") == 1 })
+	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusOK {
+		t.Fatalf("a call beside a batch with one call answered, under per_identity 2: %d %s", r.Status, r.Body)
+	}
+	if r := e.post(batch, auth...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a batch of two beside a call still running, under per_identity 2: %d %s", r.Status, r.Body)
+	}
+	answerLast()
+	for sc.Scan() && !strings.Contains(sc.Text(), `"id":2`) {
+	}
+	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
 }
 
 // Messages before the answer (progress notifications) do not end a call:

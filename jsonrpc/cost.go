@@ -103,7 +103,7 @@ func (r *Request) Calls(m Meter) int {
 func entriesCalls(m Meter, records []Entry) int {
 	n := 0
 	for i := range records {
-		if records[i].cost(m, nil) > 0 {
+		if records[i].Metered(m) {
 			n++
 		}
 	}

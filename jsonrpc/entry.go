@@ -45,6 +45,10 @@ func (e *Entry) Notification() bool { return !e.hasID && e.methods.hi > e.method
 // JSON-RPC request or notification.
 func (e *Entry) Called() bool { return e.methods.hi > e.methods.lo }
 
+// Metered reports whether m charges the entry in any reading: it puts a
+// call in flight.
+func (e *Entry) Metered(m Meter) bool { return e.cost(m, nil) > 0 }
+
 // message reports whether the entry is a JSON-RPC message: a request, a
 // notification or a response.
 func (e *Entry) message() bool { return e.Called() || e.Response() }
