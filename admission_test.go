@@ -985,6 +985,35 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 	}
 }
 
+// A request refused for naming its identity more than once pays its
+// pre-auth token as an unproven one does, even when the value Caddy's
+// placeholder reads is proven: else a spelling beside a proven key would
+// buy refusals for nothing, a flood the address budget never stops.
+func TestAmbiguousIdentityBesideAProvenOnePaysPreauth(t *testing.T) {
+	e := start(t, "identity {http.request.uri.query.token} {http.request.cookie.token}\npreauth 1/h burst 1")
+	call := func(query string, hdr ...string) *harness.Response {
+		t.Helper()
+		return harness.Post(t, e.mcp+"?"+query, harness.ToolCall(1, "echo", nil), hdr...)
+	}
+	proven := []string{"Cookie", "token=c1"}
+	if r := call("token=valid-p", proven...); r.Status != http.StatusOK { // the address's one token
+		t.Fatalf("proving call: %d %s", r.Status, r.Body)
+	}
+	for _, c := range []struct {
+		query string
+		hdr   []string
+	}{
+		{"token=valid-p&Token=x1", proven},
+		{"token=valid-p&token[]=x2", proven},
+		{"token=valid-p", []string{"Cookie", "token=c1; TOKEN=x3"}},
+	} {
+		refusal(t, call(c.query, c.hdr...), http.StatusTooManyRequests, "preauth")
+	}
+	if r := call("token=valid-p", proven...); r.Status != http.StatusOK {
+		t.Fatalf("the proven identity itself: %d %s", r.Status, r.Body)
+	}
+}
+
 // With several identity placeholders, a value holding a line break is
 // refused (400): the values are joined with newlines, so ("v\n1", "2")
 // and ("v", "1\n2") would be one identity, and a caller never accepted

@@ -164,7 +164,11 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 			fp = f.sum(v)
 		}
 		d.fp, d.hasID = fp, true
-		d.proven = d.pol.trustIdentity || d.z.known.Proven(fp, now)
+		// A request that cannot be limited as sent is refused, and pays
+		// its pre-auth token first as an unproven one does, even when the
+		// value Caddy's placeholder reads is proven: another spelling
+		// beside it must not buy free refusals.
+		d.proven = d.unreadable == "" && (d.pol.trustIdentity || d.z.known.Proven(fp, now))
 		if d.proven && d.cached == nil {
 			// Only proven identities are remembered: a flood of fresh
 			// credentials leaves the cache to the callers it serves.
