@@ -227,6 +227,12 @@ func (z *zone) applyRedis(pol *policy) {
 	}
 	z.redis.Store(r)
 	z.setDegradedGauge()
+	if r == nil && old != nil {
+		// Deciding locally from here on what Redis last reported, which
+		// no count made here changes: the host keeps a copy of it for
+		// the zone's next start.
+		z.saveRedisCounts()
+	}
 	if r == nil && old != nil && old.mirrored {
 		// Without a store, the outage's counts have nowhere to go.
 		old.mu.Lock()

@@ -10,10 +10,11 @@ import (
 
 // redisCountsKind is the directory of AppDataDir where a zone keeps a copy
 // of the quota counts Redis last reported to it (quota.Counter.Observe),
-// written when Redis becomes unreachable and when the zone stops, and read
-// by a start while Redis is unreachable or without a store, so that an
-// identity that used up its quota in Redis stays refused across a restart
-// during the outage or after `store redis` was removed.
+// written when Redis becomes unreachable, when a reload removes the store
+// and when the zone stops with it, and read by a start while Redis is
+// unreachable or without a store, so that an identity that used up its
+// quota in Redis stays refused across a restart during the outage or
+// after `store redis` was removed.
 // Counts only grow within a period, so any copy of the current period is
 // a lower bound; processes sharing a data directory may each write it.
 const redisCountsKind = "mcp_ratelimit-redis-counts"
