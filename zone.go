@@ -100,8 +100,9 @@ type zone struct {
 	redisPendingUnread atomic.Bool
 
 	// unpushed and redisHost are the zone's files of counts kept on the
-	// host: those storage did not take, and those Redis did not.
-	unpushed, redisHost hostFiles
+	// host: those storage did not take, and those Redis did not;
+	// redisCounts its copy of what Redis reported (redisCountsKind).
+	unpushed, redisHost, redisCounts hostFiles
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -190,24 +191,25 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
 	z := &zone{
-		name:      pol.zone,
-		unpushed:  newHostFiles(unpushedKind, pol.zone, owner),
-		redisHost: newHostFiles(redisPendingKind, pol.zone, owner),
-		preauth:   buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
-		tenants:   buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		groups:    buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		global:    buckets.New[[16]byte](1, buckets.HashFingerprint),
-		anon:      buckets.New[[16]byte](1, buckets.HashFingerprint),
-		known:     known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
-		forgotten: known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
-		perID:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		all:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		storage:   stor,
-		metrics:   newZoneMetrics(pol.zone),
-		sampler:   newSampler(),
-		forgets:   map[string]int64{},
-		beat:      make(chan struct{}),
-		done:      make(chan struct{}),
+		name:        pol.zone,
+		unpushed:    newHostFiles(unpushedKind, pol.zone, owner),
+		redisHost:   newHostFiles(redisPendingKind, pol.zone, owner),
+		redisCounts: newHostFiles(redisCountsKind, pol.zone, owner),
+		preauth:     buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
+		tenants:     buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+		groups:      buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+		global:      buckets.New[[16]byte](1, buckets.HashFingerprint),
+		anon:        buckets.New[[16]byte](1, buckets.HashFingerprint),
+		known:       known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
+		forgotten:   known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
+		perID:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		all:         buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		storage:     stor,
+		metrics:     newZoneMetrics(pol.zone),
+		sampler:     newSampler(),
+		forgets:     map[string]int64{},
+		beat:        make(chan struct{}),
+		done:        make(chan struct{}),
 	}
 	z.capacity.Store(&capacity)
 	// An identity that expires or is evicted was proven as much as one
@@ -253,9 +255,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
 	}
 	z.adoptUnpushed(time.Now())
-	if rz == nil || rz.degraded.Load() {
-		z.seedRedisCounts(logger, rz != nil)
-	}
+	z.seedRedisCounts(logger, rz == nil || rz.degraded.Load(), rz != nil)
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.

@@ -72,18 +72,49 @@ func observable(it *Item, now time.Time) bool {
 	return it.Period.Valid() && validKey(it.Key) && it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack)))
 }
 
+// ObserveExtra records, for each item, that the store deciding in this
+// Counter's place (Redis) held at least it.N more for it.Key than was
+// counted here, in the period of kind it.Period containing now, keeping
+// the larger of that and what it recorded before: what Observed gave a
+// copy kept outside that store, read back by a start while the store is
+// unreachable or gone. Copies taken by several processes may each be read.
+func (c *Counter) ObserveExtra(items []Item, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		it := &items[i]
+		if it.N <= 0 || !observable(it, now) {
+			continue
+		}
+		b := c.bucketLocked(it.Period, now, true)
+		if p := b.observed[string(it.Key)]; p != nil {
+			*p = max(*p, it.N)
+			continue
+		}
+		if b.observed == nil {
+			b.observed = deltas{}
+		}
+		n := it.N
+		b.observed[string(it.Key)] = &n
+	}
+}
+
 // Observed returns, for the current period of every kind the Counter
-// counts, each key's count as Used reads it where a store deciding in the
-// Counter's place reported more than was counted here: what a copy kept
-// outside it must give Observe again, for a start while that store is
-// unreachable.
+// counts, each key's count that a store deciding in the Counter's place
+// reported beyond what was counted here (the part of Used that Observe,
+// ObserveAdded and ObserveExtra record): what a copy kept outside that
+// store gives ObserveExtra again, for a start while that store is
+// unreachable. It is the extra, not Used, because what was counted here
+// reaches storage by itself, and a start adds the copy to what storage
+// then holds: counts made here after the copy was taken are in storage,
+// not in the copy.
 func (c *Counter) Observed(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Count
 	for _, b := range c.currentLocked(now) {
-		for k := range b.observed {
-			out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: b.used([]byte(k))})
+		for k, n := range b.observed {
+			out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: *n})
 		}
 	}
 	return out

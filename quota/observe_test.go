@@ -67,16 +67,26 @@ func TestObserveSkipsThePeriodBoundary(t *testing.T) {
 	}
 }
 
-// Observed gives back, for a copy, each observed key's count as Used
-// reads it, and nothing for keys only counted here.
+// Observed gives back, for a copy, what each observed key's count holds
+// beyond the counts made here (those reach storage by themselves), and
+// nothing for keys only counted here. A start that reads the copy back
+// adds it to the counts it finds in storage, the larger copy winning.
 func TestObservedCopiesWhatObserveRecorded(t *testing.T) {
 	c := New(Config{Clock: newFakeClock(t0).Now})
+	add(c, "i/x", Day, 3, t0)
 	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 10}}, t0)
 	add(c, "i/x", Day, 2, t0)
 	add(c, "i/local", Day, 5, t0)
 	got := c.Observed(t0)
-	if len(got) != 1 || got[0].Key != "i/x" || got[0].N != 12 || !got[0].Start.Equal(Day.Start(t0)) {
-		t.Fatalf("Observed = %v, want i/x 12 of today", got)
+	if len(got) != 1 || got[0].Key != "i/x" || got[0].N != 7 || !got[0].Start.Equal(Day.Start(t0)) {
+		t.Fatalf("Observed = %v, want i/x 7 of today: 10 reported, 3 of them counted here", got)
+	}
+	restarted := New(Config{Clock: newFakeClock(t0).Now})
+	add(restarted, "i/x", Day, 5, t0) // what storage holds: the 3, and the 2 counted after
+	restarted.ObserveExtra([]Item{{Key: []byte("i/x"), Period: Day, N: 7}}, t0)
+	restarted.ObserveExtra([]Item{{Key: []byte("i/x"), Period: Day, N: 4}}, t0) // another process's smaller copy
+	if got := restarted.Used([]byte("i/x"), Day, t0); got != 12 {
+		t.Fatalf("Used after a start read the copy back: %d, want 12", got)
 	}
 }
 

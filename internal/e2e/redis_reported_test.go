@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// A crash during a Redis outage, once the calls made locally are in
+// storage, goes on from what Redis had counted plus those: the host's
+// copy holds what Redis reported beyond the local counts, not a total
+// that the local counts made since would hide.
+func TestRedisOutageCrashAddsWhatRedisReportedToStorage(t *testing.T) {
+	skipNearMidnight(t)
+	const token = "valid-crash-reported"
+	r := harness.StartRedis(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	p := harness.StartProcess(t, harness.BuildCaddy(t), redisSite(r.URL, "tenant 1/h burst 10\n quota 6/day"), backend.Addr, storage, "")
+	prove(t, p, token)
+	for range 3 {
+		mustCall(t, p, token, "ok") // counted in Redis
+	}
+	r.Kill()
+	for range 2 {
+		mustCall(t, p, token, "ok") // counted locally
+	}
+	harness.Eventually(t, 10*time.Second, "the outage's calls in storage", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == 2
+	})
+	p.Kill()
+	p.Restart(t) // Redis still down
+	prove(t, p, token)
+	mustCall(t, p, token, "ok")
+	mustCall(t, p, token, "quota") // 3 in Redis, 2 before the crash, 1 after
+}
+
+// Processes sharing a data directory each keep their own copy of what
+// Redis reported: one that stops last does not replace what another was
+// told, and a start during an outage goes on from the largest.
+func TestRedisReportedCopiesOfProcessesSharingADataDirectory(t *testing.T) {
+	skipNearMidnight(t)
+	const token = "valid-shared-reported"
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 6/day")
+	a := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageA"), "")
+	data := filepath.Join(a.Home, "data")
+	homeB := t.TempDir()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
+		t.Fatal(err)
+	}
+	b := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageB"), homeB)
+	prove(t, b, token)
+	mustCall(t, b, token, "ok") // Redis reports 1 to b
+	prove(t, a, token)
+	for range 4 {
+		mustCall(t, a, token, "ok") // and 5 to a
+	}
+	a.Stop()
+	b.Stop() // last: its copy holds 1
+	r.Kill()
+	a.Restart(t)
+	prove(t, a, token)
+	mustCall(t, a, token, "ok")
+	mustCall(t, a, token, "quota") // 5 reported to a, 1 after
+}
