@@ -228,9 +228,9 @@ func (z *zone) applyRedis(pol *policy) {
 	z.redis.Store(r)
 	z.setDegradedGauge()
 	if r == nil && old != nil {
-		// Deciding locally from here on what Redis last reported, which
-		// no count made here changes: the host keeps a copy of it for
-		// the zone's next start.
+		// Deciding locally from here on what Redis last reported beyond
+		// the counts made here: the host keeps a copy of that for the
+		// zone's next start (the counts made here go to storage).
 		z.saveRedisCounts()
 	}
 	if r == nil && old != nil && old.mirrored {
