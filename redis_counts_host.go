@@ -16,14 +16,15 @@ import (
 // redisCountsKind is the directory of AppDataDir where a zone keeps a copy
 // of what the quota counts Redis last reported to it hold beyond the
 // counts made locally (quota.Counter.Observed), one file per process
-// (hostFiles), written when Redis becomes unreachable, when a reload
-// removes the store and when the zone stops with it. A start while Redis
-// is unreachable or without a store adds the largest copy of each count
-// to what storage holds, so that an identity that used up its quota in
-// Redis stays refused across a restart (a crash included) during the
-// outage or after `store redis` was removed. Each copy of the current
-// period is a lower bound of what Redis held beyond storage, whichever
-// process of the host took it.
+// (hostFiles), written at every flush while the zone has the store, when
+// Redis becomes unreachable, when a reload removes the store and when the
+// zone stops with it. A start while Redis is unreachable or without a
+// store adds the largest copy of each count to what storage holds, so
+// that an identity that used up its quota in Redis stays refused across a
+// restart (after a crash too, which loses at most a flush interval of
+// what Redis reported) during an outage or after `store redis` was
+// removed. Each copy of the current period is a lower bound of what Redis
+// held beyond storage, whichever process of the host took it.
 const redisCountsKind = "mcp_ratelimit-redis-reported"
 
 // saveRedisCounts copies to the host what the counts Redis reported to

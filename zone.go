@@ -411,6 +411,9 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				z.readRedisPendingAgain(fctx)
 				z.flush(fctx, false)
 				cancel()
+				if z.redis.Load() != nil {
+					z.saveRedisCounts() // a crash loses at most an interval of what Redis reported
+				}
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
 				// counts, pushed at their own flushes, are then seen within

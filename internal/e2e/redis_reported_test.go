@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"testing"
@@ -71,4 +73,34 @@ func TestRedisReportedCopiesOfProcessesSharingADataDirectory(t *testing.T) {
 	prove(t, a, token)
 	mustCall(t, a, token, "ok")
 	mustCall(t, a, token, "quota") // 5 reported to a, 1 after
+}
+
+// A crash while Redis decides loses at most a flush interval of what
+// Redis reported to the instance: the host's copy is kept at every flush,
+// so a restart during an outage goes on from it.
+func TestRedisCrashWhileHealthyKeepsWhatRedisReported(t *testing.T) {
+	skipNearMidnight(t)
+	const token = "valid-crash-healthy"
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 1, redisSite(r.URL, "tenant 1/h burst 10\n quota 3/day"))
+	p := ps[0]
+	prove(t, p, token)
+	for range 3 {
+		mustCall(t, p, token, "ok") // counted in Redis only
+	}
+	copies := filepath.Join(p.Home, "data", "caddy", "mcp_ratelimit-redis-reported", hex.EncodeToString([]byte(rzone))+".*.counts")
+	harness.Eventually(t, 10*time.Second, "the host's copy of what Redis reported", func() bool {
+		names, _ := filepath.Glob(copies)
+		for _, name := range names {
+			if b, _ := os.ReadFile(name); bytes.Contains(b, []byte(" 3\n")) {
+				return true
+			}
+		}
+		return false
+	})
+	p.Kill()
+	r.Kill()
+	p.Restart(t)
+	prove(t, p, token)
+	mustCall(t, p, token, "quota")
 }
