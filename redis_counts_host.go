@@ -40,14 +40,16 @@ func (z *zone) saveRedisCounts() {
 	}
 }
 
-// seedRedisCounts reads the host's copies of the counts Redis reported.
-// For a start while Redis is unreachable (degraded) or without a store
-// (seed), the quota counts on from them: the largest copy of each count
-// of the current periods is added to what storage holds, the zone's own
-// copy then holds them all, and the copies of processes of this host that
-// are gone are removed. Copies holding nothing of the current periods are
-// removed in any case.
-func (z *zone) seedRedisCounts(logger *zap.Logger, seed, degraded bool) {
+// seedRedisCounts takes the host's copies of the counts Redis reported
+// back, at a start: the largest copy of each count of the current periods
+// is added to what storage holds, the zone's own copy then holds them all,
+// and the copies of processes of this host that are gone are removed, as
+// are copies holding nothing of the current periods. A start while Redis
+// is unreachable (degraded) or without a store counts on from them; one
+// that decides in Redis carries them there with what was counted locally
+// since (seedRedis): the counts made while the store was removed are in
+// storage, not in Redis.
+func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) {
 	now := time.Now()
 	copies, err := z.redisCounts.readAll()
 	if err != nil {
@@ -71,7 +73,7 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, seed, degraded bool) {
 		}
 	}
 	removeFiles(stale)
-	if !seed || len(items) == 0 {
+	if len(items) == 0 {
 		return
 	}
 	z.quota.ObserveExtra(items, now)

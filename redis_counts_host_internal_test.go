@@ -13,11 +13,10 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// A start without a store takes, for each key, the largest of the copies
-// of what Redis reported that processes of the host left, whoever wrote
-// them; its own copy then holds them all, so the copies of processes that
-// are gone are removed, and copies of ended periods go in any case. A
-// start that decides in Redis reads none of them.
+// A start takes, for each key, the largest of the copies of what Redis
+// reported that processes of the host left, whoever wrote them; its own
+// copy then holds them all, so the copies of processes that are gone are
+// removed, and copies of ended periods go too.
 func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 	now := time.Now()
 	if quota.Day.Next(now).Sub(now) < time.Minute || now.Sub(quota.Day.Start(now)) < time.Minute {
@@ -49,49 +48,39 @@ func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
 	remote := "00112233aabbccdd-1-REMOTE00"
 
-	for _, seed := range []bool{true, false} {
-		dir := t.TempDir()
-		z := newZoneAt(dir)
-		other := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("ab"))}
-		stays := []string{
-			write(z.redisCounts, alive, today("i/x", 2)),
-			write(z.redisCounts, remote, today("i/x", 5)),
-			write(other, gone, today("i/x", 100)),
-		}
-		goneFile := write(z.redisCounts, gone, today("i/x", 1), today("i/y", 32))
-		stale := write(z.redisCounts, remote+"OLD", yesterday)
+	dir := t.TempDir()
+	z := newZoneAt(dir)
+	other := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("ab"))}
+	stays := []string{
+		write(z.redisCounts, alive, today("i/x", 2)),
+		write(z.redisCounts, remote, today("i/x", 5)),
+		write(other, gone, today("i/x", 100)),
+	}
+	goneFile := write(z.redisCounts, gone, today("i/x", 1), today("i/y", 32))
+	stale := write(z.redisCounts, remote+"OLD", yesterday)
 
-		z.seedRedisCounts(zap.NewNop(), seed, false)
+	z.seedRedisCounts(zap.NewNop(), false)
 
-		for _, name := range stays {
-			if _, err := os.Stat(name); err != nil {
-				t.Errorf("seed %v: %s removed: %v", seed, filepath.Base(name), err)
-			}
+	for _, name := range stays {
+		if _, err := os.Stat(name); err != nil {
+			t.Errorf("%s removed: %v", filepath.Base(name), err)
 		}
-		if _, err := os.Stat(stale); err == nil {
-			t.Errorf("seed %v: a copy of an ended period stays", seed)
-		}
-		x, y := z.quota.Used([]byte("i/x"), quota.Day, now), z.quota.Used([]byte("i/y"), quota.Day, now)
-		_, goneErr := os.Stat(goneFile)
-		own, _ := readCounts(z.redisCounts.path())
-		if !seed {
-			if x != 0 || y != 0 || goneErr != nil || own != nil {
-				t.Errorf("a start deciding in Redis: used %d and %d, gone copy %v, own copy %v; want nothing read and nothing taken", x, y, goneErr, own)
-			}
-			continue
-		}
-		if x != 5 || y != 32 {
-			t.Errorf("used i/x %d, i/y %d; want the largest copies, 5 and 32", x, y)
-		}
-		if goneErr == nil {
-			t.Error("the copy of a process that is gone stays")
-		}
-		got := map[string]int64{}
-		for _, c := range own {
-			got[c.Key] = c.N
-		}
-		if got["i/x"] != 5 || got["i/y"] != 32 || len(got) != 2 {
-			t.Errorf("the zone's own copy holds %v, want i/x 5 and i/y 32", got)
-		}
+	}
+	if _, err := os.Stat(stale); err == nil {
+		t.Error("a copy of an ended period stays")
+	}
+	if _, err := os.Stat(goneFile); err == nil {
+		t.Error("the copy of a process that is gone stays")
+	}
+	if x, y := z.quota.Used([]byte("i/x"), quota.Day, now), z.quota.Used([]byte("i/y"), quota.Day, now); x != 5 || y != 32 {
+		t.Errorf("used i/x %d, i/y %d; want the largest copies, 5 and 32", x, y)
+	}
+	own, _ := readCounts(z.redisCounts.path())
+	got := map[string]int64{}
+	for _, c := range own {
+		got[c.Key] = c.N
+	}
+	if got["i/x"] != 5 || got["i/y"] != 32 || len(got) != 2 {
+		t.Errorf("the zone's own copy holds %v, want i/x 5 and i/y 32", got)
 	}
 }

@@ -527,6 +527,32 @@ func TestRestartAfterRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T
 	unchanged(t, e, before, "a call over a quota counted partly in Redis, after a restart without the store")
 }
 
+// A restart with `store redis` added back, Redis answering, carries to
+// Redis what it reported before the store was removed plus what was
+// counted locally since, as a reload adding the store back does.
+func TestRestartWithTheRedisStoreAddedBackCarriesTheCountsMadeWithoutIt(t *testing.T) {
+	const zone, token = "redis_readded_restart", "valid-readded-restart"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	opts := harness.Options{Storage: t.TempDir()}
+	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 4/day"
+	withRedis := block + "\nstore redis " + rd.URL
+	e := start(t, withRedis, opts)
+	e.prove(token)
+	e.spend(token, 2)
+	e = start(t, block, opts)
+	e.spend(token, 1)
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	e = start(t, withRedis, opts)
+	e.prove(token)
+	e.spend(token, 1)
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(5, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a quota counted in Redis and without it, after a restart with the store back")
+}
+
 // A restart while storage is unreadable counts on from the totals the
 // zone last read, copied on the host, not from zero: an identity that had
 // used up its quota stays refused, though it must prove itself again.

@@ -255,7 +255,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
 	}
 	z.adoptUnpushed(time.Now())
-	z.seedRedisCounts(logger, rz == nil || rz.degraded.Load(), rz != nil)
+	z.seedRedisCounts(logger, rz != nil && rz.degraded.Load())
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
