@@ -41,7 +41,11 @@ func (z *zone) saveRedisPending(ctx context.Context, r *zoneRedis) error {
 
 // loadRedisPending takes every saved object back into r's pending counts.
 // Each object is loaded and deleted under its storage lock, so that one
-// instance alone takes it.
+// instance alone takes it. While Redis answers, its counts are pushed
+// before it is deleted: another instance that starts meanwhile raises
+// Redis to the counts storage holds, which hold the outage's too (see
+// seedable), and must find them either still saved in storage, for it to
+// wait for them, or in Redis already, never in between.
 func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
 	names, err := z.storage.List(ctx, redisPendingDir(z.name), false)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -50,22 +54,48 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
 	if err != nil {
 		return err
 	}
+	push := !r.degraded.Load()
 	for _, name := range names {
 		if err := z.storage.Lock(ctx, name); err != nil {
 			return err
 		}
-		data, err := z.storage.Load(ctx, name)
-		if err == nil {
-			err = z.storage.Delete(ctx, name)
-		}
-		if err == nil {
-			r.addCounts(parseCounts(data))
-		}
+		err := z.takePending(ctx, r, name, &push)
 		_ = z.storage.Unlock(ctx, name)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // another instance took it
 			return err
 		}
 	}
+	return nil
+}
+
+// takePending takes the saved object name into r, under its lock, and
+// deletes it; *push says Redis answers, and becomes false once a push
+// fails. Counts pushed (or left pending by a failed push) before the
+// deletion failed are not taken again when it is tried again.
+func (z *zone) takePending(ctx context.Context, r *zoneRedis, name string, push *bool) error {
+	if !z.pendingTaken[name] {
+		data, err := z.storage.Load(ctx, name)
+		if err != nil {
+			return err
+		}
+		cs := parseCounts(data)
+		if !*push {
+			if err := z.storage.Delete(ctx, name); err != nil {
+				return err
+			}
+			r.addCounts(cs)
+			return nil
+		}
+		r.addCounts(cs)
+		if r.push(ctx) != nil {
+			*push = false // left pending, for the run loop to push once Redis answers
+		}
+		z.pendingTaken[name] = true
+	}
+	if err := z.storage.Delete(ctx, name); err != nil {
+		return err
+	}
+	delete(z.pendingTaken, name)
 	return nil
 }
 

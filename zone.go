@@ -98,6 +98,9 @@ type zone struct {
 	// redisPendingUnread says the counts saved in storage during a Redis
 	// outage could not be read at start: each flush tries again.
 	redisPendingUnread atomic.Bool
+	// pendingTaken names the objects of those counts taken into the store
+	// whose deletion failed (takePending): newZone, then the run loop.
+	pendingTaken map[string]bool
 
 	// unpushed and redisHost are the zone's files of counts kept on the
 	// host: those storage did not take, and those Redis did not;
@@ -191,25 +194,26 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
 	z := &zone{
-		name:        pol.zone,
-		unpushed:    newHostFiles(unpushedKind, pol.zone, owner),
-		redisHost:   newHostFiles(redisPendingKind, pol.zone, owner),
-		redisCounts: newHostFiles(redisCountsKind, pol.zone, owner),
-		preauth:     buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
-		tenants:     buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		groups:      buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		global:      buckets.New[[16]byte](1, buckets.HashFingerprint),
-		anon:        buckets.New[[16]byte](1, buckets.HashFingerprint),
-		known:       known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
-		forgotten:   known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
-		perID:       buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		all:         buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		storage:     stor,
-		metrics:     newZoneMetrics(pol.zone),
-		sampler:     newSampler(),
-		forgets:     map[string]int64{},
-		beat:        make(chan struct{}),
-		done:        make(chan struct{}),
+		name:         pol.zone,
+		unpushed:     newHostFiles(unpushedKind, pol.zone, owner),
+		redisHost:    newHostFiles(redisPendingKind, pol.zone, owner),
+		redisCounts:  newHostFiles(redisCountsKind, pol.zone, owner),
+		preauth:      buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
+		tenants:      buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+		groups:       buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+		global:       buckets.New[[16]byte](1, buckets.HashFingerprint),
+		anon:         buckets.New[[16]byte](1, buckets.HashFingerprint),
+		known:        known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
+		forgotten:    known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
+		perID:        buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		all:          buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		storage:      stor,
+		metrics:      newZoneMetrics(pol.zone),
+		sampler:      newSampler(),
+		forgets:      map[string]int64{},
+		pendingTaken: map[string]bool{},
+		beat:         make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	z.capacity.Store(&capacity)
 	// An identity that expires or is evicted was proven as much as one

@@ -104,3 +104,35 @@ func TestRedisCrashWhileHealthyKeepsWhatRedisReported(t *testing.T) {
 	prove(t, p, token)
 	mustCall(t, p, token, "quota")
 }
+
+// Counts an outage left in storage at a stop are pushed once when two
+// instances sharing that storage start together: the one that takes them
+// pushes them before it removes them, so the other, which raises Redis to
+// the counts storage holds (the outage's among them), does not find them
+// gone from storage and not yet in Redis.
+func TestRedisOutageCountsSavedAtAStopArePushedOnceByTwoStarts(t *testing.T) {
+	skipNearMidnight(t)
+	const token = "valid-two-starts"
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 4/day")
+	a := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	b := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	a.Stop()
+	r.Kill()
+	prove(t, b, token)
+	mustCall(t, b, token, "ok") // counted locally, flushed to storage
+	harness.Eventually(t, 10*time.Second, "the outage's call in storage", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == 1
+	})
+	b.Stop() // the call is saved in storage, to be pushed
+	r.Start(t)
+	a.Restart(t)
+	b.Restart(t)
+	time.Sleep(3 * time.Second) // pushes, seeds and probes done
+	if n := sumQuota(t, r); n != 1 {
+		t.Fatalf("Redis holds %d for the outage's one call, want 1", n)
+	}
+}
