@@ -372,7 +372,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 	defer close(z.done)
 	tick := time.NewTicker(readTick)
 	defer tick.Stop()
-	lastFlush, lastRead, lastSweep, lastAdopt := time.Now(), time.Now(), time.Now(), time.Now()
+	lastFlush, lastRead, lastSweep := time.Now(), time.Now(), time.Now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -398,10 +398,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				z.drainSampler(false)
 				z.probeRedis(ctx, now)
 				z.keyToMovedStorage(ctx)
-				if now.Sub(lastAdopt) >= hostFileBeat {
-					lastAdopt = now
-					z.adoptHostFiles(now)
-				}
+				z.adoptHostFiles(now) // a process of the host that is gone left them: within a second
 			}
 			// Half a tick of slack: ticks jitter, and without it a tick
 			// landing a hair early would put the work off by a whole tick.

@@ -89,3 +89,54 @@ func breakStorage(t *testing.T, dir string) (repair func()) {
 		}
 	}
 }
+
+// A running process of the zone takes over the unpushed counts of one
+// that crashed on the same data directory within about a second, not at
+// its next refresh of its own files (every 10s): until then they count
+// nowhere.
+func TestRunningProcessTakesOverACrashedOnesCountsAtOnce(t *testing.T) {
+	skipNearMidnight(t)
+	const limit, token = 1000, "valid-takeover-now"
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	a := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
+	data := filepath.Join(a.Home, "data")
+	homeB := t.TempDir()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
+		t.Fatal(err)
+	}
+	harness.StartProcess(t, bin, site(limit), backend.Addr, storage, homeB)
+	started := time.Now()
+	repair := breakStorage(t, storage)
+	prove(t, a, token)
+	mustCall(t, a, token, "ok")
+	files := filepath.Join(data, "caddy", "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
+	var aFile string
+	harness.Eventually(t, 5*flush, "a's unpushed counts kept on the host", func() bool {
+		names, _ := filepath.Glob(files)
+		if len(names) == 1 {
+			aFile = names[0]
+		}
+		return aFile != ""
+	})
+	a.Kill()
+	for deadline := time.Now().Add(4 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := os.Stat(aFile); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			if time.Since(started) >= 10*time.Second {
+				t.Skip("the machine is too slow to tell a takeover at once from one at the next refresh")
+			}
+			t.Fatal("the crashed process's counts were not taken over within 4s")
+		}
+	}
+	repair()
+	harness.Eventually(t, 10*flush, "the counts taken over stored", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == 1
+	})
+}
