@@ -45,6 +45,23 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 // made there on this host's behalf, such as a proving call's. Unlike
 // Observe, concurrent calls add up.
 func (c *Counter) ObserveAdded(items []Item, now time.Time) {
+	c.observeN(items, now, func(had, n int64) int64 { return had + n })
+}
+
+// ObserveExtra records, for each item, that the store deciding in this
+// Counter's place (Redis) held at least it.N more for it.Key than was
+// counted here, in the period of kind it.Period containing now, keeping
+// the larger of that and what it recorded before: what Observed gave a
+// copy kept outside that store, read back by a start while the store is
+// unreachable or gone. Copies taken by several processes may each be read.
+func (c *Counter) ObserveExtra(items []Item, now time.Time) {
+	c.observeN(items, now, func(had, n int64) int64 { return max(had, n) })
+}
+
+// observeN records each item's positive it.N as what the other store
+// holds beyond the counts made here, combined with what was recorded
+// before for it.
+func (c *Counter) observeN(items []Item, now time.Time, combine func(had, n int64) int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for i := range items {
@@ -54,7 +71,7 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 		}
 		b := c.bucketLocked(it.Period, now, true)
 		if p := b.observed[string(it.Key)]; p != nil {
-			*p += it.N
+			*p = combine(*p, it.N)
 			continue
 		}
 		if b.observed == nil {
@@ -70,33 +87,6 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 // the period's start (see Observe).
 func observable(it *Item, now time.Time) bool {
 	return it.Period.Valid() && validKey(it.Key) && it.Period.Start(now.Add(-ObserveSlack)).Equal(it.Period.Start(now.Add(ObserveSlack)))
-}
-
-// ObserveExtra records, for each item, that the store deciding in this
-// Counter's place (Redis) held at least it.N more for it.Key than was
-// counted here, in the period of kind it.Period containing now, keeping
-// the larger of that and what it recorded before: what Observed gave a
-// copy kept outside that store, read back by a start while the store is
-// unreachable or gone. Copies taken by several processes may each be read.
-func (c *Counter) ObserveExtra(items []Item, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range items {
-		it := &items[i]
-		if it.N <= 0 || !observable(it, now) {
-			continue
-		}
-		b := c.bucketLocked(it.Period, now, true)
-		if p := b.observed[string(it.Key)]; p != nil {
-			*p = max(*p, it.N)
-			continue
-		}
-		if b.observed == nil {
-			b.observed = deltas{}
-		}
-		n := it.N
-		b.observed[string(it.Key)] = &n
-	}
 }
 
 // Observed returns, for the current period of every kind the Counter

@@ -47,19 +47,8 @@ func TestRedisReportedCopiesOfProcessesSharingADataDirectory(t *testing.T) {
 	skipNearMidnight(t)
 	const token = "valid-shared-reported"
 	r := harness.StartRedis(t)
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
 	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 6/day")
-	a := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageA"), "")
-	data := filepath.Join(a.Home, "data")
-	homeB := t.TempDir()
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
-		t.Fatal(err)
-	}
-	b := harness.StartProcess(t, bin, site, backend.Addr, harness.TempDir(t, "storageB"), homeB)
+	a, b, _ := startSharingData(t, site, harness.TempDir(t, "storageA"), harness.TempDir(t, "storageB"))
 	prove(t, b, token)
 	mustCall(t, b, token, "ok") // Redis reports 1 to b
 	prove(t, a, token)

@@ -20,19 +20,8 @@ import (
 func TestQuotaOutageCountsOfProcessesSharingADataDirectory(t *testing.T) {
 	skipNearMidnight(t)
 	const limit, token = 1000, "valid-shared-data"
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
 	storage := harness.TempDir(t, "storage")
-	a := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
-	data := filepath.Join(a.Home, "data")
-	homeB := t.TempDir()
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
-		t.Fatal(err)
-	}
-	b := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, homeB)
+	a, b, data := startSharingData(t, site(limit), storage, storage)
 	for _, p := range []*harness.Process{a, b} {
 		prove(t, p, token)
 		mustCall(t, p, token, "ok")
@@ -97,19 +86,8 @@ func breakStorage(t *testing.T, dir string) (repair func()) {
 func TestRunningProcessTakesOverACrashedOnesCountsAtOnce(t *testing.T) {
 	skipNearMidnight(t)
 	const limit, token = 1000, "valid-takeover-now"
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
 	storage := harness.TempDir(t, "storage")
-	a := harness.StartProcess(t, bin, site(limit), backend.Addr, storage, "")
-	data := filepath.Join(a.Home, "data")
-	homeB := t.TempDir()
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
-		t.Fatal(err)
-	}
-	harness.StartProcess(t, bin, site(limit), backend.Addr, storage, homeB)
+	a, _, data := startSharingData(t, site(limit), storage, storage)
 	started := time.Now()
 	repair := breakStorage(t, storage)
 	prove(t, a, token)
@@ -139,4 +117,23 @@ func TestRunningProcessTakesOverACrashedOnesCountsAtOnce(t *testing.T) {
 	harness.Eventually(t, 10*flush, "the counts taken over stored", func() bool {
 		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == 1
 	})
+}
+
+// startSharingData starts two processes of site, on storage directories
+// storageA and storageB, that share one data directory (a's, returned), as
+// instances on one machine or containers on one volume do.
+func startSharingData(t *testing.T, site, storageA, storageB string) (a, b *harness.Process, data string) {
+	t.Helper()
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	a = harness.StartProcess(t, bin, site, backend.Addr, storageA, "")
+	data = filepath.Join(a.Home, "data")
+	homeB := t.TempDir()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(data, filepath.Join(homeB, "data")); err != nil {
+		t.Fatal(err)
+	}
+	return a, harness.StartProcess(t, bin, site, backend.Addr, storageB, homeB), data
 }
