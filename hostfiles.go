@@ -152,15 +152,58 @@ func (f hostFiles) orphan(e fs.DirEntry, now time.Time) bool {
 	if mid == f.zone {
 		return true // an earlier version's file
 	}
-	owner, ok := strings.CutPrefix(mid, f.zone+".")
-	if !ok || owner == f.owner || strings.Contains(owner, ".") {
+	owner := f.ownerOf(e.Name())
+	if owner == "" || owner == f.owner {
 		return false
 	}
 	info, err := e.Info()
 	return err == nil && orphaned(owner, info.ModTime(), now)
 }
 
-// dropClaims removes files takeOrphans claimed.
+// readAll reads every file of the zone of f's kind on the host, whoever
+// its owner, by name; claims and files being written are not among them.
+func (f hostFiles) readAll() (map[string][]quota.Count, error) {
+	entries, err := os.ReadDir(f.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]quota.Count{}
+	var errs []error
+	for _, e := range entries {
+		if f.ownerOf(e.Name()) == "" {
+			continue
+		}
+		name := filepath.Join(f.dir, e.Name())
+		cs, err := readCounts(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out[name] = cs
+	}
+	return out, errors.Join(errs...)
+}
+
+// ownerOf is the owner of the zone's file name (a path or a base name), or
+// "" when it is no owner's file of the zone's (a claim, a file being
+// written, an earlier version's file, another zone's).
+func (f hostFiles) ownerOf(name string) string {
+	mid, ok := strings.CutSuffix(filepath.Base(name), ".counts")
+	if !ok {
+		return ""
+	}
+	owner, ok := strings.CutPrefix(mid, f.zone+".")
+	if !ok || strings.Contains(owner, ".") {
+		return ""
+	}
+	return owner
+}
+
+// dropClaims removes the named files: those takeOrphans claimed, or
+// others; one already gone is no error.
 func dropClaims(claims []string) error {
 	var errs []error
 	for _, c := range claims {

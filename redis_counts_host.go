@@ -1,11 +1,6 @@
 package mcplimit
 
 import (
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -18,12 +13,12 @@ import (
 // counts made locally (quota.Counter.Observed), one file per process
 // (hostFiles), written at every flush while the zone has the store, when
 // Redis becomes unreachable, when a reload removes the store and when the
-// zone stops with it. A start while Redis is unreachable or without a
-// store adds the largest copy of each count to what storage holds, so
-// that an identity that used up its quota in Redis stays refused across a
-// restart (after a crash too, which loses at most a flush interval of
-// what Redis reported) during an outage or after `store redis` was
-// removed. Each copy of the current period is a lower bound of what Redis
+// zone stops with it. A start adds the largest copy of each count to what
+// storage holds (seedRedisCounts), so that an identity that used up its
+// quota in Redis stays refused across a restart (after a crash too, which
+// loses at most a flush interval of what Redis reported) during an outage
+// or after `store redis` was removed, and a start with the store added
+// back carries it there. Each copy of the current period is a lower bound of what Redis
 // held beyond storage, whichever process of the host took it.
 const redisCountsKind = "mcp_ratelimit-redis-reported"
 
@@ -72,68 +67,17 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) {
 			gone = append(gone, name)
 		}
 	}
-	removeFiles(stale)
+	_ = dropClaims(stale) // left for a later start if it cannot go
 	if len(items) == 0 {
 		return
 	}
 	z.quota.ObserveExtra(items, now)
 	if err := writeCounts(z.redisCounts.path(), z.quota.Observed(now)); err == nil {
-		removeFiles(gone) // their counts are in the zone's own copy
+		_ = dropClaims(gone) // their counts are in the zone's own copy
 	}
 	msg := "quota counts this period go on from those a redis store last reported, copied on this host"
 	if degraded {
 		msg = "redis store unreachable at start: quota counts go on from those it last reported, copied on this host"
 	}
 	logger.Info(msg, zap.String("zone", z.name), zap.Int("keys", len(items)))
-}
-
-// readAll reads every file of the zone of f's kind on the host, whoever
-// its owner, by name; claims and files being written are not among them.
-func (f hostFiles) readAll() (map[string][]quota.Count, error) {
-	entries, err := os.ReadDir(f.dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]quota.Count{}
-	var errs []error
-	for _, e := range entries {
-		if f.ownerOf(e.Name()) == "" {
-			continue
-		}
-		name := filepath.Join(f.dir, e.Name())
-		data, err := os.ReadFile(name)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, err)
-			}
-			continue
-		}
-		out[name] = parseCounts(data)
-	}
-	return out, errors.Join(errs...)
-}
-
-// ownerOf is the owner of the zone's file name (a path or a base name), or
-// "" when it is no file of the zone's.
-func (f hostFiles) ownerOf(name string) string {
-	mid, ok := strings.CutSuffix(filepath.Base(name), ".counts")
-	if !ok {
-		return ""
-	}
-	owner, ok := strings.CutPrefix(mid, f.zone+".")
-	if !ok || strings.Contains(owner, ".") {
-		return ""
-	}
-	return owner
-}
-
-// removeFiles removes the named files; one already gone is no error, and
-// one that cannot be removed is left for a later start.
-func removeFiles(names []string) {
-	for _, name := range names {
-		_ = os.Remove(name)
-	}
 }
