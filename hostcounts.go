@@ -19,6 +19,10 @@ import (
 // storage for Redis) are written one "<key> <period> <start unix> <n>"
 // line each.
 
+// maxCountLine is the most a line takes beyond its key: three int64s
+// (with sign), three spaces and the newline.
+const maxCountLine = 3*20 + 4
+
 // appendCountLine appends c as one line.
 func appendCountLine(b []byte, c quota.Count) []byte {
 	b = append(b, c.Key...)
@@ -59,7 +63,11 @@ func countsCopyPath(kind, zone string) string {
 
 // writeCounts replaces the host file name with cs.
 func writeCounts(name string, cs []quota.Count) error {
-	var b []byte
+	size := 0
+	for _, c := range cs {
+		size += len(c.Key) + maxCountLine
+	}
+	b := make([]byte, 0, size)
 	for _, c := range cs {
 		b = appendCountLine(b, c)
 	}

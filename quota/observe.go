@@ -101,8 +101,13 @@ func observable(it *Item, now time.Time) bool {
 func (c *Counter) Observed(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []Count
-	for _, b := range c.currentLocked(now) {
+	bs := c.currentLocked(now)
+	size := 0
+	for _, b := range bs {
+		size += len(b.observed)
+	}
+	out := make([]Count, 0, size)
+	for _, b := range bs {
 		for k, n := range b.observed {
 			out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: *n})
 		}
