@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -83,7 +84,7 @@ func (d *decision) countedHere() bool {
 // with the zone's next tick or when Redis returns; a rollback takes them
 // back.
 func (d *decision) keepForRedis() {
-	r := d.z.redis.Load()
+	r := cmp.Or(d.z.redis.Load(), d.z.detached.Load())
 	if r == nil {
 		return
 	}

@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -281,7 +282,7 @@ func (z *zone) keepHostFiles(ctx context.Context) {
 // not push, nor be undone by an adoption's older snapshot.
 func (z *zone) adoptHostFiles(now time.Time) {
 	z.adoptUnpushed(now)
-	if r := z.redis.Load(); r != nil {
+	if r := cmp.Or(z.redis.Load(), z.detached.Load()); r != nil {
 		z.adoptRedisPending(r, now)
 	}
 }

@@ -244,3 +244,33 @@ func provesAs(t *testing.T, e *env, zone, token, fp, when string) {
 		t.Fatalf("fingerprint %s %s, want %s as before", got, when, fp)
 	}
 }
+
+// A stop that pushes the outage's counts (Redis answers again, and the
+// zone's probe had not found it yet) records in storage that they are no
+// longer bound for Redis: a start that raises a Redis that lost its data
+// to storage's counts then carries every call storage holds, those made
+// before the store was added among them.
+func TestStopThatPushesTheOutagesCountsLeavesNoneBoundForRedis(t *testing.T) {
+	const zone, token = "redis_stop_push", "valid-stop-push"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	opts := harness.Options{Storage: t.TempDir()}
+	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 5/day"
+	withRedis := block + "\nstore redis " + rd.URL + " {\ntimeout 100ms\n}"
+	e := start(t, block, opts)
+	e.prove(token)
+	e.spend(token, 3) // in storage only
+	e = start(t, withRedis, opts)
+	rd.Kill()
+	e.spend(token, 1)                    // counted locally for Redis
+	rd.Start(t)                          // empty: persistence is off
+	if err := caddy.Stop(); err != nil { // pushes the outage's call
+		t.Fatal(err)
+	}
+	e = start(t, withRedis, opts)
+	e.prove(token)
+	e.spend(token, 1)
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(6, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a quota of 5 after 3 calls in storage, 1 in an outage and 1 since")
+}

@@ -188,7 +188,8 @@ func (d *decision) countProvingCall() {
 	}
 	d.uncounted = false
 	items := d.uncountedItems
-	if r := d.z.redis.Load(); r != nil && d.z.countInRedis(r, items, d.now) {
+	r := d.z.redis.Load()
+	if r != nil && d.z.countInRedis(r, items, d.now) {
 		// Redis holds the count: observed here at once too, added to
 		// what was observed before (parallel first calls each prove),
 		// so that the identity's next unproven call finds them all.
@@ -196,6 +197,9 @@ func (d *decision) countProvingCall() {
 		return
 	}
 	d.z.quota.Add(items, d.now)
+	if dt := d.z.detached.Load(); r == nil && dt != nil {
+		dt.record(items, d.now, 1) // for the store's return, as keepForRedis
+	}
 }
 
 // addIdentityItems adds the identity's quota items: one per period its

@@ -2,6 +2,7 @@ package mcplimit
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -34,7 +35,9 @@ const redisStartMin = 250 * time.Millisecond
 
 // zoneRedis is a zone's Redis store and its outage bookkeeping: whether
 // it is degraded (requests are then decided locally), and the quota counts
-// made locally meanwhile, pushed to Redis when it answers again.
+// made locally meanwhile, pushed to Redis when it answers again. Without a
+// store (zone.detached), it is the bookkeeping alone: the counts kept for
+// a store the zone had and will push once it is added back.
 type zoneRedis struct {
 	store    *redisstore.Store
 	cfg      RedisStore // as configured, to notice changes on reload
@@ -47,6 +50,11 @@ type zoneRedis struct {
 	// or at a start that found Redis unreachable or counts of an outage
 	// still to push (they go first). They are carried once Redis answers.
 	unseeded atomic.Bool
+
+	// bound is the zone's count of the calls counted locally for Redis
+	// and not yet pushed (see redis_bound.go): record adds to it, and a
+	// push takes out what it carried.
+	bound *quota.Counter
 
 	mu      sync.Mutex
 	pending map[deltaKey]int64
@@ -115,11 +123,11 @@ func checkRedisStore(rs *RedisStore, zone string) error {
 // Caddy storage) becomes when no instance has stored one yet. Redis being
 // unreachable is not an error: the store starts degraded and the
 // candidate is used.
-func openRedis(pol *policy, candidate []byte, logger *zap.Logger) (*zoneRedis, []byte, error) {
+func openRedis(pol *policy, candidate []byte, bound *quota.Counter, logger *zap.Logger) (*zoneRedis, []byte, error) {
 	if pol.redis == nil {
 		return nil, candidate, nil
 	}
-	r, err := newZoneRedis(pol, logger)
+	r, err := newZoneRedis(pol, bound, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -153,7 +161,9 @@ func (r *zoneRedis) startWait() time.Duration {
 	return max(r.store.Timeout(), redisStartMin)
 }
 
-func newZoneRedis(pol *policy, logger *zap.Logger) (*zoneRedis, error) {
+// newZoneRedis opens pol's Redis store; bound is the zone's count of the
+// calls bound for Redis.
+func newZoneRedis(pol *policy, bound *quota.Counter, logger *zap.Logger) (*zoneRedis, error) {
 	goRedisLog.use(logger)
 	timeout, err := redisTimeout(pol.redis)
 	if err != nil {
@@ -163,7 +173,7 @@ func newZoneRedis(pol *policy, logger *zap.Logger) (*zoneRedis, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}
-	return &zoneRedis{store: st, cfg: *pol.redis, pending: map[deltaKey]int64{}}, nil
+	return &zoneRedis{store: st, cfg: *pol.redis, bound: bound, pending: map[deltaKey]int64{}}, nil
 }
 
 // applyRedis follows a reload that adds, changes or removes the store. The
@@ -176,29 +186,28 @@ func (z *zone) applyRedis(pol *policy) {
 	var r *zoneRedis
 	if pol.redis != nil {
 		var err error
-		if r, err = newZoneRedis(pol, z.logger.Load()); err != nil {
+		if r, err = newZoneRedis(pol, z.redisBound, z.logger.Load()); err != nil {
 			// Provision checked the configuration; keep the old store.
 			z.logger.Load().Error("store redis", zap.String("zone", z.name), zap.Error(err))
 			return
 		}
 	}
-	if old != nil {
-		// Counts of an outage of the old store go to the new one.
-		old.mu.Lock()
-		if r != nil {
-			r.mirrored = old.mirrored // the host's copy now follows r
-			for k, n := range old.pending {
-				r.add(k, n)
-			}
-			r.doubt = old.doubt // r is new: it has none of its own
-			if r.countLocked() > 0 {
-				r.degraded.Store(true)
-			}
-			clear(old.pending)
-			old.doubt = nil
-			old.movedTo = r
+	if from := cmp.Or(old, z.detached.Load()); from != nil && r != nil {
+		// Counts not yet in Redis (an outage's of the old store, or those
+		// made while the zone had none) go to the new one.
+		from.mu.Lock()
+		r.mirrored = from.mirrored // the host's copy now follows r
+		for k, n := range from.pending {
+			r.add(k, n)
 		}
-		old.mu.Unlock()
+		r.doubt = from.doubt // r is new: it has none of its own
+		if r.countLocked() > 0 {
+			r.degraded.Store(true)
+		}
+		clear(from.pending)
+		from.doubt = nil
+		from.movedTo = r
+		from.mu.Unlock()
 	}
 	if r != nil {
 		// A store added to a running zone, or moved to another URL, is
@@ -225,21 +234,22 @@ func (z *zone) applyRedis(pol *policy) {
 		}
 		cancel()
 	}
+	if r == nil && old != nil {
+		// The outage's counts, and those made from now on, are kept for
+		// the store's return; set before the store goes, so that no
+		// request finds neither.
+		z.detached.Store(old)
+	}
 	z.redis.Store(r)
+	if r != nil {
+		z.detached.Store(nil) // its counts went to r (movedTo)
+	}
 	z.setDegradedGauge()
 	if r == nil && old != nil {
 		// Deciding locally from here on what Redis last reported beyond
 		// the counts made here: the host keeps a copy of that for the
 		// zone's next start (the counts made here go to storage).
 		z.saveRedisCounts()
-	}
-	if r == nil && old != nil && old.mirrored {
-		// Without a store, the outage's counts have nowhere to go.
-		old.mu.Lock()
-		clear(old.pending)
-		old.doubt = nil
-		old.mu.Unlock()
-		z.mirrorRedisPending(old)
 	}
 	if old != nil {
 		_ = old.store.Close()
@@ -248,19 +258,20 @@ func (z *zone) applyRedis(pol *policy) {
 
 // seedRedis raises the quota counts in r to at least what the zone knows
 // of the current periods (counted locally, or reported by the Redis it
-// used before), when a reload or a start adds the store or a reload moves
-// it to another URL: a tenant must not get its quota afresh because the
-// decision moved. Until it succeeds the zone's probe tries again
-// (unseeded).
+// used before), less the counts their makers push there (seedCounts),
+// when a reload or a start adds the store or a reload moves it to another
+// URL: a tenant must not get its quota afresh because the decision moved.
+// Until it succeeds the zone's probe tries again (unseeded).
 func (z *zone) seedRedis(ctx context.Context, r *zoneRedis) error {
-	err := r.store.Seed(ctx, z.quota.Counts(time.Now()))
+	err := r.store.Seed(ctx, z.seedCounts(ctx, time.Now()))
 	r.unseeded.Store(err != nil)
 	return err
 }
 
 // seedable reports whether the counts may be carried to r now: the
-// counts of an outage go first (the local counts hold them too, so a
-// seed before their push would count them twice), pushed or read back.
+// counts of an outage go first, pushed or read back (the local counts
+// hold them too, and a seed leaves out only those storage already knows
+// to be bound for Redis: a crash loses the last flush interval of that).
 func (z *zone) seedable(r *zoneRedis) bool {
 	return r.pendingLen() == 0 && !z.redisPendingUnread.Load()
 }
@@ -463,8 +474,13 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 }
 
 // record adds (sign 1) or takes back (sign -1) quota counts made locally
-// while the store is degraded.
+// while the store is degraded, and counts them as bound for Redis.
 func (r *zoneRedis) record(items []quota.Item, now time.Time, sign int64) {
+	if sign > 0 {
+		r.bound.Add(items, now)
+	} else {
+		r.bound.Refund(items, now)
+	}
 	r = r.lockLive()
 	defer r.mu.Unlock()
 	for _, it := range items {

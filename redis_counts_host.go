@@ -43,8 +43,9 @@ func (z *zone) saveRedisCounts() {
 // is unreachable (degraded) or without a store counts on from them; one
 // that decides in Redis carries them there with what was counted locally
 // since (seedRedis): the counts made while the store was removed are in
-// storage, not in Redis.
-func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) {
+// storage, not in Redis. It reports whether a copy held counts of the
+// current periods: the zone had the store in them.
+func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) bool {
 	now := time.Now()
 	copies, err := z.redisCounts.readAll()
 	if err != nil {
@@ -69,7 +70,7 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) {
 	}
 	_ = dropClaims(stale) // left for a later start if it cannot go
 	if len(items) == 0 {
-		return
+		return false
 	}
 	z.quota.ObserveExtra(items, now)
 	if err := writeCounts(z.redisCounts.path(), z.quota.Observed(now)); err == nil {
@@ -80,4 +81,5 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) {
 		msg = "redis store unreachable at start: quota counts go on from those it last reported, copied on this host"
 	}
 	logger.Info(msg, zap.String("zone", z.name), zap.Int("keys", len(items)))
+	return true
 }

@@ -53,6 +53,7 @@ func (r *zoneRedis) push(ctx context.Context) error {
 			r.keepInDoubt(b)
 			return err
 		}
+		r.unbind(b)
 		r.mu.Lock()
 		r.pushed += uint64(len(b.counts))
 		r.mu.Unlock()
@@ -134,6 +135,7 @@ func (r *zoneRedis) pushFor(ctx context.Context, items []redisstore.Item, now ti
 		r.keepInDoubt(b)
 		return err
 	}
+	r.unbind(b)
 	return nil
 }
 

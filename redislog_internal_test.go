@@ -10,6 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
 func TestGoRedisLogsThroughTheZoneLogger(t *testing.T) {
@@ -18,7 +20,7 @@ func TestGoRedisLogsThroughTheZoneLogger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newZoneRedis(pol, zap.New(core))
+	r, err := newZoneRedis(pol, quota.New(quota.Config{}), zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestRedisFailuresMakeOneTransition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newZoneRedis(pol, zap.NewNop())
+	r, err := newZoneRedis(pol, quota.New(quota.Config{}), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -529,9 +529,66 @@ func TestRestartAfterRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T
 
 // A restart with `store redis` added back, Redis answering, carries to
 // Redis what it reported before the store was removed plus what was
-// counted locally since, as a reload adding the store back does.
+// counted locally since, as a reload adding the store back does: whether
+// a reload removed the store (the stop saves the calls counted since in
+// storage) or a restart did (the start finds the host's copy of what
+// Redis reported, and keeps its calls for Redis too). Another instance's
+// call counted in Redis meanwhile hides none of them.
 func TestRestartWithTheRedisStoreAddedBackCarriesTheCountsMadeWithoutIt(t *testing.T) {
-	const zone, token = "redis_readded_restart", "valid-readded-restart"
+	for _, c := range []struct {
+		name    string
+		removed func(t *testing.T, block string, opts harness.Options) *env
+	}{
+		{"removed by reload", func(t *testing.T, block string, opts harness.Options) *env {
+			return start(t, block, opts)
+		}},
+		{"removed by restart", func(t *testing.T, block string, opts harness.Options) *env {
+			if err := caddy.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			return start(t, block, opts)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			suffix := strings.ReplaceAll(c.name, " ", "_")
+			zone, token := "redis_readded_"+suffix, "valid-readded-"+suffix
+			skipNearReset(t, nextDay)
+			rd := harness.StartRedis(t)
+			opts := harness.Options{Storage: t.TempDir()}
+			block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 5/day"
+			withRedis := block + "\nstore redis " + rd.URL
+			e := start(t, withRedis, opts)
+			e.prove(token)
+			e.spend(token, 2)
+			key := redisDayKey(zone, onlyIdentity(t, e, zone))
+			e = c.removed(t, block, opts)
+			e.prove(token)
+			e.spend(token, 1)
+			rd.Do(t, "INCRBY", key, "1") // another instance's call, in Redis
+			if err := caddy.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			// In storage, for the next start with the store on any host.
+			if saved, err := os.ReadDir(filepath.Join(opts.Storage, "mcp_ratelimit", zone, "redis-pending")); err != nil || len(saved) != 1 {
+				t.Fatalf("counts saved in storage for redis at the stop: %v %v, want one object", saved, err)
+			}
+			e = start(t, withRedis, opts)
+			e.prove(token)
+			e.spend(token, 1)
+			before := e.backend.ToolCalls()
+			refusal(t, e.call(6, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+			unchanged(t, e, before, "a call over a quota counted in Redis, without it, and by another instance, after a restart with the store back")
+		})
+	}
+}
+
+// Adding `store redis` back by reload pushes the calls counted while it
+// was removed before raising Redis to the local counts: calls another
+// instance counted in Redis meanwhile, which this one was never told of,
+// must not hide them (a raise alone would leave Redis at 3 here, and let
+// a fifth call pass a quota of 4).
+func TestReloadAddingTheRedisStoreBackPushesTheCountsMadeWithoutIt(t *testing.T) {
+	const zone, token = "redis_readded_reload", "valid-readded-reload"
 	skipNearReset(t, nextDay)
 	rd := harness.StartRedis(t)
 	opts := harness.Options{Storage: t.TempDir()}
@@ -540,17 +597,22 @@ func TestRestartWithTheRedisStoreAddedBackCarriesTheCountsMadeWithoutIt(t *testi
 	e := start(t, withRedis, opts)
 	e.prove(token)
 	e.spend(token, 2)
+	key := redisDayKey(zone, onlyIdentity(t, e, zone))
 	e = start(t, block, opts)
 	e.spend(token, 1)
-	if err := caddy.Stop(); err != nil {
-		t.Fatal(err)
-	}
+	rd.Do(t, "INCRBY", key, "1") // another instance's call, in Redis
 	e = start(t, withRedis, opts)
-	e.prove(token)
-	e.spend(token, 1)
+	harness.Eventually(t, 10*time.Second, "the call counted without the store pushed to redis", func() bool {
+		return rd.Do(t, "GET", key) == "4"
+	})
 	before := e.backend.ToolCalls()
 	refusal(t, e.call(5, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
-	unchanged(t, e, before, "a call over a quota counted in Redis and without it, after a restart with the store back")
+	unchanged(t, e, before, "a call over a quota counted in Redis, without it, and by another instance")
+}
+
+// redisDayKey is the Redis key of an identity's count of the day.
+func redisDayKey(zone, fp string) string {
+	return "mcprl:{" + zone + "}:q:i/" + fp + ":d:" + time.Now().UTC().Format(time.DateOnly)
 }
 
 // A restart while storage is unreadable counts on from the totals the

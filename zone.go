@@ -57,10 +57,16 @@ type zone struct {
 	perID     *buckets.Gauge[[16]byte]
 	all       *buckets.Gauge[[16]byte]
 	quota     *quota.Counter
-	storage   *swapStorage
-	redis     atomic.Pointer[zoneRedis] // nil without `store redis`
-	metrics   *zoneMetrics
-	sampler   *sampler
+	// redisBound counts the calls counted locally for Redis (in quota too)
+	// and not yet pushed there (see redis_bound.go).
+	redisBound *quota.Counter
+	storage    *swapStorage
+	redis      atomic.Pointer[zoneRedis] // nil without `store redis`
+	// detached keeps, while the zone has no store but had one this
+	// period, the counts made locally for Redis (see redis_detached.go).
+	detached atomic.Pointer[zoneRedis]
+	metrics  *zoneMetrics
+	sampler  *sampler
 	// forwarded holds, per forwardedKey (a Caddy server name and its
 	// trusted-proxy settings), what the zone said about X-Forwarded-For
 	// there (*forwardedState): each server has its own trusted proxies.
@@ -187,7 +193,13 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	stor := &swapStorage{}
 	stor.set(st)
 	stored, keyErr := startKey(stor, pol.zone, logger)
-	rz, key, err := openRedis(pol, stored, logger)
+	bound := quota.New(quota.Config{
+		Storage:     stor,
+		Prefix:      redisBoundPrefix(pol.zone),
+		Clock:       time.Now,
+		LockTimeout: lockWait(pol.flush),
+	})
+	rz, key, err := openRedis(pol, stored, bound, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -208,6 +220,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		perID:        buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		all:          buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:      stor,
+		redisBound:   bound,
 		metrics:      newZoneMetrics(pol.zone),
 		sampler:      newSampler(),
 		forgets:      map[string]int64{},
@@ -259,7 +272,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
 	}
 	z.adoptUnpushed(time.Now())
-	z.seedRedisCounts(logger, rz != nil && rz.degraded.Load())
+	if reported := z.seedRedisCounts(logger, rz != nil && rz.degraded.Load()); reported && rz == nil {
+		z.detach()
+	}
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
@@ -383,6 +398,8 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			z.saveTotals()
 			z.keepUnpushed()
 			z.closeRedis(final)
+			z.closeDetached(final)
+			z.flushRedisBound(final) // without what closeRedis pushed
 			cancel()
 			z.drainSampler(true)
 			return
@@ -415,6 +432,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				if z.redis.Load() != nil {
 					z.saveRedisCounts() // a crash loses at most an interval of what Redis reported
 				}
+				z.detachedTick(now)
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
 				// counts, pushed at their own flushes, are then seen within
@@ -588,6 +606,7 @@ const (
 // flush pushes quota counts to storage, and the known-good set when it
 // must be saved (always when final).
 func (z *zone) flush(ctx context.Context, final bool) {
+	z.flushRedisBound(ctx)
 	err := z.quota.Flush(ctx)
 	if !final {
 		z.mirrorUnpushed(err == nil)

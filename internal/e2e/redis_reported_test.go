@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -124,4 +125,81 @@ func TestRedisOutageCountsSavedAtAStopArePushedOnceByTwoStarts(t *testing.T) {
 	if n := sumQuota(t, r); n != 1 {
 		t.Fatalf("Redis holds %d for the outage's one call, want 1", n)
 	}
+}
+
+// An instance that raises Redis to the counts storage holds (a start with
+// the store) while another still holds the calls it counted during an
+// outage, not yet pushed, leaves those out: their maker pushes them, and
+// carrying them too would count each twice.
+func TestRedisOutageCallsOfARunningInstanceAreNotCarriedTwiceByAStart(t *testing.T) {
+	skipNearMidnight(t)
+	const token = "valid-running-outage"
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 4/day")
+	a := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	b := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	a.Stop()
+	r.Kill()
+	prove(t, b, token)
+	for range 2 {
+		mustCall(t, b, token, "ok") // counted locally, flushed to storage
+	}
+	harness.Eventually(t, 10*time.Second, "the outage's calls in storage", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == 2
+	})
+	time.Sleep(1500 * time.Millisecond) // and marked as bound for Redis, at the same flush
+	b.Pause(t)                          // its push waits until a has started
+	r.Start(t)
+	a.Restart(t)
+	b.Resume(t)
+	harness.Eventually(t, 15*time.Second, "b's calls pushed", func() bool {
+		return harness.GetStore(t, b.Admin, rzone).Pushed > 0 && !harness.GetStore(t, b.Admin, rzone).Degraded
+	})
+	if n := sumQuota(t, r); n != 2 {
+		t.Fatalf("Redis holds %d for the outage's two calls, want 2", n)
+	}
+	mustCall(t, a, token, "ok")
+	mustCall(t, b, token, "ok")
+	mustCall(t, a, token, "quota")
+}
+
+// The calls an instance counts while a reload removed its store are
+// pushed when it is added back: an instance that raised Redis to the
+// counts storage holds meanwhile (a start with the store) left them out.
+func TestRedisCallsMadeWithoutTheStoreAreNotCarriedTwiceByAStart(t *testing.T) {
+	skipNearMidnight(t)
+	const token = "valid-removed-store"
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	extra := "tenant 1/h burst 10\n quota 5/day"
+	site := redisSite(r.URL, extra)
+	a := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	prove(t, a, token)
+	mustCall(t, a, token, "ok") // in Redis
+	without := fmt.Sprintf("mcp_ratelimit {\n zone %s\n flush_interval 1s\n %s\n}\nreverse_proxy $BACKEND", rzone, extra)
+	reload(t, a, harness.Config(without, backend.Addr, a.Port, a.AdminPort, storage, ""))
+	for range 2 {
+		mustCall(t, a, token, "ok") // without the store, flushed to storage
+	}
+	harness.Eventually(t, 10*time.Second, "the calls without the store in storage", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == 2
+	})
+	time.Sleep(1500 * time.Millisecond) // and marked as bound for Redis, at the same flush
+	b := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	reload(t, a, harness.Config(site, backend.Addr, a.Port, a.AdminPort, storage, ""))
+	harness.Eventually(t, 15*time.Second, "a's calls pushed", func() bool {
+		return sumQuota(t, r) >= 3
+	})
+	time.Sleep(2 * time.Second) // any later push or seed done
+	if n := sumQuota(t, r); n != 3 {
+		t.Fatalf("Redis holds %d for three calls, want 3", n)
+	}
+	mustCall(t, b, token, "ok")
+	mustCall(t, a, token, "ok")
+	mustCall(t, b, token, "quota")
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -179,6 +180,23 @@ func (p *Process) Kill() {
 	_ = p.cmd.Process.Kill()
 	_ = p.cmd.Wait()
 	p.cmd = nil
+}
+
+// Pause freezes the process (SIGSTOP): its timers and probes wait until
+// Resume, for a test to order what other processes do meanwhile.
+func (p *Process) Pause(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Resume lets a paused process run again (SIGCONT).
+func (p *Process) Resume(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Output returns what the process printed so far.

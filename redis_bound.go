@@ -1,0 +1,76 @@
+package mcplimit
+
+import (
+	"context"
+	"path"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+)
+
+// The calls a zone counts locally for Redis (during an outage, for an
+// unproven caller, while it has no store but had one: see keepForRedis)
+// are in storage's totals with every other count, and the zone pushes
+// them to Redis itself (or saves them for the next start to push). They
+// are counted a second time apart, under <prefix>/redis-bound, flushed
+// before the totals: a zone that raises Redis to the counts it knows (a
+// start or a reload adding the store, see seedRedis) raises it to those
+// less these, so that it never carries to Redis a call that its maker
+// pushes too, which would count it twice.
+
+// redisBoundPrefix is the storage prefix of zone's counts bound for Redis.
+func redisBoundPrefix(zone string) string { return path.Join(storagePrefix(zone), "redis-bound") }
+
+// unbind takes the counts a push carried to Redis (a taken-back call's
+// negative one among them) out of those bound for it; counts of ended
+// periods, which no seed carries, stay.
+func (r *zoneRedis) unbind(b *pushBatch) {
+	now := time.Now()
+	var carried, takenBack []quota.Item
+	for k, n := range b.counts {
+		if k.start != k.period.Start(now).Unix() {
+			continue
+		}
+		if n > 0 {
+			carried = append(carried, quota.Item{Key: []byte(k.key), Period: k.period, N: n})
+		} else {
+			takenBack = append(takenBack, quota.Item{Key: []byte(k.key), Period: k.period, N: -n})
+		}
+	}
+	r.bound.Refund(carried, now)
+	r.bound.Add(takenBack, now)
+}
+
+// flushRedisBound pushes the counts bound for Redis to storage, before the
+// totals that hold them too; without any, it does nothing.
+func (z *zone) flushRedisBound(ctx context.Context) {
+	if z.redisBound.State().Pending == 0 {
+		return
+	}
+	if err := z.redisBound.Flush(ctx); err != nil {
+		z.logger.Load().Warn("counts kept for redis are not yet marked as such in storage: an instance raising redis to storage's counts meanwhile counts them twice",
+			zap.String("zone", z.name), zap.Error(err))
+	}
+}
+
+// seedCounts is what seedRedis raises Redis to: the counts the zone knows
+// of the current periods, less those bound for Redis as storage holds
+// them now (unreadable, less is known to be bound, and more carried).
+func (z *zone) seedCounts(ctx context.Context, now time.Time) []quota.Count {
+	_ = z.redisBound.Refresh(ctx)
+	bound := map[deltaKey]int64{}
+	for _, c := range z.redisBound.Counts(now) {
+		bound[deltaKey{key: c.Key, period: c.Period, start: c.Start.Unix()}] = c.N
+	}
+	cs := z.quota.Counts(now)
+	out := cs[:0]
+	for _, c := range cs {
+		c.N -= max(bound[deltaKey{key: c.Key, period: c.Period, start: c.Start.Unix()}], 0)
+		if c.N > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
+}
