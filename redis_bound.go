@@ -44,15 +44,24 @@ func (r *zoneRedis) unbind(b *pushBatch) {
 }
 
 // flushRedisBound pushes the counts bound for Redis to storage, before the
-// totals that hold them too; without any, it does nothing.
+// totals that hold them too; without any, it does nothing. A failure is
+// logged once per outage (onBoundDegraded), and the counts stay pending.
 func (z *zone) flushRedisBound(ctx context.Context) {
 	if z.redisBound.State().Pending == 0 {
 		return
 	}
-	if err := z.redisBound.Flush(ctx); err != nil {
-		z.logger.Load().Warn("counts kept for redis are not yet marked as such in storage: an instance raising redis to storage's counts meanwhile counts them twice",
+	_ = z.redisBound.Flush(ctx)
+}
+
+// onBoundDegraded logs the transitions of the storage of the counts bound
+// for Redis.
+func (z *zone) onBoundDegraded(degraded bool, err error) {
+	if degraded {
+		z.logger.Load().Warn("counts kept for redis cannot be marked as such in storage: an instance raising redis to storage's counts meanwhile counts them twice",
 			zap.String("zone", z.name), zap.Error(err))
+		return
 	}
+	z.logger.Load().Info("counts kept for redis marked as such in storage again", zap.String("zone", z.name))
 }
 
 // seedCounts is what seedRedis raises Redis to: the counts the zone knows

@@ -3,10 +3,13 @@ package mcplimit
 import (
 	"encoding/hex"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -39,5 +42,35 @@ func TestDetachedCountsDropEndedPeriodsAndAreCopiedToTheHost(t *testing.T) {
 	}
 	if cs := parseCounts(data); len(cs) != 1 || cs[0].Key != "i/today" || cs[0].N != 2 {
 		t.Fatalf("host copy %q, want today's 2 only", data)
+	}
+}
+
+// While storage fails, the counts bound for Redis stay pending and the
+// failure is logged once, not at every flush.
+func TestBoundCountsLogAStorageFailureOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "storage")
+	if err := os.WriteFile(path, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := compile(&Handler{Zone: "bound-outage"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	z, err := newZone(&certmagic.FileStorage{Path: path}, pol, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	now := time.Now()
+	for range 3 {
+		z.redisBound.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 1}}, now)
+		z.flushRedisBound(t.Context())
+	}
+	if n := len(logs.FilterMessageSnippet("counts kept for redis cannot be marked").All()); n != 1 {
+		t.Fatalf("%d log lines for three failed flushes of the counts bound for redis, want 1", n)
+	}
+	if z.redisBound.State().Pending == 0 {
+		t.Fatal("the counts bound for redis were dropped by a failed flush")
 	}
 }

@@ -193,10 +193,12 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	stor := &swapStorage{}
 	stor.set(st)
 	stored, keyErr := startKey(stor, pol.zone, logger)
+	var z *zone // the counter's callback runs from flushes, once z is made
 	bound := quota.New(quota.Config{
 		Storage:     stor,
 		Prefix:      redisBoundPrefix(pol.zone),
 		Clock:       time.Now,
+		OnDegraded:  func(degraded bool, err error) { z.onBoundDegraded(degraded, err) },
 		LockTimeout: lockWait(pol.flush),
 	})
 	rz, key, err := openRedis(pol, stored, bound, logger)
@@ -205,7 +207,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	}
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
-	z := &zone{
+	z = &zone{
 		name:         pol.zone,
 		unpushed:     newHostFiles(unpushedKind, pol.zone, owner),
 		redisHost:    newHostFiles(redisPendingKind, pol.zone, owner),
