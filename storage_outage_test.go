@@ -721,3 +721,40 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 	}
 	unchanged(t, e, before, "a fail_closed call with Redis down")
 }
+
+// Calls another instance pushed to Redis after an outage reach storage
+// after Redis reported them to this instance: once read from storage,
+// they come out of what the host's copy says Redis held beyond storage,
+// so a restart while Redis is unreachable counts each once (a copy
+// holding them too made 6 of the 4 calls here, and refused the fifth).
+func TestOthersPushedCallsReadFromStorageAreNotCountedTwiceByTheCopy(t *testing.T) {
+	const zone, token = "redis_pushed_then_stored", "valid-pushed-then-stored"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	opts := harness.Options{Storage: t.TempDir()}
+	block := "zone " + zone + "\nflush_interval 10s\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 5/day\nstore redis " + rd.URL
+	e := start(t, block, opts)
+	e.prove(token)
+	e.spend(token, 1)
+	fp := onlyIdentity(t, e, zone)
+	rd.Do(t, "INCRBY", redisDayKey(zone, fp), "2") // another instance's outage calls, pushed
+	e.spend(token, 1)                              // Redis reports 4, storage holds none of them
+	object := filepath.Join(opts.Storage, "mcp_ratelimit", zone, "quota", "day-"+time.Now().UTC().Format(time.DateOnly))
+	if err := os.MkdirAll(filepath.Dir(object), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(object, []byte("i/"+fp+" 2\n"), 0o600); err != nil { // its flush
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second) // read between flushes (a tenth of the interval)
+	if err := caddy.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	rd.Kill()
+	e = start(t, block, opts)
+	e.prove(token)
+	e.spend(token, 1)
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(6, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over a quota of 5 after 4 counted in Redis and 1 during the outage")
+}

@@ -73,6 +73,12 @@ type bucket struct {
 	// place last held beyond what this Counter counted (see Observe);
 	// nil until it holds any.
 	observed deltas
+	// read says shared was adopted from storage at least once (not only
+	// seeded from a copy, SeedTotals): what a later adoption adds to it
+	// is then others' counts made since (see rebaseObserved); sharedSum
+	// is the sum of shared as adopted then.
+	read      bool
+	sharedSum int64
 }
 
 func newBucket(p Period, start time.Time) *bucket {

@@ -17,6 +17,17 @@ type job struct {
 	done      bool             // totals can be adopted
 	malformed int              // malformed lines skipped while reading
 	err       error
+	// rebase says b holds observed counts to rebase on adopting totals
+	// (see rebaseObserved); grown is then what totals add to b.shared
+	// beyond b.inflight, worked out without c.mu. sum is totals' sum.
+	rebase bool
+	grown  map[string]int64
+	sum    int64
+}
+
+// newJob is the job of b, push or read; c.mu is held.
+func newJob(b *bucket, push bool) job {
+	return job{b: b, push: push, rebase: b.read && len(b.observed) > 0}
 }
 
 // Flush pushes this instance's pending deltas and adopts the shared totals.
@@ -64,11 +75,11 @@ func (c *Counter) beginFlush(now time.Time) []job {
 			c.dropLocked(b)
 		case len(b.pending) > 0:
 			b.inflight, b.pending = b.pending, deltas{}
-			jobs = append(jobs, job{b: b, push: true})
+			jobs = append(jobs, newJob(b, true))
 		case b.start.Before(cur):
 			c.dropLocked(b) // ended and fully pushed
 		default:
-			jobs = append(jobs, job{b: b})
+			jobs = append(jobs, newJob(b, false))
 		}
 	}
 	return jobs
@@ -88,6 +99,12 @@ func (c *Counter) runJobs(ctx context.Context, jobs []job) error {
 			c.push(ctx, j)
 		} else {
 			c.read(ctx, j)
+		}
+		if j.done {
+			j.sum = sumOf(j.totals)
+			if j.rebase && j.sum > j.b.sharedSum+j.b.inflight.sum() {
+				j.grown = grownBeyond(j.totals, j.b)
+			}
 		}
 		err = j.err
 	}
@@ -161,8 +178,9 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		c.status.malformed += uint64(j.malformed)
 		switch {
 		case j.done:
-			b.shared = j.totals // includes the inflight deltas just pushed
-			c.adopted = true
+			b.rebaseObserved(j.grown)
+			b.shared, b.sharedSum = j.totals, j.sum // includes the inflight deltas just pushed
+			b.read, c.adopted = true, true
 		case j.push:
 			mergeDeltas(b)
 		}

@@ -82,6 +82,67 @@ func (c *Counter) observeN(items []Item, now time.Time, combine func(had, n int6
 	}
 }
 
+// sumOf sums totals: comparing sums tells, without a lookup per key,
+// whether others pushed counts since a bucket was last read (grownBeyond).
+func sumOf(totals map[string]int64) int64 {
+	var n int64
+	for _, v := range totals {
+		n += v
+	}
+	return n
+}
+
+// sum sums the deltas.
+func (d deltas) sum() int64 {
+	var n int64
+	for _, v := range d {
+		n += *v
+	}
+	return n
+}
+
+// grownBeyond returns what totals, read from storage for b, hold beyond
+// b.shared and the deltas this Counter just pushed (b.inflight): counts
+// other instances pushed since b was last read. The caller holds flushMu,
+// under which alone b.shared is replaced; b.inflight is only read while
+// a flush runs.
+func grownBeyond(totals map[string]int64, b *bucket) map[string]int64 {
+	var grown map[string]int64
+	for k, n := range totals {
+		n -= b.shared[k]
+		if d := b.inflight[k]; d != nil {
+			n -= *d
+		}
+		if n > 0 {
+			if grown == nil {
+				grown = map[string]int64{}
+			}
+			grown[k] = n
+		}
+	}
+	return grown
+}
+
+// rebaseObserved takes grown (see grownBeyond) out of each key's observed
+// count: the store deciding in this Counter's place (Redis) already held
+// those counts when it last reported to it (an outage's counts pushed to
+// it before they reached storage, an unproven caller's), and they would
+// count twice, as the observed count and in the shared one. Counts that
+// store did not hold (another instance's outage counts not yet pushed
+// there) are then counted once less until it reports again. Only a bucket
+// read from storage before is rebased: the first read of one whose
+// observed counts came from a copy kept beside storage (ObserveExtra)
+// brings counts made since that copy, not ones the copy holds.
+func (b *bucket) rebaseObserved(grown map[string]int64) {
+	for k, n := range grown {
+		if e := b.observed[k]; e != nil {
+			if *e -= n; *e <= 0 {
+				delete(b.observed, k)
+			}
+		}
+	}
+}
+
 // observable reports whether a count the other store gives for it can
 // be recorded at now: a valid key and period, not within ObserveSlack of
 // the period's start (see Observe).

@@ -130,3 +130,58 @@ func TestCountsHoldKeysKnownOnlyFromAnotherStore(t *testing.T) {
 		t.Fatalf("Counts = %v, want i/redis-only 5 and i/local 2", got)
 	}
 }
+
+// Counts other instances push to storage after the other store last
+// reported are taken out of what it was observed to hold beyond the local
+// counts: it held them already (an outage's counts were pushed to it
+// before they reached storage), and they are not counted twice. This
+// Counter's own pushes, and a first read of storage (the observed count
+// then came from a copy kept beside storage's), take nothing out.
+func TestAdoptedCountsOfOthersComeOutOfTheObservedOnes(t *testing.T) {
+	st := newFakeStorage()
+	clock := newFakeClock(t0)
+	a := New(Config{Storage: st, Prefix: "z", Clock: clock.Now})
+	b := New(Config{Storage: st, Prefix: "z", Clock: clock.Now})
+	ctx := t.Context()
+	used := func(c *Counter) int64 { return c.Used([]byte("i/x"), Day, t0) }
+	if err := a.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 4}}, t0)
+	b.Add([]Item{{Key: []byte("i/x"), Period: Day, N: 2}}, t0)
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(a); got != 4 {
+		t.Fatalf("Used %d after adopting 2 the other store held among the 4 it reported, want 4", got)
+	}
+	a.Add([]Item{{Key: []byte("i/x"), Period: Day, N: 1}}, t0)
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(a); got != 5 {
+		t.Fatalf("Used %d after pushing 1 counted here, want 5", got)
+	}
+	b.Add([]Item{{Key: []byte("i/x"), Period: Day, N: 1}}, t0)
+	if err := b.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.Add([]Item{{Key: []byte("i/x"), Period: Day, N: 1}}, t0)
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(a); got != 6 {
+		t.Fatalf("Used %d after pushing 1 counted here and adopting 1 pushed by the other, want 6", got)
+	}
+	c := New(Config{Storage: st, Prefix: "z", Clock: clock.Now})
+	c.ObserveExtra([]Item{{Key: []byte("i/x"), Period: Day, N: 2}}, t0)
+	if err := c.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := used(c); got != 7 {
+		t.Fatalf("Used %d after a first read of 5 beside an observed 2, want 7", got)
+	}
+}
