@@ -15,20 +15,7 @@ import (
 // store's move to degraded once, like any other transition (SPEC: one log
 // line per transition), not again as a failure to load.
 func TestStartDuringAnOutageLogsTheQuotaStoreOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "storage")
-	if err := os.WriteFile(path, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := compile(&Handler{Zone: "outage-start"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, logs := observer.New(zap.InfoLevel)
-	z, err := newZone(&certmagic.FileStorage{Path: path}, pol, zap.New(core))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z.Destruct() })
+	z, logs := zoneOnUnreadableStorage(t, "outage-start")
 	if !z.quota.State().Degraded {
 		t.Fatal("the quota store is not degraded with its storage a plain file")
 	}
@@ -41,4 +28,25 @@ func TestStartDuringAnOutageLogsTheQuotaStoreOnce(t *testing.T) {
 	if len(lines) != 1 {
 		t.Fatalf("%d log lines about the quota store at a start during an outage, want 1: %q", len(lines), lines)
 	}
+}
+
+// zoneOnUnreadableStorage starts a zone whose file-system storage is a
+// plain file, logging at info level to the returned observer.
+func zoneOnUnreadableStorage(t *testing.T, name string) (*zone, *observer.ObservedLogs) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "storage")
+	if err := os.WriteFile(path, []byte("not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := compile(&Handler{Zone: name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	z, err := newZone(&certmagic.FileStorage{Path: path}, pol, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	return z, logs
 }

@@ -3,13 +3,10 @@ package mcplimit
 import (
 	"encoding/hex"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -48,20 +45,7 @@ func TestDetachedCountsDropEndedPeriodsAndAreCopiedToTheHost(t *testing.T) {
 // While storage fails, the counts bound for Redis stay pending and the
 // failure is logged once, not at every flush.
 func TestBoundCountsLogAStorageFailureOnce(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "storage")
-	if err := os.WriteFile(path, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := compile(&Handler{Zone: "bound-outage"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	core, logs := observer.New(zap.InfoLevel)
-	z, err := newZone(&certmagic.FileStorage{Path: path}, pol, zap.New(core))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z.Destruct() })
+	z, logs := zoneOnUnreadableStorage(t, "bound-outage")
 	now := time.Now()
 	for range 3 {
 		z.redisBound.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 1}}, now)

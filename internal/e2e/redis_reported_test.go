@@ -102,21 +102,7 @@ func TestRedisCrashWhileHealthyKeepsWhatRedisReported(t *testing.T) {
 // gone from storage and not yet in Redis.
 func TestRedisOutageCountsSavedAtAStopArePushedOnceByTwoStarts(t *testing.T) {
 	skipNearMidnight(t)
-	const token = "valid-two-starts"
-	r := harness.StartRedis(t)
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
-	storage := harness.TempDir(t, "storage")
-	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 4/day")
-	a := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
-	b := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
-	a.Stop()
-	r.Kill()
-	prove(t, b, token)
-	mustCall(t, b, token, "ok") // counted locally, flushed to storage
-	harness.Eventually(t, 10*time.Second, "the outage's call in storage", func() bool {
-		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == 1
-	})
+	r, a, b := callsInAnOutageOnSharedStorage(t, "valid-two-starts", 1)
 	b.Stop() // the call is saved in storage, to be pushed
 	r.Start(t)
 	a.Restart(t)
@@ -134,22 +120,7 @@ func TestRedisOutageCountsSavedAtAStopArePushedOnceByTwoStarts(t *testing.T) {
 func TestRedisOutageCallsOfARunningInstanceAreNotCarriedTwiceByAStart(t *testing.T) {
 	skipNearMidnight(t)
 	const token = "valid-running-outage"
-	r := harness.StartRedis(t)
-	bin := harness.BuildCaddy(t)
-	backend := harness.StartBackend(t)
-	storage := harness.TempDir(t, "storage")
-	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 4/day")
-	a := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
-	b := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
-	a.Stop()
-	r.Kill()
-	prove(t, b, token)
-	for range 2 {
-		mustCall(t, b, token, "ok") // counted locally, flushed to storage
-	}
-	harness.Eventually(t, 10*time.Second, "the outage's calls in storage", func() bool {
-		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == 2
-	})
+	r, a, b := callsInAnOutageOnSharedStorage(t, token, 2)
 	time.Sleep(1500 * time.Millisecond) // and marked as bound for Redis, at the same flush
 	b.Pause(t)                          // its push waits until a has started
 	r.Start(t)
@@ -202,4 +173,28 @@ func TestRedisCallsMadeWithoutTheStoreAreNotCarriedTwiceByAStart(t *testing.T) {
 	mustCall(t, b, token, "ok")
 	mustCall(t, a, token, "ok")
 	mustCall(t, b, token, "quota")
+}
+
+// callsInAnOutageOnSharedStorage starts two instances sharing storage and
+// Redis (quota 4/day), stops a and Redis, and has b admit calls calls of
+// token, counted locally, until storage holds them.
+func callsInAnOutageOnSharedStorage(t *testing.T, token string, calls int64) (r *harness.Redis, a, b *harness.Process) {
+	t.Helper()
+	r = harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	site := redisSite(r.URL, "tenant 1/h burst 10\n quota 4/day")
+	a = harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	b = harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	a.Stop()
+	r.Kill()
+	prove(t, b, token)
+	for range calls {
+		mustCall(t, b, token, "ok")
+	}
+	harness.Eventually(t, 10*time.Second, "the outage's calls in storage", func() bool {
+		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == calls
+	})
+	return r, a, b
 }
