@@ -9,7 +9,8 @@ const ObserveSlack = 10 * time.Second
 // Observe records, for each item, that the store deciding this zone's
 // quotas in this Counter's place (Redis) holds it.Used for it.Key in the
 // period of kind it.Period containing now. From then on Used, TryAdd and
-// AnyCounted count at least that much plus what is counted here: should
+// AnyCounted count at least that much plus what is counted here (less
+// others' counts read from storage later, see rebaseObserved): should
 // that store become unreachable, counting here goes on from what it held
 // instead of from what this Counter alone saw. Within ObserveSlack of a
 // period's start nothing is recorded: the other store reads its own clock,
