@@ -44,24 +44,26 @@ func (r *zoneRedis) unbind(b *pushBatch) {
 }
 
 // flushRedisBound pushes the counts bound for Redis to storage, before the
-// totals that hold them too; without any, it does nothing. A failure is
-// logged once per outage (onBoundDegraded), and the counts stay pending.
-func (z *zone) flushRedisBound(ctx context.Context) {
+// totals that hold them too; without any, it does nothing. On failure the
+// counts stay pending, and the zone's quota store shows degraded
+// (quotaState), logged once per outage (onBoundDegraded).
+func (z *zone) flushRedisBound(ctx context.Context) error {
 	if z.redisBound.State().Pending == 0 {
-		return
+		return nil
 	}
-	_ = z.redisBound.Flush(ctx)
+	return z.redisBound.Flush(ctx)
 }
 
 // onBoundDegraded logs the transitions of the storage of the counts bound
-// for Redis.
+// for Redis, and sets the degraded gauge.
 func (z *zone) onBoundDegraded(degraded bool, err error) {
+	z.setDegradedGauge()
 	if degraded {
-		z.logger.Load().Warn("counts kept for redis cannot be marked as such in storage: an instance raising redis to storage's counts meanwhile counts them twice",
+		z.logger.Load().Error("counts kept for redis cannot be marked as such in storage: the quota counts wait in memory with them until it can",
 			zap.String("zone", z.name), zap.Error(err))
 		return
 	}
-	z.logger.Load().Info("counts kept for redis marked as such in storage again", zap.String("zone", z.name))
+	z.logger.Load().Info("counts kept for redis marked as such in storage again: the quota counts follow", zap.String("zone", z.name))
 }
 
 // seedCounts is what seedRedis raises Redis to: the counts the zone knows

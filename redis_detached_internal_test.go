@@ -1,12 +1,18 @@
 package mcplimit
 
 import (
+	"context"
 	"encoding/hex"
+	"errors"
 	"os"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -42,19 +48,53 @@ func TestDetachedCountsDropEndedPeriodsAndAreCopiedToTheHost(t *testing.T) {
 	}
 }
 
-// While storage fails, the counts bound for Redis stay pending and the
-// failure is logged once, not at every flush.
-func TestBoundCountsLogAStorageFailureOnce(t *testing.T) {
-	z, logs := zoneOnUnreadableStorage(t, "bound-outage")
-	now := time.Now()
+// While the counts bound for Redis cannot be written, the quota counts
+// that hold them wait in memory too (an instance raising Redis to
+// storage's counts would otherwise carry them unmarked), the quota store
+// shows degraded, logged once, not at every flush; once storage takes
+// them, both are pushed.
+func TestQuotaCountsWaitForTheCountsBoundForRedis(t *testing.T) {
+	st := &boundFailing{Storage: &certmagic.FileStorage{Path: t.TempDir()}}
+	st.failing.Store(true)
+	pol, err := compile(&Handler{Zone: "bound-outage", Quota: &QuotaLimit{Day: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.InfoLevel)
+	z, err := newZone(st, pol, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	items := []quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 1}}
 	for range 3 {
-		z.redisBound.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 1}}, now)
-		z.flushRedisBound(t.Context())
+		z.quota.Add(items, time.Now())
+		z.redisBound.Add(items, time.Now())
+		z.flush(t.Context(), false)
 	}
 	if n := len(logs.FilterMessageSnippet("counts kept for redis cannot be marked").All()); n != 1 {
 		t.Fatalf("%d log lines for three failed flushes of the counts bound for redis, want 1", n)
 	}
-	if z.redisBound.State().Pending == 0 {
-		t.Fatal("the counts bound for redis were dropped by a failed flush")
+	if !z.quotaState().Degraded || z.quota.State().Pending == 0 || z.redisBound.State().Pending == 0 {
+		t.Fatalf("quota store %+v, counts bound for redis %+v: want degraded, both pending", z.quotaState(), z.redisBound.State())
 	}
+	st.failing.Store(false)
+	z.flush(t.Context(), false)
+	if z.quotaState().Degraded || z.quota.State().Pending != 0 || z.redisBound.State().Pending != 0 {
+		t.Fatalf("quota store %+v, counts bound for redis %+v: want both pushed", z.quotaState(), z.redisBound.State())
+	}
+}
+
+// boundFailing is storage that refuses to lock the objects of the counts
+// bound for Redis while failing is set.
+type boundFailing struct {
+	certmagic.Storage
+	failing atomic.Bool
+}
+
+func (s *boundFailing) Lock(ctx context.Context, name string) error {
+	if s.failing.Load() && strings.Contains(name, "/redis-bound/") {
+		return errors.New("redis-bound objects refused (test)")
+	}
+	return s.Storage.Lock(ctx, name)
 }

@@ -401,7 +401,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			z.keepUnpushed()
 			z.closeRedis(final)
 			z.closeDetached(final)
-			z.flushRedisBound(final) // without what closeRedis pushed
+			_ = z.flushRedisBound(final) // without what closeRedis pushed
 			cancel()
 			z.drainSampler(true)
 			return
@@ -590,6 +590,10 @@ func (z *zone) cacheKey(key []byte) {
 // storage.
 func (z *zone) quotaState() quota.State {
 	st := z.quota.State()
+	if b := z.redisBound.State(); b.Degraded {
+		st.Degraded = true
+		st.LastError, st.LastErrorTime = b.LastError, b.LastErrorTime
+	}
 	if f := z.keyUnconfirmed.Load(); f != nil {
 		st.Degraded = true
 		st.LastError, st.LastErrorTime = f.err, f.at
@@ -606,10 +610,14 @@ const (
 )
 
 // flush pushes quota counts to storage, and the known-good set when it
-// must be saved (always when final).
+// must be saved (always when final). The counts bound for Redis go first:
+// while they cannot, the counts that hold them wait too (an instance
+// raising Redis to storage's counts would carry them unmarked).
 func (z *zone) flush(ctx context.Context, final bool) {
-	z.flushRedisBound(ctx)
-	err := z.quota.Flush(ctx)
+	err := z.flushRedisBound(ctx)
+	if err == nil {
+		err = z.quota.Flush(ctx)
+	}
 	if !final {
 		z.mirrorUnpushed(err == nil)
 	}
