@@ -274,3 +274,30 @@ func TestStopThatPushesTheOutagesCountsLeavesNoneBoundForRedis(t *testing.T) {
 	refusal(t, e.call(6, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a quota of 5 after 3 calls in storage, 1 in an outage and 1 since")
 }
+
+// A call that proves its credential is counted in Redis at once; when that
+// push fails (Redis just went down) the call is kept for Redis, and
+// counted as bound for it until the push goes through: the record of
+// calls bound for Redis never goes below what was bound (a negative one
+// would make another instance's raise carry one call too many).
+func TestProvingCallWhosePushFailedIsBoundForRedisUntilPushed(t *testing.T) {
+	const zone, token = "redis_proving_push", "valid-proving-push"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	opts := harness.Options{Storage: t.TempDir()}
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 5/day\nstore redis "+rd.URL+" {\ntimeout 100ms\n}", opts)
+	rd.Kill()
+	if r := e.call(1, "Authorization", "Bearer "+token); r.Status != http.StatusOK {
+		t.Fatalf("proving call during the outage: %d %s", r.Status, r.Body)
+	}
+	fp := onlyIdentity(t, e, zone)
+	rd.Start(t)
+	harness.Eventually(t, 15*time.Second, "the proving call pushed to redis", func() bool {
+		n, _ := rd.Command("GET", redisDayKey(zone, fp))
+		return n == "1"
+	})
+	time.Sleep(2 * time.Second) // flushes after the push
+	if n := harness.StoredDayCounts(t, opts.Storage, zone+"/redis-bound")["i/"+fp]; n != 0 {
+		t.Fatalf("storage holds %d calls of the identity bound for redis once all were pushed, want 0", n)
+	}
+}

@@ -44,11 +44,13 @@ func (r *zoneRedis) unbind(b *pushBatch) {
 }
 
 // flushRedisBound pushes the counts bound for Redis to storage, before the
-// totals that hold them too; without any, it does nothing. On failure the
-// counts stay pending, and the zone's quota store shows degraded
-// (quotaState), logged once per outage (onBoundDegraded).
+// totals that hold them too; without any, it does nothing, unless a flush
+// failed before (its counts may since have netted to nothing): a flush
+// then tells whether storage answers again. On failure the counts stay
+// pending, and the zone's quota store shows degraded (quotaState), logged
+// once per outage (onBoundDegraded).
 func (z *zone) flushRedisBound(ctx context.Context) error {
-	if z.redisBound.State().Pending == 0 {
+	if st := z.redisBound.State(); st.Pending == 0 && !st.Degraded {
 		return nil
 	}
 	return z.redisBound.Flush(ctx)

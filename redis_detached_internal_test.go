@@ -83,6 +83,20 @@ func TestQuotaCountsWaitForTheCountsBoundForRedis(t *testing.T) {
 	if z.quotaState().Degraded || z.quota.State().Pending != 0 || z.redisBound.State().Pending != 0 {
 		t.Fatalf("quota store %+v, counts bound for redis %+v: want both pushed", z.quotaState(), z.redisBound.State())
 	}
+	// Counts that net to nothing once pushed to Redis (a push takes them
+	// out) leave nothing to flush: storage answering clears the state.
+	st.failing.Store(true)
+	z.redisBound.Add(items, time.Now())
+	z.flush(t.Context(), false)
+	z.redisBound.Refund(items, time.Now())
+	st.failing.Store(false)
+	z.flush(t.Context(), false)
+	if z.quotaState().Degraded {
+		t.Fatalf("quota store %+v after storage answered again, want not degraded", z.quotaState())
+	}
+	if n := len(logs.FilterMessageSnippet("counts kept for redis marked as such in storage again").All()); n != 2 {
+		t.Fatalf("%d log lines for two recoveries, want 2", n)
+	}
 }
 
 // boundFailing is storage that refuses to lock the objects of the counts

@@ -166,6 +166,7 @@ func (z *zone) countInRedis(r *zoneRedis, items []quota.Item, now time.Time) boo
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	if _, err := r.store.Push(ctx, b.id, b.deltas()); err != nil {
+		r.bound.Add(items, now) // counted locally for Redis now, as record does
 		r.keepInDoubt(b)
 		z.redisFailed(r, err)
 		return false
