@@ -80,9 +80,10 @@ func (d *decision) countedHere() bool {
 }
 
 // keepForRedis remembers quota counts made locally (while a zone's Redis
-// store is degraded, or for an unproven caller's request) to push them
-// with the zone's next tick or when Redis returns; a rollback takes them
-// back.
+// store is degraded, for an unproven caller's request, or while the zone
+// has no store but had one: zone.detached) to push them with the zone's
+// next tick, when Redis returns or when the store is added back; a
+// rollback takes them back.
 func (d *decision) keepForRedis() {
 	r := cmp.Or(d.z.redis.Load(), d.z.detached.Load())
 	if r == nil {
