@@ -18,8 +18,9 @@ import (
 // quota in Redis stays refused across a restart (after a crash too, which
 // loses at most a flush interval of what Redis reported) during an outage
 // or after `store redis` was removed, and a start with the store added
-// back carries it there. Each copy of the current period is a lower bound of what Redis
-// held beyond storage, whichever process of the host took it.
+// back carries it there. Each copy of the current period is a lower bound
+// of what Redis held beyond storage, whichever process of the host took
+// it.
 const redisCountsKind = "mcp_ratelimit-redis-reported"
 
 // saveRedisCounts copies to the host what the counts Redis reported to

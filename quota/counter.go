@@ -75,10 +75,8 @@ type bucket struct {
 	observed deltas
 	// read says shared was adopted from storage at least once (not only
 	// seeded from a copy, SeedTotals): what a later adoption adds to it
-	// is then others' counts made since (see rebaseObserved); sharedSum
-	// is the sum of shared as adopted then.
-	read      bool
-	sharedSum int64
+	// is then others' counts made since (see rebaseObserved).
+	read bool
 }
 
 func newBucket(p Period, start time.Time) *bucket {

@@ -19,10 +19,9 @@ type job struct {
 	err       error
 	// rebase says b holds observed counts to rebase on adopting totals
 	// (see rebaseObserved); grown is then what totals add to b.shared
-	// beyond b.inflight, worked out without c.mu. sum is totals' sum.
+	// beyond b.inflight, worked out without c.mu.
 	rebase bool
 	grown  map[string]int64
-	sum    int64
 }
 
 // newJob is the job of b, push or read; c.mu is held.
@@ -100,11 +99,8 @@ func (c *Counter) runJobs(ctx context.Context, jobs []job) error {
 		} else {
 			c.read(ctx, j)
 		}
-		if j.done {
-			j.sum = sumOf(j.totals)
-			if j.rebase && j.sum > j.b.sharedSum+j.b.inflight.sum() {
-				j.grown = grownBeyond(j.totals, j.b)
-			}
+		if j.done && j.rebase {
+			j.grown = grownBeyond(j.totals, j.b)
 		}
 		err = j.err
 	}
@@ -179,7 +175,7 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		switch {
 		case j.done:
 			b.rebaseObserved(j.grown)
-			b.shared, b.sharedSum = j.totals, j.sum // includes the inflight deltas just pushed
+			b.shared = j.totals // includes the inflight deltas just pushed
 			b.read, c.adopted = true, true
 		case j.push:
 			mergeDeltas(b)

@@ -83,8 +83,7 @@ func (c *Counter) observeN(items []Item, now time.Time, combine func(had, n int6
 	}
 }
 
-// sumOf sums totals: comparing sums tells, without a lookup per key,
-// whether others pushed counts since a bucket was last read (grownBeyond).
+// sumOf sums totals.
 func sumOf(totals map[string]int64) int64 {
 	var n int64
 	for _, v := range totals {
@@ -108,6 +107,10 @@ func (d deltas) sum() int64 {
 // under which alone b.shared is replaced; b.inflight is only read while
 // a flush runs.
 func grownBeyond(totals map[string]int64, b *bucket) map[string]int64 {
+	// Sums first: when others pushed nothing, no lookup per key.
+	if sumOf(totals) <= sumOf(b.shared)+b.inflight.sum() {
+		return nil
+	}
 	var grown map[string]int64
 	for k, n := range totals {
 		n -= b.shared[k]
