@@ -214,9 +214,12 @@ func compile(h *Handler) (*policy, error) {
 	if len(p.reject) == 0 {
 		p.reject = []int{401, 403}
 	}
-	for _, s := range p.reject {
+	for i, s := range p.reject {
 		if s < 400 || s > 499 {
 			return nil, fmt.Errorf("reject_status %d: must be a 4xx status", s)
+		}
+		if slices.Contains(p.reject[:i], s) {
+			return nil, fmt.Errorf("reject_status %d: listed twice", s)
 		}
 	}
 	if err := orDefault("known_ttl", &p.knownTTL, defaultKnownTTL); err != nil {
@@ -561,6 +564,11 @@ func compileTiers(p *policy, tiers []Tier) error {
 		}
 		if err := perCaller("tier "+t.Name+": match", t.Match.Placeholder, "the tier would apply to every caller or to none", "{http.auth.user.plan}"); err != nil {
 			return err
+		}
+		for i, v := range t.Match.Values {
+			if slices.Contains(t.Match.Values[:i], v) {
+				return fmt.Errorf("tier %s: match value %q listed twice", t.Name, v)
+			}
 		}
 		for _, earlier := range p.tiers {
 			for _, v := range t.Match.Values {
