@@ -301,3 +301,52 @@ func TestProvingCallWhosePushFailedIsBoundForRedisUntilPushed(t *testing.T) {
 		t.Fatalf("storage holds %d calls of the identity bound for redis once all were pushed, want 0", n)
 	}
 }
+
+// A proving call's push that timed out while Redis was frozen, and that
+// Redis ran once it thawed, is counted once: it is sent again under its
+// id, which Redis recognises, and nothing stays bound for Redis.
+func TestProvingCallWhosePushTimedOutButRanIsCountedOnce(t *testing.T) {
+	const zone, token = "redis_proving_timeout", "valid-proving-timeout"
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	opts := harness.Options{Storage: t.TempDir()}
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 5/day\nstore redis "+rd.URL+" {\ntimeout 100ms\n}", opts)
+	// A first proving call loads the push script, so that the push cut
+	// short below is one Redis runs as sent once it thaws.
+	if r := e.call(1, "Authorization", "Bearer valid-proving-first"); r.Status != http.StatusOK {
+		t.Fatalf("first proving call: %d %s", r.Status, r.Body)
+	}
+	first := onlyIdentity(t, e, zone)
+	rd.Pause(t)
+	r := e.call(2, "Authorization", "Bearer "+token)
+	rd.Resume(t)
+	if r.Status != http.StatusOK {
+		t.Fatalf("proving call while Redis is frozen: %d %s", r.Status, r.Body)
+	}
+	var v struct {
+		Identities []struct {
+			Fingerprint string `json:"fingerprint"`
+		} `json:"identities"`
+	}
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/"+zone+"/identities", &v)
+	fp := ""
+	for _, id := range v.Identities {
+		if id.Fingerprint != first {
+			fp = id.Fingerprint
+		}
+	}
+	if len(v.Identities) != 2 || fp == "" {
+		t.Fatalf("proven identities %+v, want the two callers", v.Identities)
+	}
+	harness.Eventually(t, 15*time.Second, "the push in doubt sent again", func() bool {
+		st := harness.GetStore(t, e.caddy.Admin, zone)
+		return !st.Degraded && st.Pending == 0
+	})
+	if n, err := rd.Command("GET", redisDayKey(zone, fp)); err != nil || n != "1" {
+		t.Fatalf("Redis counts %q (%v) for the proving call, want 1: its push ran once", n, err)
+	}
+	time.Sleep(2 * time.Second) // flushes after the push
+	if n := harness.StoredDayCounts(t, opts.Storage, zone+"/redis-bound")["i/"+fp]; n != 0 {
+		t.Fatalf("storage holds %d calls of the identity bound for redis once its push ran, want 0", n)
+	}
+}
