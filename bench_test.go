@@ -165,8 +165,8 @@ func BenchmarkServeHTTPRefused(b *testing.B) {
 // that also saves the known-good set, as happens after new identities
 // were proven, every knownRefresh, and at shutdown; and the flush of a
 // zone with `store redis`, which also copies to the host what Redis
-// reported beyond the local counts, here for every tenant (the worst
-// case: each one's count was raised by another instance's calls).
+// reported, here for every tenant (the worst case: each one's count was
+// raised by another instance's calls).
 func BenchmarkZoneFlush100k(b *testing.B) {
 	const n = 100_000
 	for _, c := range []struct {

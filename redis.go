@@ -246,9 +246,8 @@ func (z *zone) applyRedis(pol *policy) {
 	}
 	z.setDegradedGauge()
 	if r == nil && old != nil {
-		// Deciding locally from here on what Redis last reported beyond
-		// the counts made here: the host keeps a copy of that for the
-		// zone's next start (the counts made here go to storage).
+		// Deciding locally from here on what Redis last reported: the
+		// host keeps a copy of that for the zone's next start.
 		z.saveRedisCounts()
 	}
 	if old != nil {
@@ -331,7 +330,6 @@ func (z *zone) closeRedis(ctx context.Context) {
 	}
 	z.mirrorRedisPending(r) // gone once pushed or saved; fresh if neither
 	z.redisHost.release()
-	z.saveRedisCounts()
 	_ = r.store.Close()
 }
 

@@ -9,22 +9,24 @@ import (
 )
 
 // redisCountsKind is the directory of AppDataDir where a zone keeps a copy
-// of what the quota counts Redis last reported to it hold beyond the
-// counts made locally (quota.Counter.Observed), one file per process
-// (hostFiles), written at every flush while the zone has the store, when
-// Redis becomes unreachable, when a reload removes the store and when the
-// zone stops with it. A start adds the largest copy of each count to what
-// storage holds (seedRedisCounts), so that an identity that used up its
-// quota in Redis stays refused across a restart (after a crash too, which
-// loses at most a flush interval of what Redis reported) during an outage
-// or after `store redis` was removed, and a start with the store added
-// back carries it there. Each copy of the current period is a lower bound
-// of what Redis held beyond storage, whichever process of the host took
-// it.
+// of the quota counts Redis reported to it, with the calls counted here
+// since (quota.Counter.Observed), one file per process (hostFiles),
+// written at every flush and at a stop while the zone holds such counts
+// (with the store, or without it once it was removed), when Redis becomes
+// unreachable and when a reload removes the store. A start counts each count from the larger of the largest copy
+// and what it counts itself: storage's count, and what the host had not
+// pushed to storage yet (seedRedisCounts). So an identity that used up
+// its quota in Redis stays refused across a restart (after a crash too,
+// which loses at most a flush interval of what Redis reported) during an
+// outage or after `store redis` was removed, a start with the store added
+// back carries it there, and calls that reached storage after the copy
+// was taken, which Redis held already, are not counted twice. Each copy
+// of the current period is a lower bound of what Redis held, whichever
+// process of the host took it.
 const redisCountsKind = "mcp_ratelimit-redis-reported"
 
-// saveRedisCounts copies to the host what the counts Redis reported to
-// the zone hold beyond its own.
+// saveRedisCounts copies to the host the counts Redis reported to the
+// zone, as they stand.
 func (z *zone) saveRedisCounts() {
 	cs := z.quota.Observed(time.Now())
 	if len(cs) == 0 {
@@ -37,8 +39,9 @@ func (z *zone) saveRedisCounts() {
 }
 
 // seedRedisCounts takes the host's copies of the counts Redis reported
-// back, at a start: the largest copy of each count of the current periods
-// is added to what storage holds, the zone's own copy then holds them all,
+// back, at a start: each count of the current periods goes on from the
+// larger of its largest copy and what the zone counts itself, the zone's
+// own copy then holds them all,
 // and the copies of processes of this host that are gone are removed, as
 // are copies holding nothing of the current periods. A start while Redis
 // is unreachable (degraded) or without a store counts on from them; one
@@ -73,7 +76,7 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) bool {
 	if len(items) == 0 {
 		return false
 	}
-	z.quota.ObserveExtra(items, now)
+	z.quota.ObserveReported(items, now)
 	if err := writeCounts(z.redisCounts.path(), z.quota.Observed(now)); err == nil {
 		_ = dropClaims(gone) // their counts are in the zone's own copy
 	}

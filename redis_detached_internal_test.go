@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -111,4 +112,36 @@ func (s *boundFailing) Lock(ctx context.Context, name string) error {
 		return errors.New("redis-bound objects refused (test)")
 	}
 	return s.Storage.Lock(ctx, name)
+}
+
+// A zone without a store that holds counts Redis reported (its store was
+// removed, or a start found the host's copy) keeps that copy up to date at
+// each flush, with the calls counted since: a crash then loses at most a
+// flush interval of them.
+func TestCopyOfWhatRedisReportedFollowsTheCallsCountedWithoutTheStore(t *testing.T) {
+	if now := time.Now(); now.Sub(quota.Day.Start(now)) < quota.ObserveSlack+time.Minute || quota.Day.Next(now).Sub(now) < time.Minute {
+		t.Skip("too close to 00:00 UTC")
+	}
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	pol, err := compile(&Handler{Zone: "reported-without-store", Quota: &QuotaLimit{Day: 100}, FlushInterval: caddy.Duration(100 * time.Millisecond)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := newZone(&certmagic.FileStorage{Path: t.TempDir()}, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	now := time.Now()
+	z.quota.Observe([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, Used: 3}}, now)
+	z.quota.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 1}}, now)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		cs, _ := readCounts(z.redisCounts.path())
+		if len(cs) == 1 && cs[0].Key == "i/a" && cs[0].N == 4 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the host's copy of what Redis reported holds %v, want i/a 4: 3 reported, 1 counted since", cs)
+		}
+	}
 }

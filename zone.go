@@ -401,6 +401,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			z.keepUnpushed()
 			z.closeRedis(final)
 			z.closeDetached(final)
+			z.saveRedisCounts()
 			_ = z.flushRedisBound(final) // without what closeRedis pushed
 			cancel()
 			z.drainSampler(true)
@@ -431,9 +432,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				z.readRedisPendingAgain(fctx)
 				z.flush(fctx, false)
 				cancel()
-				if z.redis.Load() != nil {
-					z.saveRedisCounts() // a crash loses at most an interval of what Redis reported
-				}
+				z.saveRedisCounts() // a crash loses at most an interval of what Redis reported
 				z.detachedTick(now)
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'

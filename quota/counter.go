@@ -70,13 +70,9 @@ type bucket struct {
 	pending    deltas           // counted here since the last successful push
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
 	// observed is, per key, what the store deciding in this Counter's
-	// place last held beyond what this Counter counted (see Observe);
+	// place last held, plus what was counted here since (see Observe);
 	// nil until it holds any.
 	observed deltas
-	// read says shared was adopted from storage at least once (not only
-	// seeded from a copy, SeedTotals): what a later adoption adds to it
-	// is then others' counts made since (see rebaseObserved).
-	read bool
 }
 
 func newBucket(p Period, start time.Time) *bucket {
@@ -100,7 +96,22 @@ func (b *bucket) used(key []byte) int64 {
 // it has none), so that TryAdd adds to it without finding it again.
 func (b *bucket) usedPending(key []byte) (int64, *int64) {
 	n, p := b.localPending(key)
-	return n + b.observed.get(key), p
+	if o := b.observed[string(key)]; o != nil && *o > n {
+		return *o, p
+	}
+	return n, p
+}
+
+// countHere adds n to key's pending count (through p, as deltas.addFound
+// does) and to what the other store was observed to hold for it, if
+// anything: a count made here adds to both (see Counter.Observe).
+func (b *bucket) countHere(p *int64, key []byte, n int64) {
+	b.pending.addFound(p, key, n)
+	if len(b.observed) > 0 {
+		if o := b.observed[string(key)]; o != nil {
+			*o += n
+		}
+	}
 }
 
 // local returns the count of key in b that this Counter counted or

@@ -18,9 +18,9 @@
 //     (negative after a [Counter.Refund]);
 //   - inflight: the pending deltas a running [Counter.Flush] is pushing;
 //   - observed: what a store deciding in the Counter's place (Redis)
-//     reported beyond the above ([Counter.Observe]).
+//     last reported, plus what was counted here since ([Counter.Observe]).
 //
-// Used = shared + pending + inflight + observed. [Counter.TryAdd] checks
+// Used = max(shared + pending + inflight, observed). [Counter.TryAdd] checks
 // and charges under one mutex and never waits on storage. A start while
 // storage is unreadable may take shared totals an earlier process copied
 // ([Counter.SeedTotals]) until storage is read.

@@ -17,16 +17,6 @@ type job struct {
 	done      bool             // totals can be adopted
 	malformed int              // malformed lines skipped while reading
 	err       error
-	// rebase says b holds observed counts to rebase on adopting totals
-	// (see rebaseObserved); grown is then what totals add to b.shared
-	// beyond b.inflight, worked out without c.mu.
-	rebase bool
-	grown  map[string]int64
-}
-
-// newJob is the job of b, push or read; c.mu is held.
-func newJob(b *bucket, push bool) job {
-	return job{b: b, push: push, rebase: b.read && len(b.observed) > 0}
 }
 
 // Flush pushes this instance's pending deltas and adopts the shared totals.
@@ -74,11 +64,11 @@ func (c *Counter) beginFlush(now time.Time) []job {
 			c.dropLocked(b)
 		case len(b.pending) > 0:
 			b.inflight, b.pending = b.pending, deltas{}
-			jobs = append(jobs, newJob(b, true))
+			jobs = append(jobs, job{b: b, push: true})
 		case b.start.Before(cur):
 			c.dropLocked(b) // ended and fully pushed
 		default:
-			jobs = append(jobs, newJob(b, false))
+			jobs = append(jobs, job{b: b})
 		}
 	}
 	return jobs
@@ -98,9 +88,6 @@ func (c *Counter) runJobs(ctx context.Context, jobs []job) error {
 			c.push(ctx, j)
 		} else {
 			c.read(ctx, j)
-		}
-		if j.done && j.rebase {
-			j.grown = grownBeyond(j.totals, j.b)
 		}
 		err = j.err
 	}
@@ -174,9 +161,8 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		c.status.malformed += uint64(j.malformed)
 		switch {
 		case j.done:
-			b.rebaseObserved(j.grown)
 			b.shared = j.totals // includes the inflight deltas just pushed
-			b.read, c.adopted = true, true
+			c.adopted = true
 		case j.push:
 			mergeDeltas(b)
 		}

@@ -67,26 +67,84 @@ func TestObserveSkipsThePeriodBoundary(t *testing.T) {
 	}
 }
 
-// Observed gives back, for a copy, what each observed key's count holds
-// beyond the counts made here (those reach storage by themselves), and
-// nothing for keys only counted here. A start that reads the copy back
-// adds it to the counts it finds in storage, the larger copy winning.
+// Observed gives back, for a copy, each observed key's count as it
+// stands: what is counted here (pushed to storage or not) plus what the
+// other store held beyond it, and nothing for keys only counted here. A
+// start that reads the copy back counts from the larger of it and what
+// it counts itself (storage's count, and the calls not pushed that it
+// took over from the host), the larger copy winning.
 func TestObservedCopiesWhatObserveRecorded(t *testing.T) {
-	c := New(Config{Clock: newFakeClock(t0).Now})
+	st := newFakeStorage()
+	ctx := t.Context()
+	c := New(Config{Storage: st, Prefix: "z", Clock: newFakeClock(t0).Now})
 	add(c, "i/x", Day, 3, t0)
 	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 10}}, t0)
 	add(c, "i/x", Day, 2, t0)
+	if err := c.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	add(c, "i/x", Day, 1, t0) // not pushed
 	add(c, "i/local", Day, 5, t0)
 	got := c.Observed(t0)
-	if len(got) != 1 || got[0].Key != "i/x" || got[0].N != 7 || !got[0].Start.Equal(Day.Start(t0)) {
-		t.Fatalf("Observed = %v, want i/x 7 of today: 10 reported, 3 of them counted here", got)
+	if len(got) != 1 || got[0].Key != "i/x" || got[0].N != 13 || !got[0].Start.Equal(Day.Start(t0)) {
+		t.Fatalf("Observed = %v, want i/x 13 of today: 10 reported, 3 more counted since", got)
 	}
-	restarted := New(Config{Clock: newFakeClock(t0).Now})
-	add(restarted, "i/x", Day, 5, t0) // what storage holds: the 3, and the 2 counted after
-	restarted.ObserveExtra([]Item{{Key: []byte("i/x"), Period: Day, N: 7}}, t0)
-	restarted.ObserveExtra([]Item{{Key: []byte("i/x"), Period: Day, N: 4}}, t0) // another process's smaller copy
-	if got := restarted.Used([]byte("i/x"), Day, t0); got != 12 {
-		t.Fatalf("Used after a start read the copy back: %d, want 12", got)
+	restarted := New(Config{Storage: st, Prefix: "z", Clock: newFakeClock(t0).Now})
+	if err := restarted.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	add(restarted, "i/x", Day, 1, t0) // the call not pushed, taken over from the host
+	restarted.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: 13}}, t0)
+	restarted.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: 4}}, t0) // another process's smaller copy
+	if got := restarted.Used([]byte("i/x"), Day, t0); got != 13 {
+		t.Fatalf("Used after a start read the copy back: %d, want 13", got)
+	}
+	add(restarted, "i/x", Day, 1, t0)
+	if got := restarted.Used([]byte("i/x"), Day, t0); got != 14 {
+		t.Fatalf("Used after a call counted on top: %d, want 14", got)
+	}
+}
+
+// A copy of what the other store reported holds calls other instances
+// had pushed to it but not yet to storage. A start that reads it back
+// after they reached storage, or before, does not count them twice.
+func TestReportedCopyIsNotAddedToTheCallsThatReachedStorageSince(t *testing.T) {
+	st := newFakeStorage()
+	ctx := t.Context()
+	clock := newFakeClock(t0)
+	counter := func() *Counter { return New(Config{Storage: st, Prefix: "z", Clock: clock.Now}) }
+	flush := func(c *Counter) {
+		t.Helper()
+		if err := c.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	used := func(c *Counter) int64 { return c.Used([]byte("i/x"), Day, t0) }
+	a, b := counter(), counter()
+	add(a, "i/x", Day, 1, t0)
+	flush(a)
+	a.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 4}}, t0) // b's 3 calls, pushed there only
+	copied := a.Observed(t0)
+	unread := counter() // a start that cannot read storage yet
+	unread.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: copied[0].N}}, t0)
+	add(b, "i/x", Day, 1, t0)
+	flush(b) // one of b's 3 calls reaches storage
+	started := counter()
+	if err := started.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	started.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: copied[0].N}}, t0)
+	if got := used(started); got != 4 {
+		t.Fatalf("Used %d after reading back a copy of 4 beside storage's 2, want 4", got)
+	}
+	add(b, "i/x", Day, 2, t0)
+	flush(b) // and the other two
+	flush(started)
+	if err := unread.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, u := used(started), used(unread); s != 4 || u != 4 {
+		t.Fatalf("Used %d, and %d by the start that read storage after the copy, once storage holds all 4 calls; want 4", s, u)
 	}
 }
 
@@ -132,11 +190,12 @@ func TestCountsHoldKeysKnownOnlyFromAnotherStore(t *testing.T) {
 }
 
 // Counts other instances push to storage after the other store last
-// reported are taken out of what it was observed to hold beyond the local
-// counts: it held them already (an outage's counts were pushed to it
-// before they reached storage), and they are not counted twice. This
-// Counter's own pushes, and a first read of storage (the observed count
-// then came from a copy kept beside storage's), take nothing out.
+// reported are counted once, in the larger of what it reported and
+// storage's count: it held them already (an outage's counts were pushed
+// to it before they reached storage), and they are not counted twice.
+// This Counter's own pushes change nothing. A copy read back before
+// storage was (ObserveReported) stands likewise against what the first
+// read of storage brings.
 func TestAdoptedCountsOfOthersComeOutOfTheObservedOnes(t *testing.T) {
 	st := newFakeStorage()
 	clock := newFakeClock(t0)
@@ -177,11 +236,11 @@ func TestAdoptedCountsOfOthersComeOutOfTheObservedOnes(t *testing.T) {
 		t.Fatalf("Used %d after pushing 1 counted here and adopting 1 pushed by the other, want 6", got)
 	}
 	c := New(Config{Storage: st, Prefix: "z", Clock: clock.Now})
-	c.ObserveExtra([]Item{{Key: []byte("i/x"), Period: Day, N: 2}}, t0)
+	c.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: 7}}, t0)
 	if err := c.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := used(c); got != 7 {
-		t.Fatalf("Used %d after a first read of 5 beside an observed 2, want 7", got)
+		t.Fatalf("Used %d after a first read of 5 beside a copy of 7, want 7", got)
 	}
 }

@@ -46,9 +46,9 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 			continue
 		}
 		if i < len(found) {
-			found[i].b.pending.addFound(found[i].p, it.Key, it.N)
+			found[i].b.countHere(found[i].p, it.Key, it.N)
 		} else {
-			c.bucketLocked(it.Period, now, true).pending.addFound(nil, it.Key, it.N)
+			c.bucketLocked(it.Period, now, true).countHere(nil, it.Key, it.N)
 		}
 	}
 	return -1, true
@@ -134,7 +134,7 @@ func (c *Counter) count(items []Item, now time.Time, sign int64) {
 		if !it.Period.Valid() || it.N <= 0 || !validKey(it.Key) {
 			continue
 		}
-		c.bucketLocked(it.Period, now, true).pending.add(it.Key, sign*it.N)
+		c.bucketLocked(it.Period, now, true).countHere(nil, it.Key, sign*it.N)
 	}
 }
 

@@ -28,6 +28,6 @@ func (c *Counter) AddUnpushed(us []Count) {
 		if !u.Period.Valid() || !validKeyString(u.Key) || u.N == 0 || u.Start.Before(u.Period.prev(u.Period.Start(now))) || u.Start.After(now) {
 			continue
 		}
-		c.bucketLocked(u.Period, u.Start, true).pending.add([]byte(u.Key), u.N)
+		c.bucketLocked(u.Period, u.Start, true).countHere(nil, []byte(u.Key), u.N)
 	}
 }

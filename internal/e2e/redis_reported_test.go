@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 
 // A crash during a Redis outage, once the calls made locally are in
 // storage, goes on from what Redis had counted plus those: the host's
-// copy holds what Redis reported beyond the local counts, not a total
-// that the local counts made since would hide.
+// copy holds what Redis reported with the calls counted locally since,
+// which the copy does not hide.
 func TestRedisOutageCrashAddsWhatRedisReportedToStorage(t *testing.T) {
 	skipNearMidnight(t)
 	const token = "valid-crash-reported"
@@ -197,4 +198,62 @@ func callsInAnOutageOnSharedStorage(t *testing.T, token string, calls int64) (r 
 		return harness.SumIdentities(harness.StoredDayCounts(t, storage, rzone)) == calls
 	})
 	return r, a, b
+}
+
+// A start does not count twice a call another instance counted for Redis
+// (an unproven caller's, in its group's quota: pushed to Redis at the next
+// tick, to storage at the next flush) that reached storage only after
+// this instance's stop: Redis had reported it to this instance, so its
+// copy of what Redis reported holds it, and storage holds it at the start.
+func TestRedisCallsThatReachStorageAfterAStopAreNotCarriedTwiceByItsStart(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	bin := harness.BuildCaddy(t)
+	backend := harness.StartBackend(t)
+	storage := harness.TempDir(t, "storage")
+	// Flushes far apart, so that the unproven call waits for storage
+	// while b is paused after its push to Redis.
+	site := fmt.Sprintf("mcp_ratelimit {\n zone %s\n flush_interval 10s\n store redis %s {\n  timeout 100ms\n }\n tenant 1/h burst 10\n group {http.request.header.X-Org} 100/s burst 100\n group_quota 5/day\n}\nreverse_proxy $BACKEND", rzone, r.URL)
+	a := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	b := harness.StartProcess(t, bin, site, backend.Addr, storage, "")
+	groupCall := func(p *harness.Process, token, want string) {
+		t.Helper()
+		if got, err := rawCall(p.URL, token, "echo", "X-Org", "acme"); err != nil || got != want {
+			t.Fatalf("call of %s on %s: %s (%v), want %s", token, p.URL, got, err, want)
+		}
+	}
+	inRedis := func() string {
+		return redisEval(t, r, `local n = 0
+for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + tonumber(redis.call('GET', k)) end
+return n`, "mcprl:{"+rzone+"}:q:g/*:d:"+time.Now().UTC().Format(time.DateOnly))
+	}
+	inStorage := func() int64 {
+		var n int64
+		for k, v := range harness.StoredDayCounts(t, storage, rzone) {
+			if strings.HasPrefix(k, "g/") {
+				n += v
+			}
+		}
+		return n
+	}
+	prove(t, a, "valid-alice")
+	groupCall(a, "valid-alice", "ok") // decided in Redis, not counted in storage
+	groupCall(b, "valid-bob", "ok")   // unproven on b: its group's count goes to Redis at the next tick
+	harness.Eventually(t, 5*time.Second, "the unproven call's group count in Redis", func() bool { return inRedis() == "2" })
+	b.Pause(t)
+	groupCall(a, "valid-alice", "ok") // Redis reports 3 to a
+	a.Stop()
+	if n := inStorage(); n != 0 {
+		t.Fatalf("storage holds %d group calls at a's stop, want none (b's not flushed yet)", n)
+	}
+	b.Resume(t)
+	harness.Eventually(t, 20*time.Second, "the unproven call's group count in storage", func() bool { return inStorage() == 1 })
+	a.Restart(t)
+	time.Sleep(2 * time.Second) // seeded
+	if n := inRedis(); n != "3" {
+		t.Fatalf("Redis holds %s for the group's three calls, want 3", n)
+	}
+	groupCall(a, "valid-alice", "ok")
+	groupCall(a, "valid-alice", "ok")
+	groupCall(a, "valid-alice", "group_quota")
 }
