@@ -21,20 +21,13 @@ const ObserveSlack = 10 * time.Second
 // the other store reads its own clock, and a count it gave for the
 // period that just ended must not become the new one's.
 func (c *Counter) Observe(items []Item, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range items {
-		it := &items[i]
-		if !observable(it, now) {
-			continue
-		}
-		b := c.bucketLocked(it.Period, now, true)
+	c.observeEach(items, now, func(b *bucket, it *Item) {
 		if it.Used <= b.local(it.Key) {
 			delete(b.observed, string(it.Key))
-			continue
+			return
 		}
 		b.observe(string(it.Key), it.Used)
-	}
+	})
 }
 
 // ObserveAdded records, for each item, that the store deciding in this
@@ -43,20 +36,15 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 // made there on this host's behalf, such as a proving call's. Unlike
 // Observe, concurrent calls add up.
 func (c *Counter) ObserveAdded(items []Item, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range items {
-		it := &items[i]
-		if it.N <= 0 || !observable(it, now) {
-			continue
-		}
-		b := c.bucketLocked(it.Period, now, true)
-		if p := b.observed[string(it.Key)]; p != nil {
+	c.observeEach(items, now, func(b *bucket, it *Item) {
+		switch p := b.observed[string(it.Key)]; {
+		case it.N <= 0:
+		case p != nil:
 			*p += it.N
-			continue
+		default:
+			b.observe(string(it.Key), b.local(it.Key)+it.N)
 		}
-		b.observe(string(it.Key), b.local(it.Key)+it.N)
-	}
+	})
 }
 
 // ObserveReported records, for each item, that the store deciding in
@@ -67,18 +55,23 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 // storage after the copy was taken, which it held already, are in the
 // larger of the copy and storage's count once (see Observe).
 func (c *Counter) ObserveReported(items []Item, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for i := range items {
-		it := &items[i]
-		if !observable(it, now) {
-			continue
-		}
-		b := c.bucketLocked(it.Period, now, true)
+	c.observeEach(items, now, func(b *bucket, it *Item) {
 		if p := b.observed[string(it.Key)]; p != nil {
 			*p = max(*p, it.N)
 		} else if it.N > b.local(it.Key) {
 			b.observe(string(it.Key), it.N)
+		}
+	})
+}
+
+// observeEach calls f, with c.mu held, for each item that can be recorded
+// at now (see observable) and the bucket of its period.
+func (c *Counter) observeEach(items []Item, now time.Time, f func(b *bucket, it *Item)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := range items {
+		if it := &items[i]; observable(it, now) {
+			f(c.bucketLocked(it.Period, now, true), it)
 		}
 	}
 }

@@ -222,11 +222,6 @@ func TestRedisCallsThatReachStorageAfterAStopAreNotCarriedTwiceByItsStart(t *tes
 			t.Fatalf("call of %s on %s: %s (%v), want %s", token, p.URL, got, err, want)
 		}
 	}
-	inRedis := func() string {
-		return redisEval(t, r, `local n = 0
-for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + tonumber(redis.call('GET', k)) end
-return n`, "mcprl:{"+rzone+"}:q:g/*:d:"+time.Now().UTC().Format(time.DateOnly))
-	}
 	inStorage := func() int64 {
 		var n int64
 		for k, v := range harness.StoredDayCounts(t, storage, rzone) {
@@ -239,7 +234,7 @@ return n`, "mcprl:{"+rzone+"}:q:g/*:d:"+time.Now().UTC().Format(time.DateOnly))
 	prove(t, a, "valid-alice")
 	groupCall(a, "valid-alice", "ok") // decided in Redis, not counted in storage
 	groupCall(b, "valid-bob", "ok")   // unproven on b: its group's count goes to Redis at the next tick
-	harness.Eventually(t, 5*time.Second, "the unproven call's group count in Redis", func() bool { return inRedis() == "2" })
+	harness.Eventually(t, 5*time.Second, "the unproven call's group count in Redis", func() bool { return sumQuotaOf(t, r, "g") == 2 })
 	b.Pause(t)
 	groupCall(a, "valid-alice", "ok") // Redis reports 3 to a
 	a.Stop()
@@ -250,8 +245,8 @@ return n`, "mcprl:{"+rzone+"}:q:g/*:d:"+time.Now().UTC().Format(time.DateOnly))
 	harness.Eventually(t, 20*time.Second, "the unproven call's group count in storage", func() bool { return inStorage() == 1 })
 	a.Restart(t)
 	time.Sleep(2 * time.Second) // seeded
-	if n := inRedis(); n != "3" {
-		t.Fatalf("Redis holds %s for the group's three calls, want 3", n)
+	if n := sumQuotaOf(t, r, "g"); n != 3 {
+		t.Fatalf("Redis holds %d for the group's three calls, want 3", n)
 	}
 	groupCall(a, "valid-alice", "ok")
 	groupCall(a, "valid-alice", "ok")

@@ -138,9 +138,16 @@ func reload(t *testing.T, p *harness.Process, cfg string) {
 // sumQuota sums today's identity quota counters of zone r in Redis.
 func sumQuota(t *testing.T, r *harness.Redis) int64 {
 	t.Helper()
+	return sumQuotaOf(t, r, "i")
+}
+
+// sumQuotaOf sums today's quota counters of zone r in Redis whose keys are
+// of kind (i for identities, g for groups).
+func sumQuotaOf(t *testing.T, r *harness.Redis, kind string) int64 {
+	t.Helper()
 	s := redisEval(t, r, `local n = 0
 for _, k in ipairs(redis.call('KEYS', ARGV[1])) do n = n + tonumber(redis.call('GET', k)) end
-return n`, "mcprl:{"+rzone+"}:q:i/*:d:"+time.Now().UTC().Format(time.DateOnly))
+return n`, "mcprl:{"+rzone+"}:q:"+kind+"/*:d:"+time.Now().UTC().Format(time.DateOnly))
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		t.Fatalf("quota sum %q", s)
