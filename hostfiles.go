@@ -269,7 +269,9 @@ func (z *zone) keepHostFiles(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			z.unpushed.touch(now)
+			for _, u := range z.unpushedCopies() {
+				u.files.touch(now)
+			}
 			z.redisHost.touch(now)
 		}
 	}
@@ -281,7 +283,9 @@ func (z *zone) keepHostFiles(ctx context.Context) {
 // must not remove it while an adoption has just written counts it did
 // not push, nor be undone by an adoption's older snapshot.
 func (z *zone) adoptHostFiles(now time.Time) {
-	z.adoptUnpushed(now)
+	for _, u := range z.unpushedCopies() {
+		z.adoptUnpushed(u, now)
+	}
 	if r := cmp.Or(z.redis.Load(), z.detached.Load()); r != nil {
 		z.adoptRedisPending(r, now)
 	}

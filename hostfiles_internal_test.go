@@ -182,12 +182,15 @@ func TestAdoptedCountsAreKeptBeforeTheirFilesGo(t *testing.T) {
 		}
 	}
 	t.Run("storage", func(t *testing.T) {
-		z := &zone{name: "adopt", unpushed: hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("adopt")), owner: newOwner()}}
+		z := &zone{name: "adopt"}
 		z.logger.Store(zap.NewNop())
-		z.quota = quota.New(quota.Config{Storage: &certmagic.FileStorage{Path: t.TempDir()}})
-		hostFile(t, z.unpushed, gone, "i/crashed", 3, now)
-		z.adoptUnpushed(now)
-		kept(t, z.unpushed, "i/crashed", 3)
+		z.unpushed = unpushedCopy{
+			files:   hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("adopt")), owner: newOwner()},
+			counter: quota.New(quota.Config{Storage: &certmagic.FileStorage{Path: t.TempDir()}}),
+		}
+		hostFile(t, z.unpushed.files, gone, "i/crashed", 3, now)
+		z.adoptUnpushed(&z.unpushed, now)
+		kept(t, z.unpushed.files, "i/crashed", 3)
 	})
 	t.Run("redis", func(t *testing.T) {
 		z := &zone{name: "adopt", redisHost: hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("adopt")), owner: newOwner()}}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -143,5 +145,72 @@ func TestCopyOfWhatRedisReportedFollowsTheCallsCountedWithoutTheStore(t *testing
 		if time.Now().After(deadline) {
 			t.Fatalf("the host's copy of what Redis reported holds %v, want i/a 4: 3 reported, 1 counted since", cs)
 		}
+	}
+}
+
+// The counts bound for Redis that storage refuses are copied to the host,
+// as the quota counts are, and the next process of the zone on the host
+// flushes them: a crash must not lose them, or that process, pushing the
+// calls they mark (from the host's copy of what Redis did not take), would
+// take out of the record what was never in it, going below what other
+// instances marked, and a raise would then carry their calls too.
+func TestCountsBoundForRedisThatStorageRefusedOutliveACrash(t *testing.T) {
+	if now := time.Now(); quota.Day.Next(now).Sub(now) < time.Minute {
+		t.Skip("too close to 00:00 UTC")
+	}
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	st := &boundFailing{Storage: &certmagic.FileStorage{Path: t.TempDir()}}
+	st.failing.Store(true)
+	pol, err := compile(&Handler{Zone: "bound-crash", Quota: &QuotaLimit{Day: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	z, err := newZone(st, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}
+	z.quota.Add(items, time.Now())
+	z.redisBound.Add(items, time.Now())
+	z.flush(t.Context(), false)
+	own := z.boundUnpushed.files.path()
+	hostCopy := func(when string, want map[string]int64) {
+		t.Helper()
+		cs, err := readCounts(own)
+		got := map[string]int64{}
+		for _, c := range cs {
+			got[c.Key] += c.N
+		}
+		if err != nil || !maps.Equal(got, want) {
+			t.Fatalf("host copy of the counts bound for redis %s: %v (%v), want %v", when, got, err, want)
+		}
+	}
+	hostCopy("after a flush storage refused", map[string]int64{"i/a": 2})
+	z.redisBound.Add([]quota.Item{{Key: []byte("i/b"), Period: quota.Day, N: 1}}, time.Now())
+	if err := z.Destruct(); err != nil {
+		t.Fatal(err)
+	}
+	hostCopy("after a stop storage refused", map[string]int64{"i/a": 2, "i/b": 1})
+
+	// Had the process crashed, its file would be a gone owner's. The
+	// next process takes it over and flushes it once storage takes it.
+	if err := os.Remove(own); err != nil {
+		t.Fatal(err)
+	}
+	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
+	hostFile(t, z.boundUnpushed.files, gone, "i/a", 2, time.Now())
+	st.failing.Store(false)
+	next, err := newZone(st, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = next.Destruct() })
+	next.flush(t.Context(), false)
+	stored := quota.New(quota.Config{Storage: st, Prefix: redisBoundPrefix("bound-crash")})
+	if err := stored.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored.Used([]byte("i/a"), quota.Day, time.Now()); n != 2 {
+		t.Fatalf("storage holds %d calls of i/a bound for redis after the next process flushed, want the crashed one's 2", n)
 	}
 }

@@ -108,10 +108,12 @@ type zone struct {
 	// whose deletion failed (takePending): newZone, then the run loop.
 	pendingTaken map[string]bool
 
-	// unpushed and redisHost are the zone's files of counts kept on the
-	// host: those storage did not take, and those Redis did not;
+	// unpushed and boundUnpushed are the zone's copies on the host of
+	// the counts storage did not take (quota counts, and those bound for
+	// Redis); redisHost its file of the counts Redis did not take;
 	// redisCounts its copy of what Redis reported (redisCountsKind).
-	unpushed, redisHost, redisCounts hostFiles
+	unpushed, boundUnpushed unpushedCopy
+	redisHost, redisCounts  hostFiles
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -208,27 +210,27 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
 	z = &zone{
-		name:         pol.zone,
-		unpushed:     newHostFiles(unpushedKind, pol.zone, owner),
-		redisHost:    newHostFiles(redisPendingKind, pol.zone, owner),
-		redisCounts:  newHostFiles(redisCountsKind, pol.zone, owner),
-		preauth:      buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
-		tenants:      buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		groups:       buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		global:       buckets.New[[16]byte](1, buckets.HashFingerprint),
-		anon:         buckets.New[[16]byte](1, buckets.HashFingerprint),
-		known:        known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
-		forgotten:    known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
-		perID:        buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		all:          buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		storage:      stor,
-		redisBound:   bound,
-		metrics:      newZoneMetrics(pol.zone),
-		sampler:      newSampler(),
-		forgets:      map[string]int64{},
-		pendingTaken: map[string]bool{},
-		beat:         make(chan struct{}),
-		done:         make(chan struct{}),
+		name:          pol.zone,
+		redisHost:     newHostFiles(redisPendingKind, pol.zone, owner),
+		redisCounts:   newHostFiles(redisCountsKind, pol.zone, owner),
+		preauth:       buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
+		tenants:       buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+		groups:        buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+		global:        buckets.New[[16]byte](1, buckets.HashFingerprint),
+		anon:          buckets.New[[16]byte](1, buckets.HashFingerprint),
+		known:         known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
+		forgotten:     known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
+		perID:         buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		all:           buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+		storage:       stor,
+		redisBound:    bound,
+		boundUnpushed: unpushedCopy{files: newHostFiles(boundUnpushedKind, pol.zone, owner), counter: bound, what: "bound for redis"},
+		metrics:       newZoneMetrics(pol.zone),
+		sampler:       newSampler(),
+		forgets:       map[string]int64{},
+		pendingTaken:  map[string]bool{},
+		beat:          make(chan struct{}),
+		done:          make(chan struct{}),
 	}
 	z.capacity.Store(&capacity)
 	// An identity that expires or is evicted was proven as much as one
@@ -262,6 +264,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		OnDegraded:  z.onDegraded,
 		LockTimeout: lockWait(pol.flush),
 	})
+	z.unpushed = unpushedCopy{files: newHostFiles(unpushedKind, pol.zone, owner), counter: z.quota, what: "quota"}
 	// mcp_ratelimit_tracked is read from the zone at each scrape.
 	z.metrics.refreshed = func(m *zoneMetrics) {
 		for kind, n := range z.tracked() {
@@ -273,7 +276,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if err := z.quota.Load(loadCtx); err != nil {
 		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
 	}
-	z.adoptUnpushed(time.Now())
+	for _, u := range z.unpushedCopies() {
+		z.adoptUnpushed(u, time.Now())
+	}
 	if reported := z.seedRedisCounts(logger, rz != nil && rz.degraded.Load()); reported && rz == nil {
 		z.detach()
 	}
@@ -398,11 +403,12 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			z.confirmKey(final) // else the counts flushed now may be under a key storage never holds
 			z.flush(final, true)
 			z.saveTotals()
-			z.keepUnpushed()
+			z.keepUnpushed(&z.unpushed)
 			z.closeRedis(final)
 			z.closeDetached(final)
 			z.saveRedisCounts()
 			_ = z.flushRedisBound(final) // without what closeRedis pushed
+			z.keepUnpushed(&z.boundUnpushed)
 			cancel()
 			z.drainSampler(true)
 			return
@@ -614,11 +620,14 @@ const (
 // raising Redis to storage's counts would carry them unmarked).
 func (z *zone) flush(ctx context.Context, final bool) {
 	err := z.flushRedisBound(ctx)
+	if !final {
+		z.mirrorUnpushed(&z.boundUnpushed, err == nil)
+	}
 	if err == nil {
 		err = z.quota.Flush(ctx)
 	}
 	if !final {
-		z.mirrorUnpushed(err == nil)
+		z.mirrorUnpushed(&z.unpushed, err == nil)
 	}
 	if err == nil && (final || z.knownDue(time.Now())) {
 		err = z.saveKnown(ctx)
@@ -637,25 +646,6 @@ func (z *zone) flush(ctx context.Context, final bool) {
 // the counts stay pending for the next one.
 func lockWait(flush time.Duration) time.Duration {
 	return min(quota.DefaultLockTimeout, max(2*time.Second, flush))
-}
-
-// keepUnpushed saves on this host the counts the final flush could not
-// push (storage unreachable) and releases the file: the next process of
-// the zone to look counts them again and pushes them. With nothing left
-// to push, a copy an earlier flush kept goes.
-func (z *zone) keepUnpushed() {
-	log := z.logger.Load()
-	us := z.quota.Unpushed()
-	if len(us) == 0 {
-		z.dropUnpushed()
-		return
-	}
-	if err := z.saveUnpushed(us); err != nil {
-		log.Error("counts not pushed to storage are lost: they could not be saved on this host either", zap.String("zone", z.name), zap.Int("keys", len(us)), zap.Error(err))
-		return
-	}
-	z.unpushed.release()
-	log.Warn("counts not pushed to storage kept on this host until a process of the zone takes them over", zap.String("zone", z.name), zap.String("file", z.unpushed.path()), zap.Int("keys", len(us)))
 }
 
 func (z *zone) onDegraded(degraded bool, err error) {
