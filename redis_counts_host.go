@@ -13,16 +13,16 @@ import (
 // since (quota.Counter.Observed), one file per process (hostFiles),
 // written at every flush and at a stop while the zone holds such counts
 // (with the store, or without it once it was removed), when Redis becomes
-// unreachable and when a reload removes the store. A start counts each count from the larger of the largest copy
-// and what it counts itself: storage's count, and what the host had not
-// pushed to storage yet (seedRedisCounts). So an identity that used up
-// its quota in Redis stays refused across a restart (after a crash too,
-// which loses at most a flush interval of what Redis reported) during an
-// outage or after `store redis` was removed, a start with the store added
-// back carries it there, and calls that reached storage after the copy
-// was taken, which Redis held already, are not counted twice. Each copy
-// of the current period is a lower bound of what Redis held, whichever
-// process of the host took it.
+// unreachable and when a reload removes the store. A start counts each
+// count from the larger of the largest copy and what it counts itself:
+// storage's count, and what the host had not pushed to storage yet
+// (seedRedisCounts). So an identity that used up its quota in Redis stays
+// refused across a restart (after a crash too, which loses at most a
+// flush interval of what Redis reported) during an outage or after `store
+// redis` was removed, a start with the store added back carries it there,
+// and calls that reached storage after the copy was taken, which Redis
+// held already, are not counted twice. Each copy of the current period is
+// a lower bound of what Redis held, whichever process of the host took it.
 const redisCountsKind = "mcp_ratelimit-redis-reported"
 
 // saveRedisCounts copies to the host the counts Redis reported to the
@@ -41,9 +41,9 @@ func (z *zone) saveRedisCounts() {
 // seedRedisCounts takes the host's copies of the counts Redis reported
 // back, at a start: each count of the current periods goes on from the
 // larger of its largest copy and what the zone counts itself, the zone's
-// own copy then holds them all,
-// and the copies of processes of this host that are gone are removed, as
-// are copies holding nothing of the current periods. A start while Redis
+// own copy then holds them all, and the copies of processes of this host
+// that are gone are removed, as are copies holding nothing of the current
+// periods. A start while Redis
 // is unreachable (degraded) or without a store counts on from them; one
 // that decides in Redis carries them there with what was counted locally
 // since (seedRedis): the counts made while the store was removed are in
