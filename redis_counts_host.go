@@ -43,12 +43,12 @@ func (z *zone) saveRedisCounts() {
 // larger of its largest copy and what the zone counts itself, the zone's
 // own copy then holds them all, and the copies of processes of this host
 // that are gone are removed, as are copies holding nothing of the current
-// periods. A start while Redis
-// is unreachable (degraded) or without a store counts on from them; one
-// that decides in Redis carries them there with what was counted locally
-// since (seedRedis): the counts made while the store was removed are in
-// storage, not in Redis. It reports whether a copy held counts of the
-// current periods: the zone had the store in them.
+// periods. A start while Redis is unreachable (degraded) or without a
+// store counts on from them; one that decides in Redis carries them there
+// with what was counted locally since (seedRedis): the counts made while
+// the store was removed are in storage, not in Redis. It reports whether
+// a copy held counts of the current periods: the zone had the store in
+// them.
 func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) bool {
 	now := time.Now()
 	copies, err := z.redisCounts.readAll()
