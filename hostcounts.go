@@ -17,11 +17,11 @@ import (
 
 // Counts kept outside the store they belong to (on the host, or in
 // storage for Redis) are written one "<key> <period> <start unix> <n>"
-// line each.
+// line each, with " <kept>" after it when the count has a Kept part.
 
-// maxCountLine is the most a line takes beyond its key: three int64s
-// (with sign), three spaces and the newline.
-const maxCountLine = 3*20 + 4
+// maxCountLine is the most a line takes beyond its key: four int64s
+// (with sign), four spaces and the newline.
+const maxCountLine = 4*20 + 5
 
 // appendCountLine appends c as one line.
 func appendCountLine(b []byte, c quota.Count) []byte {
@@ -32,6 +32,10 @@ func appendCountLine(b []byte, c quota.Count) []byte {
 	b = strconv.AppendInt(b, c.Start.Unix(), 10)
 	b = append(b, ' ')
 	b = strconv.AppendInt(b, c.N, 10)
+	if c.Kept != 0 {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, c.Kept, 10)
+	}
 	return append(b, '\n')
 }
 
@@ -41,16 +45,21 @@ func parseCounts(data []byte) []quota.Count {
 	var out []quota.Count
 	for line := range strings.Lines(string(data)) {
 		f := strings.Fields(line)
-		if len(f) != 4 {
+		if len(f) != 4 && len(f) != 5 {
 			continue
 		}
 		p, err1 := strconv.Atoi(f[1])
 		start, err2 := strconv.ParseInt(f[2], 10, 64)
 		n, err3 := strconv.ParseInt(f[3], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil || !quota.Period(p).Valid() {
+		var kept int64
+		var err4 error
+		if len(f) == 5 {
+			kept, err4 = strconv.ParseInt(f[4], 10, 64)
+		}
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || !quota.Period(p).Valid() {
 			continue
 		}
-		out = append(out, quota.Count{Key: f[0], Period: quota.Period(p), Start: time.Unix(start, 0).UTC(), N: n})
+		out = append(out, quota.Count{Key: f[0], Period: quota.Period(p), Start: time.Unix(start, 0).UTC(), N: n, Kept: kept})
 	}
 	return out
 }

@@ -55,28 +55,27 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) bool {
 	if err != nil {
 		logger.Warn("redis store: the host's copies of the counts it reported are unreadable", zap.String("zone", z.name), zap.Error(err))
 	}
-	var items []quota.Item
+	var current []quota.Count
 	var gone, stale []string
 	for name, cs := range copies {
-		current := false
+		n := len(current)
 		for _, c := range cs {
 			if c.Start.Equal(c.Period.Start(now)) {
-				current = true
-				items = append(items, quota.Item{Key: []byte(c.Key), Period: c.Period, N: c.N})
+				current = append(current, c)
 			}
 		}
 		switch {
-		case !current:
+		case len(current) == n:
 			stale = append(stale, name)
 		case ownerGone(z.redisCounts.ownerOf(name)):
 			gone = append(gone, name)
 		}
 	}
 	_ = dropClaims(stale) // left for a later start if it cannot go
-	if len(items) == 0 {
+	if len(current) == 0 {
 		return false
 	}
-	z.quota.ObserveReported(items, now)
+	z.quota.ObserveReported(current, now)
 	if err := writeCounts(z.redisCounts.path(), z.quota.Observed(now)); err == nil {
 		_ = dropClaims(gone) // their counts are in the zone's own copy
 	}
@@ -84,6 +83,6 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) bool {
 	if degraded {
 		msg = "redis store unreachable at start: quota counts go on from those it last reported, copied on this host"
 	}
-	logger.Info(msg, zap.String("zone", z.name), zap.Int("keys", len(items)))
+	logger.Info(msg, zap.String("zone", z.name), zap.Int("keys", len(current)))
 	return true
 }

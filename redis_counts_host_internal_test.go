@@ -51,8 +51,10 @@ func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 	dir := t.TempDir()
 	z := newZoneAt(dir)
 	other := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("ab"))}
+	kept := today("i/k", 6)
+	kept.Kept = 4 // calls the live process counted since Redis reported, which it pushes itself
 	stays := []string{
-		write(z.redisCounts, alive, today("i/x", 2)),
+		write(z.redisCounts, alive, today("i/x", 2), kept),
 		write(z.redisCounts, remote, today("i/x", 5)),
 		write(other, gone, today("i/x", 100)),
 	}
@@ -75,12 +77,20 @@ func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 	if x, y := z.quota.Used([]byte("i/x"), quota.Day, now), z.quota.Used([]byte("i/y"), quota.Day, now); x != 5 || y != 32 {
 		t.Errorf("used i/x %d, i/y %d; want the largest copies, 5 and 32", x, y)
 	}
-	own, _ := readCounts(z.redisCounts.path())
-	got := map[string]int64{}
-	for _, c := range own {
-		got[c.Key] = c.N
+	if n := z.quota.Used([]byte("i/k"), quota.Day, now); n != 6 {
+		t.Errorf("used i/k %d, want the copy's 6", n)
 	}
-	if got["i/x"] != 5 || got["i/y"] != 32 || len(got) != 2 {
-		t.Errorf("the zone's own copy holds %v, want i/x 5 and i/y 32", got)
+	for _, c := range z.quota.Counts(now) {
+		if c.Key == "i/k" && c.N != 2 {
+			t.Errorf("a raise of Redis goes to %d for i/k, want 2: the 4 kept are their maker's to push", c.N)
+		}
+	}
+	own, _ := readCounts(z.redisCounts.path())
+	got := map[string]quota.Count{}
+	for _, c := range own {
+		got[c.Key] = c
+	}
+	if got["i/x"].N != 5 || got["i/y"].N != 32 || got["i/k"].N != 6 || got["i/k"].Kept != 4 || len(got) != 3 {
+		t.Errorf("the zone's own copy holds %v, want i/x 5, i/y 32, and i/k 6 of which 4 kept", got)
 	}
 }

@@ -72,7 +72,15 @@ type bucket struct {
 	// observed is, per key, what the store deciding in this Counter's
 	// place last held, plus what was counted here since (see Observe);
 	// nil until it holds any.
-	observed deltas
+	observed map[string]*observation
+}
+
+// observation is what the store deciding in a Counter's place (Redis) is
+// known to hold for a key: n, of which kept was counted here since it
+// last reported (or by another process, in a copy ObserveReported read),
+// calls their makers push there themselves.
+type observation struct {
+	n, kept int64
 }
 
 func newBucket(p Period, start time.Time) *bucket {
@@ -96,10 +104,31 @@ func (b *bucket) used(key []byte) int64 {
 // it has none), so that TryAdd adds to it without finding it again.
 func (b *bucket) usedPending(key []byte) (int64, *int64) {
 	n, p := b.localPending(key)
-	if o := b.observed[string(key)]; o != nil && *o > n {
-		return *o, p
+	if o := b.observed[string(key)]; o != nil && o.n > n {
+		return o.n, p
 	}
 	return n, p
+}
+
+// unkept is used less the calls counted here since the other store last
+// reported (see Counts).
+func (b *bucket) unkept(key string) int64 {
+	n := b.localOf(key)
+	if o := b.observed[key]; o != nil && o.n-o.kept > n {
+		return o.n - o.kept
+	}
+	return n
+}
+
+// localOf is local for a key held as a string.
+func (b *bucket) localOf(key string) int64 {
+	n := b.shared[key]
+	for _, d := range [2]deltas{b.inflight, b.pending} {
+		if p := d[key]; p != nil {
+			n += *p
+		}
+	}
+	return n
 }
 
 // countHere adds n to key's pending count (through p, as deltas.addFound
@@ -109,7 +138,8 @@ func (b *bucket) countHere(p *int64, key []byte, n int64) {
 	b.pending.addFound(p, key, n)
 	if len(b.observed) > 0 {
 		if o := b.observed[string(key)]; o != nil {
-			*o += n
+			o.n += n
+			o.kept += n
 		}
 	}
 }

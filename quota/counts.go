@@ -12,12 +12,19 @@ type Count struct {
 	Start time.Time
 	// N is the count; negative for a refund not yet pushed.
 	N int64
+	// Kept is, in what Observed returns, the part of N counted here since
+	// the other store last reported, which the counts' makers push there
+	// themselves (see Counts); zero elsewhere.
+	Kept int64
 }
 
 // Counts returns, for the current period of every kind the counter
 // counts, each key's count as this instance knows it: the shared total
-// last adopted plus what it counted since, and what a store deciding in
-// its place reported (Observe), for keys this instance never counted too.
+// last adopted plus what it counted since, or what a store deciding in
+// its place reported (Observe) when that is larger, less the calls
+// counted here since that report: what the other store must hold at
+// least once the makers of those calls (this instance, or another whose
+// copy ObserveReported read) have pushed them there themselves.
 func (c *Counter) Counts(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -30,7 +37,7 @@ func (c *Counter) Counts(now time.Time) []Count {
 				return
 			}
 			seen[key] = true
-			if n := b.used([]byte(key)); n > 0 {
+			if n := b.unkept(key); n > 0 {
 				out = append(out, Count{Key: key, Period: p, Start: b.start, N: n})
 			}
 		}

@@ -26,7 +26,7 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 			delete(b.observed, string(it.Key))
 			return
 		}
-		b.observe(string(it.Key), it.Used)
+		b.observe(string(it.Key), observation{n: it.Used})
 	})
 }
 
@@ -37,29 +37,38 @@ func (c *Counter) Observe(items []Item, now time.Time) {
 // Observe, concurrent calls add up.
 func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 	c.observeEach(items, now, func(b *bucket, it *Item) {
-		switch p := b.observed[string(it.Key)]; {
+		switch o := b.observed[string(it.Key)]; {
 		case it.N <= 0:
-		case p != nil:
-			*p += it.N
+		case o != nil:
+			o.n += it.N
 		default:
-			b.observe(string(it.Key), b.local(it.Key)+it.N)
+			b.observe(string(it.Key), observation{n: b.local(it.Key) + it.N})
 		}
 	})
 }
 
-// ObserveReported records, for each item, that the store deciding in
-// this Counter's place (Redis) held at least it.N for it.Key, in the
-// period of kind it.Period containing now, counts made here included:
-// what Observed gave a copy kept outside that store, read back by a
-// start. The larger wins when several copies are read. Calls that reached
-// storage after the copy was taken, which it held already, are in the
-// larger of the copy and storage's count once (see Observe).
-func (c *Counter) ObserveReported(items []Item, now time.Time) {
+// ObserveReported records, for each count of cs, that the store deciding
+// in this Counter's place (Redis) held at least c.N for c.Key in c.Period
+// containing now, counts made here included, of which c.Kept were calls
+// their makers push there themselves: what Observed gave a copy kept
+// outside that store, read back by a start. The larger count wins when
+// several copies are read, and the larger of what they say the store
+// holds without those calls (see Counts). Calls that reached storage
+// after the copy was taken, which it held already, are in the larger of
+// the copy and storage's count once (see Observe).
+func (c *Counter) ObserveReported(cs []Count, now time.Time) {
+	items := make([]Item, len(cs))
+	for i, n := range cs {
+		items[i] = Item{Key: []byte(n.Key), Period: n.Period, N: n.N, Used: n.Kept}
+	}
 	c.observeEach(items, now, func(b *bucket, it *Item) {
-		if p := b.observed[string(it.Key)]; p != nil {
-			*p = max(*p, it.N)
-		} else if it.N > b.local(it.Key) {
-			b.observe(string(it.Key), it.N)
+		switch o := b.observed[string(it.Key)]; {
+		case o != nil:
+			without := max(o.n-o.kept, it.N-it.Used)
+			o.n = max(o.n, it.N)
+			o.kept = o.n - without
+		case it.N > b.local(it.Key):
+			b.observe(string(it.Key), observation{n: it.N, kept: it.Used})
 		}
 	})
 }
@@ -76,16 +85,16 @@ func (c *Counter) observeEach(items []Item, now time.Time, f func(b *bucket, it 
 	}
 }
 
-// observe records n as what the other store holds for key.
-func (b *bucket) observe(key string, n int64) {
+// observe records o as what the other store holds for key.
+func (b *bucket) observe(key string, o observation) {
 	if p := b.observed[key]; p != nil {
-		*p = n
+		*p = o
 		return
 	}
 	if b.observed == nil {
-		b.observed = deltas{}
+		b.observed = map[string]*observation{}
 	}
-	b.observed[key] = &n
+	b.observed[key] = &o
 }
 
 // observable reports whether a count the other store gives for it can
@@ -110,8 +119,8 @@ func (c *Counter) Observed(now time.Time) []Count {
 	}
 	out := make([]Count, 0, size)
 	for _, b := range bs {
-		for k, n := range b.observed {
-			out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: *n})
+		for k, o := range b.observed {
+			out = append(out, Count{Key: k, Period: b.period, Start: b.start, N: o.n, Kept: o.kept})
 		}
 	}
 	return out

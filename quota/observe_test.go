@@ -94,8 +94,8 @@ func TestObservedCopiesWhatObserveRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	add(restarted, "i/x", Day, 1, t0) // the call not pushed, taken over from the host
-	restarted.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: 13}}, t0)
-	restarted.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: 4}}, t0) // another process's smaller copy
+	restarted.ObserveReported([]Count{{Key: "i/x", Period: Day, N: 13}}, t0)
+	restarted.ObserveReported([]Count{{Key: "i/x", Period: Day, N: 4}}, t0) // another process's smaller copy
 	if got := restarted.Used([]byte("i/x"), Day, t0); got != 13 {
 		t.Fatalf("Used after a start read the copy back: %d, want 13", got)
 	}
@@ -126,14 +126,14 @@ func TestReportedCopyIsNotAddedToTheCallsThatReachedStorageSince(t *testing.T) {
 	a.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 4}}, t0) // b's 3 calls, pushed there only
 	copied := a.Observed(t0)
 	unread := counter() // a start that cannot read storage yet
-	unread.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: copied[0].N}}, t0)
+	unread.ObserveReported([]Count{{Key: "i/x", Period: Day, N: copied[0].N}}, t0)
 	add(b, "i/x", Day, 1, t0)
 	flush(b) // one of b's 3 calls reaches storage
 	started := counter()
 	if err := started.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
-	started.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: copied[0].N}}, t0)
+	started.ObserveReported([]Count{{Key: "i/x", Period: Day, N: copied[0].N}}, t0)
 	if got := used(started); got != 4 {
 		t.Fatalf("Used %d after reading back a copy of 4 beside storage's 2, want 4", got)
 	}
@@ -236,11 +236,44 @@ func TestAdoptedCountsOfOthersComeOutOfTheObservedOnes(t *testing.T) {
 		t.Fatalf("Used %d after pushing 1 counted here and adopting 1 pushed by the other, want 6", got)
 	}
 	c := New(Config{Storage: st, Prefix: "z", Clock: clock.Now})
-	c.ObserveReported([]Item{{Key: []byte("i/x"), Period: Day, N: 7}}, t0)
+	c.ObserveReported([]Count{{Key: "i/x", Period: Day, N: 7}}, t0)
 	if err := c.Load(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if got := used(c); got != 7 {
 		t.Fatalf("Used %d after a first read of 5 beside a copy of 7, want 7", got)
+	}
+}
+
+// The calls counted here since the other store last reported are counted
+// in Used, and in the copy Observed gives, marked as kept: their makers
+// push them there themselves. Counts, what a raise of that store goes to,
+// leaves them out, here and in another process that reads the copy back,
+// which counts them meanwhile all the same.
+func TestCallsCountedSinceAReportAreLeftToTheirMakersByARaise(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 1}}, t0)
+	add(c, "i/x", Day, 3, t0) // while the other store is unreachable
+	raise := func(c *Counter) int64 {
+		t.Helper()
+		for _, n := range c.Counts(t0) {
+			if n.Key == "i/x" {
+				return n.N
+			}
+		}
+		return 0
+	}
+	copied := c.Observed(t0)
+	if len(copied) != 1 || copied[0].N != 4 || copied[0].Kept != 3 {
+		t.Fatalf("Observed = %v, want i/x 4 of which 3 kept", copied)
+	}
+	other := New(Config{Clock: newFakeClock(t0).Now})
+	other.ObserveReported(copied, t0)
+	if u, r := other.Used([]byte("i/x"), Day, t0), raise(other); u != 4 || r != 1 {
+		t.Fatalf("another process that read the copy: Used %d, raise to %d; want 4, and 1 (the 3 kept are their maker's to push)", u, r)
+	}
+	other.ObserveReported([]Count{{Key: "i/x", Period: Day, Start: Day.Start(t0), N: 2}}, t0) // a copy of a later report
+	if u, r := other.Used([]byte("i/x"), Day, t0), raise(other); u != 4 || r != 2 {
+		t.Fatalf("after a second copy: Used %d, raise to %d; want 4, and 2", u, r)
 	}
 }
