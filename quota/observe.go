@@ -57,7 +57,7 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 // after the copy was taken, which it held already, are in the larger of
 // the copy and storage's count once (see Observe).
 func (c *Counter) ObserveReported(cs []Count, now time.Time) {
-	items := make([]Item, len(cs))
+	items := make([]Item, len(cs)) // Used carries Kept through observeEach
 	for i, n := range cs {
 		items[i] = Item{Key: []byte(n.Key), Period: n.Period, N: n.N, Used: n.Kept}
 	}
