@@ -110,8 +110,9 @@ func (b *bucket) usedPending(key []byte) (int64, *int64) {
 	return n, p
 }
 
-// unkept is used less the calls counted here since the other store last
-// reported (see Counts).
+// unkept is the larger of key's local count and what the other store was
+// observed to hold for it without the calls counted since its report
+// (with a refund among them, no less than it reported): see Counts.
 func (b *bucket) unkept(key string) int64 {
 	n := b.localOf(key)
 	if o := b.observed[key]; o != nil && o.n-o.kept > n {

@@ -19,12 +19,12 @@ type Count struct {
 }
 
 // Counts returns, for the current period of every kind the counter
-// counts, each key's count as this instance knows it: the shared total
-// last adopted plus what it counted since, or what a store deciding in
-// its place reported (Observe) when that is larger, less the calls
-// counted here since that report: what the other store must hold at
-// least once the makers of those calls (this instance, or another whose
-// copy ObserveReported read) have pushed them there themselves.
+// counts, each key's count as a store deciding in its place must hold it
+// at least: the larger of the shared total last adopted plus what this
+// instance counted since, and what that store reported (Observe) without
+// the calls counted since the report (by this instance, or by another
+// whose copy ObserveReported read), which their makers push there
+// themselves.
 func (c *Counter) Counts(now time.Time) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()

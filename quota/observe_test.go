@@ -276,4 +276,12 @@ func TestCallsCountedSinceAReportAreLeftToTheirMakersByARaise(t *testing.T) {
 	if u, r := other.Used([]byte("i/x"), Day, t0), raise(other); u != 4 || r != 2 {
 		t.Fatalf("after a second copy: Used %d, raise to %d; want 4, and 2", u, r)
 	}
+	// A refund counted here since the report (one an earlier process
+	// could not push) takes nothing back from what was reported.
+	refunded := New(Config{Clock: newFakeClock(t0).Now})
+	refunded.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 5}}, t0)
+	refunded.AddUnpushed([]Count{{Key: "i/x", Period: Day, Start: Day.Start(t0), N: -1}})
+	if r := raise(refunded); r != 5 {
+		t.Fatalf("raise to %d after a refund counted since a report of 5, want 5", r)
+	}
 }
