@@ -267,12 +267,7 @@ func TestStopThatPushesTheOutagesCountsLeavesNoneBoundForRedis(t *testing.T) {
 	if err := caddy.Stop(); err != nil { // pushes the outage's call
 		t.Fatal(err)
 	}
-	e = start(t, withRedis, opts)
-	e.prove(token)
-	e.spend(token, 1)
-	before := e.backend.ToolCalls()
-	refusal(t, e.call(6, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
-	unchanged(t, e, before, "a call over a quota of 5 after 3 calls in storage, 1 in an outage and 1 since")
+	oneLeftAfterStart(t, withRedis, opts, token, "a call over a quota of 5 after 3 calls in storage, 1 in an outage and 1 since")
 }
 
 // A call that proves its credential is counted in Redis at once; when that
