@@ -436,9 +436,12 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 				z.keepKey(fctx)
 				z.confirmKey(fctx)
 				z.readRedisPendingAgain(fctx)
+				// Before the flush: a call that reaches storage is then in
+				// the copy as well, so a crash right after it finds no call
+				// in storage that the copy lacks (a start takes the larger).
+				z.saveRedisCounts()
 				z.flush(fctx, false)
 				cancel()
-				z.saveRedisCounts() // a crash loses at most an interval of what Redis reported
 				z.detachedTick(now)
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
