@@ -1,13 +1,17 @@
 package mcplimit
 
 import (
+	"context"
 	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
@@ -93,4 +97,72 @@ func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 	if got["i/x"].N != 5 || got["i/y"].N != 32 || got["i/k"].N != 6 || got["i/k"].Kept != 4 || len(got) != 3 {
 		t.Errorf("the zone's own copy holds %v, want i/x 5, i/y 32, and i/k 6 of which 4 kept", got)
 	}
+}
+
+// A flush interval copies what Redis reported to the host before it puts
+// the calls counted since in storage: a crash right after the flush then
+// finds each of them in the copy too, and a start, taking the larger of
+// the copy and storage's count, counts them with what Redis reported.
+func TestCopyOfWhatRedisReportedHoldsTheCallsBeforeStorageDoes(t *testing.T) {
+	now := time.Now()
+	if now.Sub(quota.Day.Start(now)) < quota.ObserveSlack+time.Minute || quota.Day.Next(now).Sub(now) < time.Minute {
+		t.Skip("too close to 00:00 UTC")
+	}
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	pol, err := compile(&Handler{Zone: "copy-first", Quota: &QuotaLimit{Day: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, quotaDir: storagePrefix("copy-first") + "/quota/"}
+	z, err := newZone(st, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	st.watch(z.redisCounts.path())
+	z.quota.Observe([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, Used: 3}}, now)
+	z.quota.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now)
+	z.flushTick(t.Context())
+	if seen := st.seen(); len(seen) == 0 || seen[len(seen)-1] != 5 {
+		t.Fatalf("the host's copy held %v for i/a as storage took the counts, want 5 (3 reported, 2 counted since)", seen)
+	}
+}
+
+// copyWitness is storage that notes, as each quota count object reaches
+// it, what the host's copy of what Redis reported then holds for i/a.
+type copyWitness struct {
+	certmagic.Storage
+	quotaDir string
+
+	mu     sync.Mutex
+	copyAt string
+	held   []int64
+}
+
+func (s *copyWitness) watch(copyAt string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.copyAt = copyAt
+}
+
+func (s *copyWitness) seen() []int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.held
+}
+
+func (s *copyWitness) Store(ctx context.Context, key string, value []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.copyAt != "" && strings.HasPrefix(key, s.quotaDir) {
+		cs, _ := readCounts(s.copyAt)
+		var n int64
+		for _, c := range cs {
+			if c.Key == "i/a" {
+				n += c.N
+			}
+		}
+		s.held = append(s.held, n)
+	}
+	return s.Storage.Store(ctx, key, value)
 }

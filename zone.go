@@ -432,16 +432,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			switch {
 			case now.Sub(lastFlush)+readTick/2 >= interval:
 				lastFlush, lastRead = now, now
-				fctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-				z.keepKey(fctx)
-				z.confirmKey(fctx)
-				z.readRedisPendingAgain(fctx)
-				// Before the flush: a call that reaches storage is then in
-				// the copy as well, so a crash right after it finds no call
-				// in storage that the copy lacks (a start takes the larger).
-				z.saveRedisCounts()
-				z.flush(fctx, false)
-				cancel()
+				z.flushTick(ctx)
 				z.detachedTick(now)
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
@@ -454,6 +445,22 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			}
 		}
 	}
+}
+
+// flushTick is a flush interval's work: the key kept and confirmed, the
+// outage's counts read again if a read failed, and the counts flushed.
+func (z *zone) flushTick(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	z.keepKey(ctx)
+	z.confirmKey(ctx)
+	z.readRedisPendingAgain(ctx)
+	// Before the flush: a call that reaches storage is then in the copy
+	// of what Redis reported as well, so a crash right after the flush
+	// finds no call in storage that the copy lacks (a start takes the
+	// larger of the two).
+	z.saveRedisCounts()
+	z.flush(ctx, false)
 }
 
 // keyFailure is the last failure to confirm a zone's fingerprint key in
