@@ -51,10 +51,7 @@ type zoneRedis struct {
 	// still to push (they go first). They are carried once Redis answers.
 	unseeded atomic.Bool
 
-	// bound is the zone's count of the calls counted locally for Redis
-	// and not yet pushed (see redis_bound.go): record adds to it, and a
-	// push takes out what it carried.
-	bound *quota.Counter
+	redisCounters
 
 	mu      sync.Mutex
 	pending map[deltaKey]int64
@@ -118,16 +115,29 @@ func checkRedisStore(rs *RedisStore, zone string) error {
 	return s.Close()
 }
 
+// redisCounters are the zone's counters a zoneRedis keeps up with its
+// pushes.
+type redisCounters struct {
+	// bound is the zone's count of the calls counted locally for Redis
+	// and not yet pushed (see redis_bound.go): record adds to it, and a
+	// push takes out what it carried.
+	bound *quota.Counter
+	// counts is the zone's quota counts: a push tells it that the calls
+	// counted since Redis's report that it carried are in Redis
+	// (quota.Counter.Pushed).
+	counts *quota.Counter
+}
+
 // openRedis opens the Redis store of pol (nil without one) and returns the
 // zone's fingerprint key: the one in Redis, which candidate (the key from
 // Caddy storage) becomes when no instance has stored one yet. Redis being
 // unreachable is not an error: the store starts degraded and the
 // candidate is used.
-func openRedis(pol *policy, candidate []byte, bound *quota.Counter, logger *zap.Logger) (*zoneRedis, []byte, error) {
+func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logger) (*zoneRedis, []byte, error) {
 	if pol.redis == nil {
 		return nil, candidate, nil
 	}
-	r, err := newZoneRedis(pol, bound, logger)
+	r, err := newZoneRedis(pol, cs, logger)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -161,9 +171,8 @@ func (r *zoneRedis) startWait() time.Duration {
 	return max(r.store.Timeout(), redisStartMin)
 }
 
-// newZoneRedis opens pol's Redis store; bound is the zone's count of the
-// calls bound for Redis.
-func newZoneRedis(pol *policy, bound *quota.Counter, logger *zap.Logger) (*zoneRedis, error) {
+// newZoneRedis opens pol's Redis store, which keeps cs up with its pushes.
+func newZoneRedis(pol *policy, cs redisCounters, logger *zap.Logger) (*zoneRedis, error) {
 	goRedisLog.use(logger)
 	timeout, err := redisTimeout(pol.redis)
 	if err != nil {
@@ -173,7 +182,7 @@ func newZoneRedis(pol *policy, bound *quota.Counter, logger *zap.Logger) (*zoneR
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}
-	return &zoneRedis{store: st, cfg: *pol.redis, bound: bound, pending: map[deltaKey]int64{}}, nil
+	return &zoneRedis{store: st, cfg: *pol.redis, redisCounters: cs, pending: map[deltaKey]int64{}}, nil
 }
 
 // applyRedis follows a reload that adds, changes or removes the store. The
@@ -186,7 +195,7 @@ func (z *zone) applyRedis(pol *policy) {
 	var r *zoneRedis
 	if pol.redis != nil {
 		var err error
-		if r, err = newZoneRedis(pol, z.redisBound, z.logger.Load()); err != nil {
+		if r, err = newZoneRedis(pol, z.counters(), z.logger.Load()); err != nil {
 			// Provision checked the configuration; keep the old store.
 			z.logger.Load().Error("store redis", zap.String("zone", z.name), zap.Error(err))
 			return

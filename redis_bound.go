@@ -23,9 +23,16 @@ import (
 // redisBoundPrefix is the storage prefix of zone's counts bound for Redis.
 func redisBoundPrefix(zone string) string { return path.Join(storagePrefix(zone), "redis-bound") }
 
+// counters are the zone's counters its Redis stores keep up with their
+// pushes.
+func (z *zone) counters() redisCounters {
+	return redisCounters{bound: z.redisBound, counts: z.quota}
+}
+
 // unbind takes the counts a push carried to Redis (a taken-back call's
-// negative one among them) out of those bound for it; counts of ended
-// periods, which no seed carries, stay.
+// negative one among them) out of those bound for it, and tells the
+// zone's counts that Redis holds them; counts of ended periods, which no
+// seed carries, stay.
 func (r *zoneRedis) unbind(b *pushBatch) {
 	now := time.Now()
 	var carried, takenBack []quota.Item
@@ -41,6 +48,10 @@ func (r *zoneRedis) unbind(b *pushBatch) {
 	}
 	r.bound.Refund(carried, now)
 	r.bound.Add(takenBack, now)
+	for i := range takenBack {
+		takenBack[i].N = -takenBack[i].N
+	}
+	r.counts.Pushed(append(carried, takenBack...), now)
 }
 
 // flushRedisBound pushes the counts bound for Redis to storage, before the
@@ -74,16 +85,10 @@ func (z *zone) onBoundDegraded(degraded bool, err error) {
 func (z *zone) seedCounts(ctx context.Context, now time.Time) []quota.Count {
 	_ = z.redisBound.Refresh(ctx)
 	bound := map[deltaKey]int64{}
-	for _, c := range z.redisBound.Counts(now) {
+	for _, c := range z.redisBound.Counts(now, nil) {
 		bound[deltaKey{key: c.Key, period: c.Period, start: c.Start.Unix()}] = c.N
 	}
-	cs := z.quota.Counts(now)
-	out := cs[:0]
-	for _, c := range cs {
-		c.N -= max(bound[deltaKey{key: c.Key, period: c.Period, start: c.Start.Unix()}], 0)
-		if c.N > 0 {
-			out = append(out, c)
-		}
-	}
-	return out
+	return z.quota.Counts(now, func(key string, p quota.Period, start time.Time) int64 {
+		return bound[deltaKey{key: key, period: p, start: start.Unix()}]
+	})
 }

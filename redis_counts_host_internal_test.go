@@ -84,7 +84,7 @@ func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 	if n := z.quota.Used([]byte("i/k"), quota.Day, now); n != 6 {
 		t.Errorf("used i/k %d, want the copy's 6", n)
 	}
-	for _, c := range z.quota.Counts(now) {
+	for _, c := range z.quota.Counts(now, nil) {
 		if c.Key == "i/k" && c.N != 2 {
 			t.Errorf("a raise of Redis goes to %d for i/k, want 2: the 4 kept are their maker's to push", c.N)
 		}

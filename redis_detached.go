@@ -21,7 +21,7 @@ import (
 // detach starts keeping counts for a store the zone starts without,
 // taking over the host's copies of the counts a gone process kept for it.
 func (z *zone) detach() {
-	dt := &zoneRedis{bound: z.redisBound, pending: map[deltaKey]int64{}}
+	dt := &zoneRedis{redisCounters: z.counters(), pending: map[deltaKey]int64{}}
 	z.detached.Store(dt)
 	z.adoptRedisPending(dt, time.Now())
 }

@@ -33,7 +33,7 @@ func TestDetachedCountsDropEndedPeriodsAndAreCopiedToTheHost(t *testing.T) {
 		redisHost: hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("detached")), owner: newOwner()},
 	}
 	z.logger.Store(zap.NewNop())
-	dt := &zoneRedis{bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
+	dt := &zoneRedis{redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
 	z.detached.Store(dt)
 	dt.record([]quota.Item{{Key: []byte("i/today"), Period: quota.Day, N: 2}}, now, 1)
 	dt.record([]quota.Item{{Key: []byte("i/yesterday"), Period: quota.Day, N: 3}}, now.AddDate(0, 0, -1), 1)

@@ -24,6 +24,12 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
+// freshCounters are counters of a zone that has counted nothing, for a
+// zoneRedis made apart from a zone.
+func freshCounters() redisCounters {
+	return redisCounters{bound: quota.New(quota.Config{}), counts: quota.New(quota.Config{})}
+}
+
 // silentServer accepts connections and never answers: a Redis too slow
 // to reply within the timeout, which may still run what it was sent.
 func silentServer(t *testing.T) string {
@@ -60,8 +66,8 @@ func TestTimedOutRefundIsNotPushedAgain(t *testing.T) {
 // adoption that loaded it just before the swap, or put back by a push the
 // reload cut short, go to the store that took its pending counts over.
 func TestReplacedRedisStoreForwardsItsCounts(t *testing.T) {
-	old := &zoneRedis{bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
-	next := &zoneRedis{bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
+	old := &zoneRedis{redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
+	next := &zoneRedis{redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
 	old.movedTo = next
 	now := time.Now()
 	old.record([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now, 1)
@@ -82,7 +88,7 @@ func TestPushThatTimedOutButRanIsNotCountedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	r := &zoneRedis{store: st, bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
+	r := &zoneRedis{store: st, redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
 	ctx, day := context.Background(), quota.Day.Start(time.Now())
 	count := func(key string) int64 {
 		t.Helper()
@@ -168,8 +174,8 @@ func TestCountsInDoubtAreKeptLikePendingOnes(t *testing.T) {
 
 	// A push cut short by a reload keeps its batch, id and all, in the
 	// store that took the counts over.
-	old := &zoneRedis{bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
-	next := &zoneRedis{bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
+	old := &zoneRedis{redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
+	next := &zoneRedis{redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
 	old.movedTo = next
 	b := &pushBatch{id: "p2", counts: map[deltaKey]int64{k("i/c"): 4}}
 	old.keepInDoubt(b)
@@ -220,7 +226,7 @@ func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	r := &zoneRedis{store: st, bound: quota.New(quota.Config{}), pending: map[deltaKey]int64{}}
+	r := &zoneRedis{store: st, redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
 	day := quota.Day.Start(time.Now())
 	const tenants = 2*pushChunk + 500
 	cs := make([]quota.Count, tenants)
@@ -698,7 +704,7 @@ func TestStartWhileRedisHangsWaitsTheTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		core, logs := observer.New(zap.ErrorLevel)
-		r, _, err := openRedis(pol, make([]byte, 32), quota.New(quota.Config{}), zap.New(core))
+		r, _, err := openRedis(pol, make([]byte, 32), freshCounters(), zap.New(core))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
 func TestGoRedisLogsThroughTheZoneLogger(t *testing.T) {
@@ -20,7 +18,7 @@ func TestGoRedisLogsThroughTheZoneLogger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newZoneRedis(pol, quota.New(quota.Config{}), zap.New(core))
+	r, err := newZoneRedis(pol, freshCounters(), zap.New(core))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +50,7 @@ func TestRedisFailuresMakeOneTransition(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := newZoneRedis(pol, quota.New(quota.Config{}), zap.NewNop())
+	r, err := newZoneRedis(pol, freshCounters(), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -203,7 +203,14 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		OnDegraded:  func(degraded bool, err error) { z.onBoundDegraded(degraded, err) },
 		LockTimeout: lockWait(pol.flush),
 	})
-	rz, key, err := openRedis(pol, stored, bound, logger)
+	counts := quota.New(quota.Config{
+		Storage:     stor,
+		Prefix:      storagePrefix(pol.zone),
+		Clock:       time.Now,
+		OnDegraded:  func(degraded bool, err error) { z.onDegraded(degraded, err) },
+		LockTimeout: lockWait(pol.flush),
+	})
+	rz, key, err := openRedis(pol, stored, redisCounters{bound: bound, counts: counts}, logger)
 	if err != nil {
 		return nil, err
 	}
@@ -223,6 +230,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		perID:         buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		all:           buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:       stor,
+		quota:         counts,
 		redisBound:    bound,
 		boundUnpushed: unpushedCopy{files: newHostFiles(boundUnpushedKind, pol.zone, owner), counter: bound, what: "bound for redis"},
 		metrics:       newZoneMetrics(pol.zone),
@@ -257,13 +265,6 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		z.redisKeyToStorage(ctx)
 		cancel()
 	}
-	z.quota = quota.New(quota.Config{
-		Storage:     stor,
-		Prefix:      storagePrefix(pol.zone),
-		Clock:       time.Now,
-		OnDegraded:  z.onDegraded,
-		LockTimeout: lockWait(pol.flush),
-	})
 	z.unpushed = unpushedCopy{files: newHostFiles(unpushedKind, pol.zone, owner), counter: z.quota, what: "quota"}
 	// mcp_ratelimit_tracked is read from the zone at each scrape.
 	z.metrics.refreshed = func(m *zoneMetrics) {

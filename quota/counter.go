@@ -77,8 +77,9 @@ type bucket struct {
 
 // observation is what the store deciding in a Counter's place (Redis) is
 // known to hold for a key: n, of which kept was counted here since it
-// last reported (or by another process, in a copy ObserveReported read),
-// calls their makers push there themselves.
+// last reported (or by another process, in a copy ObserveReported read)
+// and has not reached it yet (Pushed), calls their makers push there
+// themselves.
 type observation struct {
 	n, kept int64
 }
@@ -110,11 +111,13 @@ func (b *bucket) usedPending(key []byte) (int64, *int64) {
 	return n, p
 }
 
-// unkept is the larger of key's local count and what the other store was
+// unkept is the larger of key's local count less pushed (the calls of it
+// that their makers push to the other store) and what that store was
 // observed to hold for it without the calls counted since its report
-// (with a refund among them, no less than it reported): see Counts.
-func (b *bucket) unkept(key string) int64 {
-	n := b.localOf(key)
+// that it does not hold yet (with a refund among them, no less than it
+// reported): see Counts.
+func (b *bucket) unkept(key string, pushed int64) int64 {
+	n := b.localOf(key) - pushed
 	if o := b.observed[key]; o != nil && o.n-o.kept > n {
 		return o.n - o.kept
 	}

@@ -13,19 +13,22 @@ type Count struct {
 	// N is the count; negative for a refund not yet pushed.
 	N int64
 	// Kept is, in what Observed returns, the part of N counted here since
-	// the other store last reported, which the counts' makers push there
-	// themselves (see Counts); zero elsewhere.
+	// the other store last reported that has not reached it (see Pushed),
+	// which the counts' makers push there themselves (see Counts); zero
+	// elsewhere.
 	Kept int64
 }
 
 // Counts returns, for the current period of every kind the counter
 // counts, each key's count as a store deciding in its place must hold it
 // at least: the larger of the shared total last adopted plus what this
-// instance counted since, and what that store reported (Observe) without
-// the calls counted since the report (by this instance, or by another
-// whose copy ObserveReported read), which their makers push there
-// themselves.
-func (c *Counter) Counts(now time.Time) []Count {
+// instance counted since, less what bound gives for the key (calls of
+// that total that their makers push to that store themselves; nil for
+// none), and what that store reported (Observe) without the calls counted
+// since the report that have not reached it (by this instance, or by
+// another whose copy ObserveReported read; see Pushed), which their makers
+// push there themselves.
+func (c *Counter) Counts(now time.Time, bound func(key string, p Period, start time.Time) int64) []Count {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []Count
@@ -37,7 +40,11 @@ func (c *Counter) Counts(now time.Time) []Count {
 				return
 			}
 			seen[key] = true
-			if n := b.unkept(key); n > 0 {
+			var pushed int64
+			if bound != nil {
+				pushed = max(bound(key, p, b.start), 0)
+			}
+			if n := b.unkept(key, pushed); n > 0 {
 				out = append(out, Count{Key: key, Period: p, Start: b.start, N: n})
 			}
 		}

@@ -73,6 +73,34 @@ func (c *Counter) ObserveReported(cs []Count, now time.Time) {
 	})
 }
 
+// Pushed records, for each item, that it.N of the counts made here for
+// it.Key in the period of kind it.Period containing now (negative: taken
+// back) reached the store deciding in this Counter's place: the calls
+// counted here since its last report that it now holds are left out of
+// Counts no longer, so that another store raised to Counts (a new URL, or
+// one that lost its data) gets them too. Each moves the key's calls
+// counted since the report toward zero, by no more than it.N.
+func (c *Counter) Pushed(items []Item, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, it := range items {
+		if !it.Period.Valid() {
+			continue
+		}
+		b := c.bucketLocked(it.Period, now, false)
+		if b == nil {
+			continue
+		}
+		switch o := b.observed[string(it.Key)]; {
+		case o == nil:
+		case it.N > 0 && o.kept > 0:
+			o.kept -= min(it.N, o.kept)
+		case it.N < 0 && o.kept < 0:
+			o.kept -= max(it.N, o.kept)
+		}
+	}
+}
+
 // observeEach calls f, with c.mu held, for each item that can be recorded
 // at now (see observable) and the bucket of its period.
 func (c *Counter) observeEach(items []Item, now time.Time, f func(b *bucket, it *Item)) {

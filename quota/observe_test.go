@@ -181,7 +181,7 @@ func TestCountsHoldKeysKnownOnlyFromAnotherStore(t *testing.T) {
 	c.Observe([]Item{{Key: []byte("i/redis-only"), Period: Day, Used: 5}}, t0)
 	add(c, "i/local", Day, 2, t0)
 	got := map[string]int64{}
-	for _, n := range c.Counts(t0) {
+	for _, n := range c.Counts(t0, nil) {
 		got[n.Key] = n.N
 	}
 	if got["i/redis-only"] != 5 || got["i/local"] != 2 || len(got) != 2 {
@@ -256,7 +256,7 @@ func TestCallsCountedSinceAReportAreLeftToTheirMakersByARaise(t *testing.T) {
 	add(c, "i/x", Day, 3, t0) // while the other store is unreachable
 	raise := func(c *Counter) int64 {
 		t.Helper()
-		for _, n := range c.Counts(t0) {
+		for _, n := range c.Counts(t0, nil) {
 			if n.Key == "i/x" {
 				return n.N
 			}
@@ -283,5 +283,70 @@ func TestCallsCountedSinceAReportAreLeftToTheirMakersByARaise(t *testing.T) {
 	refunded.AddUnpushed([]Count{{Key: "i/x", Period: Day, Start: Day.Start(t0), N: -1}})
 	if r := raise(refunded); r != 5 {
 		t.Fatalf("raise to %d after a refund counted since a report of 5, want 5", r)
+	}
+}
+
+// raiseOf is what Counts gives key in the day of t0, with bound.
+func raiseOf(c *Counter, key string, bound func(string, Period, time.Time) int64) int64 {
+	for _, n := range c.Counts(t0, bound) {
+		if n.Key == key && n.Period == Day {
+			return n.N
+		}
+	}
+	return 0
+}
+
+// Calls counted here since the other store's report that a push carried
+// there are in it: the raise (Counts) counts them again, so that a store
+// raised later (another Redis, or one that lost its data) gets them too,
+// and the copy Observed gives marks them kept no longer. A push carrying
+// more than was kept (calls of another process's adopted too) leaves
+// nothing kept, and a refund pushed takes back what it counted.
+func TestPushedCallsAreInTheRaise(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 5}}, t0)
+	add(c, "i/x", Day, 3, t0) // while the other store is unreachable
+	steps := []struct {
+		what string
+		do   func()
+		want int64
+	}{
+		{"before the push", func() {}, 5},
+		{"after a push of 2 of the 3", func() { c.Pushed([]Item{{Key: []byte("i/x"), Period: Day, N: 2}}, t0) }, 7},
+		{"after a push of 4 more", func() { c.Pushed([]Item{{Key: []byte("i/x"), Period: Day, N: 4}}, t0) }, 8},
+		{"after a refund", func() { c.Refund([]Item{{Key: []byte("i/x"), Period: Day, N: 1}}, t0) }, 8},
+		{"after the refund's push", func() { c.Pushed([]Item{{Key: []byte("i/x"), Period: Day, N: -1}}, t0) }, 7},
+	}
+	for _, s := range steps {
+		s.do()
+		if r := raiseOf(c, "i/x", nil); r != s.want {
+			t.Fatalf("%s: raise to %d, want %d", s.what, r, s.want)
+		}
+	}
+	if cs := c.Observed(t0); len(cs) != 1 || cs[0].N != 7 || cs[0].Kept != 0 {
+		t.Fatalf("Observed = %v once all was pushed, want i/x 7, none kept", cs)
+	}
+}
+
+// The calls that their makers push to the other store themselves (bound
+// for it) come out of the local count only: what that store reported never
+// held them, and taking them out of it too would raise it short.
+func TestCountsLeaveCallsBoundForTheStoreOutOfTheLocalCountOnly(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 5}}, t0)
+	add(c, "i/x", Day, 3, t0) // the outage's, bound for the store
+	add(c, "i/y", Day, 4, t0) // of which 1 bound for it
+	add(c, "i/z", Day, 1, t0) // bound for it
+	bound := map[string]int64{"i/x": 3, "i/y": 1, "i/z": 1}
+	of := func(key string, p Period, start time.Time) int64 {
+		if p != Day || !start.Equal(Day.Start(t0)) {
+			t.Fatalf("bound asked for %s %v %v", key, p, start)
+		}
+		return bound[key]
+	}
+	for key, want := range map[string]int64{"i/x": 5, "i/y": 3, "i/z": 0} {
+		if r := raiseOf(c, key, of); r != want {
+			t.Errorf("raise of %s to %d with %d bound, want %d", key, r, bound[key], want)
+		}
 	}
 }

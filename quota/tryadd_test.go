@@ -354,7 +354,7 @@ func TestCountsListsTheCurrentPeriods(t *testing.T) {
 		t.Fatal("TryAdd refused")
 	}
 	got := map[Period]int64{}
-	for _, n := range c.Counts(now) {
+	for _, n := range c.Counts(now, nil) {
 		if n.Key != "i/a" || !n.Start.Equal(n.Period.Start(now)) {
 			t.Fatalf("unexpected count %+v", n)
 		}
@@ -363,7 +363,7 @@ func TestCountsListsTheCurrentPeriods(t *testing.T) {
 	if got[Day] != 4 || got[Month] != 2 || len(got) != 2 {
 		t.Fatalf("Counts = %v, want day 4 and month 2", got)
 	}
-	if n := len(c.Counts(now.AddDate(0, 2, 0))); n != 0 {
+	if n := len(c.Counts(now.AddDate(0, 2, 0), nil)); n != 0 {
 		t.Fatalf("%d counts in periods nothing was counted in", n)
 	}
 }
