@@ -225,6 +225,9 @@ func (z *zone) applyRedis(pol *policy) {
 		// A store added to a running zone decides with the fingerprints
 		// every other instance computes, or not at all.
 		ctx, cancel := context.WithTimeout(context.Background(), r.startWait())
+		if moved {
+			z.takeSavedRedisPending(ctx, r)
+		}
 		key := z.fpKey.Load()
 		switch err := z.adoptRedisKey(ctx, r); {
 		case err != nil:
@@ -307,15 +310,16 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	return nil
 }
 
-// readRedisPendingAgain reads the counts saved in storage during a Redis
-// outage that a start could not read, once storage answers: they are then
-// pushed as any pending count, instead of waiting for the next start.
+// readRedisPendingAgain reads the counts saved in storage for Redis that
+// a start, or a reload adding the store, could not read, once storage
+// answers: they are then pushed as any pending count, instead of waiting
+// for the next start.
 func (z *zone) readRedisPendingAgain(ctx context.Context) {
 	r := z.redis.Load()
 	if r == nil || !z.redisPendingUnread.Load() {
 		return
 	}
-	if err := z.loadRedisPending(ctx, r); err != nil {
+	if err := z.loadRedisPending(ctx, r, !r.degraded.Load()); err != nil {
 		return
 	}
 	z.redisPendingUnread.Store(false)
@@ -420,6 +424,11 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	r.store.Sweep(now)
 	defer z.mirrorRedisPending(r)
 	if !r.degraded.Load() {
+		if r.unseeded.Load() {
+			// The seed waits for the counts stops saved in storage,
+			// which storage did not give when the store came.
+			z.readRedisPendingAgain(ctx)
+		}
 		// Stragglers counted locally by requests that saw the flag just
 		// before it cleared.
 		if r.pendingLen() > 0 {
@@ -450,6 +459,11 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	err := r.store.Ping(ctx)
 	if err == nil && !r.keyAdopted.Load() {
 		err = z.adoptRedisKey(ctx, r)
+	}
+	if err == nil && z.redisPendingUnread.Load() && z.loadRedisPending(ctx, r, true) == nil {
+		// Counts stops saved in storage (a reload that added the store
+		// found some) are pushed before the zone decides in Redis.
+		z.redisPendingUnread.Store(false)
 	}
 	if err == nil {
 		err = r.push(ctx)

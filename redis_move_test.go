@@ -2,8 +2,11 @@ package mcplimit_test
 
 import (
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
@@ -67,4 +70,40 @@ func settledAt(t *testing.T, e *env, zone string, rd *harness.Redis, key, want s
 	harness.Eventually(t, 10*time.Second, "redis at "+want+" for the identity, the zone deciding there", func() bool {
 		return rd.Do(t, "GET", key) == want && !adminZone(t, e.caddy, zone)["store"].(map[string]any)["degraded"].(bool)
 	})
+}
+
+// A reload that adds the store back pushes the calls a stop without it
+// saved in storage, as a start with the store does, and decides locally
+// until it has pushed them and raised Redis: the raise leaves them out
+// (their maker pushes them), so without the push nobody carried them
+// (Redis stayed at 2 of 4 here), and a decision in Redis before the push
+// would not count them.
+func TestReloadAddingTheRedisStorePushesWhatAStopWithoutItSaved(t *testing.T) {
+	const zone, token = "redis_readd_saved", "valid-readd-saved"
+	skipNearReset(t, nextDay)
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	rd := harness.StartRedis(t)
+	opts := harness.Options{Storage: t.TempDir()}
+	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 4/day"
+	e := start(t, block+"\nstore redis "+rd.URL, opts)
+	e.prove(token)
+	e.spend(token, 2)
+	key := redisDayKey(zone, onlyIdentity(t, e, zone))
+	e = start(t, block, opts)
+	e.spend(token, 2)
+	if err := caddy.Stop(); err != nil { // saves the 2 for Redis in storage
+		t.Fatal(err)
+	}
+	start(t, block, opts)
+	e = start(t, block+"\nstore redis "+rd.URL, opts)
+	e.prove(token)
+	before := e.backend.ToolCalls()
+	refusal(t, e.call(9, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over the quota right after a reload added the store back")
+	settledAt(t, e, zone, rd, key, "4")
+	refusal(t, e.call(10, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+	unchanged(t, e, before, "a call over the quota in Redis after a reload added the store back")
+	if saved, _ := filepath.Glob(filepath.Join(opts.Storage, "mcp_ratelimit", zone, "redis-pending", "*")); len(saved) != 0 {
+		t.Fatalf("objects left in redis-pending/ once pushed: %v", saved)
+	}
 }

@@ -41,12 +41,12 @@ func (z *zone) saveRedisPending(ctx context.Context, r *zoneRedis) error {
 
 // loadRedisPending takes every saved object back into r's pending counts.
 // Each object is loaded and deleted under its storage lock, so that one
-// instance alone takes it. While Redis answers, its counts are pushed
-// before it is deleted: another instance that starts meanwhile raises
-// Redis to the counts storage holds, which hold the outage's too (see
-// seedable), and must find them either still saved in storage, for it to
-// wait for them, or in Redis already, never in between.
-func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
+// instance alone takes it. While Redis answers (push), its counts are
+// pushed before it is deleted: another instance that starts meanwhile
+// raises Redis to the counts storage holds, which hold the outage's too
+// (see seedable), and must find them either still saved in storage, for
+// it to wait for them, or in Redis already, never in between.
+func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis, push bool) error {
 	names, err := z.storage.List(ctx, redisPendingDir(z.name), false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -54,7 +54,6 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
 	if err != nil {
 		return err
 	}
-	push := !r.degraded.Load()
 	for _, name := range names {
 		if err := z.storage.Lock(ctx, name); err != nil {
 			return err
@@ -66,6 +65,25 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis) error {
 		}
 	}
 	return nil
+}
+
+// takeSavedRedisPending has a zone that gains store r on reload push the
+// counts stops saved in storage for Redis (as a start with the store
+// does) before it raises Redis: when storage holds some, r decides
+// locally (degraded) until its probe has pushed them and raised Redis;
+// when storage cannot tell, the run loop reads them once it answers
+// (readRedisPendingAgain), and the seed waits for them. Read here, they
+// would race the run loop's reads.
+func (z *zone) takeSavedRedisPending(ctx context.Context, r *zoneRedis) {
+	names, err := z.storage.List(ctx, redisPendingDir(z.name), false)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) || err == nil && len(names) == 0:
+	case err != nil:
+		z.redisPendingUnread.Store(true)
+	default:
+		z.redisPendingUnread.Store(true)
+		r.degraded.Store(true)
+	}
 }
 
 // takePending takes the saved object name into r, under its lock, and

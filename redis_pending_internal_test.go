@@ -51,7 +51,7 @@ func TestSavedOutageCountsArePushedOnceWhileTheirRemovalFails(t *testing.T) {
 	}
 	st.fail.Store(true)
 	for range 2 {
-		if err := z.loadRedisPending(ctx, r); err == nil {
+		if err := z.loadRedisPending(ctx, r, true); err == nil {
 			t.Fatal("taking the saved counts succeeded though their object could not be removed")
 		}
 		if n := used(); n != 2 {
@@ -59,7 +59,7 @@ func TestSavedOutageCountsArePushedOnceWhileTheirRemovalFails(t *testing.T) {
 		}
 	}
 	st.fail.Store(false)
-	if err := z.loadRedisPending(ctx, r); err != nil {
+	if err := z.loadRedisPending(ctx, r, true); err != nil {
 		t.Fatal(err)
 	}
 	if n, pending := used(), r.pendingLen(); n != 2 || pending != 0 || st.Exists(ctx, name) {

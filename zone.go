@@ -286,7 +286,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	z.restoreKnown(loadCtx, pol.knownTTL)
 	if rz != nil {
 		// Pushed by the zone's run loop once Redis answers.
-		if err := z.loadRedisPending(loadCtx, rz); err != nil {
+		if err := z.loadRedisPending(loadCtx, rz, !rz.degraded.Load()); err != nil {
 			z.redisPendingUnread.Store(true)
 			logger.Warn("counts saved during a redis outage unreadable at start; they stay in storage, read again at each flush", zap.String("zone", z.name), zap.Error(err))
 		}
