@@ -232,10 +232,11 @@ func (z *zone) applyRedis(pol *policy) {
 		switch err := z.adoptRedisKey(ctx, r); {
 		case err != nil:
 			r.unseeded.Store(moved)
-			if r.fail(err, time.Now()) {
-				z.logger.Load().Error("redis store unreachable: deciding locally until it returns, which is when the counts made locally this period are carried there",
-					zap.String("zone", z.name), zap.Error(err))
-			}
+			// Logged whether or not r starts degraded (counts to push
+			// first): it is new, and this is its first failure.
+			r.fail(err, time.Now())
+			z.logger.Load().Error("redis store unreachable: deciding locally until it returns, which is when the counts made locally this period are carried there",
+				zap.String("zone", z.name), zap.Error(err))
 		case moved && z.fpKey.Load() == key && !z.seedable(r):
 			r.unseeded.Store(true) // carried by the probe once the outage's counts are in
 		case moved && z.fpKey.Load() == key:

@@ -721,3 +721,28 @@ func TestStartWhileRedisHangsWaitsTheTimeout(t *testing.T) {
 		}
 	}
 }
+
+// A reload that adds a store Redis does not answer logs it, also when the
+// store starts degraded for counts it must push first (kept while the zone
+// had no store): the operator learns why the zone decides locally.
+func TestStoreAddedWhileRedisIsDownIsLoggedWithCountsToPush(t *testing.T) {
+	awayFromMidnight(t)
+	h := provisionForTest(t, &Handler{Zone: "redis-add-down", Quota: &QuotaLimit{Day: 10}})
+	core, logs := observer.New(zap.ErrorLevel)
+	h.zone.logger.Store(zap.New(core))
+	dt := &zoneRedis{redisCounters: h.zone.counters(), pending: map[deltaKey]int64{}}
+	dt.add(deltaKey{key: "i/kept", period: quota.Day, start: quota.Day.Start(time.Now()).Unix()}, 1)
+	h.zone.detached.Store(dt)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing answers there
+	pol := *h.pol
+	pol.redis = &RedisStore{URL: "redis://" + addr, Timeout: caddy.Duration(100 * time.Millisecond)}
+	h.zone.applyRedis(&pol)
+	if n := logs.FilterMessageSnippet("redis store unreachable").Len(); n != 1 {
+		t.Fatalf("%d log lines for a store added while Redis is down, with counts to push, want 1", n)
+	}
+}
