@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"context"
 	"encoding/hex"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
 
@@ -113,7 +115,7 @@ func TestCopyOfWhatRedisReportedHoldsTheCallsBeforeStorageDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, quotaDir: storagePrefix("copy-first") + "/quota/"}
+	st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, under: storagePrefix("copy-first") + "/quota/"}
 	z, err := newZone(st, pol, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
@@ -122,17 +124,69 @@ func TestCopyOfWhatRedisReportedHoldsTheCallsBeforeStorageDoes(t *testing.T) {
 	st.watch(z.redisCounts.path())
 	z.quota.Observe([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, Used: 3}}, now)
 	z.quota.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now)
-	z.flushTick(t.Context())
+	z.flushTick(t.Context(), now)
 	if seen := st.seen(); len(seen) == 0 || seen[len(seen)-1] != 5 {
 		t.Fatalf("the host's copy held %v for i/a as storage took the counts, want 5 (3 reported, 2 counted since)", seen)
 	}
 }
 
-// copyWitness is storage that notes, as each quota count object reaches
-// it, what the host's copy of what Redis reported then holds for i/a.
+// A flush interval copies the calls kept for Redis to the host before it
+// marks them in storage as bound for Redis: a raise leaves the calls so
+// marked to their maker, so one that crashed right after the flush must
+// have them in its copy, for the next process to push. So with the store
+// removed, and during an outage.
+func TestCopyOfTheCallsKeptForRedisHoldsThemBeforeStorageMarksThem(t *testing.T) {
+	now := time.Now()
+	if quota.Day.Next(now).Sub(now) < time.Minute {
+		t.Skip("too close to 00:00 UTC")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "redis://" + l.Addr().String()
+	_ = l.Close() // nothing answers there
+	for _, c := range []struct {
+		name  string
+		store *Store
+		kept  func(z *zone) *zoneRedis
+	}{
+		{"store removed", nil, func(z *zone) *zoneRedis {
+			dt := &zoneRedis{redisCounters: z.counters(), pending: map[deltaKey]int64{}}
+			z.detached.Store(dt)
+			return dt
+		}},
+		{"redis down", &Store{Redis: &RedisStore{URL: down, Timeout: caddy.Duration(100 * time.Millisecond)}}, func(z *zone) *zoneRedis {
+			return z.redis.Load()
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("XDG_DATA_HOME", t.TempDir())
+			pol, err := compile(&Handler{Zone: "pending-first", Quota: &QuotaLimit{Day: 100}, Store: c.store})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, under: redisBoundPrefix("pending-first") + "/quota/"}
+			z, err := newZone(st, pol, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = z.Destruct() })
+			st.watch(z.redisHost.path())
+			c.kept(z).record([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now, 1)
+			z.flushTick(t.Context(), now)
+			if seen := st.seen(); len(seen) == 0 || seen[len(seen)-1] != 2 {
+				t.Fatalf("the host's copy held %v for i/a as storage marked the calls bound for redis, want 2", seen)
+			}
+		})
+	}
+}
+
+// copyWitness is storage that notes, as each object under a prefix
+// reaches it, what a host file of counts then holds for i/a.
 type copyWitness struct {
 	certmagic.Storage
-	quotaDir string
+	under string
 
 	mu     sync.Mutex
 	copyAt string
@@ -154,7 +208,7 @@ func (s *copyWitness) seen() []int64 {
 func (s *copyWitness) Store(ctx context.Context, key string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.copyAt != "" && strings.HasPrefix(key, s.quotaDir) {
+	if s.copyAt != "" && strings.HasPrefix(key, s.under) {
 		cs, _ := readCounts(s.copyAt)
 		var n int64
 		for _, c := range cs {

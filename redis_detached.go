@@ -14,7 +14,8 @@ import (
 // raises Redis to the local counts (seedRedis). A raise alone would let
 // the calls other instances counted in Redis meanwhile hide them. They
 // are kept in a zoneRedis without a store (zone.detached), copied to the
-// host at each flush (a crash loses at most a flush interval of them),
+// host before each flush (a crash loses at most a flush interval of
+// them, and none that storage marks as bound for Redis),
 // and saved in storage at a stop, for the next start with the store to
 // push (see redis_pending.go).
 
@@ -26,9 +27,9 @@ func (z *zone) detach() {
 	z.adoptRedisPending(dt, time.Now())
 }
 
-// detachedTick runs at each flush: the counts kept for a store the zone
-// has not lose those of periods that have ended (Redis would let them
-// expire at once), and the host's copy follows.
+// detachedTick runs before each flush: the counts kept for a store the
+// zone has not lose those of periods that have ended (Redis would let
+// them expire at once), and the host's copy follows.
 func (z *zone) detachedTick(now time.Time) {
 	dt := z.detached.Load()
 	if dt == nil {

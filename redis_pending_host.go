@@ -7,9 +7,11 @@ import (
 )
 
 // While Redis is unreachable, the quota counts made locally are also kept
-// on the host, rewritten every second, so that a crash during the outage
-// loses at most a second of them: the next process of the zone to look
-// (see hostFiles) takes them over and pushes them once Redis answers.
+// on the host, rewritten every second and before each flush, so that a
+// crash during the outage loses about the last second of them, and none
+// that storage marks as bound for Redis (which no raise carries): the
+// next process of the zone to look (see hostFiles) takes them over and
+// pushes them once Redis answers.
 // Once pushed (or saved in storage at a graceful stop), the host's copy
 // goes.
 

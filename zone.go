@@ -433,8 +433,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			switch {
 			case now.Sub(lastFlush)+readTick/2 >= interval:
 				lastFlush, lastRead = now, now
-				z.flushTick(ctx)
-				z.detachedTick(now)
+				z.flushTick(ctx, now)
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
 				// counts, pushed at their own flushes, are then seen within
@@ -449,17 +448,23 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 }
 
 // flushTick is a flush interval's work: the key kept and confirmed, the
-// outage's counts read again if a read failed, and the counts flushed.
-func (z *zone) flushTick(ctx context.Context) {
+// outage's counts read again if a read failed, the host's copies written,
+// and the counts flushed.
+func (z *zone) flushTick(ctx context.Context, now time.Time) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	z.keepKey(ctx)
 	z.confirmKey(ctx)
 	z.readRedisPendingAgain(ctx)
-	// Before the flush: a call that reaches storage is then in the copy
-	// of what Redis reported as well, so a crash right after the flush
-	// finds no call in storage that the copy lacks (a start takes the
-	// larger of the two).
+	// Before the flush, so that a crash right after it finds no call in
+	// storage that the host's copies lack: of the calls kept for Redis
+	// (storage marks them bound for it, which no raise carries: after a
+	// crash only this copy gets them there), and of what Redis reported
+	// (a start takes the larger of that copy and storage's count).
+	z.detachedTick(now)
+	if r := z.redis.Load(); r != nil {
+		z.mirrorRedisPending(r)
+	}
 	z.saveRedisCounts()
 	z.flush(ctx, false)
 }
