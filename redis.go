@@ -456,6 +456,10 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	if !due {
 		return
 	}
+	// Before asking Redis, which can take up to its timeouts: the host's
+	// copy must not lag the calls by that too (a crash meanwhile would
+	// lose them).
+	z.mirrorRedisPending(r)
 	key := z.fpKey.Load()
 	err := r.store.Ping(ctx)
 	if err == nil && !r.keyAdopted.Load() {

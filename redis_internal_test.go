@@ -746,3 +746,29 @@ func TestStoreAddedWhileRedisIsDownIsLoggedWithCountsToPush(t *testing.T) {
 		t.Fatalf("%d log lines for a store added while Redis is down, with counts to push, want 1", n)
 	}
 }
+
+// While Redis is down, the host's copy of the calls kept for it is written
+// before the probe asks Redis, not after: Redis can keep the probe waiting
+// up to its timeouts, and a crash meanwhile would lose the calls.
+func TestCopyOfTheOutagesCallsDoesNotWaitForTheProbe(t *testing.T) {
+	awayFromMidnight(t)
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	h := provisionForTest(t, &Handler{Zone: "probe-copy", Quota: &QuotaLimit{Day: 10}})
+	z := h.zone
+	st, err := redisstore.New(redisstore.Config{URL: "redis://" + silentServer(t), Zone: "probe-copy", Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &zoneRedis{store: st, redisCounters: z.counters(), pending: map[deltaKey]int64{}}
+	r.degraded.Store(true) // its probe asks Redis at the zone's next sweep, and waits
+	r.record([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, time.Now(), 1)
+	z.redis.Store(r)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if cs, _ := readCounts(z.redisHost.path()); len(cs) == 1 && cs[0].N == 2 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the host's copy of the outage's calls waited for the probe's answer from Redis")
+		}
+	}
+}
