@@ -3,6 +3,7 @@ package mcplimit_test
 import (
 	"net/http"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,25 +18,15 @@ import (
 // raised to 5 of 8 here, and let three calls pass the quota).
 func TestMovingTheRedisStoreCarriesTheCallsPushedToTheOldOne(t *testing.T) {
 	const zone, token = "redis_move_pushed", "valid-move-pushed"
-	skipNearReset(t, nextDay)
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	first, second := harness.StartRedis(t), harness.StartRedis(t)
-	opts := harness.Options{Storage: t.TempDir()}
-	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 10/day"
-	e := start(t, block+"\nstore redis "+first.URL, opts)
-	e.prove(token)
-	e.spend(token, 5)
-	key := redisDayKey(zone, onlyIdentity(t, e, zone))
+	e, block, opts, key := spentInRedis(t, zone, token, 10, 5, first.URL)
 	e = start(t, block, opts)
 	e.spend(token, 3)
 	e = start(t, block+"\nstore redis "+first.URL, opts)
 	settledAt(t, e, zone, first, key, "8")
 	e = start(t, block+"\nstore redis "+second.URL, opts)
 	settledAt(t, e, zone, second, key, "8")
-	e.spend(token, 2)
-	before := e.backend.ToolCalls()
-	refusal(t, e.call(9, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
-	unchanged(t, e, before, "a call over the quota after the store moved to another Redis")
+	spendThenRefused(t, e, token, 2, "a call over the quota after the store moved to another Redis")
 }
 
 // A reload that moves the store to another Redis during an outage of the
@@ -44,23 +35,40 @@ func TestMovingTheRedisStoreCarriesTheCallsPushedToTheOldOne(t *testing.T) {
 // push just carried (it left the new Redis at 5 of 8 here).
 func TestMovingTheRedisStoreDuringAnOutageKeepsTheOutagesCalls(t *testing.T) {
 	const zone, token = "redis_move_outage", "valid-move-outage"
-	skipNearReset(t, nextDay)
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	first, second := harness.StartRedis(t), harness.StartRedis(t)
-	opts := harness.Options{Storage: t.TempDir()}
-	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 10/day"
-	e := start(t, block+"\nstore redis "+first.URL+" {\ntimeout 100ms\n}", opts)
-	e.prove(token)
-	e.spend(token, 5)
-	key := redisDayKey(zone, onlyIdentity(t, e, zone))
+	e, block, opts, key := spentInRedis(t, zone, token, 10, 5, first.URL+" {\ntimeout 100ms\n}")
 	first.Kill()
 	e.spend(token, 3) // decided locally, to be pushed
 	e = start(t, block+"\nstore redis "+second.URL, opts)
 	settledAt(t, e, zone, second, key, "8")
-	e.spend(token, 2)
+	spendThenRefused(t, e, token, 2, "a call over the quota after the store moved to another Redis during an outage")
+}
+
+// spentInRedis starts zone, with a data directory and storage of its own,
+// a daily quota of limit and the store at redis (a URL, and the store's
+// block if any), and has token proven and n calls counted in Redis. It
+// returns the env, the zone's block without the store, the storage
+// options, and the Redis key of the identity's count of the day.
+func spentInRedis(t *testing.T, zone, token string, limit, n int, redis string) (e *env, block string, opts harness.Options, key string) {
+	t.Helper()
+	skipNearReset(t, nextDay)
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	opts = harness.Options{Storage: t.TempDir()}
+	block = "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota " + strconv.Itoa(limit) + "/day"
+	e = start(t, block+"\nstore redis "+redis, opts)
+	e.prove(token)
+	e.spend(token, n)
+	return e, block, opts, redisDayKey(zone, onlyIdentity(t, e, zone))
+}
+
+// spendThenRefused spends n calls of token, and checks that the next one
+// is refused for the quota without reaching the backend.
+func spendThenRefused(t *testing.T, e *env, token string, n int, why string) {
+	t.Helper()
+	e.spend(token, n)
 	before := e.backend.ToolCalls()
 	refusal(t, e.call(9, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
-	unchanged(t, e, before, "a call over the quota after the store moved to another Redis during an outage")
+	unchanged(t, e, before, why)
 }
 
 // settledAt waits until rd holds want for key and zone's store has left
@@ -80,15 +88,8 @@ func settledAt(t *testing.T, e *env, zone string, rd *harness.Redis, key, want s
 // would not count them.
 func TestReloadAddingTheRedisStorePushesWhatAStopWithoutItSaved(t *testing.T) {
 	const zone, token = "redis_readd_saved", "valid-readd-saved"
-	skipNearReset(t, nextDay)
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	rd := harness.StartRedis(t)
-	opts := harness.Options{Storage: t.TempDir()}
-	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 4/day"
-	e := start(t, block+"\nstore redis "+rd.URL, opts)
-	e.prove(token)
-	e.spend(token, 2)
-	key := redisDayKey(zone, onlyIdentity(t, e, zone))
+	e, block, opts, key := spentInRedis(t, zone, token, 4, 2, rd.URL)
 	e = start(t, block, opts)
 	e.spend(token, 2)
 	if err := caddy.Stop(); err != nil { // saves the 2 for Redis in storage
@@ -97,12 +98,9 @@ func TestReloadAddingTheRedisStorePushesWhatAStopWithoutItSaved(t *testing.T) {
 	start(t, block, opts)
 	e = start(t, block+"\nstore redis "+rd.URL, opts)
 	e.prove(token)
-	before := e.backend.ToolCalls()
-	refusal(t, e.call(9, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
-	unchanged(t, e, before, "a call over the quota right after a reload added the store back")
+	spendThenRefused(t, e, token, 0, "a call over the quota right after a reload added the store back")
 	settledAt(t, e, zone, rd, key, "4")
-	refusal(t, e.call(10, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
-	unchanged(t, e, before, "a call over the quota in Redis after a reload added the store back")
+	spendThenRefused(t, e, token, 0, "a call over the quota in Redis after a reload added the store back")
 	if saved, _ := filepath.Glob(filepath.Join(opts.Storage, "mcp_ratelimit", zone, "redis-pending", "*")); len(saved) != 0 {
 		t.Fatalf("objects left in redis-pending/ once pushed: %v", saved)
 	}
