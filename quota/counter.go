@@ -111,13 +111,13 @@ func (b *bucket) usedPending(key []byte) (int64, *int64) {
 	return n, p
 }
 
-// unkept is the larger of key's local count less pushed (the calls of it
+// unkept is the larger of key's local count less bound (the calls of it
 // that their makers push to the other store) and what that store was
 // observed to hold for it without the calls counted since its report
 // that it does not hold yet (with a refund among them, no less than it
 // reported): see Counts.
-func (b *bucket) unkept(key string, pushed int64) int64 {
-	n := b.localOf(key) - pushed
+func (b *bucket) unkept(key string, bound int64) int64 {
+	n := b.localOf(key) - bound
 	if o := b.observed[key]; o != nil && o.n-o.kept > n {
 		return o.n - o.kept
 	}

@@ -40,11 +40,11 @@ func (c *Counter) Counts(now time.Time, bound func(key string, p Period, start t
 				return
 			}
 			seen[key] = true
-			var pushed int64
+			var toPush int64
 			if bound != nil {
-				pushed = max(bound(key, p, b.start), 0)
+				toPush = max(bound(key, p, b.start), 0)
 			}
-			if n := b.unkept(key, pushed); n > 0 {
+			if n := b.unkept(key, toPush); n > 0 {
 				out = append(out, Count{Key: key, Period: p, Start: b.start, N: n})
 			}
 		}
