@@ -311,16 +311,16 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	return nil
 }
 
-// readRedisPendingAgain reads the counts saved in storage for Redis that
-// a start, or a reload adding the store, could not read, once storage
-// answers: they are then pushed as any pending count, instead of waiting
-// for the next start.
-func (z *zone) readRedisPendingAgain(ctx context.Context) {
-	r := z.redis.Load()
-	if r == nil || !z.redisPendingUnread.Load() {
+// readRedisPendingAgain reads into r the counts saved in storage for
+// Redis that a start, or a reload adding the store, has not read yet, once
+// storage answers; push says Redis answers (see loadRedisPending). They
+// are then pushed as any pending count, instead of waiting for the next
+// start.
+func (z *zone) readRedisPendingAgain(ctx context.Context, r *zoneRedis, push bool) {
+	if !z.redisPendingUnread.Load() {
 		return
 	}
-	if err := z.loadRedisPending(ctx, r, !r.degraded.Load()); err != nil {
+	if err := z.loadRedisPending(ctx, r, push); err != nil {
 		return
 	}
 	z.redisPendingUnread.Store(false)
@@ -425,11 +425,6 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	r.store.Sweep(now)
 	defer z.mirrorRedisPending(r)
 	if !r.degraded.Load() {
-		if r.unseeded.Load() {
-			// The seed waits for the counts stops saved in storage,
-			// which storage did not give when the store came.
-			z.readRedisPendingAgain(ctx)
-		}
 		// Stragglers counted locally by requests that saw the flag just
 		// before it cleared.
 		if r.pendingLen() > 0 {
@@ -465,10 +460,10 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	if err == nil && !r.keyAdopted.Load() {
 		err = z.adoptRedisKey(ctx, r)
 	}
-	if err == nil && z.redisPendingUnread.Load() && z.loadRedisPending(ctx, r, true) == nil {
+	if err == nil {
 		// Counts stops saved in storage (a reload that added the store
 		// found some) are pushed before the zone decides in Redis.
-		z.redisPendingUnread.Store(false)
+		z.readRedisPendingAgain(ctx, r, true)
 	}
 	if err == nil {
 		err = r.push(ctx)

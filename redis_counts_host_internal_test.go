@@ -110,18 +110,8 @@ func TestCopyOfWhatRedisReportedHoldsTheCallsBeforeStorageDoes(t *testing.T) {
 	if now.Sub(quota.Day.Start(now)) < quota.ObserveSlack+time.Minute || quota.Day.Next(now).Sub(now) < time.Minute {
 		t.Skip("too close to 00:00 UTC")
 	}
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	pol, err := compile(&Handler{Zone: "copy-first", Quota: &QuotaLimit{Day: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, under: storagePrefix("copy-first") + "/quota/"}
-	z, err := newZone(st, pol, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z.Destruct() })
-	st.watch(z.redisCounts.path())
+	z, st := witnessedZone(t, &Handler{Zone: "copy-first", Quota: &QuotaLimit{Day: 100}}, storagePrefix("copy-first")+"/quota/",
+		func(z *zone) string { return z.redisCounts.path() })
 	z.quota.Observe([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, Used: 3}}, now)
 	z.quota.Add([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now)
 	z.flushTick(t.Context(), now)
@@ -161,18 +151,8 @@ func TestCopyOfTheCallsKeptForRedisHoldsThemBeforeStorageMarksThem(t *testing.T)
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			t.Setenv("XDG_DATA_HOME", t.TempDir())
-			pol, err := compile(&Handler{Zone: "pending-first", Quota: &QuotaLimit{Day: 100}, Store: c.store})
-			if err != nil {
-				t.Fatal(err)
-			}
-			st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, under: redisBoundPrefix("pending-first") + "/quota/"}
-			z, err := newZone(st, pol, zap.NewNop())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = z.Destruct() })
-			st.watch(z.redisHost.path())
+			z, st := witnessedZone(t, &Handler{Zone: "pending-first", Quota: &QuotaLimit{Day: 100}, Store: c.store}, redisBoundPrefix("pending-first")+"/quota/",
+				func(z *zone) string { return z.redisHost.path() })
 			c.kept(z).record([]quota.Item{{Key: []byte("i/a"), Period: quota.Day, N: 2}}, now, 1)
 			z.flushTick(t.Context(), now)
 			if seen := st.seen(); len(seen) == 0 || seen[len(seen)-1] != 2 {
@@ -180,6 +160,26 @@ func TestCopyOfTheCallsKeptForRedisHoldsThemBeforeStorageMarksThem(t *testing.T)
 			}
 		})
 	}
+}
+
+// witnessedZone starts h's zone, with a data directory of its own, on a
+// copyWitness of the objects under prefix and of the host file copyAt
+// names.
+func witnessedZone(t *testing.T, h *Handler, under string, copyAt func(z *zone) string) (*zone, *copyWitness) {
+	t.Helper()
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	pol, err := compile(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &copyWitness{Storage: &certmagic.FileStorage{Path: t.TempDir()}, under: under}
+	z, err := newZone(st, pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	st.watch(copyAt(z))
+	return z, st
 }
 
 // copyWitness is storage that notes, as each object under a prefix

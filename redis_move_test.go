@@ -85,7 +85,8 @@ func settledAt(t *testing.T, e *env, zone string, rd *harness.Redis, key, want s
 // until it has pushed them and raised Redis: the raise leaves them out
 // (their maker pushes them), so without the push nobody carried them
 // (Redis stayed at 2 of 4 here), and a decision in Redis before the push
-// would not count them.
+// would not count them: the zone decides there again only once Redis holds
+// them.
 func TestReloadAddingTheRedisStorePushesWhatAStopWithoutItSaved(t *testing.T) {
 	const zone, token = "redis_readd_saved", "valid-readd-saved"
 	rd := harness.StartRedis(t)
@@ -99,8 +100,11 @@ func TestReloadAddingTheRedisStorePushesWhatAStopWithoutItSaved(t *testing.T) {
 	e = start(t, block+"\nstore redis "+rd.URL, opts)
 	e.prove(token)
 	spendThenRefused(t, e, token, 0, "a call over the quota right after a reload added the store back")
+	harness.Eventually(t, 10*time.Second, "the zone deciding in redis", func() bool {
+		return !adminZone(t, e.caddy, zone)["store"].(map[string]any)["degraded"].(bool)
+	})
+	spendThenRefused(t, e, token, 0, "a call over the quota as soon as the zone decides in Redis after a reload added the store back")
 	settledAt(t, e, zone, rd, key, "4")
-	spendThenRefused(t, e, token, 0, "a call over the quota in Redis after a reload added the store back")
 	if saved, _ := filepath.Glob(filepath.Join(opts.Storage, "mcp_ratelimit", zone, "redis-pending", "*")); len(saved) != 0 {
 		t.Fatalf("objects left in redis-pending/ once pushed: %v", saved)
 	}

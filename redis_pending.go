@@ -71,9 +71,9 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis, push bool) er
 // counts stops saved in storage for Redis (as a start with the store
 // does) before it raises Redis: when storage holds some, r decides
 // locally (degraded) until its probe has pushed them and raised Redis;
-// when storage cannot tell, the run loop reads them once it answers
-// (readRedisPendingAgain), and the seed waits for them. Read here, they
-// would race the run loop's reads.
+// when storage cannot tell, the next flush that finds storage answering
+// reads them (readRedisPendingAgain), and the seed waits for them. Read
+// here, they would race the run loop's reads.
 func (z *zone) takeSavedRedisPending(ctx context.Context, r *zoneRedis) {
 	names, err := z.storage.List(ctx, redisPendingDir(z.name), false)
 	switch {

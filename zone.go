@@ -195,21 +195,18 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	stor := &swapStorage{}
 	stor.set(st)
 	stored, keyErr := startKey(stor, pol.zone, logger)
-	var z *zone // the counter's callback runs from flushes, once z is made
-	bound := quota.New(quota.Config{
-		Storage:     stor,
-		Prefix:      redisBoundPrefix(pol.zone),
-		Clock:       time.Now,
-		OnDegraded:  func(degraded bool, err error) { z.onBoundDegraded(degraded, err) },
-		LockTimeout: lockWait(pol.flush),
-	})
-	counts := quota.New(quota.Config{
-		Storage:     stor,
-		Prefix:      storagePrefix(pol.zone),
-		Clock:       time.Now,
-		OnDegraded:  func(degraded bool, err error) { z.onDegraded(degraded, err) },
-		LockTimeout: lockWait(pol.flush),
-	})
+	var z *zone // the counters' callbacks run from flushes, once z is made
+	counter := func(prefix string, onDegraded func(z *zone, degraded bool, err error)) *quota.Counter {
+		return quota.New(quota.Config{
+			Storage:     stor,
+			Prefix:      prefix,
+			Clock:       time.Now,
+			OnDegraded:  func(degraded bool, err error) { onDegraded(z, degraded, err) },
+			LockTimeout: lockWait(pol.flush),
+		})
+	}
+	bound := counter(redisBoundPrefix(pol.zone), (*zone).onBoundDegraded)
+	counts := counter(storagePrefix(pol.zone), (*zone).onDegraded)
 	rz, key, err := openRedis(pol, stored, redisCounters{bound: bound, counts: counts}, logger)
 	if err != nil {
 		return nil, err
@@ -455,14 +452,17 @@ func (z *zone) flushTick(ctx context.Context, now time.Time) {
 	defer cancel()
 	z.keepKey(ctx)
 	z.confirmKey(ctx)
-	z.readRedisPendingAgain(ctx)
+	r := z.redis.Load()
+	if r != nil {
+		z.readRedisPendingAgain(ctx, r, !r.degraded.Load())
+	}
 	// Before the flush, so that a crash right after it finds no call in
 	// storage that the host's copies lack: of the calls kept for Redis
 	// (storage marks them bound for it, which no raise carries: after a
 	// crash only this copy gets them there), and of what Redis reported
 	// (a start takes the larger of that copy and storage's count).
 	z.detachedTick(now)
-	if r := z.redis.Load(); r != nil {
+	if r != nil {
 		z.mirrorRedisPending(r)
 	}
 	z.saveRedisCounts()
