@@ -77,11 +77,8 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	if d.dryRefused {
 		// Dry run: the request is forwarded but takes nothing, as
 		// enforcement would have refused it whole, so every layer stands
-		// where enforcement would have left it: where Redis found them.
+		// where enforcement would have left it.
 		d.rollback()
-		if d.dryFoundSet {
-			d.setLevels(d.dryFound)
-		}
 	}
 	d.z.metrics.admit()
 	if d.cost > 0 {

@@ -105,60 +105,74 @@ type redisSlot struct {
 // the local order) and has Redis decide them all at once. A later local
 // layer's refusal refunds them through the decision's rollback.
 //
-// In dry run every layer decides as usual: a refusing layer is recorded,
-// left out, and Redis decides the others again, so that each of them that
-// refuses is recorded too; admit gives back what they took.
+// In dry run every layer decides as usual: Redis is asked every time (see
+// redisstore.Store.Ask), and when it refuses, every layer whose level it
+// reported cannot take the request is recorded (see recordInRedis). Such
+// a request takes nothing from any layer, as enforcement would have
+// refused it whole: not even for a moment, or a concurrent call of the
+// same identity would find a layer spent that is not.
 func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	items, slots := d.redisItems()
 	if err := r.pushFor(context.Background(), items, d.now); err != nil {
 		return refusal{}, false, err
 	}
-	for len(items) > 0 {
-		start := time.Now()
-		res, err := r.store.Decide(context.Background(), items)
-		if err != nil {
-			return refusal{}, false, err
-		}
-		if res.Local {
-			d.z.metrics.storeHits.Inc()
-		} else {
-			d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
-		}
-		if res.OK {
-			d.res[d.nres] = buckets.Compensate(func(time.Time) {
-				d.z.refundRedis(r, items)
-				d.forgetLevels()
-			})
-			d.nres++
-			d.levelsInRedis(slots, res.After)
-			return refusal{}, true, nil
-		}
-		d.levelsInRedis(slots, res.Now)
-		ref := d.redisRefusal(slots[res.Refused], res)
-		if !d.pol.dryRun {
-			return d.outlastingInRedis(ref, items, slots, res.Now), false, nil
-		}
-		if !d.dryFoundSet {
-			d.dryFound, d.dryFoundSet = d.levels(), true
-		}
-		// Dry run: the refusing layer is recorded once and left out
-		// whole (a quota per day and per month are one layer), and Redis
-		// decides the others again.
-		refused := d.slotLayer(slots[res.Refused])
-		if q := slots[res.Refused].quota; q >= 0 {
-			ref = d.itemRefusal(q) // that layer's own, not the request's other quotas'
-		}
-		d.h.record(d, ref, true)
-		kept := 0
-		for k := range items {
-			if d.slotLayer(slots[k]) != refused {
-				items[kept], slots[kept] = items[k], slots[k]
-				kept++
-			}
-		}
-		items, slots = items[:kept], slots[:kept]
+	decide := r.store.Decide
+	if d.pol.dryRun {
+		decide = r.store.Ask
 	}
+	start := time.Now()
+	res, err := decide(context.Background(), items)
+	if err != nil {
+		return refusal{}, false, err
+	}
+	if res.Local {
+		d.z.metrics.storeHits.Inc()
+	} else {
+		d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
+	}
+	if res.OK {
+		d.res[d.nres] = buckets.Compensate(func(time.Time) {
+			d.z.refundRedis(r, items)
+			d.forgetLevels()
+		})
+		d.nres++
+		d.levelsInRedis(slots, res.After)
+		return refusal{}, true, nil
+	}
+	d.levelsInRedis(slots, res.Now)
+	ref := d.redisRefusal(slots[res.Refused], res)
+	if !d.pol.dryRun {
+		return d.outlastingInRedis(ref, items, slots, res.Now), false, nil
+	}
+	d.recordInRedis(ref, items, slots, res)
 	return refusal{}, true, nil
+}
+
+// recordInRedis records, in dry run, each layer that would refuse the
+// request by the levels Redis reported with its refusal res (uncharged):
+// the layer of the item Redis refused, with ref, and every other layer
+// one of whose items does not fit; each once (a quota per day and per
+// month are one layer), with its own refusal, not the request's other
+// quotas'.
+func (d *decision) recordInRedis(ref refusal, items []redisstore.Item, slots []redisSlot, res redisstore.Result) {
+	var seen uint32 // the layers recorded, one bit each
+	for k := range items {
+		l := d.slotLayer(slots[k])
+		if seen&(1<<l) != 0 {
+			continue
+		}
+		its, wait := ref, redisstore.OverWait(&items[k], res.Now[k], d.now)
+		switch q := slots[k].quota; {
+		case k != res.Refused && wait == 0:
+			continue
+		case q >= 0:
+			its = d.itemRefusal(q)
+		case k != res.Refused:
+			its = rateRefusal(slots[k].layer, slots[k].lim, wait, int(items[k].N))
+		}
+		seen |= 1 << l
+		d.h.record(d, its, true)
+	}
 }
 
 // slotLayer is the layer of the item slot describes.

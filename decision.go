@@ -50,11 +50,6 @@ type decision struct {
 	// probing makes the layers after a refusal decide without taking
 	// anything, to find the refusal that holds the request back longest.
 	probing bool
-	// dryFound holds the levels Redis found for a request a layer would
-	// refuse in dry run (dryFoundSet): once what the other layers took is
-	// given back, they are where the request left them (see admit).
-	dryFound    rateLevels
-	dryFoundSet bool
 	// dryRefused says a layer would have refused the request in dry run:
 	// it is forwarded, but what the layers took is given back (see admit);
 	// dryRef is the refusal enforcement would have given (see wouldGive).
@@ -118,25 +113,6 @@ type decision struct {
 	// steps leave it alone when they pass, so that admitting copies no
 	// refusal.
 	ref refusal
-}
-
-// rateLevels are the tenant and identity quota levels the RateLimit header
-// reports, as the deciding layer reported them.
-type rateLevels struct {
-	tenantLeft float64
-	tenantHeld bool
-	idUsed     [quota.Month + 1]int64
-	idKnown    [quota.Month + 1]bool
-}
-
-// levels returns the levels recorded for the RateLimit header.
-func (d *decision) levels() rateLevels {
-	return rateLevels{d.tenantLeft, d.tenantHeld, d.idUsed, d.idKnown}
-}
-
-// setLevels records l for the RateLimit header.
-func (d *decision) setLevels(l rateLevels) {
-	d.tenantLeft, d.tenantHeld, d.idUsed, d.idKnown = l.tenantLeft, l.tenantHeld, l.idUsed, l.idKnown
 }
 
 var decisionPool = sync.Pool{New: func() any { return new(decision) }}

@@ -312,13 +312,21 @@ func (s *Store) args(items []Item) ([]string, []any, error) {
 // over their limit are refused locally, without a round trip, until that
 // refusal's wait has passed.
 func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
+	if r, ok := s.shortCircuit(items, s.clock()); ok {
+		return r, nil
+	}
+	return s.Ask(ctx, items)
+}
+
+// Ask is Decide without the local answer: Redis decides every time, even
+// items known to be over their limit, so a refusal reports what every
+// item holds there. A dry run asks, as what it records must be each
+// layer's level, and a would-be refusal must take nothing from any layer.
+func (s *Store) Ask(ctx context.Context, items []Item) (Result, error) {
 	if len(items) == 0 {
 		return Result{OK: true, Refused: -1}, nil
 	}
 	now := s.clock()
-	if r, ok := s.shortCircuit(items, now); ok {
-		return r, nil
-	}
 	keys, argv, err := s.args(items)
 	if err != nil {
 		return Result{}, err

@@ -292,6 +292,34 @@ func TestShortCircuitQuotaHoldsWhatRedisCounted(t *testing.T) {
 	}
 }
 
+// Ask is Decide without the local answer: a refusal Decide would answer
+// from memory goes to Redis, and reports what every item holds there.
+func TestAskDecidesKnownRefusalsInRedis(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	items := []redisstore.Item{bucket("t/a", 1.0/60, 1, 1), quotaItem("i/a", quota.Day, 5, 1)}
+	if res := decide(t, s, items...); !res.OK {
+		t.Fatalf("first call %+v", res)
+	}
+	if res := decide(t, s, items...); res.OK || res.Local {
+		t.Fatalf("second call %+v, want a refusal from Redis", res)
+	}
+	if res := decide(t, s, items...); !res.Local {
+		t.Fatalf("third call %+v, want Decide to answer it locally", res)
+	}
+	before := r.Calls(t)
+	res, err := s.Ask(t.Context(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Local || res.Refused != 0 || len(res.Now) != 2 || res.Now[1] != 1 {
+		t.Fatalf("Ask %+v, want a refusal by Redis of the bucket with the quota's count 1", res)
+	}
+	if n := harness.CallsBetween(before, r.Calls(t)); n < 1 {
+		t.Fatal("Ask answered without Redis")
+	}
+}
+
 func TestPushAndFingerprintKey(t *testing.T) {
 	r, s, now := storeOnRedis(t)
 	ctx, day := context.Background(), quota.Day.Start(now)
