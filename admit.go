@@ -112,14 +112,24 @@ func (d *decision) countInflight() {
 // after it only look (probe), so that the refusal given is the one that
 // holds the request back longest.
 func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
-	if c := d.lim.concurrency; !d.pol.dryRun && (d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0) {
+	if c := d.lim.concurrency; d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0 {
 		// Anonymous and concurrency come after the shared layers but
 		// look first: a request they refuse must not hold global tokens
 		// or Redis counts even for the moment before a rollback, or a
-		// flood of such requests would crowd out other tenants.
+		// flood of such requests would crowd out other tenants. In dry
+		// run such a request takes nothing either: every layer looks,
+		// and each that would refuse it is recorded.
 		d.probing = true
 		if !d.admitAnonymous() || !d.admitConcurrency() {
-			return d.refused(d.probe(0, d.ref))
+			if !d.pol.dryRun {
+				return d.refused(d.probe(0, d.ref))
+			}
+			for _, step := range admissionSteps {
+				if !step(d) {
+					h.refuse(d, w, d.ref)
+				}
+			}
+			return true
 		}
 		d.probing = false
 	}

@@ -31,6 +31,9 @@ func (d *decision) admitRedis() bool {
 		}
 		d.forgotten = true
 	}
+	if d.probing && d.pol.dryRun {
+		return d.peekRedis(r)
+	}
 	if d.probing {
 		// A look costs no round trip: it asks what this instance already
 		// knows of Redis (the refusals it remembers), as the local layers
@@ -113,22 +116,13 @@ type redisSlot struct {
 // same identity would find a layer spent that is not.
 func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	items, slots := d.redisItems()
-	if err := r.pushFor(context.Background(), items, d.now); err != nil {
-		return refusal{}, false, err
-	}
 	decide := r.store.Decide
 	if d.pol.dryRun {
 		decide = r.store.Ask
 	}
-	start := time.Now()
-	res, err := decide(context.Background(), items)
+	res, err := d.callRedis(r, items, decide)
 	if err != nil {
 		return refusal{}, false, err
-	}
-	if res.Local {
-		d.z.metrics.storeHits.Inc()
-	} else {
-		d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
 	}
 	if res.OK {
 		d.res[d.nres] = buckets.Compensate(func(time.Time) {
@@ -146,6 +140,45 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	}
 	d.recordInRedis(ref, items, slots, res)
 	return refusal{}, true, nil
+}
+
+// peekRedis has Redis decide the request's layers without charging any,
+// in dry run, for a request a local layer would refuse (see admitLayers):
+// each layer in Redis that would refuse it too is recorded. Should Redis
+// fail, the local layers look instead.
+func (d *decision) peekRedis(r *zoneRedis) bool {
+	items, slots := d.redisItems()
+	res, err := d.callRedis(r, items, r.store.Peek)
+	if err != nil {
+		d.z.redisFailed(r, err)
+		return true
+	}
+	d.inRedis = true
+	d.levelsInRedis(slots, res.Now)
+	if !res.OK {
+		d.recordInRedis(d.redisRefusal(slots[res.Refused], res), items, slots, res)
+	}
+	return true
+}
+
+// callRedis has r's store decide items with call (its Decide, Ask or
+// Peek), once the local counts for them are pushed, which the decision
+// must find there; and counts the call in the store's metrics.
+func (d *decision) callRedis(r *zoneRedis, items []redisstore.Item, call func(context.Context, []redisstore.Item) (redisstore.Result, error)) (redisstore.Result, error) {
+	if err := r.pushFor(context.Background(), items, d.now); err != nil {
+		return redisstore.Result{}, err
+	}
+	start := time.Now()
+	res, err := call(context.Background(), items)
+	if err != nil {
+		return res, err
+	}
+	if res.Local {
+		d.z.metrics.storeHits.Inc()
+	} else {
+		d.z.metrics.storeRTT.Observe(time.Since(start).Seconds())
+	}
+	return res, nil
 }
 
 // recordInRedis records, in dry run, each layer that would refuse the

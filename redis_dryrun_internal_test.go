@@ -2,8 +2,13 @@ package mcplimit
 
 import (
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
@@ -64,5 +69,83 @@ func TestRedisDryRunWouldBeRefusalTakesNothingMeanwhile(t *testing.T) {
 	}
 	if n := inRedis(); n != 3 {
 		t.Errorf("Redis counts %d calls after two would-be refusals, want 3", n)
+	}
+}
+
+// In dry run with Redis, a call the concurrency layer would refuse takes
+// nothing in Redis either: the layers there only look (one round trip
+// that charges nothing), and each of them that would refuse is recorded
+// too. Concurrency 1, tenant burst 2, quota 10/day: with one call held in
+// the backend, the next calls would be concurrency refusals, and once
+// the tenant bucket is empty, tenant refusals as well.
+func TestRedisDryRunConcurrencyRefusalTakesNothing(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-dry-concurrency", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},
+		Concurrency: &Concurrency{Max: 1}, DryRun: true,
+	})
+	const token = "Bearer valid-dry-concurrency"
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	inRedis := func() int64 {
+		n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	var want int64 // what Redis must count whenever the concurrency layer decides
+	concurrencyStep := admissionSteps[len(admissionSteps)-1]
+	t.Cleanup(func() { admissionSteps[len(admissionSteps)-1] = concurrencyStep })
+	admissionSteps[len(admissionSteps)-1] = func(d *decision) bool {
+		if n := inRedis(); n != want {
+			t.Errorf("Redis counts %d calls while the concurrency layer decides, want %d", n, want)
+		}
+		return concurrencyStep(d)
+	}
+	hold := func() (release func()) {
+		entered, done := make(chan struct{}), make(chan struct{})
+		free := make(chan struct{})
+		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+			close(entered)
+			<-free
+			w.WriteHeader(http.StatusOK)
+			return nil
+		})
+		go func() {
+			defer close(done)
+			req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
+			req.Header.Set("Authorization", token)
+			req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+			if err := h.ServeHTTP(httptest.NewRecorder(), req, next); err != nil {
+				t.Error(err)
+			}
+		}()
+		<-entered
+		return func() { close(free); <-done }
+	}
+	want = 2
+	release := hold() // tenant 2 -> 1, quota 2
+	for range 2 {
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call over the cap in dry run: %d %s", code, body)
+		}
+	}
+	release()
+	want = 3
+	release = hold() // tenant 1 -> 0, quota 3
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("call over the cap and the tenant's burst in dry run: %d %s", code, body)
+	}
+	release()
+	for l, want := range map[layer]uint64{layerConcurrency: 3, layerTenant: 1, layerQuota: 0} {
+		if n := h.zone.metrics.dryN[l].Load(); n != want {
+			t.Errorf("%d would-be %s refusals, want %d", n, layerNames[l], want)
+		}
+	}
+	if n := inRedis(); n != 3 {
+		t.Errorf("Redis counts %d calls, want the 3 admitted", n)
 	}
 }

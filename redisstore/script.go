@@ -65,27 +65,22 @@ local function level(h, a, b, since, now)
 end
 `
 
-// decideScript decides every item of one request atomically.
+// luaDecide is shared by decideScript and peekScript: it reads what every
+// item holds and finds the first that does not fit, writing nothing.
 //
 // KEYS[i] is item i's key: a bucket's hash, or a quota's base key to which
-// the period suffix is appended. A bucket's hash expires a day (or its
-// full refill, if longer) after its last use, plus the margin: a live
-// change to a slower rate must find a drained bucket still there, not an
-// expired one that reads as full. It holds the bucket's tokens, the time
-// they were counted, and the rate and burst they were counted under.
-// ARGV[1] is the TTL margin in seconds; then five values per item: kind (1
-// bucket, 2 quota), then for a bucket rate (tokens/s) and burst, for a
-// quota period (1 day, 2 month) and limit, then the cost, then for a
-// bucket the Unix microsecond its rate and burst are in force since (0 for
-// a quota).
+// the period suffix is appended. ARGV[1] is the TTL margin in seconds;
+// then five values per item: kind (1 bucket, 2 quota), then for a bucket
+// rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
+// limit, then the cost, then for a bucket the Unix microsecond its rate
+// and burst are in force since (0 for a quota).
 //
-// It returns {0, 0, after_1, ..., after_n} when every item fits (and
-// charges them all), where after_i is what item i holds once charged: a
-// bucket's tokens in thousandths, a quota's count. Otherwise it returns
-// {i, wait_ms, now_1, ..., now_n} for the first item i that does not fit,
-// having written nothing: now_j is what item j holds (uncharged), and
-// wait_ms is -1 for a bucket whose burst is below the cost.
-var decideScript = redis.NewScript(luaDate + luaLevel + `
+// It leaves refused, the first item that does not fit (0 when all do),
+// and wait, its wait in milliseconds (-1 for a bucket whose burst is
+// below the cost); cur[i], what item i holds (a bucket's tokens in
+// thousandths, a quota's count); and for the items that fit, what
+// charging them takes.
+const luaDecide = `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
@@ -126,6 +121,24 @@ for i = 1, n do
     end
   end
 end
+`
+
+// decideScript decides every item of one request atomically (see
+// luaDecide for KEYS and ARGV).
+//
+// A bucket's hash expires a day (or its full refill, if longer) after its
+// last use, plus the margin: a live change to a slower rate must find a
+// drained bucket still there, not an expired one that reads as full. It
+// holds the bucket's tokens, the time they were counted, and the rate and
+// burst they were counted under.
+//
+// It returns {0, 0, after_1, ..., after_n} when every item fits (and
+// charges them all), where after_i is what item i holds once charged: a
+// bucket's tokens in thousandths, a quota's count. Otherwise it returns
+// {i, wait_ms, now_1, ..., now_n} for the first item i that does not fit,
+// having written nothing: now_j is what item j holds (uncharged), and
+// wait_ms is -1 for a bucket whose burst is below the cost.
+var decideScript = redis.NewScript(luaDate + luaLevel + luaDecide + `
 if refused > 0 then
   local reply = {refused, wait}
   for i = 1, n do reply[2 + i] = cur[i] end
@@ -144,6 +157,15 @@ for i = 1, n do
 end
 local reply = {0, 0}
 for i = 1, n do reply[2 + i] = after[i] end
+return reply
+`)
+
+// peekScript decides as decideScript does but charges nothing, whether
+// every item fits or not: it returns {i, wait_ms, now_1, ..., now_n},
+// with i 0 when every item fits.
+var peekScript = redis.NewScript(luaDate + luaLevel + luaDecide + `
+local reply = {refused, wait}
+for i = 1, n do reply[2 + i] = cur[i] end
 return reply
 `)
 

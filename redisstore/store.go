@@ -73,7 +73,8 @@ type Item struct {
 
 // Result is the outcome of Decide.
 type Result struct {
-	// OK is true when every item fit and all were charged.
+	// OK is true when every item fit and all were charged (by Peek: would
+	// fit, and none was).
 	OK bool
 	// Refused is the index of the first item that did not fit, -1 when OK.
 	Refused int
@@ -88,8 +89,8 @@ type Result struct {
 	// After holds, when OK, what each item holds once charged, on Redis:
 	// a bucket's tokens left, a quota's count in its period.
 	After []float64
-	// Now holds, after a refusal by Redis, what each item holds there
-	// (nothing was charged); nil for a Local refusal.
+	// Now holds, after a refusal by Redis or any Peek, what each item
+	// holds there (nothing was charged); nil for a Local refusal.
 	Now []float64
 	// Held is, after a Local refusal, what the refused item held when Redis
 	// refused it, brought up to now: a bucket's tokens, a quota's count.
@@ -323,6 +324,19 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 // item holds there. A dry run asks, as what it records must be each
 // layer's level, and a would-be refusal must take nothing from any layer.
 func (s *Store) Ask(ctx context.Context, items []Item) (Result, error) {
+	return s.run(ctx, items, decideScript)
+}
+
+// Peek decides items as Ask does but charges nothing, even when all fit:
+// OK then says they would, and Now holds what each holds. A dry run peeks
+// at the layers in Redis when a local layer would refuse the request,
+// which must then take nothing from any layer.
+func (s *Store) Peek(ctx context.Context, items []Item) (Result, error) {
+	return s.run(ctx, items, peekScript)
+}
+
+// run has Redis decide items with script, decideScript or peekScript.
+func (s *Store) run(ctx context.Context, items []Item, script *redis.Script) (Result, error) {
 	if len(items) == 0 {
 		return Result{OK: true, Refused: -1}, nil
 	}
@@ -337,7 +351,7 @@ func (s *Store) Ask(ctx context.Context, items []Item) (Result, error) {
 	defer s.release()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	vals, err := decideScript.Run(ctx, s.client, keys, argv...).Int64Slice()
+	vals, err := script.Run(ctx, s.client, keys, argv...).Int64Slice()
 	if err != nil {
 		return Result{}, fmt.Errorf("deciding in redis: %w", err)
 	}
@@ -351,7 +365,10 @@ func (s *Store) Ask(ctx context.Context, items []Item) (Result, error) {
 			levels[i] /= 1000
 		}
 	}
-	if vals[0] == 0 {
+	switch {
+	case vals[0] == 0 && script == peekScript:
+		return Result{OK: true, Refused: -1, Now: levels}, nil
+	case vals[0] == 0:
 		return Result{OK: true, Refused: -1, After: levels}, nil
 	}
 	i := int(vals[0] - 1)

@@ -320,6 +320,36 @@ func TestAskDecidesKnownRefusalsInRedis(t *testing.T) {
 	}
 }
 
+// Peek decides as Ask does but charges nothing: not when every item fits,
+// and not when one does not.
+func TestPeekChargesNothing(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	items := []redisstore.Item{bucket("t/p", 1.0/60, 2, 1), quotaItem("i/p", quota.Day, 1, 1)}
+	for range 3 {
+		res, err := s.Peek(t.Context(), items)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.OK || !slices.Equal(res.Now, []float64{2, 0}) {
+			t.Fatalf("Peek %+v, want every item fitting, untouched", res)
+		}
+	}
+	if res := decide(t, s, items...); !res.OK {
+		t.Fatalf("Decide after the peeks %+v", res)
+	}
+	res, err := s.Peek(t.Context(), items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.OK || res.Refused != 1 || res.Wait <= 0 || len(res.Now) != 2 || res.Now[1] != 1 || res.Now[0] < 1 || res.Now[0] > 1.01 {
+		t.Fatalf("Peek %+v, want the quota refused with the bucket at 1 token", res)
+	}
+	if res := decide(t, s, bucket("t/p", 1.0/60, 2, 1)); !res.OK || res.After[0] >= 0.1 {
+		t.Fatalf("the bucket after a refused peek: %+v, want its last token there", res)
+	}
+}
+
 func TestPushAndFingerprintKey(t *testing.T) {
 	r, s, now := storeOnRedis(t)
 	ctx, day := context.Background(), quota.Day.Start(now)
