@@ -354,6 +354,9 @@ func TestDryRunWouldBeRefusalCarriesTheRefusalsRateLimit(t *testing.T) {
 		// 3 tokens, 2 a call: the second call lacks 1 token (60s), and the
 		// bucket is full after 120s.
 		{"tenant", "tenant 1/m burst 3\nquota off\ncost echo 2", "valid-dryrl", 2, "", `"tenant";r=1;t=60`},
+		// The tenant and group buckets lack a token for as long: a tie,
+		// which enforcement gives to the first layer that refused.
+		{"tenant and group alike", "tenant 1/m burst 2\nquota off\ngroup {http.request.header.Authorization} 1/m burst 2", "valid-dryrl", 3, "", `"tenant";r=0;t=60`},
 		// Enforcement refuses the argument before any bucket decides.
 		{"tenant, with a body out of bounds", "tenant 1/m burst 3\nquota off\ntool echo {\n cost 2\n arg limit max 5\n}", "valid-dryrl", 2, `{"limit":50}`, `"tenant";r=1;t=120`},
 		// The second call's first token is taken (and kept), the rest lack:
