@@ -10,25 +10,23 @@ import (
 )
 
 // admitRedis decides the tenant, group, quota and global layers of a
-// proven (or forgotten) identity's call in Redis, in one atomic round
-// trip, when the zone has a healthy Redis store; the local steps for those
-// layers then pass (d.inRedis). Without a store, while it is degraded or
-// failing now, or for an unproven caller's request, it passes and the
-// local steps decide, exactly as without Redis: pre-auth stays local, and
-// so does all an unproven request costs (a scanner must not cost a
-// network hop); the quota counts it makes are pushed with the zone's next
-// tick. A forgotten identity, or one with a count here (countedHere), was
-// proven: it is no scanner, and is charged where its buckets and counts
-// are.
+// metered call in Redis, in one atomic round trip, when the zone has a
+// healthy Redis store; the local steps for those layers then pass
+// (d.inRedis). Without a store, or while it is degraded or failing now, it
+// passes and the local steps decide, exactly as without Redis. Pre-auth
+// stays local (a scanner must not cost a network hop): an unproven
+// caller's request reaches Redis only once it has paid its address's
+// pre-auth token, and is charged there to the group and global buckets
+// and the group's quota, as every instance's calls are; it has no tenant
+// bucket or quota of its own. A forgotten identity, or one with a count
+// here (countedHere), was proven: it is charged where its tenant bucket
+// and counts are, in Redis too.
 func (d *decision) admitRedis() bool {
 	r := d.z.redis.Load()
 	if r == nil || r.degraded.Load() {
 		return true
 	}
-	if !d.proven && !d.forgotten {
-		if !d.countedHere() {
-			return true
-		}
+	if !d.proven && !d.forgotten && d.countedHere() {
 		d.forgotten = true
 	}
 	if d.probing && d.pol.dryRun {
@@ -83,8 +81,8 @@ func (d *decision) countedHere() bool {
 }
 
 // keepForRedis remembers quota counts made locally (while a zone's Redis
-// store is degraded, for an unproven caller's request, or while the zone
-// has no store but had one: zone.detached) to push them with the zone's
+// store is degraded or failing, or while the zone has no store but had
+// one: zone.detached) to push them with the zone's
 // next tick, when Redis returns or when the store is added back; a
 // rollback takes them back.
 func (d *decision) keepForRedis() {

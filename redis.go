@@ -383,8 +383,8 @@ func (z *zone) storeDegraded() bool {
 
 // failClosedDegraded reports whether fail_closed tools are refused: when
 // the store their calls are counted in is degraded. With a Redis store
-// that is Redis, whoever calls (an unproven caller's counts are pushed to
-// it with the next tick), whatever becomes of the flushes to storage.
+// that is Redis, whoever calls, whatever becomes of the flushes to
+// storage.
 func (z *zone) failClosedDegraded() bool {
 	if r := z.redis.Load(); r != nil {
 		return r.degraded.Load()

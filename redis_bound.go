@@ -10,8 +10,8 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// The calls a zone counts locally for Redis (during an outage, for an
-// unproven caller, while it has no store but had one: see keepForRedis)
+// The calls a zone counts locally for Redis (during an outage, while it
+// has no store but had one: see keepForRedis)
 // are in storage's totals with every other count, and the zone pushes
 // them to Redis itself (or saves them for the next start to push). They
 // are counted a second time apart, under <prefix>/redis-bound, flushed

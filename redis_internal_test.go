@@ -320,42 +320,34 @@ func serveCall(t *testing.T, h *Handler, auth string, status int) (int, string) 
 	return rec.Code, rec.Body.String()
 }
 
-// An unproven caller's request costs no Redis round trip, the global and
-// group layers on: pre-auth stays local, and so does the rest of what it
-// costs, which the instance's own buckets and quota counts take. A proven
-// identity's call is decided in Redis, global included.
-func TestUnprovenRequestsNeverReachRedis(t *testing.T) {
+// An unproven caller's request is charged in Redis, to the global bucket
+// every instance shares, once it has paid its address's pre-auth token: a
+// request pre-auth refuses costs no round trip, so a scanner costs a map
+// lookup, not a network hop.
+func TestUnprovenRequestsReachRedisOnlyPastPreauth(t *testing.T) {
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
-		Zone: "redis-unproven", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: "redis-unproven", Preauth: &RateLimit{Rate: "1/h", Burst: 2},
 		Global: &RateLimit{Rate: "1/h", Burst: 3},
-		Group:  &Group{Key: "{http.request.host}", Rate: "100/s", Burst: 100}, GroupQuota: &QuotaLimit{Day: 100},
-		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
-	roundTrips := func() uint64 { return storeRoundTrips(t, h) }
-	for _, auth := range []string{"", "Bearer garbage-1"} {
+	for i, auth := range []string{"", "Bearer garbage-1"} {
 		if code, body := serveCall(t, h, auth, http.StatusUnauthorized); code != http.StatusUnauthorized {
 			t.Fatalf("unproven call %q: %d %s, want the backend's 401", auth, code, body)
 		}
+		if n := storeRoundTrips(t, h); n != uint64(i+1) {
+			t.Fatalf("%d Redis round trips after %d unproven calls, want %d", n, i+1, i+1)
+		}
 	}
-	if code, body := serveCall(t, h, "Bearer valid", http.StatusOK); code != http.StatusOK {
-		t.Fatalf("proving call: %d %s", code, body)
+	tokens, _, ok, err := h.zone.redis.Load().store.Tokens(t.Context(), "global")
+	if err != nil || !ok || tokens < 0.99 || tokens > 1.01 {
+		t.Fatalf("Redis's global bucket holds %v (%v, %v) after 2 unproven calls, want 1 of 3", tokens, ok, err)
 	}
-	if n := roundTrips(); n != 0 {
-		t.Fatalf("%d Redis round trips for unproven requests, want none", n)
+	if code, body := serveCall(t, h, "Bearer garbage-2", http.StatusUnauthorized); code != http.StatusTooManyRequests || !strings.Contains(body, "PREAUTH_RATE_LIMITED") {
+		t.Fatalf("an unproven call with its address's pre-auth budget spent: %d %s", code, body)
 	}
-	// The instance's global bucket (burst 3) is spent; Redis's is not.
-	if code, body := serveCall(t, h, "Bearer valid", http.StatusOK); code != http.StatusOK {
-		t.Fatalf("proven call: %d %s, want it decided in Redis", code, body)
-	}
-	if n := roundTrips(); n != 1 {
-		t.Fatalf("%d Redis round trips after a proven call, want 1", n)
-	}
-	if code, body := serveCall(t, h, "Bearer garbage-2", http.StatusUnauthorized); code != http.StatusTooManyRequests || !strings.Contains(body, "GLOBAL_RATE_LIMITED") {
-		t.Fatalf("an unproven call with the instance's global bucket spent: %d %s", code, body)
-	}
-	if n := roundTrips(); n != 1 {
-		t.Fatalf("%d Redis round trips, want still 1", n)
+	if n := storeRoundTrips(t, h); n != 2 {
+		t.Fatalf("%d Redis round trips after a pre-auth refusal, want still 2", n)
 	}
 }
 

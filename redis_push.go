@@ -106,8 +106,8 @@ func (r *zoneRedis) keepInDoubt(b *pushBatch) {
 }
 
 // pushFor pushes, before a decision in Redis, the pending counts of the
-// quota items among items: counts an unproven caller's request made
-// locally (a group's, a forgotten identity's), or the outage made. The
+// quota items among items: counts the instance made locally while Redis
+// was unreachable, or that a call proving its credential made then. The
 // decision must find them, or those quotas would pass their limits by what
 // the instance counted since its last push. A decision with none pending
 // costs no round trip more.

@@ -575,6 +575,26 @@ func TestRedisOutageCountsSurviveARestart(t *testing.T) {
 	reachesRedisOnce(t, r, 3)
 }
 
+// The global bucket in Redis is one for all instances and all callers:
+// unproven ones too, once they have paid their address's pre-auth token.
+// Garbage credentials, alternating between two instances, get 3 calls to
+// the backend between them against a global burst of 3, not 3 each.
+func TestRedisGlobalBucketIsSharedByUnprovenCallers(t *testing.T) {
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "preauth 100/s burst 100\n tenant off\n quota off\n global 1/h burst 3"))
+	for i := range 6 {
+		p := ps[i%2]
+		resp := harness.Post(t, p.URL+"/mcp", harness.ToolCall(i, "echo", map[string]any{"text": "hi"}), "Authorization", "Bearer garbage-"+strconv.Itoa(i))
+		want := http.StatusUnauthorized // the backend's answer
+		if i >= 3 {
+			want = http.StatusTooManyRequests
+		}
+		if resp.Status != want || want == http.StatusTooManyRequests && !strings.Contains(string(resp.Body), "GLOBAL_RATE_LIMITED") {
+			t.Fatalf("unproven call %d on instance %d: %d %s, want %d", i+1, i%2, resp.Status, resp.Body, want)
+		}
+	}
+}
+
 // In dry run every layer decides as usual with Redis too, and a request a
 // layer would refuse takes nothing from the others, as enforcement would
 // have refused it whole. Tenant burst 2, quota 3/day: calls 3 and 4 would
