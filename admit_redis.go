@@ -17,10 +17,11 @@ import (
 // stays local (a scanner must not cost a network hop): an unproven
 // caller's request reaches Redis only once it has paid its address's
 // pre-auth token, and is charged there to the group and global buckets
-// and the group's quota, as every instance's calls are; it has no tenant
-// bucket or quota of its own. A forgotten identity, or one with a count
-// here (countedHere), was proven: it is charged where its tenant bucket
-// and counts are, in Redis too.
+// and the group's quota, as every instance's calls are, and to the quotas
+// of its own that Redis holds a count of (see redisItems); it has no
+// tenant bucket. A forgotten identity, or one with a count here
+// (countedHere), was proven: it is charged where its tenant bucket and
+// counts are, in Redis too.
 func (d *decision) admitRedis() bool {
 	r := d.z.redis.Load()
 	if r == nil || r.degraded.Load() {
@@ -123,8 +124,9 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 		return refusal{}, false, err
 	}
 	if res.OK {
+		charged := d.chargedInRedis(items, slots, res.After)
 		d.res[d.nres] = buckets.Compensate(func(time.Time) {
-			d.z.refundRedis(r, items)
+			d.z.refundRedis(r, charged)
 			d.forgetLevels()
 		})
 		d.nres++
@@ -206,6 +208,29 @@ func (d *decision) recordInRedis(ref refusal, items []redisstore.Item, slots []r
 	}
 }
 
+// chargedInRedis returns the items Redis charged of those it admitted
+// (after holding what each holds since): all but the unproven identity's
+// quotas it held no count of. Those it charged are counted: a 2xx that
+// proves the identity must not count them again (countProvingCall).
+func (d *decision) chargedInRedis(items []redisstore.Item, slots []redisSlot, after []float64) []redisstore.Item {
+	if d.ifCounted == 0 {
+		return items
+	}
+	first := len(d.items) - d.ifCounted
+	charged := make([]redisstore.Item, 0, len(items))
+	for k, it := range items {
+		switch q := slots[k].quota; {
+		case it.Kind != redisstore.QuotaIfCounted:
+		case after[k] < 0:
+			continue
+		default:
+			d.uncountedItems[q-first].N = 0
+		}
+		charged = append(charged, it)
+	}
+	return charged
+}
+
 // slotLayer is the layer of the item slot describes.
 func (d *decision) slotLayer(s redisSlot) layer {
 	if s.quota >= 0 {
@@ -215,9 +240,20 @@ func (d *decision) slotLayer(s redisSlot) layer {
 }
 
 // redisItems returns the items of the request's Redis decision and what
-// each stands for.
+// each stands for. An unproven identity's own quotas, which quotaItems
+// leaves out while this instance knows no count of them, are items too,
+// the last d.ifCounted quota items: Redis charges them only where it holds
+// a count of them (the identity was proven and counted elsewhere, and its
+// calls count here too, as a forgotten one's do), and leaves a garbage
+// credential's alone.
 func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 	d.quotaItems()
+	d.ifCounted = 0
+	if d.uncounted {
+		n := len(d.items)
+		d.identityItems()
+		d.ifCounted = len(d.items) - n
+	}
 	items := make([]redisstore.Item, 0, 3+len(d.items))
 	slots := make([]redisSlot, 0, cap(items))
 	addBucket := func(l layer, key string, lim bucketLimit) {
@@ -232,7 +268,11 @@ func (d *decision) redisItems() ([]redisstore.Item, []redisSlot) {
 		addBucket(layerGroup, "g/"+fingerprintHex(d.groupFP), d.pol.group)
 	}
 	for q, it := range d.items {
-		items = append(items, redisstore.Item{Kind: redisstore.Quota, Key: string(it.Key), Period: it.Period, Limit: it.Limit, N: it.N})
+		kind := redisstore.Quota
+		if q >= len(d.items)-d.ifCounted {
+			kind = redisstore.QuotaIfCounted
+		}
+		items = append(items, redisstore.Item{Kind: kind, Key: string(it.Key), Period: it.Period, Limit: it.Limit, N: it.N})
 		slots = append(slots, redisSlot{quota: q})
 	}
 	if !d.pol.globalOff {
@@ -304,7 +344,7 @@ func (d *decision) levelsInRedis(slots []redisSlot, levels []float64) {
 	for k, s := range slots {
 		switch {
 		case s.quota >= 0:
-			d.knowUsed(s.quota, int64(levels[k]))
+			d.knowUsed(s.quota, max(int64(levels[k]), 0)) // -1: not counted there
 			quotas = true
 		case s.layer == layerTenant:
 			d.tenantLeft, d.tenantHeld = levels[k], true

@@ -82,6 +82,10 @@ type decision struct {
 	// the call then (countProvingCall), in uncountedItems.
 	uncounted      bool
 	uncountedItems []quota.Item
+	// ifCounted is how many of the last items are uncountedItems in a
+	// decision in Redis, charged there only where it holds a count of
+	// them (see redisItems).
+	ifCounted int
 	// idUsed is the identity's quota count per period as the deciding
 	// layer (local or Redis) reported it, where idKnown says so.
 	idUsed  [quota.Month + 1]int64

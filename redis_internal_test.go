@@ -298,6 +298,41 @@ func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 	}
 }
 
+// An unproven credential's quota that Redis held no count of was not
+// charged, so a rollback gives nothing back to it: a count another
+// instance made meanwhile stays whole.
+func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-uncharged-rollback", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
+	})
+	const token = "Bearer valid-uncharged"
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	store := h.zone.redis.Load().store
+	redisStep := admissionSteps[0]
+	t.Cleanup(func() { admissionSteps[0] = redisStep })
+	admissionSteps[0] = func(d *decision) bool {
+		ok := redisStep(d)
+		if ok && !d.probing {
+			// Another instance counts a call of the identity, and a
+			// concurrent call takes the one slot.
+			if _, err := store.Push(t.Context(), "meanwhile", []redisstore.Delta{{Key: key, Period: quota.Day, Start: quota.Day.Start(d.now), N: 1}}); err != nil {
+				t.Error(err)
+			}
+			if !d.z.all.Acquire(globalKey, 1, 1) {
+				t.Error("the test could not take the slot")
+			}
+		}
+		return ok
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "CONCURRENCY_LIMITED") {
+		t.Fatalf("call with the slot taken meanwhile: %d %s, want a concurrency refusal", code, body)
+	}
+	if n, err := store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now())); err != nil || n != 1 {
+		t.Fatalf("Redis counts %d (%v) for the identity, want the other instance's 1", n, err)
+	}
+}
+
 // serveCall serves a tools/call with the Authorization value auth through
 // h, in front of a backend that answers with status, and returns the
 // answer's status and body.

@@ -115,7 +115,7 @@ func (r *zoneRedis) pushFor(ctx context.Context, items []redisstore.Item, now ti
 	var b *pushBatch
 	r.mu.Lock()
 	for _, it := range items {
-		if it.Kind != redisstore.Quota || len(r.pending) == 0 {
+		if !it.Kind.IsQuota() || len(r.pending) == 0 {
 			continue
 		}
 		k := deltaKey{key: it.Key, period: it.Period, start: it.Period.Start(now).Unix()}

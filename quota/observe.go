@@ -14,8 +14,8 @@ const ObserveSlack = 10 * time.Second
 // store become unreachable, counting here goes on from what it held
 // instead of from what this Counter alone saw. Others' counts that reach
 // storage later are in the larger of the two once, whether that store
-// held them (an outage's counts pushed to it before they reached storage,
-// an unproven caller's) or not (another instance's outage counts not yet
+// held them (an outage's counts pushed to it before they reached
+// storage) or not (another instance's outage counts not yet
 // pushed there, which are then counted once less until it reports
 // again). Within ObserveSlack of a period's start nothing is recorded:
 // the other store reads its own clock, and a count it gave for the

@@ -70,7 +70,9 @@ end
 //
 // KEYS[i] is item i's key: a bucket's hash, or a quota's base key to which
 // the period suffix is appended. ARGV[1] is the TTL margin in seconds;
-// then five values per item: kind (1 bucket, 2 quota), then for a bucket
+// then five values per item: kind (1 bucket, 2 quota, 3 quota charged
+// only where it holds a count: one it holds none for is left alone, its
+// cur and after -1), then for a bucket
 // rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
 // limit, then the cost, then for a bucket the Unix microsecond its rate
 // and burst are in force since (0 for a quota).
@@ -108,9 +110,12 @@ for i = 1, n do
   else
     local suffix, reset = period(a, sec)
     local qk = KEYS[i] .. suffix
-    local stored = tonumber(redis.call('GET', qk) or '0')
+    local raw = redis.call('GET', qk)
+    local stored = tonumber(raw or '0')
     cur[i] = stored
-    if refused == 0 then
+    if kind == 3 and not raw then
+      cur[i], after[i] = -1, -1
+    elseif refused == 0 then
       local used = stored + (adds[qk] or 0)
       if used + cost > b then
         refused, wait = i, math.ceil(reset * 1000 - now / 1000)
@@ -150,7 +155,7 @@ for i = 1, n do
   if left[i] ~= nil then
     redis.call('HSET', KEYS[i], 'tokens', tostring(left[i]), 'ts', tostring(now), 'rate', ARGV[base + 1], 'burst', ARGV[base + 2])
     redis.call('PEXPIRE', KEYS[i], math.max(math.ceil(b / a * 1000), 86400000) + margin * 1000)
-  elseif cost > 0 then
+  elseif qkeys[i] ~= nil and cost > 0 then
     redis.call('INCRBY', qkeys[i], cost)
     redis.call('EXPIREAT', qkeys[i], resets[i] + margin)
   end

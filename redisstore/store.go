@@ -44,12 +44,21 @@ const (
 	Bucket Kind = iota + 1
 	// Quota is a count per UTC period, allowed up to Limit.
 	Quota
+	// QuotaIfCounted is a Quota that Redis decides and charges only when
+	// it holds a count for it in the period; one it holds none for is
+	// neither charged nor refused (its After is -1). A credential not yet
+	// accepted here is charged to its quotas only if it was counted
+	// before, so garbage credentials leave no keys behind.
+	QuotaIfCounted
 )
+
+// IsQuota reports whether k is a count per period.
+func (k Kind) IsQuota() bool { return k == Quota || k == QuotaIfCounted }
 
 // Item is one layer of one request: N more tokens from a bucket, or N more
 // counts of a quota.
 type Item struct {
-	// Kind is Bucket or Quota.
+	// Kind is Bucket, Quota or QuotaIfCounted.
 	Kind Kind
 	// Key names the bucket or the quota subject within the zone, e.g.
 	// "t/<fp hex>" or "i/<fp hex>". Buckets and quotas have separate key
@@ -87,10 +96,12 @@ type Result struct {
 	// a round trip.
 	Local bool
 	// After holds, when OK, what each item holds once charged, on Redis:
-	// a bucket's tokens left, a quota's count in its period.
+	// a bucket's tokens left, a quota's count in its period; -1 for a
+	// QuotaIfCounted that Redis held no count for, and did not charge.
 	After []float64
 	// Now holds, after a refusal by Redis or any Peek, what each item
-	// holds there (nothing was charged); nil for a Local refusal.
+	// holds there (nothing was charged; -1 for a QuotaIfCounted it holds
+	// no count for); nil for a Local refusal.
 	Now []float64
 	// Held is, after a Local refusal, what the refused item held when Redis
 	// refused it, brought up to now: a bucket's tokens, a quota's count.
@@ -291,7 +302,7 @@ func (s *Store) args(items []Item) ([]string, []any, error) {
 				since = it.Since.UnixMicro()
 			}
 			argv = append(argv, 1, strconv.FormatFloat(it.Rate, 'g', -1, 64), it.Burst, it.N, since)
-		case Quota:
+		case Quota, QuotaIfCounted:
 			if !it.Period.Valid() {
 				return nil, nil, fmt.Errorf("quota %s: invalid period", it.Key)
 			}
@@ -299,7 +310,7 @@ func (s *Store) args(items []Item) ([]string, []any, error) {
 			if it.Period == quota.Month {
 				p = 2
 			}
-			argv = append(argv, 2, p, it.Limit, it.N, 0)
+			argv = append(argv, int(it.Kind), p, it.Limit, it.N, 0)
 		default:
 			return nil, nil, fmt.Errorf("item %d: invalid kind %d", i, it.Kind)
 		}
@@ -396,7 +407,9 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script) (Re
 // least 1ns). -1 for a bucket that never refills.
 func OverWait(it *Item, level float64, now time.Time) time.Duration {
 	switch {
-	case it.Kind == Quota && float64(it.N)+level > float64(it.Limit):
+	case it.Kind == QuotaIfCounted && level < 0: // not counted there: never refused
+		return 0
+	case it.Kind.IsQuota() && float64(it.N)+level > float64(it.Limit):
 		return it.Period.Next(now).Sub(now)
 	case it.Kind == Bucket && level < float64(it.N):
 		if it.Rate <= 0 {

@@ -350,6 +350,36 @@ func TestPeekChargesNothing(t *testing.T) {
 	}
 }
 
+// A QuotaIfCounted item is decided only where Redis holds a count for it:
+// without one it is neither charged nor refused, whatever it asks, and
+// leaves no key; with one it is a Quota.
+func TestQuotaIfCountedIsDecidedOnlyWhereCounted(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	ifCounted := func(n int64) redisstore.Item {
+		return redisstore.Item{Kind: redisstore.QuotaIfCounted, Key: "i/c", Period: quota.Day, Limit: 2, N: n}
+	}
+	for range 3 {
+		res := decide(t, s, ifCounted(5), bucket("t/c", 100, 100, 1))
+		if !res.OK || res.After[0] != -1 {
+			t.Fatalf("uncounted item: %+v, want admitted, not charged", res)
+		}
+	}
+	if n, err := s.Used(t.Context(), "i/c", quota.Day, quota.Day.Start(time.Now())); err != nil || n != 0 {
+		t.Fatalf("the uncounted item's count: %d (%v), want none", n, err)
+	}
+	if res := decide(t, s, quotaItem("i/c", quota.Day, 2, 1)); !res.OK {
+		t.Fatalf("counting it: %+v", res)
+	}
+	if res := decide(t, s, ifCounted(1)); !res.OK || res.After[0] != 2 {
+		t.Fatalf("counted item: %+v, want charged to 2", res)
+	}
+	res := decide(t, s, ifCounted(1))
+	if res.OK || res.Refused != 0 || res.Now[0] != 2 || res.Wait <= 0 {
+		t.Fatalf("counted item over its limit: %+v, want refused at 2", res)
+	}
+}
+
 func TestPushAndFingerprintKey(t *testing.T) {
 	r, s, now := storeOnRedis(t)
 	ctx, day := context.Background(), quota.Day.Start(now)

@@ -595,6 +595,38 @@ func TestRedisGlobalBucketIsSharedByUnprovenCallers(t *testing.T) {
 	}
 }
 
+// An identity that used its quota through one instance is refused by
+// another that never saw it: its first call there, unproven, is charged
+// in Redis to the quotas Redis holds a count of, as a forgotten identity's
+// is. A garbage credential's call leaves no count behind.
+func TestRedisQuotaUsedElsewhereHoldsForAnUnprovenCall(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, backend := startRedisProcesses(t, 2, redisSite(r.URL, "preauth 100/s burst 100\n tenant 100/s burst 100\n quota 3/day\n global off"))
+	prove(t, ps[0], "valid-elsewhere")
+	for range 3 {
+		mustCall(t, ps[0], "valid-elsewhere", "ok")
+	}
+	mustCall(t, ps[1], "valid-elsewhere", "quota")
+	// Another identity's first call on the second instance is charged in
+	// Redis, and the 2xx that proves it there does not count it twice.
+	prove(t, ps[0], "valid-elsewhere-2")
+	mustCall(t, ps[0], "valid-elsewhere-2", "ok")
+	mustCall(t, ps[1], "valid-elsewhere-2", "ok") // unproven on ps[1]
+	mustCall(t, ps[1], "valid-elsewhere-2", "ok")
+	mustCall(t, ps[1], "valid-elsewhere-2", "quota")
+	if got := backend.ToolCalls(); got != 6 {
+		t.Fatalf("backend saw %d tool calls, want the two quotas' 6", got)
+	}
+	resp := harness.Post(t, ps[1].URL+"/mcp", harness.ToolCall(9, "echo", map[string]any{"text": "hi"}), "Authorization", "Bearer garbage-elsewhere")
+	if resp.Status != http.StatusUnauthorized {
+		t.Fatalf("garbage credential's call: %d %s, want the backend's 401", resp.Status, resp.Body)
+	}
+	if n := sumQuota(t, r); n != 6 {
+		t.Fatalf("Redis holds %d identity counts, want the 6 admitted calls' only", n)
+	}
+}
+
 // In dry run every layer decides as usual with Redis too, and a request a
 // layer would refuse takes nothing from the others, as enforcement would
 // have refused it whole. Tenant burst 2, quota 3/day: calls 3 and 4 would
