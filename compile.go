@@ -636,10 +636,10 @@ func (p *policy) countPeriods() {
 // refill returns, over every limit of p for the bucket set of layer l (the
 // tenant set's tiers and overrides, the pre-auth set's gateways, the
 // shared set's global and anonymous buckets), the longest time one takes
-// to fill an empty bucket, and the slowest rate: after a limit change, a
-// bucket unused since is full by then whatever limit it gets, and earns at
-// least that rate.
-func (p *policy) refill(l layer) (bound time.Duration, slowest float64) {
+// to fill an empty bucket, the slowest rate and the largest burst: after a
+// limit change, a bucket unused since is full by then whatever limit it
+// gets, and earns at least that rate up to at most that burst.
+func (p *policy) refill(l layer) (bound time.Duration, slowest float64, largest int) {
 	lims := p.bucketLimits(l)
 	if l == layerTenant {
 		for _, o := range p.overrides {
@@ -654,9 +654,10 @@ func (p *policy) refill(l layer) (bound time.Duration, slowest float64) {
 			if slowest == 0 || float64(b.rate) < slowest {
 				slowest = float64(b.rate)
 			}
+			largest = max(largest, b.burst)
 		}
 	}
-	return bound, slowest
+	return bound, slowest, largest
 }
 
 // bucketLimits returns the limits of p for the bucket set of layer l that

@@ -27,7 +27,7 @@ import (
 func (z *zone) retune(now time.Time) {
 	for _, s := range []struct {
 		set interface {
-			Advance(time.Time, time.Duration, rate.Limit)
+			Advance(time.Time, time.Duration, rate.Limit, int)
 		}
 		l layer
 	}{{z.preauth, layerPreauth}, {z.tenants, layerTenant}, {z.groups, layerGroup}, {z.global, layerGlobal}, {z.anon, layerAnonymous}} {
@@ -36,7 +36,7 @@ func (z *zone) retune(now time.Time) {
 		// key had, as a request may have moved from one to the other:
 		// only one agreed map, the one applied before, is no change.
 		if m, agreed := z.limitsMap(s.l); !agreed || m != z.applied[s.l] {
-			bound, slowest := z.refill(s.l)
+			bound, slowest, largest := z.refill(s.l)
 			if slowest == 0 {
 				// Off in every holder: the buckets stay as they are,
 				// earning their rate, so a layer turned off and on
@@ -45,7 +45,7 @@ func (z *zone) retune(now time.Time) {
 				continue
 			}
 			z.applied[s.l] = m
-			s.set.Advance(now, bound, slowest)
+			s.set.Advance(now, bound, slowest, largest)
 			z.limitsSince[s.l].Store(now.UnixMicro())
 		}
 	}
@@ -54,8 +54,8 @@ func (z *zone) retune(now time.Time) {
 	// only.
 	ov, split := z.overrideMaps()
 	if changed := append(changedKeys(z.overridesApplied, ov), split...); len(changed) > 0 {
-		_, slowest := z.refill(layerTenant)
-		z.tenants.Rebase(now, changed, slowest)
+		_, slowest, largest := z.refill(layerTenant)
+		z.tenants.Rebase(now, changed, slowest, largest)
 		z.limitsSince[layerTenant].Store(now.UnixMicro())
 	}
 	z.overridesApplied = ov
@@ -165,17 +165,18 @@ func limitText(b bucketLimit) string {
 }
 
 // refill is policy.refill over every handler holding the zone (they share
-// its buckets): the longest time to fill, and the slowest rate. z.holdMu
-// must be held.
-func (z *zone) refill(l layer) (time.Duration, rate.Limit) {
+// its buckets): the longest time to fill, the slowest rate and the largest
+// burst. z.holdMu must be held.
+func (z *zone) refill(l layer) (time.Duration, rate.Limit, int) {
 	var bound time.Duration
 	var slowest float64
+	var largest int
 	for _, h := range z.holders {
-		b, s := h.pol.refill(l)
-		bound = max(bound, b)
+		b, s, g := h.pol.refill(l)
+		bound, largest = max(bound, b), max(largest, g)
 		if s > 0 && (slowest == 0 || s < slowest) {
 			slowest = s
 		}
 	}
-	return bound, rate.Limit(slowest)
+	return bound, rate.Limit(slowest), largest
 }

@@ -258,3 +258,28 @@ func TestIdleTimeBetweenChangesEarnsTheSlowestRate(t *testing.T) {
 		t.Fatalf("%d of 6 calls admitted after 3s idle between two changes, want at most 3: the idle time earned the fast route's rate", n)
 	}
 }
+
+// A bucket that refilled past the burst it was last used with, after a
+// change raised it, is neither cut back nor dropped as full by a second
+// change: drained at burst 5, it earns about 10 tokens in 1s at 10/s
+// burst 50, and after a change to 1/m burst 50 it holds those, not a
+// fresh 50 (nor 5).
+func TestSecondChangeAfterARaisedBurstIsNoFreshBurst(t *testing.T) {
+	const base = "preauth 100/s burst 100\nquota off\nglobal off\n"
+	auth := []string{"Authorization", "Bearer valid-raised"}
+	e := start(t, "zone raised\n"+base+"tenant 1/m burst 5")
+	e.prove("valid-raised")
+	for i := range 5 {
+		if r := e.call(i, auth...); r.Status != http.StatusOK {
+			t.Fatalf("draining call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	e.reloadWith(t, "zone raised\n"+base+"tenant 10/s burst 50")
+	time.Sleep(time.Second)
+	e.reloadWith(t, "zone raised\n"+base+"tenant 1/m burst 50")
+	time.Sleep(2 * time.Second) // past the run loop's drop of full buckets
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(50, auth...); n < 8 || n > 30 {
+		t.Fatalf("%d of 50 calls admitted after two changes, want the 10 or so earned between them", n)
+	}
+}

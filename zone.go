@@ -337,7 +337,7 @@ type zoneCapacity struct {
 
 // capacityOf is the capacity the policy p asks for.
 func capacityOf(p *policy) zoneCapacity {
-	refill, _ := p.refill(layerTenant)
+	refill, _, _ := p.refill(layerTenant)
 	return zoneCapacity{p.maxKnown, p.knownTTL, max(p.knownTTL, refill)}
 }
 

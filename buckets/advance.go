@@ -18,16 +18,21 @@ import (
 // longest burst/rate among them) takes to fill an empty bucket, has
 // passed. And at a later change it is credited the time since the
 // previous one at slowest, the slowest rate that was in force then, not
-// at the rate it was last used with.
-func (s *Set[K]) Advance(now time.Time, refill time.Duration, slowest rate.Limit) {
+// at the rate it was last used with, up to largest, the largest burst
+// then in force, not the burst it was last used with: a bucket that
+// refilled past that one under a larger burst is not full (and dropped,
+// to come back with a fresh burst) but partly so, and its next use caps
+// it at its new burst.
+func (s *Set[K]) Advance(now time.Time, refill time.Duration, slowest rate.Limit, largest int) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Swap(math.Float64bits(float64(slowest)))))
+	prevLargest := int(s.largest.Swap(int64(largest)))
 	s.staleFor.Store(int64(refill))
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		at := sh.clock.Since(now)
 		for _, idx := range sh.index {
-			sh.slab[idx].bank(at, sh.changed, prev)
+			sh.slab[idx].bank(at, sh.changed, prev, prevLargest)
 		}
 		sh.changed = at
 		sh.mu.Unlock()
@@ -39,13 +44,16 @@ const noChange = math.MinInt64
 
 // bank brings b's tokens up to date at at, for a limits change: at its own
 // rate if it was used since the previous change (at changed). Else its
-// rate since then is unknown, so it earns prev, the slowest rate that was
-// in force; and so does a bucket an earlier Rebase left without a rate.
-func (b *bucket) bank(at, changed int64, prev rate.Limit) {
+// limits since then are unknown, so it earns prev, the slowest rate that
+// was in force, up to largest, the largest burst that was (its burst
+// becomes that one, until its next use retunes it); and so does a bucket
+// an earlier Rebase left without a rate.
+func (b *bucket) bank(at, changed int64, prev rate.Limit, largest int) {
 	if (changed == noChange || b.last > changed) && b.rate > 0 {
 		b.advance(at)
 		return
 	}
+	b.burst = max(b.burst, largest)
 	if at > b.last {
 		b.tokens = min(b.tokens+tokensIn(prev, at-b.last), float64(b.burst))
 		b.last = at
@@ -76,22 +84,28 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // (Advance or Rebase) credits it the time since at the slowest rate in
 // force (see bank) — also when no use comes because the layer is off for
 // the key — which slowest, the slowest rate of the limits now in force
-// (the keys' new ones among them), lowers when it is lower. Rebase is for
+// (the keys' new ones among them), lowers when it is lower, up to the
+// largest burst in force, which largest (theirs) raises when it is larger.
+// Rebase is for
 // the few keys with limits of their own (overrides). Every other bucket is
 // left as it is, its limits unchanged.
-func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit) {
+func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit, largest int) {
 	prev := rate.Limit(math.Float64frombits(s.slowest.Load()))
+	prevLargest := int(s.largest.Load())
 	for _, key := range keys {
 		sh := &s.shards[s.shardIndex(key)]
 		sh.mu.Lock()
 		if idx, ok := sh.index[key]; ok {
 			b := &sh.slab[idx]
-			b.bank(sh.clock.Since(now), sh.changed, prev)
+			b.bank(sh.clock.Since(now), sh.changed, prev, prevLargest)
 			b.rate = 0
 		}
 		sh.mu.Unlock()
 	}
 	if slowest > 0 && (prev == 0 || slowest < prev) {
 		s.slowest.Store(math.Float64bits(float64(slowest)))
+	}
+	if largest > prevLargest {
+		s.largest.Store(int64(largest))
 	}
 }

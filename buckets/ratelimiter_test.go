@@ -36,8 +36,8 @@ func TestMatchesRateLimiter(t *testing.T) {
 			for i := range 5000 {
 				now = now.Add(time.Duration(rnd.Int64N(int64(time.Second))))
 				if next := (Limit{Rate: rates[rnd.IntN(len(rates))], Burst: rnd.IntN(11)}); rnd.IntN(10) == 0 && next != lim {
-					lim = next                           // as the Set does: retune only on a change
-					s.Advance(now, time.Hour, next.Rate) // as a zone does at a config change
+					lim = next                                       // as the Set does: retune only on a change
+					s.Advance(now, time.Hour, next.Rate, next.Burst) // as a zone does at a config change
 					ref.SetLimitAt(now, lim.Rate)
 					ref.SetBurstAt(now, lim.Burst)
 				}

@@ -19,6 +19,7 @@ type Set[K comparable] struct {
 	count    atomic.Int64  // buckets in all shards
 	staleFor atomic.Int64  // a time.Duration; see Advance
 	slowest  atomic.Uint64 // the float64 bits of a rate.Limit; see Advance
+	largest  atomic.Int64  // the largest burst in force; see Advance
 	shards   []shard[K]
 }
 

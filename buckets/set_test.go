@@ -352,7 +352,7 @@ func TestAdvanceBanksTheOldRateUpToALimitChange(t *testing.T) {
 		t.Fatal("draining reservation refused")
 	}
 	// Two seconds at 1/s earn 2 tokens; then the limit becomes 100/s.
-	s.Advance(t0.Add(2*time.Second), 0, 100)
+	s.Advance(t0.Add(2*time.Second), 0, 100, 10)
 	fast := Limit{Rate: 100, Burst: 10}
 	// 50ms at the new rate earn 5 more: 7 in all, never a fresh burst of 10.
 	at := t0.Add(2*time.Second + 50*time.Millisecond)
@@ -377,8 +377,8 @@ func TestRebaseRetunesOnlyTheKeysGiven(t *testing.T) {
 		}
 	}
 	// A first change of every limit, then one of key 0's alone.
-	s.Advance(t0, 10*time.Second, 1)
-	s.Rebase(t0.Add(2*time.Second), []uint8{0}, 1)
+	s.Advance(t0, 10*time.Second, 1, 10)
+	s.Rebase(t0.Add(2*time.Second), []uint8{0}, 1, 10)
 	at := t0.Add(2*time.Second + 50*time.Millisecond)
 	if _, _, ok, _ := s.Reserve(0, fast, 7, at); !ok {
 		t.Fatal("key 0: 2 tokens banked at 1/s and 5 earned at 100/s since should admit 7")
@@ -399,16 +399,16 @@ func TestRebasedBucketIsCreditedByTheNextChange(t *testing.T) {
 	s := New[uint8](4, func(k uint8) uint64 { return uint64(k) })
 	t0 := time.Unix(1000, 0)
 	lim := Limit{Rate: 2, Burst: 10}
-	s.Advance(t0.Add(-time.Second), 10*time.Second, 2)
+	s.Advance(t0.Add(-time.Second), 10*time.Second, 2, 10)
 	for _, k := range []uint8{0, 1} {
 		if _, _, ok, _ := s.Reserve(k, lim, 10, t0); !ok {
 			t.Fatal("draining reservation refused")
 		}
 	}
-	s.Rebase(t0, []uint8{0, 1}, 1) // overrides of 1/s for both (or of tenant off)
+	s.Rebase(t0, []uint8{0, 1}, 1, 10) // overrides of 1/s for both (or of tenant off)
 	at := t0.Add(4 * time.Second)
-	s.Rebase(at, []uint8{0}, 1)      // key 0's override goes
-	s.Advance(at, 10*time.Second, 2) // then every limit changes
+	s.Rebase(at, []uint8{0}, 1, 10)      // key 0's override goes
+	s.Advance(at, 10*time.Second, 2, 10) // then every limit changes
 	for _, k := range []uint8{0, 1} {
 		if _, _, ok, _ := s.Reserve(k, lim, 4, at); !ok {
 			t.Fatalf("key %d: 4s at the slowest 1/s should have earned 4", k)
@@ -474,7 +474,7 @@ func TestStaleBucketIsNotDroppedOnTheOldRatesWord(t *testing.T) {
 		t.Fatal("draining reservation refused")
 	}
 	// Limits change: the slowest one in force now fills in 20 minutes.
-	s.Advance(t0, 20*time.Minute, 1.0/60)
+	s.Advance(t0, 20*time.Minute, 1.0/60, 20)
 	if n := s.Sweep(t0.Add(5 * time.Second)); n != 0 {
 		t.Fatalf("Sweep dropped %d buckets full only at the old rate", n)
 	}
@@ -485,7 +485,7 @@ func TestStaleBucketIsNotDroppedOnTheOldRatesWord(t *testing.T) {
 	// Unused since the change, it goes once any limit would have filled it.
 	s2 := New(10, HashFingerprint)
 	s2.Reserve(fp(2), fast, 20, t0)
-	s2.Advance(t0, 20*time.Minute, 1.0/60)
+	s2.Advance(t0, 20*time.Minute, 1.0/60, 20)
 	if n := s2.Sweep(t0.Add(20*time.Minute + time.Second)); n != 1 {
 		t.Fatalf("Sweep dropped %d stale buckets after the longest refill, want 1", n)
 	}
@@ -499,12 +499,12 @@ func TestStaleBucketIsNotDroppedOnTheOldRatesWord(t *testing.T) {
 func TestSecondChangeCreditsTheSlowestRateInForce(t *testing.T) {
 	s := New(10, HashFingerprint)
 	fast, slow := Limit{Rate: 10, Burst: 10}, Limit{Rate: 1.0 / 60, Burst: 10}
-	s.Advance(t0, time.Second, fast.Rate) // the limits in force at the start
+	s.Advance(t0, time.Second, fast.Rate, 10) // the limits in force at the start
 	if _, _, ok, _ := s.Reserve(fp(1), fast, 10, t0.Add(time.Millisecond)); !ok {
 		t.Fatal("draining reservation refused")
 	}
-	s.Advance(t0.Add(2*time.Millisecond), 10*time.Minute, slow.Rate) // to 1/m, right after
-	s.Advance(t0.Add(3*time.Second), 10*time.Minute, slow.Rate)      // an unrelated change
+	s.Advance(t0.Add(2*time.Millisecond), 10*time.Minute, slow.Rate, 10) // to 1/m, right after
+	s.Advance(t0.Add(3*time.Second), 10*time.Minute, slow.Rate, 10)      // an unrelated change
 	if n := s.Sweep(t0.Add(3 * time.Second)); n != 0 {
 		t.Fatalf("Sweep dropped %d buckets: credited at the old rate", n)
 	}
@@ -513,9 +513,34 @@ func TestSecondChangeCreditsTheSlowestRateInForce(t *testing.T) {
 	}
 	// Back to a fast rate: the stale bucket goes once a limit in force
 	// fills it (1s), not after the slow rate's 10 minutes.
-	s.Advance(t0.Add(6*time.Second), time.Second, fast.Rate)
+	s.Advance(t0.Add(6*time.Second), time.Second, fast.Rate, 10)
 	if n := s.Sweep(t0.Add(8 * time.Second)); n != 1 {
 		t.Fatalf("Sweep dropped %d stale buckets past the refill of the limits in force, want 1", n)
+	}
+}
+
+// A bucket unused since a change that raised the burst refills past the
+// burst it was last used with: a second change credits it up to the
+// largest burst then in force, so it is neither cut back to its old burst
+// nor dropped as full there, to come back with a fresh, larger burst.
+func TestSecondChangeCreditsUpToTheLargestBurstInForce(t *testing.T) {
+	s := New(10, HashFingerprint)
+	small, raised, slowed := Limit{Rate: 1.0 / 60, Burst: 5}, Limit{Rate: 1, Burst: 50}, Limit{Rate: 1.0 / 60, Burst: 50}
+	s.Advance(t0, 5*time.Minute, small.Rate, small.Burst) // the limits in force at the start
+	if _, _, ok, _ := s.Reserve(fp(1), small, 5, t0.Add(time.Millisecond)); !ok {
+		t.Fatal("draining reservation refused")
+	}
+	s.Advance(t0.Add(time.Second), 50*time.Second, raised.Rate, raised.Burst)
+	at := t0.Add(7 * time.Second) // 6s at 1/s since: 6 tokens
+	s.Advance(at, 50*time.Minute, slowed.Rate, slowed.Burst)
+	if n := s.Sweep(at.Add(time.Second)); n != 0 {
+		t.Fatalf("Sweep dropped %d buckets holding 6 of a burst of 50", n)
+	}
+	if _, _, ok, _ := s.Reserve(fp(1), slowed, 6, at.Add(time.Second)); !ok {
+		t.Fatal("the 6 tokens earned between the changes were lost")
+	}
+	if _, _, ok, _ := s.Reserve(fp(1), slowed, 1, at.Add(time.Second)); ok {
+		t.Fatal("a drained bucket got more than it earned after two limit changes")
 	}
 }
 
@@ -538,12 +563,12 @@ func TestAnEarlierTimeFindsTheLevelLeft(t *testing.T) {
 func TestAChangeAtAnEarlierTimeCostsAStaleBucketNothing(t *testing.T) {
 	s := New(10, HashFingerprint)
 	lim := Limit{Rate: 1, Burst: 2}
-	s.Advance(t0, time.Second, lim.Rate)
+	s.Advance(t0, time.Second, lim.Rate, 2)
 	if _, _, ok, _ := s.Reserve(fp(1), lim, 1, t0.Add(10*time.Second)); !ok {
 		t.Fatal("first reservation refused")
 	}
-	s.Advance(t0.Add(20*time.Second), time.Second, lim.Rate) // the bucket is now unused since a change
-	s.Advance(t0.Add(5*time.Second), time.Second, lim.Rate)  // stamped before its last update
+	s.Advance(t0.Add(20*time.Second), time.Second, lim.Rate, 2) // the bucket is now unused since a change
+	s.Advance(t0.Add(5*time.Second), time.Second, lim.Rate, 2)  // stamped before its last update
 	if _, wait, ok, _ := s.Reserve(fp(1), lim, 2, t0.Add(10*time.Second)); !ok {
 		t.Fatalf("a change stamped earlier took tokens from a stale bucket (wait %v)", wait)
 	}
