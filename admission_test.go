@@ -1074,26 +1074,31 @@ func TestUnprovenRequestOverThePreauthBurstIsToldItCanNeverPass(t *testing.T) {
 }
 
 // A pre-auth refusal reads a small body only to echo its ids; a body that
-// does not arrive must not hold the answer back.
+// does not arrive must not hold the answer back, whether its length is
+// announced or it comes chunked.
 func TestPreauthRefusalDoesNotWaitForASlowBody(t *testing.T) {
 	e := start(t, "preauth 1/m burst 1")
 	e.call(1)
-	conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
-	// 100 bytes announced, one sent; the rest never comes.
-	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", conn.RemoteAddr())
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("no answer while the body is pending: %v", err)
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"id":null`) {
-		t.Fatalf("%d %s, want a pre-auth refusal with id null", resp.StatusCode, body)
+	for name, framing := range map[string]string{
+		"length":  "Content-Length: 100\r\n\r\n{",                 // 100 bytes announced, one sent
+		"chunked": "Transfer-Encoding: chunked\r\n\r\n1\r\n{\r\n", // one chunk, then nothing
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n%s", conn.RemoteAddr(), framing)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: no answer while the body is pending: %v", name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), `"id":null`) {
+			t.Fatalf("%s: %d %s, want a pre-auth refusal with id null", name, resp.StatusCode, body)
+		}
 	}
 }
 
