@@ -83,10 +83,11 @@ func (sh *shard[K]) untilDroppable(b *bucket, at int64, staleFor time.Duration) 
 // lets it go as any bucket unused since a change. A change before that use
 // (Advance or Rebase) credits it the time since at the slowest rate in
 // force (see bank) — also when no use comes because the layer is off for
-// the key — which slowest, the slowest rate of the limits now in force
-// (the keys' new ones among them), lowers when it is lower, up to the
-// largest burst in force, which largest (theirs) raises when it is larger.
-// Rebase is for
+// the key — up to the largest burst in force: slowest and largest, those
+// of the limits now in force (the keys' new ones among them), which they
+// replace. The keys' old limits were only ever theirs, and their buckets
+// are banked under them here: a slower rate or larger burst that an
+// override removed now no longer bears on anyone's credit. Rebase is for
 // the few keys with limits of their own (overrides). Every other bucket is
 // left as it is, its limits unchanged.
 func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit, largest int) {
@@ -102,10 +103,8 @@ func (s *Set[K]) Rebase(now time.Time, keys []K, slowest rate.Limit, largest int
 		}
 		sh.mu.Unlock()
 	}
-	if slowest > 0 && (prev == 0 || slowest < prev) {
+	if slowest > 0 {
 		s.slowest.Store(math.Float64bits(float64(slowest)))
-	}
-	if largest > prevLargest {
 		s.largest.Store(int64(largest))
 	}
 }

@@ -419,6 +419,27 @@ func TestRebasedBucketIsCreditedByTheNextChange(t *testing.T) {
 	}
 }
 
+// An override of another key, pushed and removed again, leaves no trace
+// on a key's credit: after the removal the slowest rate in force is the
+// other limits' again, and a bucket idle across the next change earns it.
+func TestRemovedOverrideOfAnotherKeyCreditsNothingLess(t *testing.T) {
+	s := New[uint8](4, func(k uint8) uint64 { return uint64(k) })
+	t0 := time.Unix(1000, 0)
+	lim := Limit{Rate: 1, Burst: 10}
+	s.Advance(t0.Add(-time.Second), 10*time.Second, lim.Rate, lim.Burst)
+	if _, _, ok, _ := s.Reserve(0, lim, 10, t0); !ok {
+		t.Fatal("draining reservation refused")
+	}
+	s.Advance(t0, 10*time.Second, lim.Rate, lim.Burst)           // a change: key 0 is now idle since one
+	s.Rebase(t0.Add(time.Second), []uint8{1}, 1.0/60, lim.Burst) // key 1 gets an override of 1/m
+	s.Rebase(t0.Add(2*time.Second), []uint8{1}, lim.Rate, lim.Burst)
+	at := t0.Add(4 * time.Second)
+	s.Advance(at, 10*time.Second, lim.Rate, lim.Burst)
+	if _, _, ok, _ := s.Reserve(0, lim, 4, at); !ok {
+		t.Fatal("key 0 lost the refill of its 1/s to another key's removed override of 1/m")
+	}
+}
+
 func TestReserveReportsTokensLeft(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	s := New[uint8](100, func(k uint8) uint64 { return uint64(k) })
