@@ -32,14 +32,7 @@ func TestRedisDryRunWouldBeRefusalTakesNothingMeanwhile(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, code, body)
 		}
 	}
-	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
-	inRedis := func() int64 {
-		n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	inRedis := countedInRedis(t, h, token)
 	if n := inRedis(); n != 3 {
 		t.Fatalf("Redis counts %d calls, want 3", n)
 	}
@@ -88,14 +81,7 @@ func TestRedisDryRunConcurrencyRefusalTakesNothing(t *testing.T) {
 	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
 		t.Fatalf("proving call: %d %s", code, body)
 	}
-	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
-	inRedis := func() int64 {
-		n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	inRedis := countedInRedis(t, h, token)
 	var want int64 // what Redis must count whenever the concurrency layer decides
 	concurrencyStep := admissionSteps[len(admissionSteps)-1]
 	t.Cleanup(func() { admissionSteps[len(admissionSteps)-1] = concurrencyStep })
@@ -147,5 +133,18 @@ func TestRedisDryRunConcurrencyRefusalTakesNothing(t *testing.T) {
 	}
 	if n := inRedis(); n != 3 {
 		t.Errorf("Redis counts %d calls, want the 3 admitted", n)
+	}
+}
+
+// countedInRedis returns a function reading what Redis counts today for
+// the identity of the Authorization value token in h's zone.
+func countedInRedis(t *testing.T, h *Handler, token string) func() int64 {
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	return func() int64 {
+		n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
 	}
 }
