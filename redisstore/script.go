@@ -72,10 +72,10 @@ end
 // the period suffix is appended. ARGV[1] is the TTL margin in seconds;
 // then five values per item: kind (1 bucket, 2 quota, 3 quota charged
 // only where it holds a count: one it holds none for is left alone, its
-// cur and after -1), then for a bucket
-// rate (tokens/s) and burst, for a quota period (1 day, 2 month) and
-// limit, then the cost, then for a bucket the Unix microsecond its rate
-// and burst are in force since (0 for a quota).
+// cur and after -1), then for a bucket rate (tokens/s) and burst, for a
+// quota period (1 day, 2 month) and limit, then the cost, then for a
+// bucket the Unix microsecond its rate and burst are in force since (0
+// for a quota).
 //
 // It leaves refused, the first item that does not fit (0 when all do),
 // and wait, its wait in milliseconds (-1 for a bucket whose burst is
