@@ -279,7 +279,9 @@ func TestSecondChangeAfterARaisedBurstIsNoFreshBurst(t *testing.T) {
 	e.reloadWith(t, "zone raised\n"+base+"tenant 1/m burst 50")
 	time.Sleep(2 * time.Second) // past the run loop's drop of full buckets
 	settleAfterReload(t, e, auth[1])
-	if n := e.admitted(50, auth...); n < 8 || n > 30 {
+	// 10/s from the first reload's end to the second's: 1s and what the
+	// second reload takes, well short of a fresh 50 on a loaded machine.
+	if n := e.admitted(50, auth...); n < 8 || n >= 45 {
 		t.Fatalf("%d of 50 calls admitted after two changes, want the 10 or so earned between them", n)
 	}
 }
