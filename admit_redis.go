@@ -210,24 +210,25 @@ func (d *decision) recordInRedis(ref refusal, items []redisstore.Item, slots []r
 
 // chargedInRedis returns the items Redis charged of those it admitted
 // (after holding what each holds since): all but the unproven identity's
-// quotas it held no count of. Those it charged are counted: a 2xx that
-// proves the identity must not count them again (countProvingCall).
+// quotas it held no count of. Those it charged are counted, so they leave
+// the calls a 2xx that proves the identity counts (countProvingCall).
 func (d *decision) chargedInRedis(items []redisstore.Item, slots []redisSlot, after []float64) []redisstore.Item {
 	if d.ifCounted == 0 {
 		return items
 	}
 	first := len(d.items) - d.ifCounted
 	charged := make([]redisstore.Item, 0, len(items))
+	// The if-counted items come in uncountedItems' order, so the ones
+	// left uncounted are kept in place.
+	uncounted := d.uncountedItems[:0]
 	for k, it := range items {
-		switch q := slots[k].quota; {
-		case it.Kind != redisstore.QuotaIfCounted:
-		case after[k] < 0:
+		if it.Kind == redisstore.QuotaIfCounted && after[k] < 0 {
+			uncounted = append(uncounted, d.uncountedItems[slots[k].quota-first])
 			continue
-		default:
-			d.uncountedItems[q-first].N = 0
 		}
 		charged = append(charged, it)
 	}
+	d.uncountedItems, d.uncounted = uncounted, len(uncounted) > 0
 	return charged
 }
 

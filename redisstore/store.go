@@ -324,10 +324,11 @@ func (s *Store) args(items []Item) ([]string, []any, error) {
 // over their limit are refused locally, without a round trip, until that
 // refusal's wait has passed.
 func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
-	if r, ok := s.shortCircuit(items, s.clock()); ok {
+	now := s.clock()
+	if r, ok := s.shortCircuit(items, now); ok {
 		return r, nil
 	}
-	return s.Ask(ctx, items)
+	return s.run(ctx, items, decideScript, now)
 }
 
 // Ask is Decide without the local answer: Redis decides every time, even
@@ -335,7 +336,7 @@ func (s *Store) Decide(ctx context.Context, items []Item) (Result, error) {
 // item holds there. A dry run asks, as what it records must be each
 // layer's level, and a would-be refusal must take nothing from any layer.
 func (s *Store) Ask(ctx context.Context, items []Item) (Result, error) {
-	return s.run(ctx, items, decideScript)
+	return s.run(ctx, items, decideScript, s.clock())
 }
 
 // Peek decides items as Ask does but charges nothing, even when all fit:
@@ -343,15 +344,15 @@ func (s *Store) Ask(ctx context.Context, items []Item) (Result, error) {
 // at the layers in Redis when a local layer would refuse the request,
 // which must then take nothing from any layer.
 func (s *Store) Peek(ctx context.Context, items []Item) (Result, error) {
-	return s.run(ctx, items, peekScript)
+	return s.run(ctx, items, peekScript, s.clock())
 }
 
-// run has Redis decide items with script, decideScript or peekScript.
-func (s *Store) run(ctx context.Context, items []Item, script *redis.Script) (Result, error) {
+// run has Redis decide items with script, decideScript or peekScript, at
+// now on the local clock (for the refusals it remembers).
+func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now time.Time) (Result, error) {
 	if len(items) == 0 {
 		return Result{OK: true, Refused: -1}, nil
 	}
-	now := s.clock()
 	keys, argv, err := s.args(items)
 	if err != nil {
 		return Result{}, err
