@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -146,25 +145,7 @@ func TestAdminShowsQuotaStoreDegradedAndRecovered(t *testing.T) {
 
 	// The storage directory becomes a regular file.
 	dir := e.caddy.Storage
-	away := dir + ".away"
-	if err := os.Rename(dir, away); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	restored := false
-	restore := func() {
-		if restored {
-			return
-		}
-		restored = true
-		_ = os.Remove(dir)
-		if err := os.Rename(away, dir); err != nil {
-			t.Fatalf("restoring storage: %v", err)
-		}
-	}
-	t.Cleanup(restore)
+	restore := harness.BreakStorage(t, dir)
 
 	if r := e.call(2, "Authorization", "Bearer valid-deg"); r.Status != http.StatusOK {
 		t.Fatalf("a counted call while storage breaks must be served: %d %s", r.Status, r.Body)

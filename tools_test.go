@@ -2,7 +2,6 @@ package mcplimit_test
 
 import (
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -352,12 +351,7 @@ func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 	e.passes(1, "echo", h...)
 
 	// The storage directory becomes unusable.
-	if err := os.Rename(dir, dir+".bak"); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	repair := harness.BreakStorage(t, dir)
 	degraded := func() bool {
 		var z struct {
 			QuotaStore struct {
@@ -389,12 +383,7 @@ func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 	}
 
 	// Storage returns: the tool works again.
-	if err := os.Remove(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(dir+".bak", dir); err != nil {
-		t.Fatal(err)
-	}
+	repair()
 	harness.Eventually(t, 10*time.Second, "the quota store to recover", func() bool { return !degraded() })
 	e.passes(1, "analyze_photo", h...)
 }

@@ -239,7 +239,7 @@ func TestQuotaStorageFailureFailsOpenAndLosesNothing(t *testing.T) {
 		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == admitted
 	})
 
-	repair := breakStorage(t, storage)
+	repair := harness.BreakStorage(t, storage)
 	callN(4)
 	harness.Eventually(t, 5*flush, "the zone to report degraded", func() bool {
 		return harness.GetZone(t, p.Admin, zone).QuotaStore.Degraded

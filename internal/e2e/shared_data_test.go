@@ -30,7 +30,7 @@ func TestQuotaOutageCountsOfProcessesSharingADataDirectory(t *testing.T) {
 		return harness.SumIdentities(harness.StoredDayCounts(t, storage, zone)) == 2
 	})
 
-	repair := breakStorage(t, storage)
+	repair := harness.BreakStorage(t, storage)
 	for range 2 {
 		mustCall(t, a, token, "ok")
 	}
@@ -57,28 +57,6 @@ func TestQuotaOutageCountsOfProcessesSharingADataDirectory(t *testing.T) {
 	})
 }
 
-// breakStorage makes the file-system storage at dir unusable (the
-// directory becomes a regular file) until the returned func repairs it.
-func breakStorage(t *testing.T, dir string) (repair func()) {
-	t.Helper()
-	away := dir + ".away"
-	if err := os.Rename(dir, away); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(dir, []byte("not a directory"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return func() {
-		t.Helper()
-		if err := os.Remove(dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(away, dir); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // A running process of the zone takes over the unpushed counts of one
 // that crashed on the same data directory within about a second, not at
 // its next refresh of its own files (every 10s): until then they count
@@ -89,7 +67,7 @@ func TestRunningProcessTakesOverACrashedOnesCountsAtOnce(t *testing.T) {
 	storage := harness.TempDir(t, "storage")
 	a, _, data := startSharingData(t, site(limit), storage, storage)
 	started := time.Now()
-	repair := breakStorage(t, storage)
+	repair := harness.BreakStorage(t, storage)
 	prove(t, a, token)
 	mustCall(t, a, token, "ok")
 	files := filepath.Join(data, "caddy", "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
