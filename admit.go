@@ -108,11 +108,23 @@ func (d *decision) countInflight() {
 
 // admitLayers runs the layers after inspection and returns the refusal to
 // give, if any. In dry run every refusal is recorded and the next layer
-// decides. Otherwise the first refusal ends the taking, and the layers
+// decides (on this instance's own layers, each looks before any takes).
+// Otherwise the first refusal ends the taking, and the layers
 // after it only look (probe), so that the refusal given is the one that
 // holds the request back longest.
 func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
-	if c := d.lim.concurrency; d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0 {
+	if d.pol.dryRun && !d.z.redisHealthy() {
+		// Dry run on this instance's own layers: every layer looks first,
+		// and a request one of them would refuse takes nothing, not even
+		// for the moment before the rollback. Else a concurrent call of
+		// the same identity would find its tenant bucket short of the
+		// tokens such a request held, and record a refusal enforcement
+		// never gives (there the longer quota refusal is named). Redis
+		// decides a would-be refusal without taking (see admitRedis).
+		if d.lookFirst(h, w) {
+			return true
+		}
+	} else if c := d.lim.concurrency; d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0 {
 		// Anonymous and concurrency come after the shared layers but
 		// look first: a request they refuse must not hold global tokens
 		// or Redis counts even for the moment before a rollback, or a
@@ -124,12 +136,8 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 			if !d.pol.dryRun {
 				return d.refused(d.probe(0, d.ref))
 			}
-			for _, step := range admissionSteps {
-				if !step(d) {
-					h.refuse(d, w, d.ref)
-				}
-			}
-			return true
+			d.probing = false
+			return d.lookFirst(h, w)
 		}
 		d.probing = false
 	}
@@ -143,6 +151,20 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 		}
 	}
 	return true
+}
+
+// lookFirst has every layer of a dry-run request look and records each
+// refusal one would give. It reports whether the request would be refused
+// (by a layer, or by pre-auth before them): it then takes nothing.
+func (d *decision) lookFirst(h *Handler, w http.ResponseWriter) bool {
+	d.probing = true
+	for _, step := range admissionSteps {
+		if !step(d) {
+			h.refuse(d, w, d.ref)
+		}
+	}
+	d.probing = false
+	return d.dryRefused
 }
 
 // probe has the layers from admissionSteps[from] on decide without taking

@@ -21,27 +21,18 @@ func (d *decision) admitQuota() bool {
 		return true
 	}
 	if d.probing {
-		if failed, ok := d.z.quota.Fits(d.items, d.now); !ok {
+		failed, ok := d.z.quota.Fits(d.items, d.now)
+		for !ok && d.pol.dryRun && d.leaveOutQuota(failed) {
+			failed, ok = d.z.quota.Fits(d.items, d.now)
+		}
+		if !ok && !d.pol.dryRun {
 			return d.refused(d.quotasRefusal(failed))
 		}
 		return true
 	}
 	failed, ok := d.z.quota.TryAdd(d.items, d.now)
 	for !ok && d.pol.dryRun {
-		// Dry run: each quota layer (identity, group, tool) decides. A
-		// refusing one is recorded once and left out, and the others
-		// decide again (admit gives back what they took).
-		l := d.itemLayers[failed]
-		d.h.record(d, d.itemRefusal(failed), true)
-		kept := 0
-		for q := range d.items {
-			if d.itemLayers[q] != l {
-				d.items[kept], d.itemLayers[kept] = d.items[q], d.itemLayers[q]
-				kept++
-			}
-		}
-		d.items, d.itemLayers = d.items[:kept], d.itemLayers[:kept]
-		if kept == 0 {
+		if !d.leaveOutQuota(failed) {
 			return true
 		}
 		failed, ok = d.z.quota.TryAdd(d.items, d.now)
@@ -55,6 +46,24 @@ func (d *decision) admitQuota() bool {
 		return true
 	}
 	return d.refused(d.quotasRefusal(failed))
+}
+
+// leaveOutQuota records, in dry run, the refusal of the quota layer
+// (identity, group, tool) of item failed, and leaves that layer's items
+// out, so that the others decide again (admit gives back what they took);
+// each refusing layer is recorded once. It reports whether any are left.
+func (d *decision) leaveOutQuota(failed int) bool {
+	l := d.itemLayers[failed]
+	d.h.record(d, d.itemRefusal(failed), true)
+	kept := 0
+	for q := range d.items {
+		if d.itemLayers[q] != l {
+			d.items[kept], d.itemLayers[kept] = d.items[q], d.itemLayers[q]
+			kept++
+		}
+	}
+	d.items, d.itemLayers = d.items[:kept], d.itemLayers[:kept]
+	return kept > 0
 }
 
 // itemRefusal is the refusal of quota item q of the request.

@@ -371,6 +371,13 @@ func (r *zoneRedis) fail(err error, now time.Time) bool {
 	return r.degraded.CompareAndSwap(false, true)
 }
 
+// redisHealthy reports whether the zone decides in Redis right now: it
+// has a Redis store, and that store is not degraded.
+func (z *zone) redisHealthy() bool {
+	r := z.redis.Load()
+	return r != nil && !r.degraded.Load()
+}
+
 // storeDegraded reports whether quotas cannot be counted in their store
 // right now: the Redis store is degraded, or the storage flush fails, or
 // the fingerprint key is not yet confirmed in storage.
