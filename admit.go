@@ -124,6 +124,19 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 		if d.lookFirst(h, w) {
 			return true
 		}
+	} else if !d.pol.dryRun && d.groupHere() {
+		// An organization's allowance is its members': a member's call
+		// that a layer after the group refuses (its own quota used up)
+		// must not hold the group's tokens even for the moment before a
+		// rollback, or a flood of such calls would refuse the others'.
+		// Every layer looks first, and a call none refuses then takes.
+		d.probing = true
+		for i, step := range admissionSteps {
+			if !step(d) {
+				return d.refused(d.probe(i+1, d.ref))
+			}
+		}
+		d.probing = false
 	} else if c := d.lim.concurrency; d.pol.anonymousOn || c.Max > 0 || c.PerIdentity > 0 {
 		// Anonymous and concurrency come after the shared layers but
 		// look first: a request they refuse must not hold global tokens
@@ -356,6 +369,13 @@ func (d *decision) forgottenWithBucket() bool {
 	}
 	_, ok := d.z.tenants.Tokens(d.fp, d.now)
 	return ok
+}
+
+// groupHere reports whether the request is charged to a group bucket of
+// this instance (with a healthy Redis store, the group is decided there,
+// with every other layer, at once).
+func (d *decision) groupHere() bool {
+	return d.hasGroup && d.pol.groupKey != "" && !d.z.redisHealthy()
 }
 
 func (d *decision) admitGroup() bool {

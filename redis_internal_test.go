@@ -333,14 +333,18 @@ func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
 	}
 }
 
-// serveCall serves a tools/call with the Authorization value auth through
-// h, in front of a backend that answers with status, and returns the
-// answer's status and body.
-func serveCall(t *testing.T, h *Handler, auth string, status int) (int, string) {
+// serveCall serves a tools/call with the Authorization value auth (and
+// the header names and values of hdr, in pairs) through h, in front of a
+// backend that answers with status, and returns the answer's status and
+// body.
+func serveCall(t *testing.T, h *Handler, auth string, status int, hdr ...string) (int, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
