@@ -124,11 +124,13 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 		if d.lookFirst(h, w) {
 			return true
 		}
-	} else if !d.pol.dryRun && d.groupHere() {
+	} else if !d.pol.dryRun && d.looksFirst() {
 		// An organization's allowance is its members': a member's call
 		// that a layer after the group refuses (its own quota used up)
 		// must not hold the group's tokens even for the moment before a
 		// rollback, or a flood of such calls would refuse the others'.
+		// Nor may a call of a tool its quota or a degraded store refuses
+		// hold the caller's tenant tokens its calls of other tools need.
 		// Every layer looks first, and a call none refuses then takes.
 		d.probing = true
 		for i, step := range admissionSteps {
@@ -371,11 +373,13 @@ func (d *decision) forgottenWithBucket() bool {
 	return ok
 }
 
-// groupHere reports whether the request is charged to a group bucket of
-// this instance (with a healthy Redis store, the group is decided there,
-// with every other layer, at once).
-func (d *decision) groupHere() bool {
-	return d.hasGroup && d.pol.groupKey != "" && !d.z.redisHealthy()
+// looksFirst reports whether every layer of the request looks before any
+// takes: when it is charged to a group bucket of this instance, or a tool
+// policy of the zone can refuse it after its tenant tokens are taken. With
+// a healthy Redis store, those layers are decided there, at once.
+func (d *decision) looksFirst() bool {
+	tools := d.req != nil && (d.pol.toolQuotas || d.pol.failClosed)
+	return (tools || d.hasGroup && d.pol.groupKey != "") && !d.z.redisHealthy()
 }
 
 func (d *decision) admitGroup() bool {

@@ -333,13 +333,19 @@ func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
 	}
 }
 
-// serveCall serves a tools/call with the Authorization value auth (and
-// the header names and values of hdr, in pairs) through h, in front of a
-// backend that answers with status, and returns the answer's status and
-// body.
+// serveCall serves a call of the tool echo with the Authorization value
+// auth (and the header names and values of hdr, in pairs) through h, in
+// front of a backend that answers with status, and returns the answer's
+// status and body.
 func serveCall(t *testing.T, h *Handler, auth string, status int, hdr ...string) (int, string) {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
+	return serveTool(t, h, "echo", auth, status, hdr...)
+}
+
+// serveTool is serveCall for a call of tool.
+func serveTool(t *testing.T, h *Handler, tool, auth string, status int, hdr ...string) (int, string) {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":`+strconv.Quote(tool)+`}}`))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

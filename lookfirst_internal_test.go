@@ -1,0 +1,127 @@
+package mcplimit
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A member's call that its own quota refuses holds none of the group's
+// tokens, not even for a moment: another member's call decided meanwhile
+// (here, from inside the first one's quota step) finds the group bucket
+// whole. Group burst 4: the two proving calls and p1's second take 3, and
+// p1's quota of 2 is then used up; the token left is p2's, whatever p1
+// sends.
+func TestRefusedMembersCallHoldsNoGroupTokenMeanwhile(t *testing.T) {
+	awayFromMidnight(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "group-meanwhile", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Off: true}, Quota: &QuotaLimit{Day: 2}, Global: &RateLimit{Off: true},
+		Group: &Group{Key: "{http.request.header.X-Org}", Rate: "1/h", Burst: 4},
+	})
+	const p1, p2 = "Bearer valid-member-1", "Bearer valid-member-2"
+	org := []string{"X-Org", "acme"}
+	for i, auth := range []string{p1, p1, p2} {
+		if code, body := serveCall(t, h, auth, http.StatusOK, org...); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	quotaStep := admissionSteps[4]
+	t.Cleanup(func() { admissionSteps[4] = quotaStep })
+	meanwhile := 0
+	admissionSteps[4] = func(d *decision) bool {
+		if meanwhile == 0 {
+			meanwhile++
+			if code, body := serveCall(t, h, p2, http.StatusOK, org...); code != http.StatusOK {
+				t.Errorf("p2's call while p1's over its quota is decided: %d %s", code, body)
+			}
+		}
+		return quotaStep(d)
+	}
+	code, body := serveCall(t, h, p1, http.StatusOK, org...)
+	admissionSteps[4] = quotaStep
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"quota"`) {
+		t.Fatalf("p1's call over its quota: %d %s", code, body)
+	}
+	if meanwhile != 1 {
+		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
+	}
+}
+
+// A call its tool's quota refuses holds none of the caller's tenant
+// tokens, not even for a moment: the caller's call of another tool decided
+// meanwhile finds its bucket whole. Tenant burst 2 and photo 1/day: the
+// proving call takes no tenant token (it is not proven yet), the photo
+// call takes 1 and uses the photo quota up; the token left is for echo,
+// whatever photo calls are sent.
+func TestToolQuotaRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
+	awayFromMidnight(t)
+	h := provisionForTest(t, &Handler{
+		Zone: "tool-meanwhile", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
+		Tools: map[string]*ToolPolicy{"photo": {Quota: &QuotaLimit{Day: 1}}},
+	})
+	const token = "Bearer valid-tool-meanwhile"
+	for i, tool := range []string{"echo", "photo"} {
+		if code, body := serveTool(t, h, tool, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	quotaStep := admissionSteps[4]
+	t.Cleanup(func() { admissionSteps[4] = quotaStep })
+	meanwhile := 0
+	admissionSteps[4] = func(d *decision) bool {
+		if meanwhile == 0 {
+			meanwhile++
+			if code, body := serveTool(t, h, "echo", token, http.StatusOK); code != http.StatusOK {
+				t.Errorf("an echo call while a photo call over its quota is decided: %d %s", code, body)
+			}
+		}
+		return quotaStep(d)
+	}
+	code, body := serveTool(t, h, "photo", token, http.StatusOK)
+	admissionSteps[4] = quotaStep
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"tool_quota"`) {
+		t.Fatalf("a photo call over its quota: %d %s", code, body)
+	}
+	if meanwhile != 1 {
+		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
+	}
+}
+
+// A fail_closed tool's call refused while the store is degraded holds none
+// of the caller's tenant tokens either: its call of a tool that fails open
+// decided meanwhile finds the one token of its bucket.
+func TestFailClosedRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
+	h := provisionForTest(t, &Handler{
+		Zone: "failclosed-meanwhile", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Global: &RateLimit{Off: true},
+		Tools: map[string]*ToolPolicy{"photo": {FailClosed: true}},
+	})
+	const token = "Bearer valid-failclosed-meanwhile"
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	h.zone.keyUnconfirmed.Store(&keyFailure{err: "storage unreachable (test)", at: time.Now()})
+	storeStep := admissionSteps[3]
+	t.Cleanup(func() { admissionSteps[3] = storeStep })
+	meanwhile := 0
+	admissionSteps[3] = func(d *decision) bool {
+		if meanwhile == 0 {
+			meanwhile++
+			if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+				t.Errorf("an echo call while a fail_closed call is refused: %d %s", code, body)
+			}
+		}
+		return storeStep(d)
+	}
+	code, body := serveTool(t, h, "photo", token, http.StatusOK)
+	admissionSteps[3] = storeStep
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, "STORE_UNAVAILABLE") {
+		t.Fatalf("a fail_closed call while the store is degraded: %d %s", code, body)
+	}
+	if meanwhile != 1 {
+		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
+	}
+}
