@@ -186,10 +186,29 @@ func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
 		return
 	}
 	for _, ph := range pol.identity {
-		name, ok := headerPlaceholder(ph)
-		if ok && slices.ContainsFunc(hopByHop, func(h string) bool { return strings.EqualFold(h, name) }) {
+		for _, name := range headersIn(ph) {
+			if !slices.ContainsFunc(hopByHop, func(h string) bool { return strings.EqualFold(h, name) }) {
+				continue
+			}
 			logger.Warn("identity header is hop-by-hop: reverse_proxy does not forward it, so the backend never checks the credential it carries and proves any value; use trust_identity with an auth handler, or another header",
 				zap.String("zone", pol.zone), zap.String("header", name))
+		}
+	}
+}
+
+// headersIn returns the names of the request headers whose placeholders
+// the identity input ph holds, alone or with text and other placeholders
+// around them.
+func headersIn(ph string) []string {
+	var names []string
+	for rest := ph; ; {
+		i := strings.Index(rest, "{"+headerPrefix)
+		if i < 0 {
+			return names
+		}
+		rest = rest[i+1+len(headerPrefix):]
+		if name, _, ok := strings.Cut(rest, "}"); ok {
+			names = append(names, name)
 		}
 	}
 }
@@ -212,12 +231,15 @@ func warnTrustedClientInput(pol *policy, logger *zap.Logger) {
 	}
 }
 
-// clientWritten reports whether the placeholder ph reads an input that
-// only the client writes: a credentials or Cookie header, a cookie, or
-// any part of the request URI (the query, a parameter of it, the path).
+// clientWritten reports whether the identity input ph reads, alone or
+// with text and other placeholders around it, an input that only the
+// client writes: a credentials or Cookie header, a cookie, or any part of
+// the request URI (the query, a parameter of it, the path).
 func clientWritten(ph string) bool {
-	if name, isHeader := headerPlaceholder(ph); isHeader && (isCredentialsHeader(name) || strings.EqualFold(name, "Cookie")) {
-		return true
+	for _, name := range headersIn(ph) {
+		if isCredentialsHeader(name) || strings.EqualFold(name, "Cookie") {
+			return true
+		}
 	}
 	return strings.Contains(ph, "{http.request.uri") || strings.Contains(ph, "{http.request.orig_uri") || strings.Contains(ph, "{"+cookiePrefix)
 }
