@@ -113,14 +113,15 @@ func (d *decision) countInflight() {
 // after it only look (probe), so that the refusal given is the one that
 // holds the request back longest.
 func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
-	if d.pol.dryRun && !d.z.redisHealthy() {
+	if d.pol.dryRun && (d.dryRefused || !d.z.redisHealthy()) {
 		// Dry run on this instance's own layers: every layer looks first,
 		// and a request one of them would refuse takes nothing, not even
 		// for the moment before the rollback. Else a concurrent call of
 		// the same identity would find its tenant bucket short of the
 		// tokens such a request held, and record a refusal enforcement
 		// never gives (there the longer quota refusal is named). Redis
-		// decides a would-be refusal without taking (see admitRedis).
+		// decides a would-be refusal without taking (see admitRedis); a
+		// request pre-auth would refuse only looks there too.
 		if d.lookFirst(h, w) {
 			return true
 		}
@@ -155,6 +156,22 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 			return d.lookFirst(h, w)
 		}
 		d.probing = false
+		if d.z.redisHealthy() {
+			// They also take first, before the round trip: else every
+			// call of a flood would find the slots free while the others
+			// are in Redis, be charged there, and be refused only after,
+			// holding the shared buckets' tokens until the refund.
+			if !d.admitAnonymous() || !d.admitConcurrency() {
+				// Another call took them since the look: give back what
+				// this one took, and let every layer look from there.
+				d.rollback()
+				if !d.pol.dryRun {
+					return d.refused(d.probe(0, d.ref))
+				}
+				return d.lookFirst(h, w)
+			}
+			d.tookLocal = true
+		}
 	}
 	for i, step := range admissionSteps {
 		switch {
@@ -423,16 +440,21 @@ func (d *decision) admitGlobal() bool {
 // pass the other layers untouched, but not this one: it bounds what
 // keyless callers from every address send together.
 func (d *decision) admitAnonymous() bool {
-	if d.hasID || !d.pol.anonymousOn {
+	if d.hasID || !d.pol.anonymousOn || d.tookLocal {
 		return true
 	}
 	return reserveIn(d, d.z.anon, anonymousKey, d.pol.anonymous, int(max(d.cost, 1)), layerAnonymous)
 }
 
 // admitConcurrency takes the in-flight slots last, so no other layer can
-// refuse while a slot is held. A body of JSON-RPC notifications and
+// refuse while a slot is held; with a healthy Redis store, before the
+// round trip instead (see admitLayers), so that a call refused for want of
+// a slot is never charged in Redis. A body of JSON-RPC notifications and
 // responses only puts no call in flight (see callsNothing).
 func (d *decision) admitConcurrency() bool {
+	if d.tookLocal {
+		return true
+	}
 	c := d.lim.concurrency
 	perID := c.PerIdentity > 0 && d.hasID
 	if c.Max <= 0 && !perID || callsNothing(d.req, d.pol.meter) {

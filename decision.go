@@ -108,6 +108,9 @@ type decision struct {
 	inRedis   bool // the Redis store decided tenant, group, quota, global
 	concAll   bool // holds concN slots of the zone's cap
 	concID    bool // holds concN slots of the identity's cap
+	// tookLocal says the anonymous and concurrency layers took before
+	// Redis was asked (see admitLayers): their steps then pass.
+	tookLocal bool
 	concN     int
 	// listens says the body holds only listen requests, whose answer is a
 	// stream held open: its slots go when the answer starts.

@@ -125,3 +125,46 @@ func TestFailClosedRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
 		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
 	}
 }
+
+// With a Redis store, the concurrency layer takes its slots before the
+// round trip: a call of the identity that arrives while another of its
+// calls is being decided in Redis finds the slot taken, and is refused
+// without being charged there. Were the slot taken after, both calls would
+// find it free, both be charged in Redis, and the one refused after would
+// hold the shared buckets' tokens until its refund.
+func TestRedisConcurrencySlotIsTakenBeforeTheRoundTrip(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-concurrency-first", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 100},
+		Concurrency: &Concurrency{PerIdentity: 1},
+	})
+	const token = "Bearer valid-concurrency-first"
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+		t.Fatalf("proving call: %d %s", code, body)
+	}
+	redisStep := admissionSteps[0]
+	t.Cleanup(func() { admissionSteps[0] = redisStep })
+	meanwhile := 0
+	admissionSteps[0] = func(d *decision) bool {
+		ok := redisStep(d)
+		if !d.probing && d.inRedis && meanwhile == 0 {
+			meanwhile++
+			code, body := serveCall(t, h, token, http.StatusOK)
+			if code != http.StatusTooManyRequests || !strings.Contains(body, "CONCURRENCY_LIMITED") {
+				t.Errorf("a call while another of the identity is decided in Redis: %d %s, want a concurrency refusal", code, body)
+			}
+		}
+		return ok
+	}
+	code, body := serveCall(t, h, token, http.StatusOK)
+	admissionSteps[0] = redisStep
+	if code != http.StatusOK {
+		t.Fatalf("the call decided first: %d %s", code, body)
+	}
+	if meanwhile != 1 {
+		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
+	}
+	if n := h.zone.metrics.refusedN[layerConcurrency].Load(); n != 1 {
+		t.Errorf("%d concurrency refusals, want 1", n)
+	}
+}

@@ -148,3 +148,50 @@ func countedInRedis(t *testing.T, h *Handler, token string) func() int64 {
 		return n
 	}
 }
+
+// In dry run with Redis, a request pre-auth would refuse takes nothing in
+// Redis either, not even for a moment: its group quota, charged there for
+// unproven callers, holds only the calls that would pass. Pre-auth burst
+// 1: the first call of a credential the backend rejects passes, the
+// second would be refused.
+func TestRedisDryRunPreauthRefusalTakesNothingMeanwhile(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-dry-preauth", Preauth: &RateLimit{Rate: "1/h", Burst: 1},
+		Global: &RateLimit{Off: true}, DryRun: true,
+		Group: &Group{Key: "{http.request.header.X-Org}", Rate: "100/s", Burst: 100}, GroupQuota: &QuotaLimit{Day: 100},
+	})
+	key := "g/" + fingerprintHex(h.zone.fpKey.Load().sum("acme"))
+	groupCount := func() int64 {
+		n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	const token = "Bearer rejected-dry-preauth"
+	if code, body := serveCall(t, h, token, http.StatusUnauthorized, "X-Org", "acme"); code != http.StatusUnauthorized {
+		t.Fatalf("first call: %d %s", code, body)
+	}
+	if n := groupCount(); n != 1 {
+		t.Fatalf("Redis counts %d calls of the group, want 1", n)
+	}
+	redisStep := admissionSteps[0]
+	t.Cleanup(func() { admissionSteps[0] = redisStep })
+	admissionSteps[0] = func(d *decision) bool {
+		ok := redisStep(d)
+		if n := groupCount(); n != 1 {
+			t.Errorf("Redis counts %d calls of the group while a would-be pre-auth refusal is decided, want 1", n)
+		}
+		return ok
+	}
+	if code, body := serveCall(t, h, token, http.StatusUnauthorized, "X-Org", "acme"); code != http.StatusUnauthorized {
+		t.Fatalf("second call: %d %s", code, body)
+	}
+	admissionSteps[0] = redisStep
+	if n := h.zone.metrics.dryN[layerPreauth].Load(); n != 1 {
+		t.Errorf("%d would-be pre-auth refusals, want 1", n)
+	}
+	if n := groupCount(); n != 1 {
+		t.Errorf("Redis counts %d calls of the group after a would-be pre-auth refusal, want 1", n)
+	}
+}

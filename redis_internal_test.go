@@ -258,11 +258,13 @@ func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
 }
 
 // A local layer that refuses after Redis admitted a call gives the Redis
-// admission back: here the zone's one concurrency slot is taken between
-// the look that comes first and the take that comes last, as a concurrent
-// call may. The same call then passes once the slot is free again, which
-// it cannot if its tenant token and the last of its daily quota (the
-// proving call counts one of two) stayed spent.
+// admission back. The concurrency slots are taken before the round trip
+// when the store is healthy; here it recovers while the call is decided
+// (degraded when its decision starts, healthy by the Redis step), so the
+// slot is taken after, and the zone's one slot is taken meanwhile, as a
+// concurrent call may. The same call then passes once the slot is free
+// again, which it cannot if its tenant token and the last of its daily
+// quota (the proving call counts one of two) stayed spent.
 func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
@@ -271,24 +273,11 @@ func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 		Concurrency: &Concurrency{Max: 1},
 		Store:       &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
 	})
-	redisStep := admissionSteps[0]
-	t.Cleanup(func() { admissionSteps[0] = redisStep })
-	race := false
-	admissionSteps[0] = func(d *decision) bool {
-		ok := redisStep(d)
-		if ok && race && !d.probing {
-			race = false
-			if !d.z.all.Acquire(globalKey, 1, 1) {
-				t.Error("the test could not take the slot")
-			}
-		}
-		return ok
-	}
 	call := func() (int, string) { return serveCall(t, h, "Bearer refund", http.StatusOK) }
 	if code, body := call(); code != http.StatusOK { // proves the credential, on pre-auth
 		t.Fatalf("proving call: %d %s", code, body)
 	}
-	race = true
+	slotTakenAfterRedis(t, h, func(*decision) {})
 	if code, body := call(); code != http.StatusTooManyRequests || !strings.Contains(body, "CONCURRENCY_LIMITED") {
 		t.Fatalf("call with the slot taken meanwhile: %d %s, want a concurrency refusal", code, body)
 	}
@@ -309,27 +298,44 @@ func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
 	const token = "Bearer valid-uncharged"
 	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
 	store := h.zone.redis.Load().store
-	redisStep := admissionSteps[0]
-	t.Cleanup(func() { admissionSteps[0] = redisStep })
-	admissionSteps[0] = func(d *decision) bool {
-		ok := redisStep(d)
-		if ok && !d.probing {
-			// Another instance counts a call of the identity, and a
-			// concurrent call takes the one slot.
-			if _, err := store.Push(t.Context(), "meanwhile", []redisstore.Delta{{Key: key, Period: quota.Day, Start: quota.Day.Start(d.now), N: 1}}); err != nil {
-				t.Error(err)
-			}
-			if !d.z.all.Acquire(globalKey, 1, 1) {
-				t.Error("the test could not take the slot")
-			}
+	slotTakenAfterRedis(t, h, func(d *decision) {
+		// Another instance counts a call of the identity.
+		if _, err := store.Push(t.Context(), "meanwhile", []redisstore.Delta{{Key: key, Period: quota.Day, Start: quota.Day.Start(d.now), N: 1}}); err != nil {
+			t.Error(err)
 		}
-		return ok
-	}
+	})
 	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "CONCURRENCY_LIMITED") {
 		t.Fatalf("call with the slot taken meanwhile: %d %s, want a concurrency refusal", code, body)
 	}
 	if n, err := store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now())); err != nil || n != 1 {
 		t.Fatalf("Redis counts %d (%v) for the identity, want the other instance's 1", n, err)
+	}
+}
+
+// slotTakenAfterRedis has the next call h decides find its Redis store
+// recovering meanwhile (degraded when the decision starts, healthy by the
+// Redis step), so that its concurrency slots are taken after the round
+// trip rather than before; once Redis admitted it, meanwhile runs and a
+// concurrent call takes the zone's one slot.
+func slotTakenAfterRedis(t *testing.T, h *Handler, meanwhile func(*decision)) {
+	t.Helper()
+	redisStep := admissionSteps[0]
+	t.Cleanup(func() { admissionSteps[0] = redisStep })
+	r := h.zone.redis.Load()
+	r.degraded.Store(true)
+	admissionSteps[0] = func(d *decision) bool {
+		admissionSteps[0] = redisStep
+		r.degraded.Store(false)
+		ok := redisStep(d)
+		if !ok || !d.inRedis {
+			t.Error("Redis did not admit the call")
+			return ok
+		}
+		meanwhile(d)
+		if !d.z.all.Acquire(globalKey, 1, 1) {
+			t.Error("the test could not take the slot")
+		}
+		return ok
 	}
 }
 
