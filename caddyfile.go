@@ -358,8 +358,8 @@ func parseRateArgs(d *caddyfile.Dispenser, args []string) (rate string, burst in
 			return "", 0, d.Errf("unexpected %q: want burst <n>", args[1])
 		}
 		burst, err = strconv.Atoi(args[2])
-		if err != nil || burst <= 0 {
-			return "", 0, d.Errf("burst %q: want a positive integer", args[2])
+		if err != nil || burst <= 0 || burst > maxFigure {
+			return "", 0, d.Errf("burst %q: want a positive integer, at most %d", args[2], maxFigure)
 		}
 	}
 	return args[0], burst, nil
@@ -421,8 +421,8 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, err error) {
 	num, period, ok := strings.Cut(s, "/")
 	n, perr := strconv.ParseInt(num, 10, 64)
-	if !ok || perr != nil || n <= 0 || (period != "day" && period != "month") {
-		return 0, "", d.Errf("quota %q: want <n>/<day|month> with a positive <n>", s)
+	if !ok || perr != nil || n <= 0 || n > maxFigure || (period != "day" && period != "month") {
+		return 0, "", d.Errf("quota %q: want <n>/<day|month> with a positive <n>, at most %d", s, maxFigure)
 	}
 	return n, period, nil
 }
@@ -679,6 +679,11 @@ func parseTier(d *caddyfile.Dispenser, h *Handler) error {
 			return true, d.Errf("%s: want match <placeholder> <value>...", what)
 		}
 		t.Match = TierMatch{Placeholder: args[0], Values: args[1:]}
+		// What compile checks of the match alone, checked here to name
+		// this line rather than the tier's.
+		if err := checkTierMatch(name, t.Match); err != nil {
+			return true, d.Err(err.Error())
+		}
 		return true, nil
 	})
 	if err != nil {

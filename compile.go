@@ -559,16 +559,8 @@ func compileTiers(p *policy, tiers []Tier) error {
 			return fmt.Errorf("tier %s: defined twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Match.Placeholder == "" || len(t.Match.Values) == 0 {
-			return fmt.Errorf("tier %s: match needs a placeholder and at least one value", t.Name)
-		}
-		if err := perCaller("tier "+t.Name+": match", t.Match.Placeholder, "the tier would apply to every caller or to none", "{http.auth.user.plan}"); err != nil {
+		if err := checkTierMatch(t.Name, t.Match); err != nil {
 			return err
-		}
-		for i, v := range t.Match.Values {
-			if slices.Contains(t.Match.Values[:i], v) {
-				return fmt.Errorf("tier %s: match value %q listed twice", t.Name, v)
-			}
 		}
 		for _, earlier := range p.tiers {
 			for _, v := range t.Match.Values {
@@ -600,9 +592,10 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 		if l == nil || l.empty() {
 			return fmt.Errorf("override %s: sets no limits", fp)
 		}
+		g := l.given()
 		o := &override{
-			limits: make(map[string]limits, 1+len(p.tiers)), tenant: l.Tenant != nil, quota: l.Quota != nil,
-			concurrency: l.Concurrency != nil, costs: l.Costs,
+			limits: make(map[string]limits, 1+len(p.tiers)), tenant: g.Tenant != nil, quota: g.Quota != nil,
+			concurrency: g.Concurrency != nil, costs: l.Costs,
 		}
 		for _, under := range append([]tier{{limits: p.base}}, p.tiers...) {
 			c, err := compileLimits("override "+fp, l, under.limits)
@@ -725,6 +718,23 @@ func parseFingerprint(s string) ([16]byte, error) {
 		return fp, fmt.Errorf("a fingerprint is 32 lowercase hex characters: %w", err)
 	}
 	return fp, nil
+}
+
+// checkTierMatch checks tier name's match on its own: a placeholder that
+// can differ between callers, and values each listed once.
+func checkTierMatch(name string, m TierMatch) error {
+	if m.Placeholder == "" || len(m.Values) == 0 {
+		return fmt.Errorf("tier %s: match needs a placeholder and at least one value", name)
+	}
+	if err := perCaller("tier "+name+": match", m.Placeholder, "the tier would apply to every caller or to none", "{http.auth.user.plan}"); err != nil {
+		return err
+	}
+	for i, v := range m.Values {
+		if slices.Contains(m.Values[:i], v) {
+			return fmt.Errorf("tier %s: match value %q listed twice", name, v)
+		}
+	}
+	return nil
 }
 
 // perCaller returns an error when text, the placeholder text of what,

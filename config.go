@@ -138,8 +138,27 @@ type Limits struct {
 	Costs map[string]int64 `json:"costs,omitempty"`
 }
 
+// empty reports whether l sets no limits (see given).
 func (l *Limits) empty() bool {
-	return l.Tenant == nil && l.Quota == nil && l.Concurrency == nil && len(l.Costs) == 0
+	g := l.given()
+	return g.Tenant == nil && g.Quota == nil && g.Concurrency == nil && len(g.Costs) == 0
+}
+
+// given returns the limits l sets: a field at its zero value (`{}` in
+// JSON) sets nothing, as an omitted one, since each of its zero fields
+// means the default.
+func (l *Limits) given() Limits {
+	g := *l
+	if g.Tenant != nil && *g.Tenant == (RateLimit{}) {
+		g.Tenant = nil
+	}
+	if g.Quota != nil && *g.Quota == (QuotaLimit{}) {
+		g.Quota = nil
+	}
+	if g.Concurrency != nil && *g.Concurrency == (Concurrency{}) {
+		g.Concurrency = nil
+	}
+	return g
 }
 
 // TierMatch selects a tier by a placeholder's value.
