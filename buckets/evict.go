@@ -11,15 +11,16 @@ import (
 const evictSample = 8
 
 // evictOne drops one full bucket among up to evictSample buckets of the shard
-// (map iteration starts at a random place). If none is full it drops nothing
-// and returns how long until the first of those examined will be.
+// (map iteration starts at a random place), for a new key to take its place
+// in the count. If none is full it drops nothing and returns how long until
+// the first of those examined will be.
 func (sh *shard[K]) evictOne(at int64, staleFor time.Duration) (wait time.Duration, evicted bool) {
 	wait = rate.InfDuration
 	seen := 0
 	for key, idx := range sh.index {
 		d := sh.untilDroppable(&sh.slab[idx], at, staleFor)
 		if d == 0 {
-			sh.remove(key, idx)
+			sh.drop(key, idx)
 			return 0, true
 		}
 		wait = min(wait, d)

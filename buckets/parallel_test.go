@@ -67,3 +67,32 @@ func TestConcurrentReserveIsExact(t *testing.T) {
 		})
 	}
 }
+
+// New keys taken in at once by different shards never together pass the
+// capacity: the check and the count are one step. Buckets that never
+// refill are never full, so none can be evicted to make room.
+func TestConcurrentNewKeysNeverPassTheCapacity(t *testing.T) {
+	const capacity, goroutines, rounds = 64, 16, 200
+	lim := Limit{Rate: 0, Burst: 2}
+	for round := range rounds {
+		s := New(capacity, HashFingerprint)
+		var wg sync.WaitGroup
+		var most atomic.Int64
+		for g := range goroutines {
+			wg.Go(func() {
+				for j := range capacity / goroutines * 2 {
+					s.Reserve(fp(round*100000+g*1000+j), lim, 1, t0)
+					for n := int64(s.Len()); n > most.Load(); {
+						if most.CompareAndSwap(most.Load(), n) {
+							break
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := s.Len(); n != capacity || most.Load() > capacity {
+			t.Fatalf("round %d: %d buckets (at most %d meanwhile) in a Set of capacity %d", round, n, most.Load(), capacity)
+		}
+	}
+}

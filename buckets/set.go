@@ -47,8 +47,8 @@ type shard[K comparable] struct {
 // keys spread. At capacity, a new key evicts a full bucket among the first 8
 // it examines (in map order, which is random) in its shard, then in a few
 // other shards, or is refused; so a new key may be refused while unexamined
-// buckets could have made room. Sweep keeps that rare. Len exceeds the
-// capacity only by concurrent Reserve calls of new keys.
+// buckets could have made room. Sweep keeps that rare. Len never exceeds
+// the capacity, except after SetCapacity lowered it.
 func New[K comparable](capacity int, hash func(K) uint64) *Set[K] {
 	if hash == nil {
 		panic("buckets: New with nil hash")
@@ -120,7 +120,9 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 	if n > lim.Burst { // never as asked; a new bucket is full, so the burst fits now
 		return Reservation{}, atLeastNanosecond(0), false, false
 	}
-	if s.count.Load() >= s.capacity.Load() {
+	if !s.claim() {
+		// At capacity: a full bucket evicted here or elsewhere hands its
+		// place in the count over to the new key.
 		wait, evicted := sh.evictOne(at, time.Duration(s.staleFor.Load()))
 		if !evicted {
 			wait, evicted = s.evictElsewhere(i, now, wait)
@@ -199,7 +201,23 @@ func (s *Set[K]) shardIndex(key K) int {
 	return int(stripe.Mix(s.hash(key)^s.seed) >> s.shift)
 }
 
-// insert stores b for key in a free slot and returns the slot.
+// claim counts one more bucket if the Set holds fewer than its capacity:
+// the check and the count are one step, so that keys of other shards
+// taken in at the same moment cannot together pass the capacity.
+func (s *Set[K]) claim() bool {
+	for {
+		n := s.count.Load()
+		if n >= s.capacity.Load() {
+			return false
+		}
+		if s.count.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// insert stores b for key in a free slot and returns the slot. Its place in
+// the count is the caller's: claimed, or handed over by an eviction.
 func (sh *shard[K]) insert(key K, b bucket) int32 {
 	sh.seq++
 	b.seq = sh.seq
@@ -213,14 +231,20 @@ func (sh *shard[K]) insert(key K, b bucket) int32 {
 		sh.slab = append(sh.slab, b)
 	}
 	sh.index[key] = idx
-	sh.count.Add(1)
 	return idx
 }
 
-// remove drops key, whose bucket is in slot idx.
+// remove drops key, whose bucket is in slot idx, from the shard and the
+// count.
 func (sh *shard[K]) remove(key K, idx int32) {
-	delete(sh.index, key)
 	sh.count.Add(-1)
+	sh.drop(key, idx)
+}
+
+// drop drops key, whose bucket is in slot idx, from the shard, leaving its
+// place in the count to the key that evicts it.
+func (sh *shard[K]) drop(key K, idx int32) {
+	delete(sh.index, key)
 	sh.slab[idx] = bucket{}
 	sh.free = append(sh.free, idx)
 }
