@@ -503,7 +503,12 @@ func compileTools(p *policy, h *Handler) error {
 	return nil
 }
 
-func compileLimits(what string, l *Limits, base limits) (limits, error) {
+// compileLimits lays a tier's or an override's limits l over base, the
+// limits below them (the top level's, or for an override the tier's). A
+// zone-wide concurrency cap l sets replaces base's, but is never above
+// server, the top level's: a plan may lower it for its calls, and an
+// override take its identity's tier's lower one back up to the server's.
+func compileLimits(what string, l *Limits, base limits, server Concurrency) (limits, error) {
 	out := base
 	if l.Tenant != nil {
 		b, off, err := resolveRate(l.Tenant, base.tenant.text, base.tenant.burst)
@@ -526,8 +531,11 @@ func compileLimits(what string, l *Limits, base limits) (limits, error) {
 		// A plan caps its identities; it may lower the zone-wide cap for
 		// its own calls, never raise the server's.
 		c := base.concurrency
-		if m := l.Concurrency.Max; m > 0 && (c.Max == 0 || m < c.Max) {
+		if m := l.Concurrency.Max; m > 0 {
 			c.Max = m
+			if server.Max > 0 && server.Max < m {
+				c.Max = server.Max
+			}
 		}
 		if l.Concurrency.PerIdentity > 0 {
 			c.PerIdentity = l.Concurrency.PerIdentity
@@ -572,7 +580,7 @@ func compileTiers(p *policy, tiers []Tier) error {
 		if t.Limits.empty() {
 			return fmt.Errorf("tier %s: sets no limits", t.Name)
 		}
-		l, err := compileLimits("tier "+t.Name, &t.Limits, p.base)
+		l, err := compileLimits("tier "+t.Name, &t.Limits, p.base, p.base.concurrency)
 		if err != nil {
 			return err
 		}
@@ -598,7 +606,7 @@ func compileOverrides(p *policy, ov map[string]*Limits) error {
 			concurrency: g.Concurrency != nil, costs: l.Costs,
 		}
 		for _, under := range append([]tier{{limits: p.base}}, p.tiers...) {
-			c, err := compileLimits("override "+fp, l, under.limits)
+			c, err := compileLimits("override "+fp, l, under.limits, p.base.concurrency)
 			if err != nil {
 				return err
 			}
