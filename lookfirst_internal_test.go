@@ -7,6 +7,27 @@ import (
 	"time"
 )
 
+// meanwhileAt has call decide another request from inside admission step
+// i, before the step decides, the first time the step runs. done puts the
+// step back and returns how many times call ran.
+func meanwhileAt(t *testing.T, i int, call func()) (done func() int) {
+	t.Helper()
+	step := admissionSteps[i]
+	t.Cleanup(func() { admissionSteps[i] = step })
+	n := 0
+	admissionSteps[i] = func(d *decision) bool {
+		if n == 0 {
+			n++
+			call()
+		}
+		return step(d)
+	}
+	return func() int {
+		admissionSteps[i] = step
+		return n
+	}
+}
+
 // A member's call that its own quota refuses holds none of the group's
 // tokens, not even for a moment: another member's call decided meanwhile
 // (here, from inside the first one's quota step) finds the group bucket
@@ -27,20 +48,13 @@ func TestRefusedMembersCallHoldsNoGroupTokenMeanwhile(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, code, body)
 		}
 	}
-	quotaStep := admissionSteps[4]
-	t.Cleanup(func() { admissionSteps[4] = quotaStep })
-	meanwhile := 0
-	admissionSteps[4] = func(d *decision) bool {
-		if meanwhile == 0 {
-			meanwhile++
-			if code, body := serveCall(t, h, p2, http.StatusOK, org...); code != http.StatusOK {
-				t.Errorf("p2's call while p1's over its quota is decided: %d %s", code, body)
-			}
+	done := meanwhileAt(t, 4, func() {
+		if code, body := serveCall(t, h, p2, http.StatusOK, org...); code != http.StatusOK {
+			t.Errorf("p2's call while p1's over its quota is decided: %d %s", code, body)
 		}
-		return quotaStep(d)
-	}
+	})
 	code, body := serveCall(t, h, p1, http.StatusOK, org...)
-	admissionSteps[4] = quotaStep
+	meanwhile := done()
 	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"quota"`) {
 		t.Fatalf("p1's call over its quota: %d %s", code, body)
 	}
@@ -68,20 +82,13 @@ func TestToolQuotaRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, code, body)
 		}
 	}
-	quotaStep := admissionSteps[4]
-	t.Cleanup(func() { admissionSteps[4] = quotaStep })
-	meanwhile := 0
-	admissionSteps[4] = func(d *decision) bool {
-		if meanwhile == 0 {
-			meanwhile++
-			if code, body := serveTool(t, h, "echo", token, http.StatusOK); code != http.StatusOK {
-				t.Errorf("an echo call while a photo call over its quota is decided: %d %s", code, body)
-			}
+	done := meanwhileAt(t, 4, func() {
+		if code, body := serveTool(t, h, "echo", token, http.StatusOK); code != http.StatusOK {
+			t.Errorf("an echo call while a photo call over its quota is decided: %d %s", code, body)
 		}
-		return quotaStep(d)
-	}
+	})
 	code, body := serveTool(t, h, "photo", token, http.StatusOK)
-	admissionSteps[4] = quotaStep
+	meanwhile := done()
 	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"tool_quota"`) {
 		t.Fatalf("a photo call over its quota: %d %s", code, body)
 	}
@@ -104,20 +111,13 @@ func TestFailClosedRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
 		t.Fatalf("proving call: %d %s", code, body)
 	}
 	h.zone.keyUnconfirmed.Store(&keyFailure{err: "storage unreachable (test)", at: time.Now()})
-	storeStep := admissionSteps[3]
-	t.Cleanup(func() { admissionSteps[3] = storeStep })
-	meanwhile := 0
-	admissionSteps[3] = func(d *decision) bool {
-		if meanwhile == 0 {
-			meanwhile++
-			if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
-				t.Errorf("an echo call while a fail_closed call is refused: %d %s", code, body)
-			}
+	done := meanwhileAt(t, 3, func() {
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Errorf("an echo call while a fail_closed call is refused: %d %s", code, body)
 		}
-		return storeStep(d)
-	}
+	})
 	code, body := serveTool(t, h, "photo", token, http.StatusOK)
-	admissionSteps[3] = storeStep
+	meanwhile := done()
 	if code != http.StatusServiceUnavailable || !strings.Contains(body, "STORE_UNAVAILABLE") {
 		t.Fatalf("a fail_closed call while the store is degraded: %d %s", code, body)
 	}
