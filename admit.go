@@ -156,7 +156,7 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 			return d.lookFirst(h, w)
 		}
 		d.probing = false
-		if d.z.redisHealthy() {
+		if !d.pol.dryRun && d.z.redisHealthy() {
 			// They also take first, before the round trip: else every
 			// call of a flood would find the slots free while the others
 			// are in Redis, be charged there, and be refused only after,
@@ -165,10 +165,7 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 				// Another call took them since the look: give back what
 				// this one took, and let every layer look from there.
 				d.rollback()
-				if !d.pol.dryRun {
-					return d.refused(d.probe(0, d.ref))
-				}
-				return d.lookFirst(h, w)
+				return d.refused(d.probe(0, d.ref))
 			}
 			d.tookLocal = true
 		}
