@@ -493,7 +493,10 @@ func (d *decision) rollback() {
 		d.res[i].Cancel(d.now)
 	}
 	d.nres = 0
-	if !d.inRedis { // what Redis reported stands; its refund forgets it
+	// The pre-auth bucket is this instance's, given back above; what
+	// Redis reported stands (its refund forgets it).
+	d.preauthHeld = false
+	if !d.inRedis {
 		d.forgetLevels()
 	}
 	if d.quotaHeld {

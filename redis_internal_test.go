@@ -815,3 +815,36 @@ func TestCopyOfTheOutagesCallsDoesNotWaitForTheProbe(t *testing.T) {
 		}
 	}
 }
+
+// A refusal Redis gives an unproven call gives back the pre-auth token it
+// paid, and its RateLimit field reads the pre-auth bucket as the call
+// found it, as without Redis: not the level its taken token left. Burst 4:
+// the first call leaves 3, and the second, refused by the global bucket
+// in Redis, finds 3 and leaves them.
+func TestRedisRefusalReadsThePreauthTokenItGaveBack(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-preauth-level", Preauth: &RateLimit{Rate: "1/m", Burst: 4},
+		Global: &RateLimit{Rate: "1/m", Burst: 1},
+	})
+	var fields []string
+	for i := range 2 {
+		req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
+		req.Header.Set("Authorization", "Bearer rejected-preauth-level")
+		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+		rec := httptest.NewRecorder()
+		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
+			w.WriteHeader(http.StatusUnauthorized)
+			return nil
+		})
+		if err := h.ServeHTTP(rec, req, next); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int{http.StatusUnauthorized, http.StatusTooManyRequests}[i]; rec.Code != want {
+			t.Fatalf("call %d: %d %s, want %d", i+1, rec.Code, rec.Body, want)
+		}
+		fields = append(fields, rec.Header().Get("RateLimit"))
+	}
+	if !strings.Contains(fields[0], `"preauth";r=3;`) || !strings.Contains(fields[1], `"preauth";r=3;`) {
+		t.Errorf("RateLimit of the admitted call %q and of the refused one %q: want the pre-auth bucket at 3 in both", fields[0], fields[1])
+	}
+}
