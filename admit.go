@@ -122,7 +122,7 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 		// never gives (there the longer quota refusal is named). Redis
 		// decides a would-be refusal without taking (see admitRedis); a
 		// request pre-auth would refuse only looks there too.
-		if d.lookFirst(h, w) {
+		if d.dryRunLook(h, w) {
 			return true
 		}
 	} else if !d.pol.dryRun && d.looksFirst() {
@@ -153,7 +153,7 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 				return d.refused(d.probe(0, d.ref))
 			}
 			d.probing = false
-			return d.lookFirst(h, w)
+			return d.dryRunLook(h, w)
 		}
 		d.probing = false
 		if !d.pol.dryRun && d.z.redisHealthy() {
@@ -182,10 +182,10 @@ func (h *Handler) admitLayers(d *decision, w http.ResponseWriter) bool {
 	return true
 }
 
-// lookFirst has every layer of a dry-run request look and records each
+// dryRunLook has every layer of a dry-run request look and records each
 // refusal one would give. It reports whether the request would be refused
 // (by a layer, or by pre-auth before them): it then takes nothing.
-func (d *decision) lookFirst(h *Handler, w http.ResponseWriter) bool {
+func (d *decision) dryRunLook(h *Handler, w http.ResponseWriter) bool {
 	d.probing = true
 	for _, step := range admissionSteps {
 		if !step(d) {

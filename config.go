@@ -118,7 +118,9 @@ type ToolPolicy struct {
 }
 
 // Limits are the limits a tier or an override sets; what it leaves
-// unset falls back to the top-level values.
+// unset falls back to the top-level values (for an override, to those of
+// its identity's tier). A field given empty (`{}`) sets nothing, as an
+// omitted one; limits that set nothing are a configuration error.
 type Limits struct {
 	// Tenant replaces the per-identity bucket.
 	Tenant *RateLimit `json:"tenant,omitempty"`
@@ -129,8 +131,9 @@ type Limits struct {
 	// Concurrency sets the identity's cap (`per_identity`), and may lower
 	// (never raise) the zone-wide cap (`max`) for the calls it covers:
 	// they are refused once the zone has that many in flight, so a plan
-	// can be shed first under load. What it leaves at 0 comes from the
-	// limits below it. In the Caddyfile, a lone number inside a tier or
+	// can be shed first under load. An override's `max` replaces its
+	// identity's tier's, up to the top level's. What it leaves at 0 comes
+	// from the limits below it. In the Caddyfile, a lone number inside a tier or
 	// an override (`concurrency 2`) is the identity's cap.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 

@@ -198,19 +198,15 @@ func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
 
 // headersIn returns the names of the request headers whose placeholders
 // the identity input ph holds, alone or with text and other placeholders
-// around them.
+// around them, read as Caddy's replacer reads them (placeholderKeys).
 func headersIn(ph string) []string {
 	var names []string
-	for rest := ph; ; {
-		i := strings.Index(rest, "{"+headerPrefix)
-		if i < 0 {
-			return names
-		}
-		rest = rest[i+1+len(headerPrefix):]
-		if name, _, ok := strings.Cut(rest, "}"); ok {
+	for key := range placeholderKeys(ph) {
+		if name, ok := strings.CutPrefix(key, headerPrefix); ok {
 			names = append(names, name)
 		}
 	}
+	return names
 }
 
 // warnTrustedClientInput warns when trust_identity proves on sight an
