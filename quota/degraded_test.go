@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // transitions records OnDegraded calls.
@@ -145,5 +146,68 @@ func TestLoadFailureDegradesButCounts(t *testing.T) {
 	}
 	if got := c.Used([]byte("k"), Day, t0); got != 1 {
 		t.Errorf("Used = %d, want 1 (Load keeps pending counts)", got)
+	}
+}
+
+// A lock whose Unlock failed is still held (certmagic's file storage keeps
+// its file fresh while it exists): the next flushes release it before
+// pushing, fail while they cannot, and push everything once they can,
+// instead of waiting on this instance's own lock forever.
+func TestFailedUnlockIsReleasedByTheNextFlush(t *testing.T) {
+	st := newFakeStorage()
+	st.stuck = true
+	clk := newFakeClock(t0)
+	c := New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, Periods: []Period{Day}, LockTimeout: 100 * time.Millisecond})
+	key := objKey(Day, t0)
+	add(c, "k", Day, 3, t0)
+	st.setFail("Unlock", errDown)
+	if err := c.Flush(t.Context()); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want the unlock error", err)
+	}
+	add(c, "k", Day, 1, t0)
+	if err := c.Flush(t.Context()); !errors.Is(err, errDown) {
+		t.Fatalf("flush while the unlock still fails: err = %v, want the unlock error", err)
+	}
+	if held := st.heldLocks(); !slices.Equal(held, []string{key}) {
+		t.Fatalf("locks held = %v, want %s", held, key)
+	}
+	st.setFail("Unlock", nil)
+	add(c, "k", Day, 1, t0)
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatalf("flush once storage answers: %v", err)
+	}
+	if got := st.counts(key)["k"]; got != 5 {
+		t.Errorf("stored = %d, want 5", got)
+	}
+	if held := st.heldLocks(); len(held) != 0 {
+		t.Errorf("locks held after the flush = %v", held)
+	}
+	if c.State().Degraded {
+		t.Error("still degraded")
+	}
+}
+
+// SaveKnown releases a lock it could not release before, too.
+func TestFailedKnownUnlockIsReleasedByTheNextSave(t *testing.T) {
+	st := newFakeStorage()
+	st.stuck = true
+	c := New(Config{Storage: st, Prefix: testPrefix, LockTimeout: 100 * time.Millisecond})
+	st.setFail("Unlock", errDown)
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"aa", 1}}, nil, 0, t0); !errors.Is(err, errDown) {
+		t.Fatalf("err = %v, want the unlock error", err)
+	}
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"bb", 1}}, nil, 0, t0); !errors.Is(err, errDown) {
+		t.Fatalf("save while the unlock still fails: err = %v, want the unlock error", err)
+	}
+	st.setFail("Unlock", nil)
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"bb", 1}}, nil, 0, t0); err != nil {
+		t.Fatalf("save once storage answers: %v", err)
+	}
+	got, err := c.LoadKnown(t.Context())
+	if err != nil || len(got) != 2 {
+		t.Errorf("LoadKnown = %v, %v; want aa and bb", got, err)
+	}
+	if held := st.heldLocks(); len(held) != 0 {
+		t.Errorf("locks held = %v", held)
 	}
 }

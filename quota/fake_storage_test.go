@@ -23,6 +23,7 @@ type fakeStorage struct {
 	fail    map[string]error // op name, or "*" for every op, → injected error
 	junk    []string         // full names List returns besides the objects
 	vanish  []string         // full names List returns; Load/Delete: not exist
+	stuck   bool             // an Unlock that fails keeps the lock, as a file it could not remove
 	hook    func(op, key string)
 }
 
@@ -75,14 +76,21 @@ func (s *fakeStorage) Lock(ctx context.Context, name string) error {
 }
 
 // Unlock releases the lock even when it reports an injected error, like a
-// lock that goes stale.
+// lock that goes stale, unless stuck is set. A lock not held is an error
+// wrapping fs.ErrNotExist, as for a lock file that is gone.
 func (s *fakeStorage) Unlock(_ context.Context, name string) error {
 	err := s.begin("Unlock", name)
+	s.mu.Lock()
+	stuck := s.stuck
+	s.mu.Unlock()
+	if err != nil && stuck {
+		return err
+	}
 	select {
 	case <-s.lockChan(name):
 	default:
 		if err == nil {
-			err = fmt.Errorf("unlock %s: not locked", name)
+			err = fmt.Errorf("unlock %s: not locked: %w", name, fs.ErrNotExist)
 		}
 	}
 	return err

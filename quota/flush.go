@@ -37,7 +37,7 @@ func (c *Counter) Flush(ctx context.Context) error {
 		return nil
 	}
 	jobs := c.beginFlush(now)
-	err := c.runJobs(ctx, jobs)
+	err := c.runJobs(ctx, jobs, c.held.release(ctx, c.storage, c.lockTimeout))
 	c.finishJobs(jobs, now)
 	if err == nil {
 		c.cleanup(ctx, now)
@@ -75,9 +75,9 @@ func (c *Counter) beginFlush(now time.Time) []job {
 }
 
 // runJobs does the storage I/O of jobs without holding c.mu. After the first
-// failure the remaining jobs are skipped and fail with the same error.
-func (c *Counter) runJobs(ctx context.Context, jobs []job) error {
-	var err error
+// failure the remaining jobs are skipped and fail with the same error; a
+// non-nil err (a lock still held) fails them all.
+func (c *Counter) runJobs(ctx context.Context, jobs []job, err error) error {
 	for i := range jobs {
 		j := &jobs[i]
 		if err != nil {
@@ -128,13 +128,10 @@ func (c *Counter) push(ctx context.Context, j *job) {
 			j.totals, j.malformed, j.done = totals, malformed, true
 		}
 	}
-	// Unlock even when ctx is done, so the lock is not left to go stale.
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lockTimeout)
-	if uerr := c.storage.Unlock(uctx, key); uerr != nil && err == nil {
+	if uerr := c.held.unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
 		// The store happened: the deltas are pushed, only report.
-		err = fmt.Errorf("quota: unlock %s: %w", key, uerr)
+		err = uerr
 	}
-	cancel()
 	j.err = err
 }
 

@@ -52,6 +52,9 @@ func (c *Counter) SaveKnown(ctx context.Context, adds []KnownEntry, forgets map[
 		return nil
 	}
 	key := c.knownKey
+	if err := c.held.release(ctx, c.storage, c.lockTimeout); err != nil {
+		return err
+	}
 	lctx, cancel := context.WithTimeout(ctx, c.lockTimeout)
 	err := c.storage.Lock(lctx, key)
 	cancel()
@@ -59,11 +62,9 @@ func (c *Counter) SaveKnown(ctx context.Context, adds []KnownEntry, forgets map[
 		return fmt.Errorf("quota: lock %s: %w", key, err)
 	}
 	err = c.mergeKnown(ctx, key, adds, forgets, ttl, now)
-	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.lockTimeout)
-	if uerr := c.storage.Unlock(uctx, key); uerr != nil && err == nil {
-		err = fmt.Errorf("quota: unlock %s: %w", key, uerr)
+	if uerr := c.held.unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
+		err = uerr
 	}
-	cancel()
 	return err
 }
 

@@ -42,7 +42,7 @@ func (c *Counter) readCurrent(ctx context.Context, now time.Time) error {
 		jobs = append(jobs, job{b: c.bucketLocked(p, now, true)})
 	}
 	c.mu.Unlock()
-	err := c.runJobs(ctx, jobs)
+	err := c.runJobs(ctx, jobs, nil)
 	c.finishJobs(jobs, now)
 	return err
 }
