@@ -31,7 +31,8 @@ func init() {
 }
 
 // flakyStorage is file-system storage that is unreachable while the file
-// Down exists: every operation but Unlock then fails. Caddyfile:
+// Down exists: every operation but Unlock then fails. Unlock fails while
+// the file Down+".unlock" exists. Caddyfile:
 //
 //	storage mcprl_flaky <root> <down file>
 type flakyStorage struct {
@@ -79,8 +80,15 @@ func (f *flakyFS) Lock(ctx context.Context, name string) error {
 	return f.fs.Lock(ctx, name)
 }
 
-// Unlock always works: a lock taken before an outage must not go stale.
-func (f *flakyFS) Unlock(ctx context.Context, name string) error { return f.fs.Unlock(ctx, name) }
+// Unlock works through an outage, so a lock taken before it does not go
+// stale; it fails only while the file <down>.unlock exists, and the lock
+// then stays held, its file kept fresh, as one certmagic could not remove.
+func (f *flakyFS) Unlock(ctx context.Context, name string) error {
+	if _, err := os.Stat(f.down + ".unlock"); err == nil {
+		return errOutage
+	}
+	return f.fs.Unlock(ctx, name)
+}
 
 func (f *flakyFS) Store(ctx context.Context, key string, value []byte) error {
 	if err := f.check(); err != nil {
@@ -152,6 +160,20 @@ func (o *outage) set(down bool) {
 		return
 	}
 	if err := os.WriteFile(o.down, nil, 0o600); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// setUnlock makes Unlock fail (down) or work again.
+func (o *outage) setUnlock(down bool) {
+	o.t.Helper()
+	if !down {
+		if err := os.Remove(o.down + ".unlock"); err != nil {
+			o.t.Fatal(err)
+		}
+		return
+	}
+	if err := os.WriteFile(o.down+".unlock", nil, 0o600); err != nil {
 		o.t.Fatal(err)
 	}
 }
@@ -429,6 +451,27 @@ func TestStopDuringStorageOutageKeepsUnpushedCounts(t *testing.T) {
 	recovers(t, e, zone)
 	if got := harness.StoredDayCounts(t, o.root, zone)["i/"+fp]; got != 3 {
 		t.Fatalf("stored day count %d, want 3: the counts of the stop during the outage pushed", got)
+	}
+}
+
+// A push whose Unlock fails leaves its lock held, kept fresh while its file
+// exists: the next flushes release it before pushing, so once Unlock works
+// the zone recovers and every count is pushed, instead of every push
+// waiting on this instance's own lock until a restart.
+func TestFailedUnlockDoesNotHoldTheQuotaLockForever(t *testing.T) {
+	const zone, token = "unlock_fails", "valid-unlock-fails"
+	_, o, e, fp := countedBeforeOutage(t, zone, token, 1000, 1)
+	o.setUnlock(true)
+	e.spend(token, 2)
+	harness.Eventually(t, 10*time.Second, "the zone degraded on the unlock", func() bool {
+		qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore
+		return qs.Degraded && strings.Contains(qs.LastError, "unlock")
+	})
+	e.spend(token, 1)
+	o.setUnlock(false)
+	recovers(t, e, zone)
+	if got := harness.StoredDayCounts(t, o.root, zone)["i/"+fp]; got != 4 {
+		t.Fatalf("stored day count %d, want 4", got)
 	}
 }
 
