@@ -54,12 +54,16 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis, push bool) er
 	if err != nil {
 		return err
 	}
+	if err := z.pendingLocks.Release(ctx, z.storage, quota.DefaultLockTimeout); err != nil {
+		return err
+	}
 	for _, name := range names {
 		if err := z.storage.Lock(ctx, name); err != nil {
 			return err
 		}
 		err := z.takePending(ctx, r, name, &push)
-		_ = z.storage.Unlock(ctx, name)
+		// An Unlock that fails is retried by the next load (Release).
+		_ = z.pendingLocks.Unlock(ctx, z.storage, name, quota.DefaultLockTimeout)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // another instance took it
 			return err
 		}

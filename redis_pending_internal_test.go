@@ -13,10 +13,19 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// deleteFails is a storage whose Delete fails while fail is set.
+// deleteFails is a storage whose Delete fails while fail is set, and
+// its Unlock too when unlock is set (the lock then stays held and fresh).
 type deleteFails struct {
 	certmagic.Storage
-	fail atomic.Bool
+	fail   atomic.Bool
+	unlock bool
+}
+
+func (s *deleteFails) Unlock(ctx context.Context, name string) error {
+	if s.unlock && s.fail.Load() {
+		return errors.New("unlock refused")
+	}
+	return s.Storage.Unlock(ctx, name)
 }
 
 func (s *deleteFails) Delete(ctx context.Context, key string) error {
@@ -30,11 +39,25 @@ func (s *deleteFails) Delete(ctx context.Context, key string) error {
 // them before their object is removed; while it cannot be removed, each
 // later try removes it and pushes nothing again.
 func TestSavedOutageCountsArePushedOnceWhileTheirRemovalFails(t *testing.T) {
-	h := onRedis(t, &Handler{Zone: "redis-pending-undeletable", Quota: &QuotaLimit{Day: 100}})
+	for _, unlock := range []bool{false, true} {
+		name := "redis-pending-undeletable"
+		if unlock {
+			name = "redis-pending-unlockable"
+		}
+		t.Run(name, func(t *testing.T) { savedCountsPushedOnce(t, name, unlock) })
+	}
+}
+
+// savedCountsPushedOnce is TestSavedOutageCountsArePushedOnceWhileTheirRemovalFails
+// on zone; with unlock, the object's Unlock fails along with its removal,
+// and each later try releases its lock first instead of waiting on it.
+func savedCountsPushedOnce(t *testing.T, zone string, unlock bool) {
+	h := onRedis(t, &Handler{Zone: zone, Quota: &QuotaLimit{Day: 100}})
 	z, r := h.zone, h.zone.redis.Load()
-	st := &deleteFails{Storage: *z.storage.cur.Load()}
+	st := &deleteFails{Storage: *z.storage.cur.Load(), unlock: unlock}
 	z.storage.set(st)
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
 	now := time.Now()
 	name := path.Join(redisPendingDir(z.name), "1-saved")
 	line := appendCountLine(nil, quota.Count{Key: "i/saved", Period: quota.Day, Start: quota.Day.Start(now), N: 2})

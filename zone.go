@@ -107,6 +107,9 @@ type zone struct {
 	// pendingTaken names the objects of those counts taken into the store
 	// whose deletion failed (takePending): newZone, then the run loop.
 	pendingTaken map[string]bool
+	// pendingLocks holds the locks of those objects whose Unlock failed,
+	// released again by the next loadRedisPending.
+	pendingLocks quota.Locks
 
 	// unpushed and boundUnpushed are the zone's copies on the host of
 	// the counts storage did not take (quota counts, and those bound for

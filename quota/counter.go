@@ -43,7 +43,7 @@ type Counter struct {
 	onDegraded  func(bool, error)
 	lockTimeout time.Duration
 	periods     []Period
-	held        heldLocks // locks whose Unlock failed
+	held        Locks // locks whose Unlock failed
 
 	// flushMu serializes Flush and Load. TryAdd never takes it.
 	flushMu    sync.Mutex

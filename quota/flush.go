@@ -37,7 +37,7 @@ func (c *Counter) Flush(ctx context.Context) error {
 		return nil
 	}
 	jobs := c.beginFlush(now)
-	err := c.runJobs(ctx, jobs, c.held.release(ctx, c.storage, c.lockTimeout))
+	err := c.runJobs(ctx, jobs, c.held.Release(ctx, c.storage, c.lockTimeout))
 	c.finishJobs(jobs, now)
 	if err == nil {
 		c.cleanup(ctx, now)
@@ -128,7 +128,7 @@ func (c *Counter) push(ctx context.Context, j *job) {
 			j.totals, j.malformed, j.done = totals, malformed, true
 		}
 	}
-	if uerr := c.held.unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
+	if uerr := c.held.Unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
 		// The store happened: the deltas are pushed, only report.
 		err = uerr
 	}

@@ -52,7 +52,7 @@ func (c *Counter) SaveKnown(ctx context.Context, adds []KnownEntry, forgets map[
 		return nil
 	}
 	key := c.knownKey
-	if err := c.held.release(ctx, c.storage, c.lockTimeout); err != nil {
+	if err := c.held.Release(ctx, c.storage, c.lockTimeout); err != nil {
 		return err
 	}
 	lctx, cancel := context.WithTimeout(ctx, c.lockTimeout)
@@ -62,7 +62,7 @@ func (c *Counter) SaveKnown(ctx context.Context, adds []KnownEntry, forgets map[
 		return fmt.Errorf("quota: lock %s: %w", key, err)
 	}
 	err = c.mergeKnown(ctx, key, adds, forgets, ttl, now)
-	if uerr := c.held.unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
+	if uerr := c.held.Unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
 		err = uerr
 	}
 	return err

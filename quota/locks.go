@@ -9,21 +9,22 @@ import (
 	"time"
 )
 
-// heldLocks remembers the storage locks a Counter took and could not
-// release. certmagic's file storage keeps a lock's file fresh for as long
-// as the file exists, so a lock whose one Unlock failed would be held until
-// the process exits: every instance's pushes to its object, this one's
-// included, would wait on it. Flush and SaveKnown release the held locks
-// before any other storage work and fail while one stays held, so the
-// counts stay pending and the zone stays degraded until it is released.
-type heldLocks struct {
+// Locks remembers the storage locks its owner took and could not release.
+// certmagic's file storage keeps a lock's file fresh for as long as the
+// file exists, so a lock whose one Unlock failed would be held until the
+// process exits: every instance's work under it, this one's included,
+// would wait on it. Release the held locks before taking any again, and
+// fail while one stays held (a Counter's Flush and SaveKnown do: the
+// counts stay pending and the zone degraded until it is released). The
+// zero value is ready to use.
+type Locks struct {
 	mu    sync.Mutex // held across the storage calls: one release at a time
 	names map[string]struct{}
 }
 
-// unlock releases the lock name, remembering it when that fails. Unlock
+// Unlock releases the lock name, remembering it when that fails. Unlock
 // runs even when ctx is done, so the lock is not left to go stale.
-func (h *heldLocks) unlock(ctx context.Context, st Storage, name string, timeout time.Duration) error {
+func (h *Locks) Unlock(ctx context.Context, st Storage, name string, timeout time.Duration) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err := unlockOnce(ctx, st, name, timeout); err != nil {
@@ -36,10 +37,10 @@ func (h *heldLocks) unlock(ctx context.Context, st Storage, name string, timeout
 	return nil
 }
 
-// release retries the unlock of every held lock and returns the first
+// Release retries the unlock of every held lock and returns the first
 // failure. A lock that is gone (it went stale and was removed) counts as
 // released.
-func (h *heldLocks) release(ctx context.Context, st Storage, timeout time.Duration) error {
+func (h *Locks) Release(ctx context.Context, st Storage, timeout time.Duration) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	var first error
