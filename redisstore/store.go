@@ -209,7 +209,12 @@ func New(cfg Config) (*Store, error) {
 	}
 	// A decision that misses its deadline is decided locally: retrying
 	// past it is pointless, and the context's deadline must be honoured.
+	// Dialing once per call, too, makes a connection's own error (an
+	// untrusted certificate) the call's, where go-redis's dial retries
+	// would outlast the deadline and leave only "deadline exceeded"; the
+	// zone's probe reconnects with its own backoff.
 	opts.MaxRetries = -1
+	opts.DialerRetries = 1
 	opts.ContextTimeoutEnabled = true
 	opts.DisableIdentity = true
 	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
