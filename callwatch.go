@@ -41,14 +41,18 @@ type callWatch struct {
 	// clients (the official SDKs) skip such an event, so what it holds
 	// answers nothing.
 	named bool
-	// The ids of the POST's requests (null for an entry without one),
-	// back to back in ids and ending at idEnds, copied before the body
-	// goes on (its buffer is reused once sent); metered marks the calls
-	// that hold a slot, answered those answered.
+	// The keys of the ids of the POST's requests (appendIDKey; null for
+	// an entry without one), back to back in ids and ending at idEnds,
+	// made before the body goes on (its buffer is reused once sent);
+	// metered marks the calls that hold a slot, answered those answered.
 	ids      []byte
 	idEnds   []int
 	metered  []bool
 	answered []bool
+	// dupIDs says two requests' ids share a key: an answer cannot tell
+	// which of them it ends, so no slot goes before every answer is in.
+	dupIDs bool
+	key    []byte // the key of the answer being matched
 	// calls counts the metered calls answered since takeCalls last ran.
 	calls int
 }
@@ -59,11 +63,45 @@ func (w *callWatch) expect(req *jsonrpc.Request, m jsonrpc.Meter) {
 	w.ids, w.idEnds, w.metered = w.ids[:0], w.idEnds[:0], w.metered[:0]
 	for i := range req.Len() {
 		if e := req.Entry(i); !e.Notification() {
-			w.ids = append(w.ids, idOrNull(e.ID())...)
+			w.ids = appendIDKey(w.ids, idOrNull(e.ID()))
 			w.idEnds = append(w.idEnds, len(w.ids))
 			w.metered = append(w.metered, e.Metered(m))
 		}
 	}
+	w.dupIDs = w.idsRepeat()
+}
+
+// idsRepeat reports whether two of the keys expect recorded are equal.
+func (w *callWatch) idsRepeat() bool {
+	n := len(w.idEnds)
+	if n > 32 {
+		seen := make(map[string]bool, n)
+		for k := range n {
+			id := string(w.idKey(k))
+			if seen[id] {
+				return true
+			}
+			seen[id] = true
+		}
+		return false
+	}
+	for i := range n {
+		for j := i + 1; j < n; j++ {
+			if bytes.Equal(w.idKey(i), w.idKey(j)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// idKey returns the key of the k-th request's id.
+func (w *callWatch) idKey(k int) []byte {
+	lo := 0
+	if k > 0 {
+		lo = w.idEnds[k-1]
+	}
+	return w.ids[lo:w.idEnds[k]]
 }
 
 // listenMethod opens a listen stream in a POST (SEP-2575, revision
@@ -244,7 +282,7 @@ func (w *callWatch) dispatch() {
 	for _, id := range responseIDs(w.data) {
 		if k := w.answer(id); k >= 0 {
 			w.awaiting--
-			if w.metered[k] {
+			if w.metered[k] && !w.dupIDs {
 				w.calls++
 			}
 		}
@@ -291,13 +329,14 @@ func responseIDs(data []byte) []json.RawMessage {
 	return ids
 }
 
-// answer marks the first unanswered request whose id is id (as sent;
-// null for an entry without one) and returns its index, -1 when there is
-// none: a response to an id the POST did not carry ends nothing.
+// answer marks the first unanswered request whose id has id's key (null
+// for an entry without one) and returns its index, -1 when there is none:
+// a response to an id the POST did not carry ends nothing.
 func (w *callWatch) answer(id []byte) int {
+	w.key = appendIDKey(w.key[:0], id)
 	lo := 0
 	for k, hi := range w.idEnds {
-		if !w.answered[k] && bytes.Equal(w.ids[lo:hi], id) {
+		if !w.answered[k] && bytes.Equal(w.ids[lo:hi], w.key) {
 			w.answered[k] = true
 			return k
 		}
@@ -317,8 +356,8 @@ const keepWatchBuffer = 64 << 10
 
 // reuse returns an idle watch that keeps w's buffers when they are small.
 func (w *callWatch) reuse() callWatch {
-	if cap(w.line) > keepWatchBuffer || cap(w.data) > keepWatchBuffer || cap(w.ids) > keepWatchBuffer {
+	if cap(w.line) > keepWatchBuffer || cap(w.data) > keepWatchBuffer || cap(w.ids) > keepWatchBuffer || cap(w.key) > keepWatchBuffer {
 		return callWatch{}
 	}
-	return callWatch{line: w.line[:0], data: w.data[:0], ids: w.ids[:0], idEnds: w.idEnds[:0], metered: w.metered[:0], answered: w.answered[:0]}
+	return callWatch{line: w.line[:0], data: w.data[:0], ids: w.ids[:0], idEnds: w.idEnds[:0], metered: w.metered[:0], answered: w.answered[:0], key: w.key[:0]}
 }

@@ -221,3 +221,62 @@ func chunks(s string, n int) []string {
 	}
 	return append(out, s)
 }
+
+// A backend answers with the id it decoded, spelled its own way: the
+// answer ends the call whose id has its value; another value ends nothing.
+func TestCallWatchMatchesAnIDByItsValue(t *testing.T) {
+	for _, c := range []struct {
+		sent, echoed string
+		match        bool
+	}{
+		{`"é0"`, `"\u00e90"`, true},
+		{`"x\u0041"`, `"xA"`, true},
+		{`"x\/y"`, `"x/y"`, true},
+		{`1e0`, `1.0`, true},
+		{`1e0`, `1`, true},
+		{`-0`, `0`, true},
+		{`10`, `1e1`, true},
+		{`9007199254740993`, `9007199254740992`, true},
+		{`1e400`, `1e401`, true},
+		{`"1"`, `1`, false},
+		{`1`, `2`, false},
+		{`"a"`, `"A"`, false},
+		{`123456789012345`, `123456789012346`, false},
+		{`1.5`, `1`, false},
+	} {
+		body := `{"jsonrpc":"2.0","id":` + c.sent + `,"method":"tools/call","params":{"name":"slow"}}`
+		w := watching(t, body)
+		event := "data: {\"jsonrpc\":\"2.0\",\"id\":" + c.echoed + ",\"result\":{}}\n\n"
+		if got := w.feed([]byte(event)); got != c.match {
+			t.Errorf("sent %s, answered %s: answered = %v, want %v", c.sent, c.echoed, got, c.match)
+		}
+	}
+}
+
+// When two requests' ids have one value, an answer cannot tell which it
+// ends (a backend that runs both answers each with that id): a quick
+// answer to one must not free another's slot, so none goes before the
+// last answer.
+func TestCallWatchHoldsEverySlotWhileIDsRepeat(t *testing.T) {
+	ping := `{"jsonrpc":"2.0","id":7,"method":"ping"}`
+	for name, body := range map[string]string{
+		"same_spelling":       "[" + call7 + "," + call7 + "," + ping + "]",
+		"same_value":          "[" + call7 + "," + strings.Replace(call7, `"id":7`, `"id":7.0`, 1) + "," + ping + "]",
+		"two_calls_no_others": "[" + call7 + "," + strings.Replace(call7, `"id":7`, `"id":7e0`, 1) + "]",
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := watching(t, body)
+			for i := range len(w.idEnds) - 1 {
+				if w.feed([]byte(answerEvent)) {
+					t.Fatalf("answer %d ended the watch", i+1)
+				}
+				if n := w.takeCalls(); n != 0 {
+					t.Fatalf("answer %d freed %d slots before the last answer", i+1, n)
+				}
+			}
+			if !w.feed([]byte(answerEvent)) {
+				t.Fatal("the last answer did not end the watch")
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -558,4 +559,95 @@ func TestNotificationsPutNoCallInFlight(t *testing.T) {
 			t.Errorf("%s held open by the backend: in flight %d at most, want %d", c.body, most, c.want)
 		}
 	}
+}
+
+// heldSSEBackend answers its first request on an SSE stream: the events
+// first, then, once release is called (or the request ends), the events
+// last; the stream stays open until then. Each event is a write of its
+// own. Later requests get a JSON-RPC answer with id 9 at once.
+func heldSSEBackend(t *testing.T, first, last []string) (addr string, release func()) {
+	t.Helper()
+	ch := make(chan struct{})
+	var served atomic.Bool
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if served.Swap(true) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":9,"result":{}}`)
+			return
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(events []string) {
+			for _, data := range events {
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", data)
+				http.NewResponseController(w).Flush()
+			}
+		}
+		send(first)
+		select {
+		case <-ch:
+		case <-r.Context().Done():
+		}
+		send(last)
+	}))
+	t.Cleanup(up.Close)
+	release = sync.OnceFunc(func() { close(ch) })
+	t.Cleanup(release) // before up.Close, which waits for the handler
+	return up.Listener.Addr().String(), release
+}
+
+// postHeld posts body as an SSE-accepting client and reads the stream up
+// to the line holding upTo, leaving the rest to be read by the returned
+// function. Every write before upTo's has then been watched: the handler
+// watches a write before it takes the next.
+func postHeld(t *testing.T, url, auth, body, upTo string) (rest func(string)) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	sc := bufio.NewScanner(resp.Body)
+	rest = func(s string) {
+		for sc.Scan() && !strings.Contains(sc.Text(), s) {
+		}
+	}
+	rest(upTo)
+	return rest
+}
+
+// A backend answers with the id it decoded, spelled its own way: the
+// answer ends the call, and its slot goes while the stream stays open.
+func TestAnswerWithItsIDSpelledAnotherWayEndsTheCall(t *testing.T) {
+	addr, release := heldSSEBackend(t, []string{`{"jsonrpc":"2.0","id":"\u00e9","result":{}}`}, nil)
+	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 1\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+addr+" {\nflush_interval -1\n}")
+	postHeld(t, e.mcp, "Bearer valid-reencoded", `{"jsonrpc":"2.0","id":"é","method":"tools/call","params":{"name":"echo"}}`, `"result"`)
+	harness.Eventually(t, 5*time.Second, "the answered call out of flight", func() bool { return e.inflight("default") == 0 })
+	release()
+}
+
+// Requests of one POST whose ids have one value cannot be told apart by
+// their answers (a backend that runs them all answers each with that id):
+// a quick answer (to the ping) must not free a call's slot, or a batch of
+// calls sharing an id would run more calls than per_identity allows.
+func TestRepeatedIDsHoldEverySlotUntilTheLastAnswer(t *testing.T) {
+	answer := `{"jsonrpc":"2.0","id":7,"result":{}}`
+	marker := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"marker"}}`
+	addr, release := heldSSEBackend(t, []string{answer, marker}, []string{answer, answer})
+	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 2\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+addr+" {\nflush_interval -1\n}")
+	auth := []string{"Authorization", "Bearer valid-repeated"}
+	batch := "[" + harness.ToolCall(7, "echo", nil) + "," + harness.ToolCall(7, "echo", nil) + `,{"jsonrpc":"2.0","id":7.0,"method":"ping"}]`
+	rest := postHeld(t, e.mcp, auth[1], batch, `"marker"`)
+	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a call beside a batch of two calls, one answer in, ids repeated, under per_identity 2: %d %s", r.Status, r.Body)
+	}
+	if n := e.inflight("default"); n != 2 {
+		t.Fatalf("in flight %d, want the batch's 2", n)
+	}
+	release()
+	rest("never")
+	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
 }
