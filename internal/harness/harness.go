@@ -233,17 +233,31 @@ func (c *Caddy) Load(t testing.TB, caddyfileText string) {
 // replaced answers the next request with EOF.
 var adminClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// adminDo sends req to the admin endpoint. A GET whose connection is
+// adminDo sends req to the admin endpoint. A request that has the same
+// effect sent twice (a GET, a PATCH, a POST to /load) whose connection is
 // dropped before any answer is retried a few times: a config load
 // replaces the admin server, and a connection the old one had accepted is
 // closed unanswered.
 func adminDo(req *http.Request) (*http.Response, error) {
 	resp, err := adminClient.Do(req)
-	for try := 0; err != nil && req.Method == http.MethodGet && droppedUnanswered(err) && try < 5; try++ {
+	for try := 0; err != nil && repeatable(req) && droppedUnanswered(err) && try < 5; try++ {
 		time.Sleep(20 * time.Millisecond)
+		if req.GetBody != nil {
+			if req.Body, err = req.GetBody(); err != nil {
+				return nil, err
+			}
+		}
 		resp, err = adminClient.Do(req)
 	}
 	return resp, err
+}
+
+// repeatable reports whether req has the same effect sent twice: Caddy's
+// admin API PATCH replaces what is at its path, and /load loads the whole
+// config it carries.
+func repeatable(req *http.Request) bool {
+	return req.Method == http.MethodGet || req.Method == http.MethodPatch ||
+		req.Method == http.MethodPost && req.URL.Path == "/load"
 }
 
 // AdminDo sends a request to the admin endpoint, with extra headers as
