@@ -71,6 +71,18 @@ func (w *callWatch) expect(req *jsonrpc.Request, m jsonrpc.Meter) {
 	w.dupIDs = w.idsRepeat()
 }
 
+// answerable returns how many of the requests expect recorded are
+// metered calls, whose slots their answers end.
+func (w *callWatch) answerable() int {
+	n := 0
+	for _, m := range w.metered {
+		if m {
+			n++
+		}
+	}
+	return n
+}
+
 // idsRepeat reports whether two of the keys expect recorded are equal.
 func (w *callWatch) idsRepeat() bool {
 	n := len(w.idEnds)
@@ -163,10 +175,16 @@ func callsNothing(req *jsonrpc.Request, m jsonrpc.Meter) bool {
 // answer is an SSE stream, whatever its status: a stream that holds the
 // answers has answered, even with an error status. An encoded stream (an
 // encode handler after this one compresses it) is not read: its slots go
-// when it ends.
+// when it ends. So do the slots of a POST that holds more than its
+// requests' answers can end: a metered notification (a tools/call without
+// an id, which a backend that runs notifications runs) holds a slot no
+// answer names, and its call may run after every answer is written.
 func (w *callWatch) start(d *decision, h http.Header) {
 	w.awaiting = 0
 	if !d.concAll && !d.concID || len(w.idEnds) == 0 || !isEventStream(h.Get("Content-Type")) {
+		return
+	}
+	if d.concN > w.answerable() {
 		return
 	}
 	if _, encoded := bodyEncoding(h["Content-Encoding"]); encoded {

@@ -651,3 +651,23 @@ func TestRepeatedIDsHoldEverySlotUntilTheLastAnswer(t *testing.T) {
 	rest("never")
 	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
 }
+
+// A metered notification (a tools/call without an id, which a backend that
+// runs notifications runs) holds a slot no answer names: a POST carrying
+// one beside a ping keeps every slot until its response ends, not until
+// the ping is answered, or adding a ping would end the notification's call
+// in the limiter while the backend still runs it.
+func TestMeteredNotificationBesideARequestHoldsItsSlotToTheEnd(t *testing.T) {
+	marker := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"marker"}}`
+	addr, release := heldSSEBackend(t, []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, marker}, nil)
+	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 1\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+addr+" {\nflush_interval -1\n}")
+	auth := []string{"Authorization", "Bearer valid-notified"}
+	batch := `[{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo"}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`
+	rest := postHeld(t, e.mcp, auth[1], batch, `"marker"`)
+	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a call beside a notified call still running, its POST's ping answered, under per_identity 1: %d %s", r.Status, r.Body)
+	}
+	release()
+	rest("never")
+	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
+}
