@@ -712,6 +712,60 @@ func TestStaleLockShowsAsDegraded(t *testing.T) {
 	})
 }
 
+// certmagic's file storage can keep a crashed instance's lock fresh
+// forever (the goroutine refreshing a lock this process took and released
+// refreshes whatever file has its name when it wakes): a lock every push
+// has found held for six lock waits running is broken, and the counts are
+// pushed.
+func TestLockKeptFreshForeverIsBroken(t *testing.T) {
+	const zone, token = "fresh_lock", "valid-fresh-lock"
+	skipNearReset(t, nextDay)
+	storage := t.TempDir()
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 1000/day", harness.Options{Storage: storage})
+	e.prove(token)
+	key := "mcp_ratelimit/" + zone + "/quota/day-" + time.Now().UTC().Format(time.DateOnly)
+	lock := filepath.Join(storage, "locks", certmagic.StorageKeys.Safe(key)+".lock")
+	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now()
+	refresh := func() bool { // as certmagic does: only while the file exists
+		f, err := os.OpenFile(lock, os.O_RDWR|os.O_TRUNC, 0)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		meta, _ := json.Marshal(map[string]time.Time{"created": created, "updated": time.Now()})
+		_, _ = f.Write(meta)
+		return true
+	}
+	if err := os.WriteFile(lock, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	refresh()
+	stop := make(chan struct{})
+	refreshed := make(chan struct{})
+	go func() {
+		defer close(refreshed)
+		for refresh() {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Second):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-refreshed })
+	e.spend(token, 2)
+	harness.Eventually(t, 10*time.Second, "the zone degraded on the held lock", func() bool {
+		return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded
+	})
+	harness.Eventually(t, 40*time.Second, "the counts pushed once the lock was broken", func() bool {
+		return harness.StoredDayCounts(t, storage, zone)["i/"+onlyIdentity(t, e, zone)] == 2
+	})
+	recovers(t, e, zone)
+}
+
 // A restart while Redis is unreachable counts on from what Redis last
 // reported, copied on the host at the stop: an identity that used up its
 // quota in Redis stays refused, instead of getting the quota afresh from

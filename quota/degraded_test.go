@@ -1,8 +1,10 @@
 package quota
 
 import (
+	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -209,5 +211,53 @@ func TestFailedKnownUnlockIsReleasedByTheNextSave(t *testing.T) {
 	}
 	if held := st.heldLocks(); len(held) != 0 {
 		t.Errorf("locks held = %v", held)
+	}
+}
+
+// A lock every try finds held, for six lock waits running, is broken: no
+// push holds one that long, but certmagic's file storage can keep a
+// crashed instance's lock fresh forever. A try that takes it in between
+// starts the count again.
+func TestLockHeldAtEveryTryIsBroken(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	c := New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, Periods: []Period{Day}, LockTimeout: 10 * time.Millisecond})
+	key := objKey(Day, t0)
+	orphan := func() {
+		t.Helper()
+		if err := st.Lock(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flushFails := func(step time.Duration, broken bool) {
+		t.Helper()
+		clk.Set(clk.Now().Add(step))
+		add(c, "k", Day, 1, clk.Now())
+		err := c.Flush(t.Context())
+		if !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "broken") != broken {
+			t.Fatalf("after %v: err = %v, want a lock wait that timed out, broken %v", step, err, broken)
+		}
+	}
+	orphan()
+	flushFails(0, false)
+	flushFails(40*time.Millisecond, false)
+	if err := st.Unlock(t.Context(), key); err != nil { // its holder lets go: the count starts again
+		t.Fatal(err)
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	orphan()
+	flushFails(40*time.Millisecond, false)
+	flushFails(40*time.Millisecond, false)
+	flushFails(20*time.Millisecond, true)
+	if held := st.heldLocks(); len(held) != 0 {
+		t.Fatalf("locks held after the break: %v", held)
+	}
+	if err := c.Flush(t.Context()); err != nil {
+		t.Fatalf("flush after the break: %v", err)
+	}
+	if got := st.counts(key)["k"]; got != 5 {
+		t.Errorf("stored = %d, want 5", got)
 	}
 }

@@ -112,9 +112,7 @@ func (c *Counter) read(ctx context.Context, j *job) {
 // pushed, so they are never added twice.
 func (c *Counter) push(ctx context.Context, j *job) {
 	key := c.objectKey(j.b)
-	lctx, cancel := context.WithTimeout(ctx, c.lockTimeout)
-	err := c.storage.Lock(lctx, key)
-	cancel()
+	err := c.held.Lock(ctx, c.storage, key, c.lockTimeout, c.clock())
 	if err != nil {
 		j.err = fmt.Errorf("quota: lock %s: %w", key, err)
 		return

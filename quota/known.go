@@ -55,9 +55,7 @@ func (c *Counter) SaveKnown(ctx context.Context, adds []KnownEntry, forgets map[
 	if err := c.held.Release(ctx, c.storage, c.lockTimeout); err != nil {
 		return err
 	}
-	lctx, cancel := context.WithTimeout(ctx, c.lockTimeout)
-	err := c.storage.Lock(lctx, key)
-	cancel()
+	err := c.held.Lock(ctx, c.storage, key, c.lockTimeout, c.clock())
 	if err != nil {
 		return fmt.Errorf("quota: lock %s: %w", key, err)
 	}

@@ -9,17 +9,63 @@ import (
 	"time"
 )
 
-// Locks remembers the storage locks its owner took and could not release.
-// certmagic's file storage keeps a lock's file fresh for as long as the
-// file exists, so a lock whose one Unlock failed would be held until the
-// process exits: every instance's work under it, this one's included,
-// would wait on it. Release the held locks before taking any again, and
-// fail while one stays held (a Counter's Flush and SaveKnown do: the
-// counts stay pending and the zone degraded until it is released). The
-// zero value is ready to use.
+// breakAfterWaits is how many lock waits every try to take a lock must
+// have found it held, running, before Locks.Lock breaks it.
+const breakAfterWaits = 6
+
+// Locks takes storage locks and remembers the ones its owner could not
+// release. certmagic's file storage keeps a lock's file fresh for as long
+// as the file exists, so a lock whose one Unlock failed would be held
+// until the process exits: every instance's work under it, this one's
+// included, would wait on it. Release the held locks before taking any
+// again, and fail while one stays held (a Counter's Flush and SaveKnown
+// do: the counts stay pending and the zone degraded until it is
+// released). The zero value is ready to use.
 type Locks struct {
-	mu    sync.Mutex // held across the storage calls: one release at a time
+	mu    sync.Mutex // held across Release's storage calls: one at a time
 	names map[string]struct{}
+	// waited holds, per lock name, when a try to take it first timed out
+	// with no try taking it since.
+	waited map[string]time.Time
+}
+
+// Lock takes the lock name, waiting at most timeout. A lock that every try
+// has found held for breakAfterWaits times timeout running (a minute at
+// the default timeout) is broken: removed, so that the next try takes it.
+// A push holds its lock for the moments its load and store take, so no
+// live holder holds one that long; but certmagic's file storage can keep a
+// crashed instance's lock fresh forever: the goroutine that refreshes a
+// lock another process took and released refreshes whatever file has its
+// name when it wakes, and goes on while that file exists.
+func (h *Locks) Lock(ctx context.Context, st Storage, name string, timeout time.Duration, now time.Time) error {
+	lctx, cancel := context.WithTimeout(ctx, timeout)
+	err := st.Lock(lctx, name)
+	cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case err == nil:
+		delete(h.waited, name)
+		return nil
+	case ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded):
+		return err
+	}
+	since, ok := h.waited[name]
+	if !ok {
+		if h.waited == nil {
+			h.waited = map[string]time.Time{}
+		}
+		h.waited[name] = now
+		return err
+	}
+	if now.Sub(since) < breakAfterWaits*timeout {
+		return err
+	}
+	delete(h.waited, name)
+	if uerr := unlockOnce(ctx, st, name, timeout); uerr != nil && !errors.Is(uerr, fs.ErrNotExist) {
+		return fmt.Errorf("%w; breaking the lock, held at every try for %v: %w", err, now.Sub(since).Round(time.Second), uerr)
+	}
+	return fmt.Errorf("%w; the lock, held at every try for %v, is broken", err, now.Sub(since).Round(time.Second))
 }
 
 // Unlock releases the lock name, remembering it when that fails. Unlock
