@@ -679,6 +679,24 @@ func TestRestartDuringStorageOutageKeepsAUsedUpQuota(t *testing.T) {
 	unchanged(t, e, before, "a call over a used-up quota after a restart during the outage")
 }
 
+// provenBesideLock starts zone on file-system storage of its own, with a
+// daily quota and 1s flushes, has token proven, and returns the env, the
+// storage and the file of the lock of today's quota object, whose folder
+// it makes.
+func provenBesideLock(t *testing.T, zone, token string) (*env, string, string) {
+	t.Helper()
+	skipNearReset(t, nextDay)
+	storage := t.TempDir()
+	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 1000/day", harness.Options{Storage: storage})
+	e.prove(token)
+	key := "mcp_ratelimit/" + zone + "/quota/day-" + time.Now().UTC().Format(time.DateOnly)
+	lock := filepath.Join(storage, "locks", certmagic.StorageKeys.Safe(key)+".lock")
+	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return e, storage, lock
+}
+
 // A storage lock left by a crashed instance holds every push until it
 // goes stale (certmagic: 10s). A flush waits for it no longer than
 // max(2s, flush_interval), then fails, so the stall shows as degraded
@@ -686,17 +704,9 @@ func TestRestartDuringStorageOutageKeepsAUsedUpQuota(t *testing.T) {
 // pushed once it has.
 func TestStaleLockShowsAsDegraded(t *testing.T) {
 	const zone, token = "stale_lock", "valid-stale-lock"
-	skipNearReset(t, nextDay)
-	storage := t.TempDir()
-	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 1000/day", harness.Options{Storage: storage})
-	e.prove(token)
-	key := "mcp_ratelimit/" + zone + "/quota/day-" + time.Now().UTC().Format(time.DateOnly)
-	lock := filepath.Join(storage, "locks", certmagic.StorageKeys.Safe(key)+".lock")
+	e, storage, lock := provenBesideLock(t, zone, token)
 	now := time.Now()
 	meta, _ := json.Marshal(map[string]time.Time{"created": now, "updated": now})
-	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.WriteFile(lock, meta, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -719,15 +729,7 @@ func TestStaleLockShowsAsDegraded(t *testing.T) {
 // pushed.
 func TestLockKeptFreshForeverIsBroken(t *testing.T) {
 	const zone, token = "fresh_lock", "valid-fresh-lock"
-	skipNearReset(t, nextDay)
-	storage := t.TempDir()
-	e := start(t, "zone "+zone+"\nflush_interval 1s\nquota 1000/day", harness.Options{Storage: storage})
-	e.prove(token)
-	key := "mcp_ratelimit/" + zone + "/quota/day-" + time.Now().UTC().Format(time.DateOnly)
-	lock := filepath.Join(storage, "locks", certmagic.StorageKeys.Safe(key)+".lock")
-	if err := os.MkdirAll(filepath.Dir(lock), 0o700); err != nil {
-		t.Fatal(err)
-	}
+	e, storage, lock := provenBesideLock(t, zone, token)
 	created := time.Now()
 	refresh := func() bool { // as certmagic does: only while the file exists
 		f, err := os.OpenFile(lock, os.O_RDWR|os.O_TRUNC, 0)
