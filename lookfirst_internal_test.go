@@ -28,6 +28,26 @@ func meanwhileAt(t *testing.T, i int, call func()) (done func() int) {
 	}
 }
 
+// refusedMeanwhile runs refused, which must be answered status with want
+// in its body, and admitted once from inside step i of its decision; that
+// call must pass, so the refused call held nothing it needed.
+func refusedMeanwhile(t *testing.T, i int, admitted, refused func() (int, string), status int, want string) {
+	t.Helper()
+	done := meanwhileAt(t, i, func() {
+		if code, body := admitted(); code != http.StatusOK {
+			t.Errorf("the call decided meanwhile: %d %s", code, body)
+		}
+	})
+	code, body := refused()
+	meanwhile := done()
+	if code != status || !strings.Contains(body, want) {
+		t.Fatalf("the refused call: %d %s, want %d with %s", code, body, status, want)
+	}
+	if meanwhile != 1 {
+		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
+	}
+}
+
 // A member's call that its own quota refuses holds none of the group's
 // tokens, not even for a moment: another member's call decided meanwhile
 // (here, from inside the first one's quota step) finds the group bucket
@@ -48,19 +68,10 @@ func TestRefusedMembersCallHoldsNoGroupTokenMeanwhile(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, code, body)
 		}
 	}
-	done := meanwhileAt(t, 4, func() {
-		if code, body := serveCall(t, h, p2, http.StatusOK, org...); code != http.StatusOK {
-			t.Errorf("p2's call while p1's over its quota is decided: %d %s", code, body)
-		}
-	})
-	code, body := serveCall(t, h, p1, http.StatusOK, org...)
-	meanwhile := done()
-	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"quota"`) {
-		t.Fatalf("p1's call over its quota: %d %s", code, body)
-	}
-	if meanwhile != 1 {
-		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
-	}
+	refusedMeanwhile(t, 4,
+		func() (int, string) { return serveCall(t, h, p2, http.StatusOK, org...) },
+		func() (int, string) { return serveCall(t, h, p1, http.StatusOK, org...) },
+		http.StatusTooManyRequests, `"limit":"quota"`)
 }
 
 // A call its tool's quota refuses holds none of the caller's tenant
@@ -82,19 +93,10 @@ func TestToolQuotaRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
 			t.Fatalf("call %d: %d %s", i+1, code, body)
 		}
 	}
-	done := meanwhileAt(t, 4, func() {
-		if code, body := serveTool(t, h, "echo", token, http.StatusOK); code != http.StatusOK {
-			t.Errorf("an echo call while a photo call over its quota is decided: %d %s", code, body)
-		}
-	})
-	code, body := serveTool(t, h, "photo", token, http.StatusOK)
-	meanwhile := done()
-	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"tool_quota"`) {
-		t.Fatalf("a photo call over its quota: %d %s", code, body)
-	}
-	if meanwhile != 1 {
-		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
-	}
+	refusedMeanwhile(t, 4,
+		func() (int, string) { return serveTool(t, h, "echo", token, http.StatusOK) },
+		func() (int, string) { return serveTool(t, h, "photo", token, http.StatusOK) },
+		http.StatusTooManyRequests, `"limit":"tool_quota"`)
 }
 
 // A fail_closed tool's call refused while the store is degraded holds none
@@ -111,19 +113,10 @@ func TestFailClosedRefusalHoldsNoTenantTokenMeanwhile(t *testing.T) {
 		t.Fatalf("proving call: %d %s", code, body)
 	}
 	h.zone.keyUnconfirmed.Store(&keyFailure{err: "storage unreachable (test)", at: time.Now()})
-	done := meanwhileAt(t, 3, func() {
-		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
-			t.Errorf("an echo call while a fail_closed call is refused: %d %s", code, body)
-		}
-	})
-	code, body := serveTool(t, h, "photo", token, http.StatusOK)
-	meanwhile := done()
-	if code != http.StatusServiceUnavailable || !strings.Contains(body, "STORE_UNAVAILABLE") {
-		t.Fatalf("a fail_closed call while the store is degraded: %d %s", code, body)
-	}
-	if meanwhile != 1 {
-		t.Fatalf("%d calls decided meanwhile, want 1", meanwhile)
-	}
+	refusedMeanwhile(t, 3,
+		func() (int, string) { return serveCall(t, h, token, http.StatusOK) },
+		func() (int, string) { return serveTool(t, h, "photo", token, http.StatusOK) },
+		http.StatusServiceUnavailable, "STORE_UNAVAILABLE")
 }
 
 // With a Redis store, the concurrency layer takes its slots before the

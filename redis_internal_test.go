@@ -351,6 +351,13 @@ func serveCall(t *testing.T, h *Handler, auth string, status int, hdr ...string)
 // serveTool is serveCall for a call of tool.
 func serveTool(t *testing.T, h *Handler, tool, auth string, status int, hdr ...string) (int, string) {
 	t.Helper()
+	rec := serveRecorded(t, h, tool, auth, status, hdr...)
+	return rec.Code, rec.Body.String()
+}
+
+// serveRecorded is serveTool that returns the whole answer.
+func serveRecorded(t *testing.T, h *Handler, tool, auth string, status int, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
 	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":`+strconv.Quote(tool)+`}}`))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
@@ -368,7 +375,7 @@ func serveTool(t *testing.T, h *Handler, tool, auth string, status int, hdr ...s
 	if err := h.ServeHTTP(rec, req, next); err != nil {
 		t.Fatal(err)
 	}
-	return rec.Code, rec.Body.String()
+	return rec
 }
 
 // An unproven caller's request is charged in Redis, to the global bucket
@@ -828,17 +835,7 @@ func TestRedisRefusalReadsThePreauthTokenItGaveBack(t *testing.T) {
 	})
 	var fields []string
 	for i := range 2 {
-		req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`))
-		req.Header.Set("Authorization", "Bearer rejected-preauth-level")
-		req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
-		rec := httptest.NewRecorder()
-		next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) error {
-			w.WriteHeader(http.StatusUnauthorized)
-			return nil
-		})
-		if err := h.ServeHTTP(rec, req, next); err != nil {
-			t.Fatal(err)
-		}
+		rec := serveRecorded(t, h, "echo", "Bearer rejected-preauth-level", http.StatusUnauthorized)
 		if want := []int{http.StatusUnauthorized, http.StatusTooManyRequests}[i]; rec.Code != want {
 			t.Fatalf("call %d: %d %s, want %d", i+1, rec.Code, rec.Body, want)
 		}
