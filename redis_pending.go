@@ -54,16 +54,17 @@ func (z *zone) loadRedisPending(ctx context.Context, r *zoneRedis, push bool) er
 	if err != nil {
 		return err
 	}
-	if err := z.pendingLocks.Release(ctx, z.storage, quota.DefaultLockTimeout); err != nil {
+	if err := z.pendingLocks.Release(ctx, z.storage, z.pendingWait); err != nil {
 		return err
 	}
 	for _, name := range names {
-		if err := z.storage.Lock(ctx, name); err != nil {
+		// A lock held at every try for long is broken (quota.Locks.Lock).
+		if err := z.pendingLocks.Lock(ctx, z.storage, name, z.pendingWait, time.Now()); err != nil {
 			return err
 		}
 		err := z.takePending(ctx, r, name, &push)
 		// An Unlock that fails is retried by the next load (Release).
-		_ = z.pendingLocks.Unlock(ctx, z.storage, name, quota.DefaultLockTimeout)
+		_ = z.pendingLocks.Unlock(ctx, z.storage, name, z.pendingWait)
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // another instance took it
 			return err
 		}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"path"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
 
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/lockfile"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
@@ -87,5 +90,35 @@ func savedCountsPushedOnce(t *testing.T, zone string, unlock bool) {
 	}
 	if n, pending := used(), r.pendingLen(); n != 2 || pending != 0 || st.Exists(ctx, name) {
 		t.Fatalf("Redis holds %d with %d pending, object left: %v; want 2, none, removed", n, pending, st.Exists(ctx, name))
+	}
+}
+
+// A saved object's lock that certmagic keeps fresh forever (a crashed
+// instance's, which another's refresher of an earlier lock found) is
+// broken once every try has found it held for six lock waits running, as
+// the quota's are, and the counts behind it are pushed.
+func TestSavedOutageCountsBehindALockKeptFreshAreTaken(t *testing.T) {
+	h := onRedis(t, &Handler{Zone: "redis-pending-fresh-lock", Quota: &QuotaLimit{Day: 100}, FlushInterval: caddy.Duration(time.Second)})
+	z, r := h.zone, h.zone.redis.Load()
+	fsys, ok := (*z.storage.cur.Load()).(*certmagic.FileStorage)
+	if !ok {
+		t.Fatalf("storage %T, want file-system storage", *z.storage.cur.Load())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	now := time.Now()
+	name := path.Join(redisPendingDir(z.name), "1-saved")
+	line := appendCountLine(nil, quota.Count{Key: "i/saved", Period: quota.Day, Start: quota.Day.Start(now), N: 2})
+	if err := z.storage.Store(ctx, name, line); err != nil {
+		t.Fatal(err)
+	}
+	lockfile.KeepFresh(t, filepath.Join(fsys.Path, "locks", certmagic.StorageKeys.Safe(name)+".lock"))
+	for z.loadRedisPending(ctx, r, true) != nil {
+		if ctx.Err() != nil {
+			t.Fatal("the saved counts were not taken: their lock, kept fresh, was never broken")
+		}
+	}
+	if n, err := r.store.Used(ctx, "i/saved", quota.Day, now); err != nil || n != 2 {
+		t.Fatalf("Redis holds %d (%v), want the 2 saved", n, err)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/caddyserver/certmagic"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/lockfile"
 )
 
 func init() {
@@ -730,34 +731,7 @@ func TestStaleLockShowsAsDegraded(t *testing.T) {
 func TestLockKeptFreshForeverIsBroken(t *testing.T) {
 	const zone, token = "fresh_lock", "valid-fresh-lock"
 	e, storage, lock := provenBesideLock(t, zone, token)
-	created := time.Now()
-	refresh := func() bool { // as certmagic does: only while the file exists
-		f, err := os.OpenFile(lock, os.O_RDWR|os.O_TRUNC, 0)
-		if err != nil {
-			return false
-		}
-		defer f.Close()
-		meta, _ := json.Marshal(map[string]time.Time{"created": created, "updated": time.Now()})
-		_, _ = f.Write(meta)
-		return true
-	}
-	if err := os.WriteFile(lock, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	refresh()
-	stop := make(chan struct{})
-	refreshed := make(chan struct{})
-	go func() {
-		defer close(refreshed)
-		for refresh() {
-			select {
-			case <-stop:
-				return
-			case <-time.After(time.Second):
-			}
-		}
-	}()
-	t.Cleanup(func() { close(stop); <-refreshed })
+	lockfile.KeepFresh(t, lock)
 	e.spend(token, 2)
 	harness.Eventually(t, 10*time.Second, "the zone degraded on the held lock", func() bool {
 		return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded

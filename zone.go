@@ -107,9 +107,11 @@ type zone struct {
 	// pendingTaken names the objects of those counts taken into the store
 	// whose deletion failed (takePending): newZone, then the run loop.
 	pendingTaken map[string]bool
-	// pendingLocks holds the locks of those objects whose Unlock failed,
-	// released again by the next loadRedisPending.
+	// pendingLocks takes the locks of those objects, waiting pendingWait
+	// at most, and holds the ones whose Unlock failed, released again by
+	// the next loadRedisPending.
 	pendingLocks quota.Locks
+	pendingWait  time.Duration
 
 	// unpushed and boundUnpushed are the zone's copies on the host of
 	// the counts storage did not take (quota counts, and those bound for
@@ -237,6 +239,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		sampler:       newSampler(),
 		forgets:       map[string]int64{},
 		pendingTaken:  map[string]bool{},
+		pendingWait:   lockWait(pol.flush),
 		beat:          make(chan struct{}),
 		done:          make(chan struct{}),
 	}
