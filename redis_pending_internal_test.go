@@ -62,11 +62,7 @@ func savedCountsPushedOnce(t *testing.T, zone string, unlock bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	now := time.Now()
-	name := path.Join(redisPendingDir(z.name), "1-saved")
-	line := appendCountLine(nil, quota.Count{Key: "i/saved", Period: quota.Day, Start: quota.Day.Start(now), N: 2})
-	if err := z.storage.Store(ctx, name, line); err != nil {
-		t.Fatal(err)
-	}
+	name := saveOutageCounts(t, z, now)
 	used := func() int64 {
 		t.Helper()
 		n, err := r.store.Used(ctx, "i/saved", quota.Day, now)
@@ -107,11 +103,7 @@ func TestSavedOutageCountsBehindALockKeptFreshAreTaken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	now := time.Now()
-	name := path.Join(redisPendingDir(z.name), "1-saved")
-	line := appendCountLine(nil, quota.Count{Key: "i/saved", Period: quota.Day, Start: quota.Day.Start(now), N: 2})
-	if err := z.storage.Store(ctx, name, line); err != nil {
-		t.Fatal(err)
-	}
+	name := saveOutageCounts(t, z, now)
 	lockfile.KeepFresh(t, filepath.Join(fsys.Path, "locks", certmagic.StorageKeys.Safe(name)+".lock"))
 	for z.loadRedisPending(ctx, r, true) != nil {
 		if ctx.Err() != nil {
@@ -121,4 +113,16 @@ func TestSavedOutageCountsBehindALockKeptFreshAreTaken(t *testing.T) {
 	if n, err := r.store.Used(ctx, "i/saved", quota.Day, now); err != nil || n != 2 {
 		t.Fatalf("Redis holds %d (%v), want the 2 saved", n, err)
 	}
+}
+
+// saveOutageCounts saves in z's storage, as a stop during a Redis outage
+// does, 2 counts of key i/saved for today, and returns the object's name.
+func saveOutageCounts(t *testing.T, z *zone, now time.Time) string {
+	t.Helper()
+	name := path.Join(redisPendingDir(z.name), "1-saved")
+	line := appendCountLine(nil, quota.Count{Key: "i/saved", Period: quota.Day, Start: quota.Day.Start(now), N: 2})
+	if err := z.storage.Store(context.Background(), name, line); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }
