@@ -448,6 +448,28 @@ func TestAnonymousBucketIsSharedByRequestsWithoutIdentity(t *testing.T) {
 	}
 }
 
+// An identity whose placeholders a caller may vary are all empty is no
+// identity, whatever same-for-everyone placeholders stand beside them (here
+// the scheme, "http"), in its text or as an argument of their own: else
+// every keyless caller would share the identity "http:" (which the demo
+// backend, serving keyless requests, proves) and pass the anonymous layer.
+func TestAnIdentityOfOnlySameForEveryonePlaceholdersIsNone(t *testing.T) {
+	for _, ident := range []string{`"{http.request.scheme}:{http.request.header.X-Api-Key}"`, "{http.request.scheme} {http.request.header.X-Api-Key}"} {
+		t.Run(ident, func(t *testing.T) {
+			e := start(t, "identity "+ident+"\npreauth 100/s burst 100\nanonymous 1/m burst 2\nquota off")
+			for i := range 2 {
+				if r := e.call(i); r.Status != http.StatusOK {
+					t.Fatalf("keyless call %d: %d %s", i, r.Status, r.Body)
+				}
+			}
+			refusal(t, e.call(3), http.StatusTooManyRequests, "anonymous")
+			if r := e.call(4, "X-Api-Key", "k1"); r.Status != http.StatusOK {
+				t.Fatalf("call with a key: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+}
+
 // The anonymous bucket bounds everything keyless callers send together,
 // not only their tool calls: initialize, tools/list and GET streams pass
 // the tenant, quota, global and concurrency layers untouched, but each

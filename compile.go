@@ -205,6 +205,9 @@ func compile(h *Handler) (*policy, error) {
 		if !hasPlaceholder(ph) {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}
+		if err := oneCallerInput("identity", ph, "one identity", "give each its own identity argument (identity {a} {b}): those values are kept apart"); err != nil {
+			return nil, err
+		}
 		perCaller = perCaller || readsRequest(ph)
 	}
 	if !perCaller {
@@ -436,6 +439,9 @@ func compileGroup(p *policy, h *Handler) error {
 		return fmt.Errorf("group: key placeholder is required")
 	}
 	if err := perCaller("group key", h.Group.Key, "every caller would be in one group", "{http.auth.user.org}"); err != nil {
+		return err
+	}
+	if err := oneCallerInput("group key", h.Group.Key, "one group", "use one placeholder, set by an earlier handler from both if need be"); err != nil {
 		return err
 	}
 	if h.Group.Rate == "" {
@@ -768,15 +774,43 @@ var sameForEveryCaller = []string{
 	"http.request.duration", "http.shutting_down",
 }
 
+// variesByCaller reports whether the placeholder key may differ from one
+// caller to the next: any not in sameForEveryCaller.
+func variesByCaller(key string) bool {
+	return !slices.ContainsFunc(sameForEveryCaller, func(p string) bool { return strings.HasPrefix(key, p) })
+}
+
 // readsRequest reports whether the text holds a placeholder that may
-// differ from one caller to the next: any not in sameForEveryCaller.
+// differ from one caller to the next.
 func readsRequest(text string) bool {
 	for key := range placeholderKeys(text) {
-		if !slices.ContainsFunc(sameForEveryCaller, func(p string) bool { return strings.HasPrefix(key, p) }) {
+		if variesByCaller(key) {
 			return true
 		}
 	}
 	return false
+}
+
+// oneCallerInput returns an error when text, the placeholder text of what,
+// holds two placeholders that may differ from one caller to the next:
+// their values run together, so two callers whose values differ only in
+// where one ends and the next begins ("x/" and "" against "x" and "/" in
+// {A}/{B}) would be one. consequence names what they would share, and
+// instead what to write.
+func oneCallerInput(what, text, consequence, instead string) error {
+	var first string
+	for key := range placeholderKeys(text) {
+		if !variesByCaller(key) || key == first {
+			continue
+		}
+		if first == "" {
+			first = key
+			continue
+		}
+		return fmt.Errorf("%s %q: {%s} and {%s} in one text run together, so callers whose values differ only in where one ends and the next begins would be %s; %s",
+			what, text, first, key, consequence, instead)
+	}
+	return nil
 }
 
 // hasPlaceholder reports whether text holds a placeholder.

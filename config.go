@@ -83,8 +83,9 @@ type Gateway struct {
 type Group struct {
 	// Key is the placeholder whose value names the group, e.g.
 	// `{http.auth.user.org}`; it must hold a placeholder that can differ
-	// between callers (not only `{env.*}` and the like). An empty value
-	// skips the group layer.
+	// between callers (not only `{env.*}` and the like), and at most one
+	// such placeholder, whose value cannot run into another's. An empty
+	// value skips the group layer.
 	Key string `json:"key,omitempty"`
 
 	// Rate is the group's refill rate, `<n>/<s|m|h>`. Required.

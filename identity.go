@@ -73,14 +73,16 @@ func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 		return readHeader(r, pol.identityHeader)
 	}
 	if len(pol.identity) == 1 {
-		return readPlaceholder(r, pol.identity[0])
+		value, _, unreadable = readPlaceholder(r, pol.identity[0])
+		return value, unreadable
 	}
 	parts := make([]string, len(pol.identity))
 	empty := true
 	for i, p := range pol.identity {
 		var why string
-		parts[i], why = readPlaceholder(r, p)
-		empty = empty && parts[i] == ""
+		var varied bool
+		parts[i], varied, why = readPlaceholder(r, p)
+		empty = empty && !varied
 		if why == "" && strings.Contains(parts[i], "\n") {
 			// A query parameter or a cookie may hold one (%0A): then
 			// ("a\nb", "c") and ("a", "b\nc") would join into one
@@ -97,7 +99,7 @@ func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 
 // placeholderValue evaluates one placeholder, as identityValue reads it.
 func placeholderValue(r *http.Request, ph string) string {
-	v, _ := readPlaceholder(r, ph)
+	v, _, _ := readPlaceholder(r, ph)
 	return v
 }
 
@@ -105,32 +107,39 @@ func placeholderValue(r *http.Request, ph string) string {
 // placeholder is read straight from the header (see readHeader), without
 // the replacer's allocations. Any other is evaluated by the request's
 // replacer, with every request header, query parameter and cookie it names
-// read and checked as readInput does; when every placeholder in it is
-// empty, so is its value, whatever text surrounds them (`key:{...}` with
-// no key is no identity, not one that every keyless caller shares).
-// unreadable says why the request does not name one value as every
-// backend reads it.
-func readPlaceholder(r *http.Request, ph string) (value, unreadable string) {
+// read and checked as readInput does. varied says a placeholder that
+// differs from caller to caller (see variesByCaller) is not empty; when
+// the text holds such placeholders and every one is empty, so is its
+// value, whatever text and same-for-everyone placeholders surround them
+// (`key:{...}` or `{env.PREFIX}{...}` with no key is no identity, not one
+// that every keyless caller shares). Text without such placeholders keeps
+// its value, never varied. unreadable says why the request does not name
+// one value as every backend reads it.
+func readPlaceholder(r *http.Request, ph string) (value string, varied bool, unreadable string) {
 	if name, ok := headerPlaceholder(ph); ok {
-		return readHeader(r, name)
+		value, unreadable = readHeader(r, name)
+		return value, value != "", unreadable
 	}
 	repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 	if repl == nil {
 		repl = caddy.NewReplacer()
 	}
-	filled := false
+	perCaller := false
 	value, _ = repl.ReplaceFunc(ph, func(key string, val any) (any, error) {
 		if v, why, ok := readInput(r, key); ok {
 			val = v
 			unreadable = cmp.Or(unreadable, why)
 		}
-		filled = filled || caddy.ToString(val) != ""
+		if variesByCaller(key) {
+			perCaller = true
+			varied = varied || caddy.ToString(val) != ""
+		}
 		return val, nil
 	})
-	if !filled {
-		return "", unreadable
+	if perCaller && !varied {
+		return "", false, unreadable
 	}
-	return value, unreadable
+	return value, varied, unreadable
 }
 
 // readHeader reads the request header name as Caddy's replacer computes
@@ -175,8 +184,8 @@ func readHeader(r *http.Request, name string) (value, unreadable string) {
 	return value, unreadable
 }
 
-// hopByHop are the headers reverse_proxy never forwards.
-var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+// hopByHop are the headers reverse_proxy never forwards (its hopHeaders).
+var hopByHop = []string{"Alt-Svc", "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // warnHopByHopIdentity warns about an identity header that reverse_proxy
 // never forwards (Proxy-Authorization, say): the backend then never sees

@@ -58,7 +58,11 @@ type Handler struct {
 	// (Unicode spaces, 0x85, 0xA0), so one of whitespace alone is none. A
 	// placeholder with text around it whose placeholders are all empty
 	// (`key:{http.request.header.X-Api-Key}` without the header) is no
-	// identity either. At least one placeholder
+	// identity either; placeholders the same for every caller ({env.*},
+	// the scheme) do not count there. One entry holds at most one
+	// placeholder a caller may vary (values in one text run together, so
+	// two callers could be one identity): list each as its own entry.
+	// At least one placeholder
 	// must read something the caller chooses: one made only of {env.*},
 	// {file.*}, {system.*}, {time.*} or the server's side of the request is
 	// a config error.

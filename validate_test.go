@@ -108,6 +108,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"zone":"` + strings.Repeat("z", 65) + `"}`, "zone"},
 		{`{"identity":["\\{http.request.header.X-Api-Key\\}"]}`, "no placeholder"},
 		{`{"identity":["{http.request.orig_method}"]}`, "same for every caller"},
+		{`{"identity":["{http.request.header.A}{http.request.cookie.b}"]}`, "run together"},
+		{`{"group":{"key":"{http.auth.user.org}/{http.auth.user.id}","rate":"5/s"}}`, "run together"},
 		{`{"group":{"key":"{http.request.orig_method}","rate":"1/s"}}`, "same for every caller"},
 		{`{"costs":{"x":1},"tools":{"x":{"cost":2}}}`, "tool x"},
 		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]}}]}`, "tier x"},
