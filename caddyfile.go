@@ -577,7 +577,7 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 				return d.Errf("tool %s arg %s max %q: want a number", name, args[0], args[2])
 			}
 			if tp.Args == nil {
-				tp.Args = map[string]float64{}
+				tp.Args = ArgBounds{}
 			}
 			if _, dup := tp.Args[args[0]]; dup {
 				return d.Errf("tool %s: arg %s given more than once", name, args[0])

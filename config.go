@@ -109,7 +109,7 @@ type ToolPolicy struct {
 	// Args bounds numeric arguments: a call whose
 	// `params.arguments.<name>` is present, not null, and either exceeds
 	// the bound or is not a number gets HTTP 400 with JSON-RPC -32602.
-	Args map[string]float64 `json:"args,omitempty"`
+	Args ArgBounds `json:"args,omitempty"`
 
 	// FailClosed refuses calls of this tool with HTTP 503
 	// (`STORE_UNAVAILABLE`) while the quota store is degraded, with a

@@ -194,6 +194,9 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		{`{"handler":"mcp_ratelimit","tenant":{"rate":"0/s"}}`, "tenant"},
 		{`{"handler":"mcp_ratelimit","ipv4_prefix":40}`, "ipv4_prefix"},
 		{`{"handler":"mcp_ratelimit","tenat":{"rate":"1/s"}}`, "tenat"},
+		// encoding/json reads a null bound as 0, a bound that refuses
+		// every value of the argument.
+		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size": null}}}}`, "args size"},
 	} {
 		cfg := `{"admin":{"listen":"127.0.0.1:` + itoa(harness.FreePort(t)) + `","config":{"persist":false}},` +
 			`"storage":{"module":"file_system","root":"` + t.TempDir() + `"},` +
