@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
 	"golang.org/x/time/rate"
@@ -234,6 +236,9 @@ func checkZone(zone string) error {
 	switch {
 	case strings.ContainsAny(zone, "/\\ \t\n"):
 		return fmt.Errorf("zone %q: must not contain slashes or spaces", zone)
+	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, unicode.IsControl):
+		// It names storage keys and files, and labels metrics.
+		return fmt.Errorf("zone %q: must be UTF-8 text without control characters", zone)
 	case zone == "." || zone == "..":
 		return fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", zone)
 	case len(zone) > maxZoneName:

@@ -65,6 +65,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"reject_status":[401,401]}`, "listed twice"},
 		{`{"zone":"a/b"}`, "zone"},
 		{`{"zone":"a b"}`, "zone"},
+		{`{"zone":"a\u0000b"}`, "control characters"},
+		{`{"zone":"a\u007fb"}`, "control characters"},
 		{`{"meter":["*","tools/call"]}`, "meter"},
 		{`{"meter":[""]}`, "meter"},
 		{`{"costs":{"x":0}}`, "cost"},
