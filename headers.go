@@ -23,6 +23,9 @@ import (
 //	RateLimit-Policy: "preauth";q=5;w=5
 //	RateLimit: "preauth";r=4;t=1
 //
+// followed, for a forgotten identity still charged to them, by its tenant
+// and quota policies.
+//
 // For the token bucket, q is the burst, w the seconds to refill it from
 // empty, r the whole tokens left and t the seconds until it is full again.
 // For a quota, q is the limit, w the period, r what is left and t the
@@ -54,26 +57,43 @@ func policyHeader(l limits) []string {
 	if !l.tenantOff && l.tenant.rate > 0 {
 		b = appendBucketPolicy(b, "tenant", l.tenant)
 	}
-	ref := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, p := range quotaPeriods {
 		if lim := l.quota.of(p); lim > 0 {
 			sep()
-			b = append(b, `"quota-`...)
-			b = append(b, p.String()...)
-			b = append(b, `";q=`...)
-			b = appendSFInt(b, lim)
-			b = append(b, ";w="...)
-			w := int64(86400)
-			if p == quota.Month {
-				w = int64(p.Next(ref).Sub(ref).Seconds()) // 31 days, the longest
-			}
-			b = appendSFInt(b, w)
+			b = appendQuotaPolicy(b, p, lim)
 		}
 	}
 	if len(b) == 0 {
 		return nil
 	}
 	return []string{string(b)}
+}
+
+// appendQuotaPolicy appends the RateLimit-Policy item of the quota of
+// period p: its limit, and the period's length (a month's longest).
+func appendQuotaPolicy(b []byte, p quota.Period, lim int64) []byte {
+	b = append(b, `"quota-`...)
+	b = append(b, p.String()...)
+	b = append(b, `";q=`...)
+	b = appendSFInt(b, lim)
+	b = append(b, ";w="...)
+	w := int64(86400)
+	if p == quota.Month {
+		ref := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+		w = int64(p.Next(ref).Sub(ref).Seconds()) // 31 days, the longest
+	}
+	return appendSFInt(b, w)
+}
+
+// appendQuotaLeft appends the RateLimit item of the quota of period p: what
+// is left of lim with used counted, and the seconds to the reset.
+func appendQuotaLeft(b []byte, p quota.Period, lim, used int64, now time.Time) []byte {
+	b = append(b, `"quota-`...)
+	b = append(b, p.String()...)
+	b = append(b, `";r=`...)
+	b = appendSFInt(b, lim-used)
+	b = append(b, ";t="...)
+	return appendSFInt(b, secondsTo(p.Next(now), now))
 }
 
 // appendSFInt appends n as a structured-field Integer, clamped to
@@ -157,28 +177,79 @@ func (h *Handler) writeRateLimitHeaders(w http.ResponseWriter, d *decision, ref 
 		if !ok {
 			used = d.z.quota.Used(d.identityQuotaKey(), p, d.now)
 		}
-		b = append(b, `"quota-`...)
-		b = append(b, p.String()...)
-		b = append(b, `";r=`...)
-		b = appendSFInt(b, lim-used)
-		b = append(b, ";t="...)
-		b = appendSFInt(b, secondsTo(p.Next(d.now), d.now))
+		b = appendQuotaLeft(b, p, lim, used, d.now)
 	}
 	d.setRateLimit(w, d.lim.rlPolicy, b)
 }
 
 // writePreauthHeaders describes the pre-auth bucket that charged (or
-// refused) an unproven caller's request.
+// refused) an unproven caller's request and, for a forgotten identity
+// still charged to its tenant bucket or quotas (see forgottenCharges),
+// those after it: what refuses its request is among what it reads.
 func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *refusal) {
-	if d.preauthPolicy == nil {
+	tenant, quotas := d.forgottenCharges()
+	if d.preauthPolicy == nil && !tenant && !quotas {
 		return
 	}
-	tokens, ok := d.preauthLeft, d.preauthHeld
-	if !ok {
-		tokens, ok = d.z.preauth.Tokens(d.addr, d.now)
+	var arr, parr [160]byte
+	b, pb := arr[:0], parr[:0]
+	sep := func() {
+		if len(b) > 0 {
+			b, pb = append(b, ", "...), append(pb, ", "...)
+		}
 	}
-	var arr [48]byte
-	d.setRateLimit(w, d.preauthPolicy, d.appendKeyLeft(arr[:0], "preauth", layerPreauth, d.preauthLim, tokens, ok, ref.bucketWait(layerPreauth)))
+	if d.preauthPolicy != nil {
+		tokens, ok := d.preauthLeft, d.preauthHeld
+		if !ok {
+			tokens, ok = d.z.preauth.Tokens(d.addr, d.now)
+		}
+		b = d.appendKeyLeft(b, "preauth", layerPreauth, d.preauthLim, tokens, ok, ref.bucketWait(layerPreauth))
+		if !tenant && !quotas {
+			d.setRateLimit(w, d.preauthPolicy, b)
+			return
+		}
+		pb = append(pb, d.preauthPolicy[0]...)
+	}
+	if tenant {
+		sep()
+		tokens, ok := d.tenantLeft, d.tenantHeld
+		if !ok {
+			tokens, ok = d.z.tenants.Tokens(d.fp, d.now)
+		}
+		b = d.appendKeyLeft(b, "tenant", layerTenant, d.lim.tenant, tokens, ok, ref.bucketWait(layerTenant))
+		pb = appendBucketPolicy(pb, "tenant", d.lim.tenant)
+	}
+	for _, p := range quotaPeriods {
+		if lim := d.lim.quota.of(p); quotas && lim > 0 {
+			sep()
+			used, ok := d.idUsed[p], d.idKnown[p]
+			if !ok {
+				used = d.z.quota.Used(d.identityQuotaKey(), p, d.now)
+			}
+			b = appendQuotaLeft(b, p, lim, used, d.now)
+			pb = appendQuotaPolicy(pb, p, lim)
+		}
+	}
+	d.setRateLimit(w, []string{string(pb)}, b)
+}
+
+// forgottenCharges reports whether an unproven identity's metered request,
+// decided on this instance, is charged to the identity's tenant bucket and
+// to its quotas, as a forgotten identity's is (see forgottenWithBucket and
+// quotaItems): one that was proven, or still holds a bucket or a count.
+// With the store in Redis, what it holds there is not known here: the
+// pre-auth bucket alone is described.
+func (d *decision) forgottenCharges() (tenant, quotas bool) {
+	if d.proven || !d.hasID || d.cost <= 0 || d.inRedis || d.redisHolds() {
+		return false, false
+	}
+	tenant = !d.lim.tenantOff && d.lim.tenant.rate > 0 && d.forgottenWithBucket()
+	for _, p := range quotaPeriods {
+		if d.lim.quota.of(p) > 0 && (d.forgotten || d.z.quota.Used(d.identityQuotaKey(), p, d.now) > 0) {
+			quotas = true
+		}
+	}
+	return tenant, quotas
 }
 
 // secondsTo is ceilSeconds(next.Sub(now)) for a next later than now that

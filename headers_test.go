@@ -181,3 +181,46 @@ func TestRateLimitHeadersStayStructuredFieldIntegers(t *testing.T) {
 		t.Errorf("RateLimit tenant = %v, want r=999999999999998;t=3600 (header %q)", f, r.Header.Get("RateLimit"))
 	}
 }
+
+// A forgotten identity is charged to its tenant bucket and quota while
+// unproven (see TestGettingForgottenBeforeEachCallGainsNothing): its
+// responses describe them after the pre-auth bucket, so that a refusal by
+// one of them is not told of a pre-auth bucket with tokens left alone.
+func TestRateLimitHeadersOfAForgottenIdentityDescribeWhatChargesIt(t *testing.T) {
+	e := start(t, "zone forgothdr\npreauth 100/s burst 100\ntenant 1/m burst 3\nquota 5/day")
+	auth := []string{"Authorization", "Bearer valid-forgothdr"}
+	forget := func() {
+		t.Helper()
+		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
+			t.Fatalf("hook: %d", r.Status)
+		}
+	}
+	const policy = `"preauth";q=100;w=1, "tenant";q=3;w=180, "quota-day";q=5;w=86400`
+	e.prove("valid-forgothdr")
+	e.spend("valid-forgothdr", 2)
+	forget()
+	r := e.call(10, auth...)
+	if r.Status != http.StatusOK {
+		t.Fatalf("call after a forget: %d %s", r.Status, r.Body)
+	}
+	if got := r.Header.Get("RateLimit-Policy"); got != policy {
+		t.Fatalf("RateLimit-Policy %q, want %q", got, policy)
+	}
+	if got := rateLimit(t, r); got["tenant"][0] != 0 || got["quota-day"][0] != 2 || got["preauth"][0] == 0 {
+		t.Fatalf("RateLimit %q: want tenant r=0, quota-day r=2, and pre-auth tokens left", r.Header.Get("RateLimit"))
+	}
+	forget() // the 2xx proved it again
+	r = e.call(11, auth...)
+	refusal(t, r, http.StatusTooManyRequests, "tenant")
+	if got := r.Header.Get("RateLimit-Policy"); got != policy {
+		t.Fatalf("refusal: RateLimit-Policy %q, want %q", got, policy)
+	}
+	if got := rateLimit(t, r)["tenant"]; got[0] != 0 || strconv.FormatInt(got[1], 10) != r.Header.Get("Retry-After") {
+		t.Fatalf("refusal: RateLimit %q, want tenant r=0 and t the Retry-After %s", r.Header.Get("RateLimit"), r.Header.Get("Retry-After"))
+	}
+	// A credential never proven is described by its pre-auth bucket alone.
+	r = e.call(12, "Authorization", "Bearer rejected-forgothdr")
+	if got := r.Header.Get("RateLimit-Policy"); got != `"preauth";q=100;w=1` {
+		t.Fatalf("never proven: RateLimit-Policy %q", got)
+	}
+}
