@@ -154,16 +154,10 @@ func TestRejectingStatusForgetsButServerErrorDoesNot(t *testing.T) {
 func TestForgottenIdentityStaysOnItsQuota(t *testing.T) {
 	e := start(t, "zone forgetq\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day")
 	auth := []string{"Authorization", "Bearer valid-forgetq"}
-	forget := func() {
-		t.Helper()
-		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
-			t.Fatalf("hook: %d", r.Status)
-		}
-	}
 	e.prove("valid-forgetq")
 	e.spend("valid-forgetq", 1)
 	for i := range 2 {
-		forget()
+		e.forget(auth...)
 		r := e.call(10+i, auth...)
 		if r.Status != http.StatusOK {
 			t.Fatalf("call %d of 3 after a forget: %d %s", i+2, r.Status, r.Body)
@@ -173,7 +167,7 @@ func TestForgottenIdentityStaysOnItsQuota(t *testing.T) {
 		}
 	}
 	before := e.backend.ToolCalls()
-	forget()
+	e.forget(auth...)
 	refusal(t, e.call(20, auth...), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a fourth call under quota 3/day, unproven after a forget")
 	if r := e.call(21, "Authorization", "Bearer valid-fresh-forgetq"); r.Status != http.StatusOK {
@@ -192,22 +186,16 @@ func TestForgottenIdentityStaysOnItsQuota(t *testing.T) {
 // counted in its quota, though it was admitted unproven, and while its
 // tenant bucket is drained its unproven calls are refused by it.
 func TestGettingForgottenBeforeEachCallGainsNothing(t *testing.T) {
-	forget := func(e *env, auth []string) {
-		t.Helper()
-		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
-			t.Fatalf("hook: %d", r.Status)
-		}
-	}
 	t.Run("quota", func(t *testing.T) {
 		e := start(t, "zone forgetloopq\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 2/day")
 		auth := []string{"Authorization", "Bearer valid-forgetloopq"}
 		for i := range 2 {
-			forget(e, auth)
+			e.forget(auth...)
 			if r := e.call(i, auth...); r.Status != http.StatusOK {
 				t.Fatalf("call %d of 2: %d %s", i+1, r.Status, r.Body)
 			}
 		}
-		forget(e, auth)
+		e.forget(auth...)
 		refusal(t, e.call(3, auth...), http.StatusTooManyRequests, "quota")
 	})
 	t.Run("tenant", func(t *testing.T) {
@@ -215,7 +203,7 @@ func TestGettingForgottenBeforeEachCallGainsNothing(t *testing.T) {
 		auth := []string{"Authorization", "Bearer valid-forgetloopt"}
 		e.prove("valid-forgetloopt")
 		e.spend("valid-forgetloopt", 2)
-		forget(e, auth)
+		e.forget(auth...)
 		refusal(t, e.call(3, auth...), http.StatusTooManyRequests, "tenant")
 		if r := e.call(4, "Authorization", "Bearer valid-forgetloopt-other"); r.Status != http.StatusOK {
 			t.Fatalf("a credential never proven, on pre-auth: %d %s", r.Status, r.Body)
@@ -230,7 +218,7 @@ func TestGettingForgottenBeforeEachCallGainsNothing(t *testing.T) {
 		e := start(t, "zone forgetloopn\npreauth 100/s burst 100\ntenant 1/h burst 2\nquota off")
 		auth := []string{"Authorization", "Bearer valid-forgetloopn"}
 		e.prove("valid-forgetloopn")
-		forget(e, auth)
+		e.forget(auth...)
 		for i := range 2 {
 			if r := e.call(i, append(auth, "X-Demo-Status", "500")...); r.Status != http.StatusInternalServerError {
 				t.Fatalf("call %d of the burst: %d %s", i+1, r.Status, r.Body)

@@ -189,16 +189,10 @@ func TestRateLimitHeadersStayStructuredFieldIntegers(t *testing.T) {
 func TestRateLimitHeadersOfAForgottenIdentityDescribeWhatChargesIt(t *testing.T) {
 	e := start(t, "zone forgothdr\npreauth 100/s burst 100\ntenant 1/m burst 3\nquota 5/day")
 	auth := []string{"Authorization", "Bearer valid-forgothdr"}
-	forget := func() {
-		t.Helper()
-		if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
-			t.Fatalf("hook: %d", r.Status)
-		}
-	}
 	const policy = `"preauth";q=100;w=1, "tenant";q=3;w=180, "quota-day";q=5;w=86400`
 	e.prove("valid-forgothdr")
 	e.spend("valid-forgothdr", 2)
-	forget()
+	e.forget(auth...)
 	r := e.call(10, auth...)
 	if r.Status != http.StatusOK {
 		t.Fatalf("call after a forget: %d %s", r.Status, r.Body)
@@ -209,7 +203,7 @@ func TestRateLimitHeadersOfAForgottenIdentityDescribeWhatChargesIt(t *testing.T)
 	if got := rateLimit(t, r); got["tenant"][0] != 0 || got["quota-day"][0] != 2 || got["preauth"][0] == 0 {
 		t.Fatalf("RateLimit %q: want tenant r=0, quota-day r=2, and pre-auth tokens left", r.Header.Get("RateLimit"))
 	}
-	forget() // the 2xx proved it again
+	e.forget(auth...) // the 2xx proved it again
 	r = e.call(11, auth...)
 	refusal(t, r, http.StatusTooManyRequests, "tenant")
 	if got := r.Header.Get("RateLimit-Policy"); got != policy {

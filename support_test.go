@@ -110,6 +110,16 @@ func (e *env) spend(token string, n int) {
 	}
 }
 
+// forget has the backend reject a free tools/list of the identity whose
+// headers auth names (the demo backend answers X-Demo-Status), which
+// forgets it.
+func (e *env) forget(auth ...string) {
+	e.t.Helper()
+	if r := e.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, append(auth, "X-Demo-Status", "403")...); r.Status != http.StatusForbidden {
+		e.t.Fatalf("forgetting: status %d", r.Status)
+	}
+}
+
 func (e *env) prove(token string, hdr ...string) {
 	e.t.Helper()
 	r := e.post(harness.Initialize(1), append([]string{"Authorization", "Bearer " + token}, hdr...)...)
