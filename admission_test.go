@@ -437,12 +437,12 @@ func TestAnonymousBucketIsSharedByRequestsWithoutIdentity(t *testing.T) {
 }
 
 // An identity whose placeholders a caller may vary are all empty is no
-// identity, whatever same-for-everyone placeholders stand beside them (here
-// the scheme, "http"), in its text or as an argument of their own: else
-// every keyless caller would share the identity "http:" (which the demo
+// identity, whatever global placeholders stand beside them (here the
+// host's OS, "linux"), in its text or as an argument of their own: else
+// every keyless caller would share the identity "linux:" (which the demo
 // backend, serving keyless requests, proves) and pass the anonymous layer.
 func TestAnIdentityOfOnlySameForEveryonePlaceholdersIsNone(t *testing.T) {
-	for _, ident := range []string{`"{http.request.scheme}:{http.request.header.X-Api-Key}"`, "{http.request.scheme} {http.request.header.X-Api-Key}"} {
+	for _, ident := range []string{`"{system.os}:{http.request.header.X-Api-Key}"`, "{system.os} {http.request.header.X-Api-Key}"} {
 		t.Run(ident, func(t *testing.T) {
 			e := start(t, "identity "+ident+"\npreauth 100/s burst 100\nanonymous 1/m burst 2\nquota off")
 			for i := range 2 {

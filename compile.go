@@ -205,13 +205,16 @@ func compile(h *Handler) (*policy, error) {
 		if !hasPlaceholder(ph) {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}
+		if key, ok := readsServerSide(ph); ok {
+			return nil, fmt.Errorf("identity %q: {%s} reads the server's side of the request, which a caller may vary (any method token, the protocol version, the scheme or local address it connects to) without changing its credential, so each value would be a fresh identity; leave it out", ph, key)
+		}
 		if err := oneCallerInput("identity", ph, "one identity", "give each its own identity argument (identity {a} {b}): those values are kept apart"); err != nil {
 			return nil, err
 		}
 		perCaller = perCaller || readsRequest(ph)
 	}
 	if !perCaller {
-		return nil, fmt.Errorf("identity %s: its placeholders read the environment, files, the host, the clock or the server's side of the request, the same for every caller, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}",
+		return nil, fmt.Errorf("identity %s: its placeholders read the environment, files, the host or the clock, the same for every caller, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}",
 			strings.Join(p.identity, " "))
 	}
 	if len(p.reject) == 0 {
@@ -764,20 +767,41 @@ func perCaller(what, text, consequence, example string) error {
 	return nil
 }
 
-// sameForEveryCaller are the prefixes of placeholders whose value no
-// caller chooses: Caddy's global ones, which read the environment, files,
-// the host or the clock, and the server's own side of a request (the
-// method is POST for every caller of an MCP endpoint).
-var sameForEveryCaller = []string{
-	"env.", "file.", "system.", "time.",
+// globalPlaceholders are the prefixes of Caddy's global placeholders,
+// which read the environment, files, the host or the clock: no caller
+// chooses them.
+var globalPlaceholders = []string{"env.", "file.", "system.", "time."}
+
+// serverSide are the prefixes of the placeholders of the server's side of
+// a request: the same for every caller that follows the protocol (an MCP
+// client POSTs to one listener), yet a caller may vary them (any method
+// token, the protocol version, the scheme and local address of the
+// listener it connects to) without changing its credential.
+var serverSide = []string{
 	"http.request.local", "http.request.scheme", "http.request.proto", "http.request.method", "http.request.orig_method",
 	"http.request.duration", "http.shutting_down",
 }
 
-// variesByCaller reports whether the placeholder key may differ from one
-// caller to the next: any not in sameForEveryCaller.
+// hasPrefixIn reports whether key starts with one of prefixes.
+func hasPrefixIn(key string, prefixes []string) bool {
+	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
+}
+
+// variesByCaller reports whether the placeholder key reads what a caller
+// sends as its own: any that is neither global nor the server's side.
 func variesByCaller(key string) bool {
-	return !slices.ContainsFunc(sameForEveryCaller, func(p string) bool { return strings.HasPrefix(key, p) })
+	return !hasPrefixIn(key, globalPlaceholders) && !hasPrefixIn(key, serverSide)
+}
+
+// readsServerSide returns the first placeholder of text that reads the
+// server's side of the request, if any.
+func readsServerSide(text string) (string, bool) {
+	for key := range placeholderKeys(text) {
+		if hasPrefixIn(key, serverSide) {
+			return key, true
+		}
+	}
+	return "", false
 }
 
 // readsRequest reports whether the text holds a placeholder that may
@@ -792,7 +816,7 @@ func readsRequest(text string) bool {
 }
 
 // oneCallerInput returns an error when text, the placeholder text of what,
-// holds two placeholders that may differ from one caller to the next:
+// holds two placeholders that a caller may vary (any but the global ones):
 // their values run together, so two callers whose values differ only in
 // where one ends and the next begins ("x/" and "" against "x" and "/" in
 // {A}/{B}) would be one. consequence names what they would share, and
@@ -800,7 +824,7 @@ func readsRequest(text string) bool {
 func oneCallerInput(what, text, consequence, instead string) error {
 	var first string
 	for key := range placeholderKeys(text) {
-		if !variesByCaller(key) || key == first {
+		if hasPrefixIn(key, globalPlaceholders) || key == first {
 			continue
 		}
 		if first == "" {

@@ -205,6 +205,27 @@ func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
 	}
 }
 
+// derivedPrefixes are the prefixes of placeholders whose value an earlier
+// handler derived from the request: a `vars` variable, a regexp capture.
+var derivedPrefixes = []string{"http.vars.", "http.regexp."}
+
+// warnDerivedIdentity warns about an identity read from a value an
+// earlier handler derived from the request (derivedPrefixes): the checks
+// made of the request inputs an identity names itself (a header sent
+// twice, a query parameter or cookie under two spellings, a line break)
+// cannot see what went into it, so each variant a caller sends may be an
+// identity of its own, proven by a backend that reads one of them.
+func warnDerivedIdentity(pol *policy, logger *zap.Logger) {
+	for _, ph := range pol.identity {
+		for key := range placeholderKeys(ph) {
+			if hasPrefixIn(key, derivedPrefixes) {
+				logger.Warn("identity reads a value an earlier handler derived from the request: the checks of request inputs (a header sent twice, a parameter or cookie under two spellings) do not apply to what went into it; name the request input in identity, or derive the value from an authenticated one",
+					zap.String("zone", pol.zone), zap.String("placeholder", "{"+key+"}"))
+			}
+		}
+	}
+}
+
 // headersIn returns the names of the request headers whose placeholders
 // the identity input ph holds, alone or with text and other placeholders
 // around them, read as Caddy's replacer reads them (placeholderKeys).

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -170,16 +171,33 @@ func startWarnings(t *testing.T, warn func(*policy, *zap.Logger), ident string) 
 // trust_identity the backend's verdict is not what proves it.
 func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
 	for ident, want := range map[string]int{
-		"{http.request.header.Proxy-Authorization}":                       1,
-		"{http.request.header.proxy-authorization}":                       1,
-		"key:{http.request.header.Proxy-Authorization}":                   1,
-		"{http.request.scheme}-{http.request.header.Proxy-Authorization}": 1,
-		"{http.request.header.Alt-Svc}":                                   1,
-		"{http.request.header.Authorization}":                             0,
-		"{http.request.header.X-Api-Key}":                                 0,
+		"{http.request.header.Proxy-Authorization}":             1,
+		"{http.request.header.proxy-authorization}":             1,
+		"key:{http.request.header.Proxy-Authorization}":         1,
+		"{system.os}-{http.request.header.Proxy-Authorization}": 1,
+		"{http.request.header.Alt-Svc}":                         1,
+		"{http.request.header.Authorization}":                   0,
+		"{http.request.header.X-Api-Key}":                       0,
 	} {
 		if plain, trusted := startWarnings(t, warnHopByHopIdentity, ident); plain != want || trusted != 0 {
 			t.Errorf("identity %s: %d warnings, %d with trust_identity; want %d and 0", ident, plain, trusted, want)
+		}
+	}
+}
+
+// An identity read from a value an earlier handler derived from the
+// request is warned about at provision, with or without trust_identity:
+// the checks of repeated request inputs cannot see what went into it.
+func TestDerivedIdentityIsWarnedAbout(t *testing.T) {
+	for ident, want := range map[string]int{
+		"{http.vars.key}":                           1,
+		"key:{http.regexp.tok.1}":                   1,
+		"{http.request.header.Authorization}":       0,
+		"{http.auth.user.id}":                       0,
+		"{system.os}-{http.request.cookie.session}": 0,
+	} {
+		if plain, trusted := startWarnings(t, warnDerivedIdentity, ident); plain != want || trusted != want {
+			t.Errorf("identity %s: %d warnings, %d with trust_identity; want %d and %d", ident, plain, trusted, want, want)
 		}
 	}
 }
@@ -188,22 +206,22 @@ func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
 // provision; on one an auth handler sets, it is not.
 func TestTrustedClientInputIsWarnedAbout(t *testing.T) {
 	for ident, want := range map[string]int{
-		"{http.request.header.Authorization}":                            1,
-		"{http.request.header.authorization}":                            1,
-		"{http.request.uri.query.key}":                                   1,
-		"{http.request.uri.query}":                                       1,
-		"{http.request.uri}":                                             1,
-		"{http.request.orig_uri.path}":                                   1,
-		"{http.request.header.Cookie}":                                   1,
-		"{http.request.header.Proxy-Authorization}":                      1,
-		"key:{http.request.cookie.sid}":                                  1,
-		"key:{http.request.header.Authorization}":                        1,
-		"{http.request.scheme}{http.request.header.Proxy-Authorization}": 1,
-		"{http.request.header.Cookie}-x":                                 1,
-		"{http.request.scheme}-{http.auth.user.id}":                      0,
-		"{http.auth.user.id}":                                            0,
-		"{http.request.header.Remote-User}":                              0,
-		"{http.request.tls.client.fingerprint}":                          0,
+		"{http.request.header.Authorization}":                  1,
+		"{http.request.header.authorization}":                  1,
+		"{http.request.uri.query.key}":                         1,
+		"{http.request.uri.query}":                             1,
+		"{http.request.uri}":                                   1,
+		"{http.request.orig_uri.path}":                         1,
+		"{http.request.header.Cookie}":                         1,
+		"{http.request.header.Proxy-Authorization}":            1,
+		"key:{http.request.cookie.sid}":                        1,
+		"key:{http.request.header.Authorization}":              1,
+		"{system.os}{http.request.header.Proxy-Authorization}": 1,
+		"{http.request.header.Cookie}-x":                       1,
+		"{system.os}-{http.auth.user.id}":                      0,
+		"{http.auth.user.id}":                                  0,
+		"{http.request.header.Remote-User}":                    0,
+		"{http.request.tls.client.fingerprint}":                0,
 	} {
 		if plain, trusted := startWarnings(t, warnTrustedClientInput, ident); plain != 0 || trusted != want {
 			t.Errorf("identity %s: %d warnings, %d with trust_identity; want 0 and %d", ident, plain, trusted, want)
@@ -337,8 +355,8 @@ func TestIdentityInputsAreReadAsTrimmingBackendsReadThem(t *testing.T) {
 		{"{http.request.uri.query.key}", "/mcp?key=%20k", "", "k"},
 		{"key:{http.request.header.X-Api-Key}", "/mcp", "", ""},
 		{"key:{http.request.header.X-Api-Key}", "/mcp", " k ", "key:k"},
-		{"{http.request.scheme}/{http.request.uri.query.key}", "/mcp", "", ""},
-		{"{http.request.scheme}/{http.request.uri.query.key}", "/mcp?key=q", "", "http/q"},
+		{"{system.os}/{http.request.uri.query.key}", "/mcp", "", ""},
+		{"{system.os}/{http.request.uri.query.key}", "/mcp?key=q", "", runtime.GOOS + "/q"},
 		{"{http.request.uri.query.key}{http.request.uri.query.key}", "/mcp?key=q", "", "qq"},
 	} {
 		pol, err := compile(&Handler{Identity: []string{c.identity}})

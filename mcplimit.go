@@ -58,10 +58,13 @@ type Handler struct {
 	// (Unicode spaces, 0x85, 0xA0), so one of whitespace alone is none. A
 	// placeholder with text around it whose placeholders are all empty
 	// (`key:{http.request.header.X-Api-Key}` without the header) is no
-	// identity either; placeholders the same for every caller ({env.*},
-	// the scheme) do not count there. One entry holds at most one
-	// placeholder a caller may vary (values in one text run together, so
-	// two callers could be one identity): list each as its own entry.
+	// identity either; Caddy's global placeholders ({env.*}, {system.*})
+	// do not count there. One entry holds at most one placeholder a caller
+	// may vary (values in one text run together, so two callers could be
+	// one identity): list each as its own entry. The server's side of the
+	// request ({http.request.method}, .proto, .scheme, .local*) is refused:
+	// a caller varies it at will. One read from a value an earlier handler
+	// derived ({http.vars.*}) is warned about at start.
 	// At least one placeholder
 	// must read something the caller chooses: one made only of {env.*},
 	// {file.*}, {system.*}, {time.*} or the server's side of the request is
@@ -245,6 +248,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	}
 	warnHopByHopIdentity(pol, h.logger)
 	warnTrustedClientInput(pol, h.logger)
+	warnDerivedIdentity(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {

@@ -109,7 +109,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"error_code":1000000000000000}`, "error_code"},
 		{`{"zone":"` + strings.Repeat("z", 65) + `"}`, "zone"},
 		{`{"identity":["\\{http.request.header.X-Api-Key\\}"]}`, "no placeholder"},
-		{`{"identity":["{http.request.orig_method}"]}`, "same for every caller"},
+		{`{"identity":["{http.request.orig_method}"]}`, "fresh identity"},
+		{`{"identity":["{http.request.header.A}","{http.request.proto}"]}`, "fresh identity"},
 		{`{"identity":["{http.request.header.A}{http.request.cookie.b}"]}`, "run together"},
 		{`{"group":{"key":"{http.auth.user.org}/{http.auth.user.id}","rate":"5/s"}}`, "run together"},
 		{`{"group":{"key":"{http.request.orig_method}","rate":"1/s"}}`, "same for every caller"},
@@ -163,7 +164,7 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		`{"store":{"redis":{"url":"redis://127.0.0.1:1"}}}`,
 		`{"identity":["{env.TENANT_PREFIX}{http.request.header.X-Api-Key}","{system.hostname}"]}`,
 		`{"identity":["{env.HOME}","{http.auth.user.id}"]}`,
-		`{"identity":["{http.request.scheme}:{http.request.header.X-Api-Key}"]}`,
+		`{"identity":["{system.os}:{http.request.header.X-Api-Key}{http.request.header.X-Api-Key}"]}`,
 		`{"identity":["{http.request.host}"]}`,
 	} {
 		if err := validateJSON(t, js); err != nil {
