@@ -66,6 +66,14 @@ func (c *Counter) SaveKnown(ctx context.Context, adds []KnownEntry, forgets map[
 	return err
 }
 
+// forgetsKeptAtLeast is how long a stored forget is kept at least,
+// whatever the saving instance's ttl: instances sharing storage may run
+// different known_ttl values (during a rolling change), and a forget must
+// outlive another instance's copy of the identity, kept for that one's
+// ttl, or its next save writes the identity back as proven. It is the
+// default known_ttl, which a lowered ttl is then covered by.
+const forgetsKeptAtLeast = 24 * time.Hour
+
 // mergeKnown is the locked part of SaveKnown.
 func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry, forgets map[string]int64, ttl time.Duration, now time.Time) error {
 	data, err := c.load(ctx, key)
@@ -75,14 +83,16 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 	stored, storedTombs := splitForgets(latestByKey(parseKnown(data)))
 	tombs := maps.Clone(storedTombs)
 	adds = latestByKey(slices.DeleteFunc(adds, func(e KnownEntry) bool { return !validKeyString(e.Key) || isForget(e.Key) }))
-	cutoff := int64(math.MinInt64)
+	cutoff, tombCutoff := int64(math.MinInt64), int64(math.MinInt64)
 	if ttl > 0 {
 		cutoff = now.Add(-ttl).UnixMilli()
+		tombCutoff = now.Add(-max(ttl, forgetsKeptAtLeast)).UnixMilli()
 	}
 	out := make([]byte, 0, len(data)+len(adds)*48)
 	changed := false
 	// Forgets, the stored ones and the caller's, stay until the ttl
-	// passes (no entry they could delete outlives it).
+	// passes, and at least forgetsKeptAtLeast (no entry they could delete
+	// outlives that, on this instance or another).
 	for k, t := range forgets {
 		if _, again := slices.BinarySearchFunc(adds, k, func(e KnownEntry, k string) int { return strings.Compare(e.Key, k) }); again {
 			continue // proven again since: no forget to keep
@@ -92,7 +102,7 @@ func (c *Counter) mergeKnown(ctx context.Context, key string, adds []KnownEntry,
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(tombs)) {
-		if tombs[k] < cutoff {
+		if tombs[k] < tombCutoff {
 			changed = true
 			continue
 		}

@@ -262,12 +262,41 @@ func TestSavedForgetOutlivesOtherInstancesCopies(t *testing.T) {
 	if got, _ := a.LoadKnown(t.Context()); len(got) != 2 {
 		t.Fatalf("known after a proof following the forget: %v, want xx and yy", got)
 	}
-	// Past the ttl the forget goes.
+	// Past the ttl, and forgetsKeptAtLeast, the forget goes.
 	if err := b.SaveKnown(t.Context(), nil, nil, time.Hour, t0.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
+	if data, _ := st.Load(t.Context(), testPrefix+"/known"); !strings.Contains(string(data), "!xx") {
+		t.Fatalf("a forget within forgetsKeptAtLeast is gone: %q", data)
+	}
+	if err := b.SaveKnown(t.Context(), nil, nil, time.Hour, t0.Add(forgetsKeptAtLeast+time.Minute)); err != nil {
+		t.Fatal(err)
+	}
 	if data, _ := st.Load(t.Context(), testPrefix+"/known"); strings.Contains(string(data), "!xx") {
-		t.Fatalf("a forget older than the ttl is still stored: %q", data)
+		t.Fatalf("a forget older than the ttl and forgetsKeptAtLeast is still stored: %q", data)
+	}
+}
+
+// A forget saved by an instance with a short ttl outlives the copy of an
+// instance whose ttl is longer (a rolling change of known_ttl): that
+// one's save, after the short ttl has passed, does not write the
+// identity, last used before the forget, back.
+func TestForgetOutlivesTheCopyOfAnInstanceWithALongerTTL(t *testing.T) {
+	st := newFakeStorage()
+	a, b := newTestCounter(st, newFakeClock(t0)), newTestCounter(st, newFakeClock(t0))
+	at := t0.UnixMilli()
+	if err := a.SaveKnown(t.Context(), nil, map[string]int64{"xx": at}, 10*time.Second, t0); err != nil {
+		t.Fatal(err)
+	}
+	later := t0.Add(20 * time.Second)
+	if err := a.SaveKnown(t.Context(), []KnownEntry{{"yy", later.UnixMilli()}}, nil, 10*time.Second, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SaveKnown(t.Context(), []KnownEntry{{"xx", at - 1500}}, nil, time.Minute, later); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := b.LoadKnown(t.Context()); len(got) != 1 || got[0].Key != "yy" {
+		t.Fatalf("known %v, want only yy: xx was forgotten after its last use", got)
 	}
 }
 
