@@ -1588,6 +1588,34 @@ func TestTrickledBodyIsRefusedAndLongAnswersAreNotCut(t *testing.T) {
 	}
 }
 
+// A server read_timeout shorter than the body's own wait ends a trickled
+// body first (with read_body_idle on, its default): the 408 then names
+// the server's timeout, not a wait the caller was never given.
+func TestTrickledBodyPastAShorterReadTimeoutSaysSo(t *testing.T) {
+	e := start(t, "zone slowbody-rt\ntenant 10/s burst 100\npreauth 100/s burst 100",
+		harness.Options{Global: "servers {\n timeouts {\n read_body 1s\n }\n}"})
+	e.prove("valid-slowbody-rt")
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	go func() { _, _ = pw.Write([]byte(`{"jsonrpc"`)) }() // and nothing more
+	req, _ := http.NewRequest(http.MethodPost, e.mcp, pr)
+	req.ContentLength = 1000
+	req.Header.Set("Authorization", "Bearer valid-slowbody-rt")
+	before := e.backend.Requests()
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(body), "within the server's read timeout") {
+		t.Fatalf("trickled body: %d %s, want 408 naming the server's read timeout", resp.StatusCode, body)
+	}
+	if n := e.backend.Requests() - before; n != 0 {
+		t.Fatalf("%d requests reached the backend", n)
+	}
+}
+
 // Go's HTTP/2 server keeps the spaces and tabs around a header value that
 // HTTP/1 parsers drop, and reverse_proxy forwards over HTTP/1.1: " key"
 // and "key\t" must be the identity "key", not fresh ones with a fresh

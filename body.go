@@ -49,6 +49,10 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		// reading, and answers without waiting for more of it (net/http
 		// would otherwise drain up to 256 KiB of a chunked one first).
 		setReadDeadline(w, time.Now())
+		if errors.Is(err, os.ErrDeadlineExceeded) && time.Since(d.now) < wait-time.Second {
+			// The server's shorter read_timeout ended it, not this wait.
+			return d.refused(bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive within the server's read timeout; send it at once."))
+		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return d.refused(bodyRefusal(http.StatusRequestTimeout, "The request body did not arrive in time (bodies may take at most "+itoa(int64(wait/time.Second))+"s here); send it at once."))
 		}
