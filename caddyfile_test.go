@@ -260,6 +260,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"gateway bad CIDR", "gateway 10.0.0.300/8 5/s", "gateway", "CIDR"},
 		{"gateway prefix too long", "gateway 10.0.0.0/33 5/s", "gateway", "CIDR"},
 		{"gateway without CIDR", "gateway 5/s", "gateway", "gateway"},
+		{"gateway with preauth off", "preauth off\ngateway 10.0.0.0/8 5/s", "gateway", "preauth is off"},
 		{"gateway without rate", "gateway 10.0.0.0/8", "gateway", "gateway"},
 		{"gateway network twice", "gateway 10.0.0.0/8 5/s\ngateway 10.1.0.0/8 6/s", "gateway 10.1.0.0/8", "twice"},
 		{"gateway address twice, once IPv4-mapped", "gateway 192.0.2.7 ::ffff:192.0.2.7 5/s", "gateway", "twice"},

@@ -206,7 +206,7 @@ func compile(h *Handler) (*policy, error) {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}
 		if key, ok := readsServerSide(ph); ok {
-			return nil, fmt.Errorf("identity %q: {%s} reads the server's side of the request, which a caller may vary (any method token, the protocol version, the scheme or local address it connects to) without changing its credential, so each value would be a fresh identity; leave it out", ph, key)
+			return nil, fmt.Errorf("identity %q: {%s} reads the server's side of the request or the connection, which a caller may vary (any method token, the protocol or TLS version, the scheme or local address it connects to, a new connection) without changing its credential, so each value would be a fresh identity; leave it out", ph, key)
 		}
 		if err := oneCallerInput("identity", ph, "one identity", "give each its own identity argument (identity {a} {b}): those values are kept apart"); err != nil {
 			return nil, err
@@ -285,6 +285,9 @@ func compile(h *Handler) (*policy, error) {
 	p.anonymousOn = !anonOff
 	if err := compileGateways(p, h.Gateways); err != nil {
 		return nil, err
+	}
+	if p.preauthOff && len(p.gateways) > 0 {
+		return nil, fmt.Errorf("gateway %v: preauth is off, so no pre-auth budget applies to it or anyone; turn preauth on, or remove the gateway lines", h.Gateways[0].CIDRs)
 	}
 	if err := compileBase(p, h); err != nil {
 		return nil, err
@@ -469,11 +472,11 @@ func compileGroup(p *policy, h *Handler) error {
 func compileTools(p *policy, h *Handler) error {
 	p.tools = map[string]*toolPolicy{}
 	for name, t := range h.Tools {
-		if t == nil {
-			continue
-		}
 		if name == "" {
 			return fmt.Errorf("tool: empty name")
+		}
+		if t == nil {
+			return fmt.Errorf("tool %s: null sets nothing; give it a cost, a quota, an arg bound or fail_closed", name)
 		}
 		if t.Cost < 0 || t.Cost > maxFigure {
 			return fmt.Errorf("tool %s: cost must be positive, at most %d", name, maxFigure)
@@ -780,6 +783,11 @@ var globalPlaceholders = []string{"env.", "file.", "system.", "time."}
 var serverSide = []string{
 	"http.request.local", "http.request.scheme", "http.request.proto", "http.request.method", "http.request.orig_method",
 	"http.request.duration", "http.shutting_down",
+	// The TLS connection's parameters, which the client negotiates (not
+	// its certificate, http.request.tls.client.*, a credential), and what
+	// differs per connection or per request.
+	"http.request.tls.version", "http.request.tls.cipher_suite", "http.request.tls.proto", "http.request.tls.resumed",
+	"http.request.tls.server_name", "http.request.remote.port", "http.request.uuid",
 }
 
 // hasPrefixIn reports whether key starts with one of prefixes.

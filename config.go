@@ -236,9 +236,10 @@ func checkZone(zone string) error {
 	switch {
 	case strings.ContainsAny(zone, "/\\ \t\n"):
 		return fmt.Errorf("zone %q: must not contain slashes or spaces", zone)
-	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, unicode.IsControl):
-		// It names storage keys and files, and labels metrics.
-		return fmt.Errorf("zone %q: must be UTF-8 text without control characters", zone)
+	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsGraphic(r) }):
+		// It names storage keys and files, and labels metrics: two
+		// names must not look alike.
+		return fmt.Errorf("zone %q: must be UTF-8 text without spaces, control or invisible characters", zone)
 	case zone == "." || zone == "..":
 		return fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", zone)
 	case len(zone) > maxZoneName:

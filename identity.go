@@ -205,12 +205,17 @@ func warnHopByHopIdentity(pol *policy, logger *zap.Logger) {
 	}
 }
 
-// derivedPrefixes are the prefixes of placeholders whose value an earlier
-// handler derived from the request: a `vars` variable, a regexp capture.
-var derivedPrefixes = []string{"http.vars.", "http.regexp."}
+// derivedValue reports whether the placeholder key is a value an earlier
+// handler derived from the request (a `vars` variable, a regexp capture,
+// a `map` output): any but the request's own inputs, an auth handler's
+// user, the client address Caddy resolved, and the global placeholders.
+func derivedValue(key string) bool {
+	return !strings.HasPrefix(key, "http.request.") && !strings.HasPrefix(key, "http.auth.") &&
+		key != "http.vars.client_ip" && !hasPrefixIn(key, globalPlaceholders)
+}
 
 // warnDerivedIdentity warns about an identity read from a value an
-// earlier handler derived from the request (derivedPrefixes): the checks
+// earlier handler derived from the request (derivedValue): the checks
 // made of the request inputs an identity names itself (a header sent
 // twice, a query parameter or cookie under two spellings, a line break)
 // cannot see what went into it, so each variant a caller sends may be an
@@ -218,7 +223,7 @@ var derivedPrefixes = []string{"http.vars.", "http.regexp."}
 func warnDerivedIdentity(pol *policy, logger *zap.Logger) {
 	for _, ph := range pol.identity {
 		for key := range placeholderKeys(ph) {
-			if hasPrefixIn(key, derivedPrefixes) {
+			if derivedValue(key) {
 				logger.Warn("identity reads a value an earlier handler derived from the request: the checks of request inputs (a header sent twice, a parameter or cookie under two spellings) do not apply to what went into it; name the request input in identity, or derive the value from an authenticated one",
 					zap.String("zone", pol.zone), zap.String("placeholder", "{"+key+"}"))
 			}

@@ -192,6 +192,8 @@ func TestDerivedIdentityIsWarnedAbout(t *testing.T) {
 	for ident, want := range map[string]int{
 		"{http.vars.key}":                           1,
 		"key:{http.regexp.tok.1}":                   1,
+		"{mykey}":                                   1,
+		"{http.vars.client_ip}":                     0,
 		"{http.request.header.Authorization}":       0,
 		"{http.auth.user.id}":                       0,
 		"{system.os}-{http.request.cookie.session}": 0,

@@ -65,8 +65,13 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"reject_status":[401,401]}`, "listed twice"},
 		{`{"zone":"a/b"}`, "zone"},
 		{`{"zone":"a b"}`, "zone"},
-		{`{"zone":"a\u0000b"}`, "control characters"},
-		{`{"zone":"a\u007fb"}`, "control characters"},
+		{`{"zone":"a\u0000b"}`, "control"},
+		{`{"preauth":{"off":true},"gateways":[{"cidrs":["10.0.0.0/8"],"rate":"5/s"}]}`, "preauth is off"},
+		{`{"zone":"a\u007fb"}`, "control"},
+		{`{"zone":"paid\u00a0plan"}`, "spaces"},
+		{`{"zone":"a\u200bb"}`, "invisible"},
+		{`{"tools":{"photo":null}}`, "photo"},
+		{`{"identity":["{http.request.header.A}","{http.request.tls.version}"]}`, "fresh identity"},
 		{`{"meter":["*","tools/call"]}`, "meter"},
 		{`{"meter":[""]}`, "meter"},
 		{`{"costs":{"x":0}}`, "cost"},
@@ -150,7 +155,6 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 	fp := "0123456789abcdef0123456789abcdef"
 	for _, js := range []string{
 		`{}`,
-		`{"tools":{"x":null}}`,
 		`{"store":{}}`,
 		`{"tenant":{"off":true},"quota":{"off":true},"global":{"off":true},"preauth":{"off":true}}`,
 		`{"tenant":{"rate":"20/m"},"quota":{"day":5000,"month":100000}}`,
