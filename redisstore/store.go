@@ -386,6 +386,10 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 	case vals[0] == 0 && script == peekScript:
 		return Result{OK: true, Refused: -1, Now: levels}, nil
 	case vals[0] == 0:
+		// Admitted: none of its keys is over its limit (a refusal
+		// remembered under other limits, raised and lowered again since,
+		// must not come back).
+		s.forgetAdmitted(items)
 		return Result{OK: true, Refused: -1, After: levels}, nil
 	}
 	i := int(vals[0] - 1)
@@ -401,7 +405,9 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 			wait = OverWait(&items[k], levels[k], now)
 		}
 		if wait > 0 {
-			s.remember(&items[k], now, now.Add(wait), levels[k])
+			// Until the Retry-After the caller is told, whole seconds: a
+			// flood that ignores it is answered here all that time.
+			s.remember(&items[k], now, now.Add(ceilSecond(wait)), levels[k])
 		}
 	}
 	return r, nil
@@ -598,7 +604,9 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		}
 		held, wait := e.held, e.until.Sub(now)
 		if it.Kind == Bucket {
-			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
+			// Short of the call's cost until the Retry-After ends, past
+			// the exact refill its rounding up may outlast.
+			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst), math.Nextafter(float64(e.n), 0))
 			if it.N > e.n { // a costlier call waits for its own cost
 				wait = max(wait, OverWait(it, held, now))
 			}
@@ -615,6 +623,25 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 // this Store already knows of (see Decide), if any.
 func (s *Store) KnownRefusal(items []Item) (Result, bool) {
 	return s.shortCircuit(items, s.clock())
+}
+
+// ceilSecond rounds d up to whole seconds, as Retry-After does.
+func ceilSecond(d time.Duration) time.Duration {
+	if r := d % time.Second; r != 0 {
+		return d - r + time.Second
+	}
+	return d
+}
+
+// forgetAdmitted drops the remembered refusals of the keys of items Redis
+// admitted, taking the write lock only when any refusal is remembered.
+func (s *Store) forgetAdmitted(items []Item) {
+	s.mu.RLock()
+	n := len(s.over)
+	s.mu.RUnlock()
+	if n > 0 {
+		s.forget(items)
+	}
 }
 
 // forget drops the remembered refusals of items' keys.

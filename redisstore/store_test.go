@@ -760,3 +760,57 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 		}
 	}
 }
+
+// A refusal is remembered until the Retry-After it tells, in whole
+// seconds, not only until the exact refill: a bucket of 5/s refills its
+// token in 200ms, and a caller told "Retry in 1s" that floods meanwhile is
+// answered from memory all that second, each answer short of the token.
+func TestShortCircuitHoldsUntilTheRetryAfter(t *testing.T) {
+	r := harness.StartRedis(t)
+	now := time.Now()
+	clock := func() time.Time { return now }
+	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: "z", Timeout: time.Second, Clock: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	item := bucket("t/ra", 5, 1, 1)
+	if res := decide(t, s, item); !res.OK {
+		t.Fatalf("first call refused: %+v", res)
+	}
+	first := decide(t, s, item)
+	if first.OK || first.Local || first.Wait > 250*time.Millisecond {
+		t.Fatalf("second call %+v, want a refusal by Redis for about 200ms", first)
+	}
+	now = now.Add(700 * time.Millisecond)
+	res := decide(t, s, item)
+	if !res.Local || res.Wait <= 0 || res.Wait > 300*time.Millisecond || res.Held >= 1 {
+		t.Fatalf("700ms later %+v, want answered from memory until the Retry-After (1s), short of the token", res)
+	}
+	now = now.Add(300 * time.Millisecond)
+	if res := decide(t, s, item); res.Local {
+		t.Fatalf("at the Retry-After %+v, want Redis asked again", res)
+	}
+}
+
+// A call Redis admits shows its keys are not over their limits: a refusal
+// remembered for one of them is forgotten, so that limits raised and
+// lowered again meanwhile do not bring it back as a wait that is gone.
+func TestAdmissionForgetsRememberedRefusals(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	tight := bucket("t/up", 1.0/60, 1, 1)
+	if res := decide(t, s, tight); !res.OK {
+		t.Fatalf("first call refused: %+v", res)
+	}
+	if res := decide(t, s, tight); res.OK || res.Local {
+		t.Fatalf("second call %+v, want a refusal by Redis", res)
+	}
+	time.Sleep(50 * time.Millisecond) // a token at the raised rate: no fresh burst comes with it
+	if res := decide(t, s, bucket("t/up", 100, 100, 1)); !res.OK {
+		t.Fatalf("under raised limits %+v, want admitted", res)
+	}
+	if res := decide(t, s, tight); res.Local {
+		t.Fatalf("under the first limits again %+v, want Redis asked, not the refusal remembered before", res)
+	}
+}
