@@ -150,85 +150,78 @@ func FuzzCanonicalCredentials(f *testing.F) {
 	})
 }
 
-// startWarnings counts the warnings warn logs at provision for a handler
-// whose identity is ident, without and with trust_identity.
-func startWarnings(t *testing.T, warn func(*policy, *zap.Logger), ident string) (plain, trusted int) {
+// wantStartWarnings checks, per identity, the warnings warn logs at
+// provision for a handler with that identity: want[ident] is their number
+// without and with trust_identity.
+func wantStartWarnings(t *testing.T, warn func(*policy, *zap.Logger), want map[string][2]int) {
 	t.Helper()
-	pol, err := compile(&Handler{Identity: []string{ident}})
-	if err != nil {
-		t.Fatal(err)
+	for ident, w := range want {
+		pol, err := compile(&Handler{Identity: []string{ident}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		warn(pol, zap.New(core))
+		plain := logs.Len()
+		pol.trustIdentity = true
+		warn(pol, zap.New(core))
+		if got := [2]int{plain, logs.Len() - plain}; got != w {
+			t.Errorf("identity %s: %d warnings, %d with trust_identity; want %d and %d", ident, got[0], got[1], w[0], w[1])
+		}
 	}
-	core, logs := observer.New(zap.WarnLevel)
-	warn(pol, zap.New(core))
-	plain = logs.Len()
-	pol.trustIdentity = true
-	warn(pol, zap.New(core))
-	return plain, logs.Len() - plain
 }
 
 // An identity header that reverse_proxy never forwards is warned about at
 // provision: the backend would prove any value it carries. With
 // trust_identity the backend's verdict is not what proves it.
 func TestHopByHopIdentityHeaderIsWarnedAbout(t *testing.T) {
-	for ident, want := range map[string]int{
-		"{http.request.header.Proxy-Authorization}":             1,
-		"{http.request.header.proxy-authorization}":             1,
-		"key:{http.request.header.Proxy-Authorization}":         1,
-		"{system.os}-{http.request.header.Proxy-Authorization}": 1,
-		"{http.request.header.Alt-Svc}":                         1,
-		"{http.request.header.Authorization}":                   0,
-		"{http.request.header.X-Api-Key}":                       0,
-	} {
-		if plain, trusted := startWarnings(t, warnHopByHopIdentity, ident); plain != want || trusted != 0 {
-			t.Errorf("identity %s: %d warnings, %d with trust_identity; want %d and 0", ident, plain, trusted, want)
-		}
-	}
+	wantStartWarnings(t, warnHopByHopIdentity, map[string][2]int{
+		"{http.request.header.Proxy-Authorization}":             {1, 0},
+		"{http.request.header.proxy-authorization}":             {1, 0},
+		"key:{http.request.header.Proxy-Authorization}":         {1, 0},
+		"{system.os}-{http.request.header.Proxy-Authorization}": {1, 0},
+		"{http.request.header.Alt-Svc}":                         {1, 0},
+		"{http.request.header.Authorization}":                   {0, 0},
+		"{http.request.header.X-Api-Key}":                       {0, 0},
+	})
 }
 
 // An identity read from a value an earlier handler derived from the
 // request is warned about at provision, with or without trust_identity:
 // the checks of repeated request inputs cannot see what went into it.
 func TestDerivedIdentityIsWarnedAbout(t *testing.T) {
-	for ident, want := range map[string]int{
-		"{http.vars.key}":                           1,
-		"key:{http.regexp.tok.1}":                   1,
-		"{mykey}":                                   1,
-		"{http.vars.client_ip}":                     0,
-		"{http.request.header.Authorization}":       0,
-		"{http.auth.user.id}":                       0,
-		"{system.os}-{http.request.cookie.session}": 0,
-	} {
-		if plain, trusted := startWarnings(t, warnDerivedIdentity, ident); plain != want || trusted != want {
-			t.Errorf("identity %s: %d warnings, %d with trust_identity; want %d and %d", ident, plain, trusted, want, want)
-		}
-	}
+	wantStartWarnings(t, warnDerivedIdentity, map[string][2]int{
+		"{http.vars.key}":                           {1, 1},
+		"key:{http.regexp.tok.1}":                   {1, 1},
+		"{mykey}":                                   {1, 1},
+		"{http.vars.client_ip}":                     {0, 0},
+		"{http.request.header.Authorization}":       {0, 0},
+		"{http.auth.user.id}":                       {0, 0},
+		"{system.os}-{http.request.cookie.session}": {0, 0},
+	})
 }
 
 // trust_identity on an input only the client writes is warned about at
 // provision; on one an auth handler sets, it is not.
 func TestTrustedClientInputIsWarnedAbout(t *testing.T) {
-	for ident, want := range map[string]int{
-		"{http.request.header.Authorization}":                  1,
-		"{http.request.header.authorization}":                  1,
-		"{http.request.uri.query.key}":                         1,
-		"{http.request.uri.query}":                             1,
-		"{http.request.uri}":                                   1,
-		"{http.request.orig_uri.path}":                         1,
-		"{http.request.header.Cookie}":                         1,
-		"{http.request.header.Proxy-Authorization}":            1,
-		"key:{http.request.cookie.sid}":                        1,
-		"key:{http.request.header.Authorization}":              1,
-		"{system.os}{http.request.header.Proxy-Authorization}": 1,
-		"{http.request.header.Cookie}-x":                       1,
-		"{system.os}-{http.auth.user.id}":                      0,
-		"{http.auth.user.id}":                                  0,
-		"{http.request.header.Remote-User}":                    0,
-		"{http.request.tls.client.fingerprint}":                0,
-	} {
-		if plain, trusted := startWarnings(t, warnTrustedClientInput, ident); plain != 0 || trusted != want {
-			t.Errorf("identity %s: %d warnings, %d with trust_identity; want 0 and %d", ident, plain, trusted, want)
-		}
-	}
+	wantStartWarnings(t, warnTrustedClientInput, map[string][2]int{
+		"{http.request.header.Authorization}":                  {0, 1},
+		"{http.request.header.authorization}":                  {0, 1},
+		"{http.request.uri.query.key}":                         {0, 1},
+		"{http.request.uri.query}":                             {0, 1},
+		"{http.request.uri}":                                   {0, 1},
+		"{http.request.orig_uri.path}":                         {0, 1},
+		"{http.request.header.Cookie}":                         {0, 1},
+		"{http.request.header.Proxy-Authorization}":            {0, 1},
+		"key:{http.request.cookie.sid}":                        {0, 1},
+		"key:{http.request.header.Authorization}":              {0, 1},
+		"{system.os}{http.request.header.Proxy-Authorization}": {0, 1},
+		"{http.request.header.Cookie}-x":                       {0, 1},
+		"{system.os}-{http.auth.user.id}":                      {0, 0},
+		"{http.auth.user.id}":                                  {0, 0},
+		"{http.request.header.Remote-User}":                    {0, 0},
+		"{http.request.tls.client.fingerprint}":                {0, 0},
+	})
 }
 
 // inputName's queryKey and cookie count every spelling under which some

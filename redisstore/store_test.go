@@ -27,6 +27,20 @@ func newStore(t *testing.T, r *harness.Redis, zone string) *redisstore.Store {
 	return s
 }
 
+// clockedStore opens a store of zone "z" on r whose local clock reads
+// *now, for the test to move.
+func clockedStore(t *testing.T, r *harness.Redis) (*redisstore.Store, *time.Time) {
+	t.Helper()
+	now := new(time.Time)
+	*now = time.Now()
+	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: "z", Timeout: time.Second, Clock: func() time.Time { return *now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, now
+}
+
 // storeOnRedis starts a Redis, opens a store of zone "z" on it, and
 // returns them with Redis's time.
 func storeOnRedis(t *testing.T) (*harness.Redis, *redisstore.Store, time.Time) {
@@ -674,13 +688,7 @@ func slowProxy(t *testing.T, target string, delay time.Duration) string {
 // quota reading exhausted until the period ends.
 func TestRememberedRefusalIsCheckedAgain(t *testing.T) {
 	r := harness.StartRedis(t)
-	now := time.Now()
-	clock := func() time.Time { return now }
-	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: "z", Timeout: time.Second, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, now := clockedStore(t, r)
 	other := newStore(t, r, "z")
 	item := quotaItem("i/back", quota.Day, 3, 1)
 	for range 3 {
@@ -697,7 +705,7 @@ func TestRememberedRefusalIsCheckedAgain(t *testing.T) {
 	if res := decide(t, s, item); !res.Local {
 		t.Fatalf("right after: %+v, want the refusal answered from memory", res)
 	}
-	now = now.Add(redisstore.RecheckAfter)
+	*now = now.Add(redisstore.RecheckAfter)
 	if res := decide(t, s, item); !res.OK {
 		t.Fatalf("after RecheckAfter: %+v, want Redis asked again and the call admitted", res)
 	}
@@ -767,13 +775,7 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 // answered from memory all that second, each answer short of the token.
 func TestShortCircuitHoldsUntilTheRetryAfter(t *testing.T) {
 	r := harness.StartRedis(t)
-	now := time.Now()
-	clock := func() time.Time { return now }
-	s, err := redisstore.New(redisstore.Config{URL: r.URL, Zone: "z", Timeout: time.Second, Clock: clock})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, now := clockedStore(t, r)
 	item := bucket("t/ra", 5, 1, 1)
 	if res := decide(t, s, item); !res.OK {
 		t.Fatalf("first call refused: %+v", res)
@@ -782,12 +784,12 @@ func TestShortCircuitHoldsUntilTheRetryAfter(t *testing.T) {
 	if first.OK || first.Local || first.Wait > 250*time.Millisecond {
 		t.Fatalf("second call %+v, want a refusal by Redis for about 200ms", first)
 	}
-	now = now.Add(700 * time.Millisecond)
+	*now = now.Add(700 * time.Millisecond)
 	res := decide(t, s, item)
 	if !res.Local || res.Wait <= 0 || res.Wait > 300*time.Millisecond || res.Held >= 1 {
 		t.Fatalf("700ms later %+v, want answered from memory until the Retry-After (1s), short of the token", res)
 	}
-	now = now.Add(300 * time.Millisecond)
+	*now = now.Add(300 * time.Millisecond)
 	if res := decide(t, s, item); res.Local {
 		t.Fatalf("at the Retry-After %+v, want Redis asked again", res)
 	}
