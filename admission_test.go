@@ -2,6 +2,7 @@ package mcplimit_test
 
 import (
 	"bufio"
+	"cmp"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -780,22 +781,32 @@ func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
 		raLo, raHi  int // Retry-After: the wait before a request of maxPerRequest's size passes
 		max         int // data.maxPerRequest
 		says        string
+		tool        string // of the batch's calls; "" for echo
 	}{
 		{"more calls than the concurrency cap, tenant short of tokens",
-			"tenant 1/m burst 5\nquota off\nconcurrency 1", 3, 3, "concurrency", 1, 1, 1, "at most 1 calls"},
+			"tenant 1/m burst 5\nquota off\nconcurrency 1", 3, 3, "concurrency", 1, 1, 1, "at most 1 calls", ""},
 		// Each call costs at least 1: no more than the 2 left fit.
 		{"more calls than the concurrency cap, quota nearly used",
-			"tenant 100/s burst 10\nquota 5/day\nconcurrency 4", 3, 5, "concurrency", 1, 1, 2, "at most 2 calls"},
+			"tenant 100/s burst 10\nquota 5/day\nconcurrency 4", 3, 5, "concurrency", 1, 1, 2, "at most 2 calls", ""},
 		// Two calls, the most the cap admits, need two tokens: two minutes.
 		{"more calls than the concurrency cap, tenant empty",
-			"tenant 1/m burst 3\nquota off\nconcurrency 2", 3, 3, "concurrency", 100, 120, 2, "at most 2 calls"},
+			"tenant 1/m burst 3\nquota off\nconcurrency 2", 3, 3, "concurrency", 100, 120, 2, "at most 2 calls", ""},
 		{"over the pre-auth burst and the anonymous one",
-			"preauth 1/m burst 3\nanonymous 1/m burst 2", -1, 4, "preauth", 1, 60, 2, "costing at most 2 together"},
+			"preauth 1/m burst 3\nanonymous 1/m burst 2", -1, 4, "preauth", 1, 60, 2, "costing at most 2 together", ""},
 		{"larger than the whole quota, tenant short of tokens",
-			"tenant 1/m burst 7\nquota 5/day", 4, 6, "quota", 1, 1, 1, "costing at most 1"},
+			"tenant 1/m burst 7\nquota 5/day", 4, 6, "quota", 1, 1, 1, "costing at most 1", ""},
 		// The burst of 3 would not fit the 2 the quota has left.
 		{"over the burst, quota nearly used",
-			"tenant 1/m burst 3\nquota 5/day", 3, 4, "tenant", 150, 180, 2, "costing at most 2 together"},
+			"tenant 1/m burst 3\nquota 5/day", 3, 4, "tenant", 150, 180, 2, "costing at most 2 together", ""},
+		// Every layer looks in turn (a tool quota is configured): the
+		// quota refusal (to midnight) outlasts the tenant's before the cap
+		// outlasts both, and the tenant's wait must not be lost with it.
+		{"more calls than the concurrency cap, tenant empty, quota short",
+			"tenant 1/m burst 3\nquota 5/day\nconcurrency 2\ntool other {\nquota 9/day\n}", 3, 3, "concurrency", 100, 120, 2, "at most 2 calls", ""},
+		// A tool quota's 4 calls left bound calls, not cost: 6, the
+		// burst, passes (two calls of 3).
+		{"over the burst and over a tool quota",
+			"tenant 1/m burst 6\nquota 30/day\ntool photo {\ncost 3\nquota 4/day\n}", 0, 5, "tenant", 1, 1, 6, "costing at most 6 together", "photo"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := start(t, tc.block)
@@ -807,7 +818,7 @@ func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
 			}
 			calls := make([]string, tc.batch)
 			for i := range calls {
-				calls[i] = harness.ToolCall(i+1, "echo", nil)
+				calls[i] = harness.ToolCall(i+1, cmp.Or(tc.tool, "echo"), nil)
 			}
 			r := e.post("["+strings.Join(calls, ",")+"]", hdr...)
 			var answers []rpcError

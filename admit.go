@@ -199,25 +199,22 @@ func (d *decision) dryRunLook(h *Handler, w http.ResponseWriter) bool {
 // probe has the layers from admissionSteps[from] on decide without taking
 // anything (a refused request must not hold capacity even for a moment)
 // and returns the refusal that holds the request back longest: ref or one
-// of theirs. The layers before from may have taken for this request, so
-// they are not asked again.
+// of theirs, with what the others say folded in (see longestOf). The
+// layers before from may have taken for this request, so they are not
+// asked again.
 func (d *decision) probe(from int, ref refusal) refusal {
 	if d.cost <= 0 {
 		return ref
 	}
 	d.probing = true
+	var arr [16]refusal
+	refs := append(arr[:0], ref)
 	for _, step := range admissionSteps[from:] {
 		if !step(d) {
-			ref = d.weigh(ref)
+			refs = append(refs, d.ref)
 		}
 	}
-	return ref
-}
-
-// weigh returns the refusal to give of ref and d.ref, another layer's
-// refusal of the same request (see against).
-func (d *decision) weigh(ref refusal) refusal {
-	return d.ref.against(ref)
+	return longestOf(refs)
 }
 
 // refuseRequest answers a request refused as sent (body rules, argument

@@ -50,7 +50,7 @@ func (d *decision) wouldGive(ref refusal) {
 	case !d.dryRefused:
 		d.dryRef = ref
 	case d.dryRef.layer != layerRequest:
-		d.dryRef = ref.against(d.dryRef) // as weigh: a tie goes to the first
+		d.dryRef = ref.against(d.dryRef) // as in probe: a tie goes to the first
 	}
 	d.dryRefused = true
 }

@@ -134,28 +134,48 @@ func (ref *refusal) maxPerRequest() int64 {
 // the refusal given, when ref says the request never passes as sent: the
 // request of the size it names (maxPerRequest) must pass the other layers
 // too, and after its Retry-After. So a smaller bound o holds (a bucket's
-// burst, what a quota has left) becomes ref's, and a wait o asks (a bucket
-// short of tokens) lengthens ref's to what o needs for a request of that
-// size. A concurrency cap counts calls, not cost: as every call costs at
-// least 1, a bound on cost bounds calls too, but a cap on calls bounds no
-// cost; and a wait is taken at its length for the whole request, which a
-// smaller one needs no longer than, unless every call of the request
-// costs 1.
+// burst, what a quota has left) becomes ref's (bound), and a wait o asks
+// (a bucket short of tokens) lengthens ref's to what o needs for a
+// request of that size (lengthen).
 func (ref *refusal) absorb(o *refusal) {
-	if !ref.never() || o.usedUp() {
+	ref.bound(o)
+	ref.lengthen(o)
+}
+
+// countsCalls reports a refusal whose figures count calls, not cost: a
+// concurrency cap's, a tool quota's.
+func (ref *refusal) countsCalls() bool {
+	return ref.kind == kindConcurrency || ref.kind == kindQuota && ref.layer == layerToolQuota
+}
+
+// bound lowers what ref, a refusal saying the request never passes as
+// sent, names as the most a request may hold to a smaller bound o holds.
+// As every call costs at least 1, a bound on cost bounds calls too, but
+// one on calls (a concurrency cap, a tool quota) bounds no cost.
+func (ref *refusal) bound(o *refusal) {
+	if !ref.never() || o.usedUp() || o.countsCalls() && !ref.countsCalls() {
 		return
 	}
-	if o.kind != kindConcurrency || ref.kind == kindConcurrency {
-		var bound int64
-		switch {
-		case o.never():
-			bound = o.maxPerRequest()
-		case o.kind == kindQuota:
-			bound = o.fits
-		}
-		if bound > 0 && bound < ref.maxPerRequest() {
-			ref.cap = bound
-		}
+	var bound int64
+	switch {
+	case o.never():
+		bound = o.maxPerRequest()
+	case o.kind == kindQuota:
+		bound = o.fits
+	}
+	if bound > 0 && bound < ref.maxPerRequest() {
+		ref.cap = bound
+	}
+}
+
+// lengthen makes the wait of ref, a refusal saying the request never
+// passes as sent, at least what o needs for a request of the size ref
+// names: a wait is taken at its length for the whole request, which a
+// smaller one needs no longer than, unless every call of the request
+// costs 1.
+func (ref *refusal) lengthen(o *refusal) {
+	if !ref.never() || o.usedUp() {
+		return
 	}
 	wait := o.wait
 	switch {
@@ -197,6 +217,34 @@ func (ref *refusal) outlasts(o *refusal) bool {
 	// A month's quota resets with the day's on its last day: it is the one
 	// to report.
 	return ref.kind == kindQuota && o.kind == kindQuota && ref.item.Period > o.item.Period
+}
+
+// longestOf returns the refusal to give of refs, several layers' refusals
+// of one request: the first that no later one outlasts, with what every
+// other says folded in, their bounds before their waits, which are for a
+// request of the size the bounds leave (see absorb). Folding them two by
+// two would lose one that a refusal given up later had not taken in: a
+// tenant bucket's wait behind a quota refusal that a concurrency cap then
+// outlasts.
+func longestOf(refs []refusal) refusal {
+	best := 0
+	for i := 1; i < len(refs); i++ {
+		if refs[i].outlasts(&refs[best]) {
+			best = i
+		}
+	}
+	r := refs[best]
+	for i := range refs {
+		if i != best {
+			r.bound(&refs[i])
+		}
+	}
+	for i := range refs {
+		if i != best {
+			r.lengthen(&refs[i])
+		}
+	}
+	return r
 }
 
 // against returns the refusal to give of ref and o, two layers' refusals
