@@ -207,14 +207,13 @@ func (d *decision) probe(from int, ref refusal) refusal {
 		return ref
 	}
 	d.probing = true
-	var arr [16]refusal
-	refs := append(arr[:0], ref)
+	d.refs = append(d.refs[:0], ref)
 	for _, step := range admissionSteps[from:] {
 		if !step(d) {
-			refs = append(refs, d.ref)
+			d.refs = append(d.refs, d.ref)
 		}
 	}
-	return longestOf(refs)
+	return longestOf(d.refs)
 }
 
 // refuseRequest answers a request refused as sent (body rules, argument

@@ -90,8 +90,9 @@ type decision struct {
 	// layer (local or Redis) reported it, where idKnown says so.
 	idUsed  [quota.Month + 1]int64
 	idKnown [quota.Month + 1]bool
-	keys    []byte // the quota keys of items, back to back; kept across uses
-	idKey   []byte // the identity's quota key, in keys once computed
+	keys    []byte    // the quota keys of items, back to back; kept across uses
+	refs    []refusal // the refusals probe weighs; kept across uses
+	idKey   []byte    // the identity's quota key, in keys once computed
 	// The pre-auth bucket that charged an unproven caller, for RateLimit.
 	preauthLim    bucketLimit
 	preauthPolicy []string // nil until the pre-auth layer ran
@@ -259,9 +260,10 @@ func (d *decision) release() {
 		d.body.Release()
 	}
 	items, layers, keys, parsed, uncounted := d.items[:0], d.itemLayers[:0], d.keys[:0], d.parsed, d.uncountedItems[:0]
-	watch := d.watch.reuse()
+	watch, refs := d.watch.reuse(), d.refs[:0]
 	*d = decision{} // cleared in place: a literal with fields is built apart, then copied
 	d.items, d.itemLayers, d.keys, d.parsed, d.watch, d.uncountedItems = items, layers, keys, parsed, watch, uncounted
+	d.refs = refs
 	decisionPool.Put(d)
 }
 
