@@ -207,13 +207,20 @@ func (d *decision) probe(from int, ref refusal) refusal {
 		return ref
 	}
 	d.probing = true
-	d.refs = append(d.refs[:0], ref)
+	refs := d.refs[:0]
 	for _, step := range admissionSteps[from:] {
 		if !step(d) {
-			d.refs = append(d.refs, d.ref)
+			if len(refs) == 0 {
+				refs = append(refs, ref)
+			}
+			refs = append(refs, d.ref)
 		}
 	}
-	return longestOf(d.refs)
+	d.refs = refs
+	if len(refs) == 0 {
+		return ref // the only refusal: nothing to weigh
+	}
+	return longestOf(refs)
 }
 
 // refuseRequest answers a request refused as sent (body rules, argument
