@@ -46,7 +46,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		h.refuse(d, w, dryPreauth)
 		// Enforcement gives it before the body is read, ahead of a
 		// refusal of the body as sent.
-		d.dryRef = dryPreauth
+		d.dryRefs = append(d.dryRefs[:0], dryPreauth)
 	}
 	if !inspected {
 		h.refuseRequest(d, w, d.ref)

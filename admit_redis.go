@@ -307,12 +307,14 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 }
 
 // outlastingInRedis returns, of ref and the refusals of the other items
-// levels say cannot fit either, the one that outlasts the others: Redis
-// reports only the first item that did not fit.
+// levels say cannot fit either, the one that outlasts the others, with
+// what they say folded in (see longestOf): Redis reports only the first
+// item that did not fit.
 func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots []redisSlot, levels []float64) refusal {
 	if len(levels) != len(items) {
 		return ref
 	}
+	d.refs = append(d.refs[:0], ref)
 	for k := range items {
 		wait := redisstore.OverWait(&items[k], levels[k], d.now)
 		if wait == 0 {
@@ -322,14 +324,9 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 		if q := slots[k].quota; q >= 0 {
 			other = d.quotasRefusal(q)
 		}
-		if other.outlasts(&ref) {
-			other.absorb(&ref)
-			ref = other
-		} else {
-			ref.absorb(&other)
-		}
+		d.refs = append(d.refs, other)
 	}
-	return ref
+	return longestOf(d.refs)
 }
 
 // levelsInRedis records what Redis reported for the items slots describe

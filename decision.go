@@ -52,8 +52,10 @@ type decision struct {
 	probing bool
 	// dryRefused says a layer would have refused the request in dry run:
 	// it is forwarded, but what the layers took is given back (see admit);
-	// dryRef is the refusal enforcement would have given (see wouldGive).
+	// dryRefs are the refusals a dry run recorded (see wouldGive), and
+	// dryRef the one of them enforcement would have given (dryRefusal).
 	dryRefused bool
+	dryRefs    []refusal // kept across uses
 	dryRef     refusal
 	carried    *carried // what outlives the decision; see carry
 	// unreadable says why the request cannot be limited as sent: its
@@ -260,10 +262,10 @@ func (d *decision) release() {
 		d.body.Release()
 	}
 	items, layers, keys, parsed, uncounted := d.items[:0], d.itemLayers[:0], d.keys[:0], d.parsed, d.uncountedItems[:0]
-	watch, refs := d.watch.reuse(), d.refs[:0]
+	watch, refs, dryRefs := d.watch.reuse(), d.refs[:0], d.dryRefs[:0]
 	*d = decision{} // cleared in place: a literal with fields is built apart, then copied
 	d.items, d.itemLayers, d.keys, d.parsed, d.watch, d.uncountedItems = items, layers, keys, parsed, watch, uncounted
-	d.refs = refs
+	d.refs, d.dryRefs = refs, dryRefs
 	decisionPool.Put(d)
 }
 

@@ -37,7 +37,8 @@ type Handler struct {
 	// routes and across config reloads. Each handler decides with its own
 	// settings; the zone-wide ones (flush_interval, store) are those of the
 	// zone's handler loaded last, known_ttl and max_known the largest of
-	// its handlers'. At most 64 bytes, without slashes or spaces.
+	// its handlers'. At most 64 bytes of UTF-8, without slashes, spaces
+	// (Unicode ones included), control or invisible characters.
 	// Default: "default" (the Caddyfile refuses an empty name).
 	Zone string `json:"zone,omitempty"`
 
@@ -90,7 +91,10 @@ type Handler struct {
 	// identities for the largest KnownTTL of its handlers. An identity
 	// forgotten, expired or evicted is charged as one proven before (to its
 	// tenant bucket and quotas) for KnownTTL, or until a tenant bucket it
-	// drained would have refilled when that is longer. Default: 24h.
+	// drained would have refilled when that is longer. A forget stays in
+	// the saved set for KnownTTL and at least 24h; instances sharing a zone
+	// should run one KnownTTL, as each save drops the saved identities
+	// last used longer ago than its own. Default: 24h.
 	KnownTTL caddy.Duration `json:"known_ttl,omitempty"`
 
 	// MaxKnown caps the proven identities kept in the zone (least recently
@@ -127,7 +131,8 @@ type Handler struct {
 	// matched by its own address, against the most specific network listed
 	// (each network may be listed once); a gateway listed narrower than
 	// the pre-auth key's network (ipv4_prefix, ipv6_prefix) is its own
-	// key, a wider one is keyed like any client.
+	// key, a wider one is keyed like any client. Refused with preauth off,
+	// where no pre-auth budget applies.
 	Gateways []Gateway `json:"gateways,omitempty"`
 
 	// Tenant is the per-proven-identity bucket. An identity forgotten
@@ -195,7 +200,8 @@ type Handler struct {
 	// Group. Off is refused: leave the field out for no group quota.
 	GroupQuota *QuotaLimit `json:"group_quota,omitempty"`
 
-	// Tools holds per-tool policies keyed by tool name.
+	// Tools holds per-tool policies keyed by tool name. Each must set
+	// something: an empty or null policy is a config error.
 	Tools map[string]*ToolPolicy `json:"tools,omitempty"`
 
 	// Store selects an external store for exact shared limits. Adding it

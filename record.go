@@ -39,18 +39,18 @@ func (h *Handler) record(d *decision, ref refusal, dry bool) {
 	h.logger.Info("refused", fields...)
 }
 
-// wouldGive keeps in d.dryRef, of the refusals a dry run records, the one
-// enforcement would give: a refusal of the request as sent ends its
+// wouldGive keeps in d.dryRefs the refusals a dry run records that
+// enforcement would weigh: a refusal of the request as sent ends its
 // decision before any layer after pre-auth, and the layers' refusals are
-// weighed as probe weighs them. (Pre-auth's refusal of the first token,
-// which enforcement gives before the body is read, is recorded after
-// inspection; admit puts it first.)
+// weighed all at once, as probe weighs them (dryRefusal). (Pre-auth's
+// refusal of the first token, which enforcement gives before the body is
+// read, is recorded after inspection; admit puts it first.)
 func (d *decision) wouldGive(ref refusal) {
 	switch {
 	case !d.dryRefused:
-		d.dryRef = ref
-	case d.dryRef.layer != layerRequest:
-		d.dryRef = ref.against(d.dryRef) // as in probe: a tie goes to the first
+		d.dryRefs = append(d.dryRefs[:0], ref)
+	case d.dryRefs[0].layer != layerRequest:
+		d.dryRefs = append(d.dryRefs, ref)
 	}
 	d.dryRefused = true
 }
@@ -61,6 +61,7 @@ func (d *decision) dryRefusal() *refusal {
 	if !d.dryRefused {
 		return nil
 	}
+	d.dryRef = longestOf(d.dryRefs)
 	return &d.dryRef
 }
 

@@ -130,18 +130,6 @@ func (ref *refusal) maxPerRequest() int64 {
 	return n
 }
 
-// absorb folds o, another layer's refusal of the same request, into ref,
-// the refusal given, when ref says the request never passes as sent: the
-// request of the size it names (maxPerRequest) must pass the other layers
-// too, and after its Retry-After. So a smaller bound o holds (a bucket's
-// burst, what a quota has left) becomes ref's (bound), and a wait o asks
-// (a bucket short of tokens) lengthens ref's to what o needs for a
-// request of that size (lengthen).
-func (ref *refusal) absorb(o *refusal) {
-	ref.bound(o)
-	ref.lengthen(o)
-}
-
 // countsCalls reports a refusal whose figures count calls, not cost: a
 // concurrency cap's, a tool quota's.
 func (ref *refusal) countsCalls() bool {
@@ -221,8 +209,10 @@ func (ref *refusal) outlasts(o *refusal) bool {
 
 // longestOf returns the refusal to give of refs, several layers' refusals
 // of one request: the first that no later one outlasts, with what every
-// other says folded in, their bounds before their waits, which are for a
-// request of the size the bounds leave (see absorb). Folding them two by
+// other says folded in when it says the request never passes as sent:
+// the request of the size it names must pass the other layers too, and
+// after its Retry-After. So their bounds come first (bound), then their
+// waits, for a request of the size the bounds leave (lengthen). Folding them two by
 // two would lose one that a refusal given up later had not taken in: a
 // tenant bucket's wait behind a quota refusal that a concurrency cap then
 // outlasts.
@@ -245,18 +235,6 @@ func longestOf(refs []refusal) refusal {
 		}
 	}
 	return r
-}
-
-// against returns the refusal to give of ref and o, two layers' refusals
-// of one request: the one that outlasts the other, with what the other
-// says folded in (see absorb).
-func (ref refusal) against(o refusal) refusal {
-	if ref.outlasts(&o) {
-		ref.absorb(&o)
-		return ref
-	}
-	o.absorb(&ref)
-	return o
 }
 
 func storeRefusal(tool string, wait time.Duration) refusal {
