@@ -193,12 +193,51 @@ func TestDerivedIdentityIsWarnedAbout(t *testing.T) {
 	wantStartWarnings(t, warnDerivedIdentity, map[string][2]int{
 		"{http.vars.key}":                           {1, 1},
 		"key:{http.regexp.tok.1}":                   {1, 1},
-		"{mykey}":                                   {1, 1},
+		"{mykey}":                                   {0, 0},
 		"{http.vars.client_ip}":                     {0, 0},
 		"{http.request.header.Authorization}":       {0, 0},
 		"{http.auth.user.id}":                       {0, 0},
 		"{system.os}-{http.request.cookie.session}": {0, 0},
 	})
+}
+
+// A placeholder that is none of Caddy's, in identity, the group key or a
+// tier's match, is warned about at provision: it is empty for every caller
+// unless a plugin sets it.
+func TestUnknownPlaceholderIsWarnedAbout(t *testing.T) {
+	for _, c := range []struct {
+		text string
+		want int
+	}{
+		{"{method}", 1},
+		{"{header.X-Api-Key}", 1},
+		{"{{http.request.header.X-Api-Key}}", 1},
+		{"{env.PREFIX}-{mykey}", 1},
+		{"{http.request.header.X-Api-Key}", 0},
+		{"{http.vars.key}", 0},
+		{"{http.auth.user.id}", 0},
+		{"{env.PREFIX}-{http.request.cookie.sid}", 0},
+	} {
+		h := &Handler{
+			Identity: []string{c.text},
+			Group:    &Group{Key: c.text, Rate: "1/s"},
+			Tiers:    []Tier{{Name: "paid", Match: TierMatch{Placeholder: c.text, Values: []string{"paid"}}, Limits: Limits{Quota: &QuotaLimit{Day: 9}}}},
+		}
+		pol, err := compile(h)
+		if err != nil {
+			t.Fatalf("%s: %v", c.text, err)
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		warnUnknownPlaceholders(pol, zap.New(core))
+		if got := logs.Len(); got != 3*c.want {
+			t.Errorf("%s: %d warnings, want %d (identity, group, tier)", c.text, got, 3*c.want)
+		}
+		for _, e := range logs.All() {
+			if ph := e.ContextMap()["placeholder"]; !strings.HasPrefix(c.text, "{env") && !strings.Contains(c.text, ph.(string)) {
+				t.Errorf("%s: warning names %v", c.text, ph)
+			}
+		}
+	}
 }
 
 // trust_identity on an input only the client writes is warned about at

@@ -65,7 +65,9 @@ type Handler struct {
 	// one identity): list each as its own entry. The server's side of the
 	// request ({http.request.method}, .proto, .scheme, .local*) is refused:
 	// a caller varies it at will. One read from a value an earlier handler
-	// derived ({http.vars.*}) is warned about at start.
+	// derived ({http.vars.*}) is warned about at start, and so is one
+	// that is none of Caddy's ({method}: in JSON, placeholders have their
+	// full names), which is empty for every caller unless a plugin sets it.
 	// At least one placeholder
 	// must read something the caller chooses: one made only of {env.*},
 	// {file.*}, {system.*}, {time.*} or the server's side of the request is
@@ -255,6 +257,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnHopByHopIdentity(pol, h.logger)
 	warnTrustedClientInput(pol, h.logger)
 	warnDerivedIdentity(pol, h.logger)
+	warnUnknownPlaceholders(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
