@@ -1670,9 +1670,16 @@ func TestHeaderIdentityWhitespaceOverHTTP2IsOneIdentity(t *testing.T) {
 // to Python's urlsplit and Node's URL: with a query identity,
 // `?token=k#1` would be a fresh identity per suffix that the backend reads
 // as k, and `?x=1#&token=junk` one it never sees. Such requests are
-// refused.
+// refused, whether the identity reads one parameter or the whole query.
 func TestQueryIdentityWithAFragmentIsRefused(t *testing.T) {
-	e := start(t, "zone query-hash\nidentity {http.request.uri.query.token}\npreauth 100/s burst 100")
+	t.Run("parameter", func(t *testing.T) { refusesRawHash(t, "query-hash", "{http.request.uri.query.token}") })
+	t.Run("whole query", func(t *testing.T) { refusesRawHash(t, "whole-query-hash", "{http.request.uri.query}") })
+}
+
+// refusesRawHash checks that a zone whose identity is ph refuses requests
+// with a raw '#' in their target, and forwards none.
+func refusesRawHash(t *testing.T, zone, ph string) {
+	e := start(t, "zone "+zone+"\nidentity "+ph+"\npreauth 100/s burst 100")
 	for _, target := range []string{"/mcp?token=valid-hash#1", "/mcp?x=1#&token=junk", "/mcp#?token=junk"} {
 		conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
 		if err != nil {

@@ -129,6 +129,8 @@ func readPlaceholder(r *http.Request, ph string) (value string, varied bool, unr
 		if v, why, ok := readInput(r, key); ok {
 			val = v
 			unreadable = cmp.Or(unreadable, why)
+		} else if wholeQuery(key) && strings.IndexByte(r.RequestURI, '#') >= 0 {
+			unreadable = cmp.Or(unreadable, rawHash)
 		}
 		if variesByCaller(key) {
 			perCaller = true
@@ -304,6 +306,46 @@ func clientWritten(ph string) bool {
 		}
 	}
 	return strings.Contains(ph, "{http.request.uri") || strings.Contains(ph, "{http.request.orig_uri") || strings.Contains(ph, "{"+cookiePrefix)
+}
+
+// wholeQuery reports whether the placeholder key reads the request's
+// whole query, alone or in the URI.
+func wholeQuery(key string) bool {
+	switch key {
+	case "http.request.uri", "http.request.uri.query", "http.request.orig_uri", "http.request.orig_uri.query":
+		return true
+	}
+	return false
+}
+
+// wholeInput reports whether the placeholder key reads a whole request
+// input that carries several values: the query (wholeQuery), the Cookie
+// header or the body. A caller adds a throwaway parameter or cookie, or
+// reorders them, without changing the credential the backend reads in it.
+func wholeInput(key string) bool {
+	if name, ok := strings.CutPrefix(key, headerPrefix); ok {
+		return strings.EqualFold(name, "Cookie")
+	}
+	return wholeQuery(key) || key == "http.request.body" || key == "http.request.body_base64"
+}
+
+// warnWholeInputIdentity warns about an identity that reads a whole
+// request input carrying several values (wholeInput): every variant a
+// caller makes of it (`?key=k&x=1`, `?x=1&key=k`) is an identity of its
+// own, with a fresh budget, that the backend proves by the one credential
+// in it. With trust_identity, warnTrustedClientInput warns instead.
+func warnWholeInputIdentity(pol *policy, logger *zap.Logger) {
+	if pol.trustIdentity {
+		return
+	}
+	for _, ph := range pol.identity {
+		for key := range placeholderKeys(ph) {
+			if wholeInput(key) {
+				logger.Warn("identity reads a whole request input that carries several values: a caller adds a throwaway parameter or cookie, or reorders them, and each variant is an identity of its own with a fresh budget that the backend proves; name the one input, such as {http.request.uri.query.key} or {http.request.cookie.session}",
+					zap.String("zone", pol.zone), zap.String("placeholder", "{"+key+"}"))
+			}
+		}
+	}
 }
 
 // connectionNames reports whether the request's Connection header lists

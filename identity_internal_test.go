@@ -201,6 +201,27 @@ func TestDerivedIdentityIsWarnedAbout(t *testing.T) {
 	})
 }
 
+// An identity that reads a whole input carrying several values (the
+// query, the Cookie header, the body) is warned about at provision: a
+// throwaway parameter or cookie makes a fresh identity the backend
+// proves. With trust_identity the client-input warning says it instead.
+func TestWholeInputIdentityIsWarnedAbout(t *testing.T) {
+	wantStartWarnings(t, warnWholeInputIdentity, map[string][2]int{
+		"{http.request.uri.query}":            {1, 0},
+		"{http.request.uri}":                  {1, 0},
+		"{http.request.orig_uri.query}":       {1, 0},
+		"{http.request.header.Cookie}":        {1, 0},
+		"{http.request.header.cookie}":        {1, 0},
+		"key:{http.request.body}":             {1, 0},
+		"{http.request.uri.query.key}":        {0, 0},
+		"{http.request.uri.path}":             {0, 0},
+		"{http.request.cookie.session}":       {0, 0},
+		"{http.request.header.Authorization}": {0, 0},
+		"{http.request.header.X-Cookie}":      {0, 0},
+		"{http.request.uri.query.query}":      {0, 0},
+	})
+}
+
 // A placeholder that is none of Caddy's, in identity, the group key or a
 // tier's match, is warned about at provision: it is empty for every caller
 // unless a plugin sets it.

@@ -35,6 +35,10 @@ func readInput(r *http.Request, key string) (value, unreadable string, ok bool) 
 	return value, unreadable, true
 }
 
+// rawHash says why a request whose identity reads the query must not
+// hold a raw '#' in its target (see readQuery).
+const rawHash = "Do not send '#' in the request target: servers read what follows it as a fragment, not as the query."
+
 // readQuery reads the query parameter name as Caddy's replacer does (its
 // values joined with commas). A parameter sent more than once is
 // unreadable: backends read the first value, the last or the list, so a
@@ -55,7 +59,7 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 		// (or the path); Python's urlsplit and Node's URL start a fragment
 		// there, so `?token=k#1` would be an identity per suffix that the
 		// backend reads as k, and `#&token=junk` one it never sees.
-		return value, "Do not send '#' in the request target: servers read what follows it as a fragment, not as the query."
+		return value, rawHash
 	}
 	n, in := 0, newInputName(name)
 	for pair := range strings.FieldsFuncSeq(r.URL.RawQuery, func(c rune) bool { return c == '&' || c == ';' }) {

@@ -67,7 +67,9 @@ type Handler struct {
 	// a caller varies it at will. One read from a value an earlier handler
 	// derived ({http.vars.*}) is warned about at start, and so is one
 	// that is none of Caddy's ({method}: in JSON, placeholders have their
-	// full names), which is empty for every caller unless a plugin sets it.
+	// full names), which is empty for every caller unless a plugin sets it,
+	// and one that reads a whole input carrying several values (the query,
+	// the Cookie header), where a throwaway parameter makes a new identity.
 	// At least one placeholder
 	// must read something the caller chooses: one made only of {env.*},
 	// {file.*}, {system.*}, {time.*} or the server's side of the request is
@@ -258,6 +260,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnTrustedClientInput(pol, h.logger)
 	warnDerivedIdentity(pol, h.logger)
 	warnUnknownPlaceholders(pol, h.logger)
+	warnWholeInputIdentity(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
