@@ -343,6 +343,10 @@ func (d *decision) levelsInRedis(slots []redisSlot, levels []float64) {
 		switch {
 		case s.quota >= 0:
 			d.knowUsed(s.quota, max(int64(levels[k]), 0)) // -1: not counted there
+			if levels[k] < 0 && d.itemLayers[s.quota] == layerQuota {
+				// Nothing charged: not one to describe (forgottenCharges).
+				d.idKnown[d.items[s.quota].Period] = false
+			}
 			quotas = true
 		case s.layer == layerTenant:
 			d.tenantLeft, d.tenantHeld = levels[k], true

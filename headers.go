@@ -220,9 +220,10 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 		pb = appendBucketPolicy(pb, "tenant", d.lim.tenant)
 	}
 	for _, p := range quotaPeriods {
-		if lim := d.lim.quota.of(p); quotas && lim > 0 {
+		lim := d.lim.quota.of(p)
+		used, ok := d.idUsed[p], d.idKnown[p]
+		if quotas && lim > 0 && (ok || !d.inRedis && !d.redisHolds()) {
 			sep()
-			used, ok := d.idUsed[p], d.idKnown[p]
 			if !ok {
 				used = d.z.quota.Used(d.identityQuotaKey(), p, d.now)
 			}
@@ -233,15 +234,22 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 	d.setRateLimit(w, []string{string(pb)}, b)
 }
 
-// forgottenCharges reports whether an unproven identity's metered request,
-// decided on this instance, is charged to the identity's tenant bucket and
-// to its quotas, as a forgotten identity's is (see forgottenWithBucket and
-// quotaItems): one that was proven, or still holds a bucket or a count.
-// With the store in Redis, what it holds there is not known here: the
-// pre-auth bucket alone is described.
+// forgottenCharges reports whether an unproven identity's metered request
+// is charged to the identity's tenant bucket and to its quotas, as a
+// forgotten identity's is (see forgottenWithBucket and quotaItems): one
+// that was proven, or still holds a bucket or a count. Where Redis holds
+// the levels, it is what Redis reported charging: a forgotten identity's
+// tenant bucket, and the quotas it counts (see redisItems).
 func (d *decision) forgottenCharges() (tenant, quotas bool) {
-	if d.proven || !d.hasID || d.cost <= 0 || d.inRedis || d.redisHolds() {
+	if d.proven || !d.hasID || d.cost <= 0 {
 		return false, false
+	}
+	if d.inRedis || d.redisHolds() {
+		tenant = d.tenantHeld && !d.lim.tenantOff && d.lim.tenant.rate > 0
+		for _, p := range quotaPeriods {
+			quotas = quotas || d.idKnown[p] && d.lim.quota.of(p) > 0
+		}
+		return tenant, quotas
 	}
 	tenant = !d.lim.tenantOff && d.lim.tenant.rate > 0 && d.forgottenWithBucket()
 	for _, p := range quotaPeriods {

@@ -187,11 +187,22 @@ func TestRateLimitHeadersStayStructuredFieldIntegers(t *testing.T) {
 // responses describe them after the pre-auth bucket, so that a refusal by
 // one of them is not told of a pre-auth bucket with tokens left alone.
 func TestRateLimitHeadersOfAForgottenIdentityDescribeWhatChargesIt(t *testing.T) {
-	e := start(t, "zone forgothdr\npreauth 100/s burst 100\ntenant 1/m burst 3\nquota 5/day")
-	auth := []string{"Authorization", "Bearer valid-forgothdr"}
+	skipNearReset(t, nextDay)
+	t.Run("local", func(t *testing.T) { forgottenIdentityHeaders(t, "forgothdr", "") })
+	t.Run("redis", func(t *testing.T) {
+		forgottenIdentityHeaders(t, "forgothdr_redis", "\nstore redis "+harness.StartRedis(t).URL)
+	})
+}
+
+// forgottenIdentityHeaders checks the RateLimit fields of a forgotten
+// identity's calls in zone, whose store is set by store.
+func forgottenIdentityHeaders(t *testing.T, zone, store string) {
+	e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 1/m burst 3\nquota 5/day"+store)
+	token := "valid-" + zone
+	auth := []string{"Authorization", "Bearer " + token}
 	const policy = `"preauth";q=100;w=1, "tenant";q=3;w=180, "quota-day";q=5;w=86400`
-	e.prove("valid-forgothdr")
-	e.spend("valid-forgothdr", 2)
+	e.prove(token)
+	e.spend(token, 2)
 	e.forget(auth...)
 	r := e.call(10, auth...)
 	if r.Status != http.StatusOK {
@@ -213,7 +224,7 @@ func TestRateLimitHeadersOfAForgottenIdentityDescribeWhatChargesIt(t *testing.T)
 		t.Fatalf("refusal: RateLimit %q, want tenant r=0 and t the Retry-After %s", r.Header.Get("RateLimit"), r.Header.Get("Retry-After"))
 	}
 	// A credential never proven is described by its pre-auth bucket alone.
-	r = e.call(12, "Authorization", "Bearer rejected-forgothdr")
+	r = e.call(12, "Authorization", "Bearer rejected-"+zone)
 	if got := r.Header.Get("RateLimit-Policy"); got != `"preauth";q=100;w=1` {
 		t.Fatalf("never proven: RateLimit-Policy %q", got)
 	}
