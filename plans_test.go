@@ -151,6 +151,34 @@ func TestTierChangeMidPeriodKeepsTheCounts(t *testing.T) {
 	}
 }
 
+// A tenant moving to another tier earns its old tier's rate for the time
+// before the move: a drained trial tenant upgraded 100ms later holds what
+// 1/m earned in 100ms, not what 100/s would have (10 tokens).
+func TestTierMoveCreditsTheIdleTimeAtTheOldTier(t *testing.T) {
+	const block = "preauth 100/s burst 100\nquota off\n" +
+		"tier paid {\nmatch {http.request.header.X-Plan} paid\ntenant 100/s burst 100\n}\n" +
+		"tier trial {\nmatch {http.request.header.X-Plan} trial\ntenant 1/m burst 2\n}"
+	t.Run("local", func(t *testing.T) { tierMoveKeepsTheLevel(t, start(t, "zone tiermove\n"+block), "valid-tiermove") })
+	t.Run("redis", func(t *testing.T) {
+		e := start(t, "zone tiermove_redis\n"+block+"\nstore redis "+harness.StartRedis(t).URL)
+		tierMoveKeepsTheLevel(t, e, "valid-tiermove-redis")
+	})
+}
+
+// tierMoveKeepsTheLevel drains tok's trial bucket and checks that its
+// first call as paid, 100ms later, is refused by the tenant layer.
+func tierMoveKeepsTheLevel(t *testing.T, e *env, tok string) {
+	trial := []string{"Authorization", "Bearer " + tok, "X-Plan", "trial"}
+	e.prove(tok, "X-Plan", "trial")
+	e.passes(2, "echo", trial...)
+	refusal(t, e.callTool(1, "echo", trial...), http.StatusTooManyRequests, "tenant")
+	time.Sleep(100 * time.Millisecond)
+	got := refusal(t, e.callTool(2, "echo", "Authorization", "Bearer "+tok, "X-Plan", "paid"), http.StatusTooManyRequests, "tenant")
+	if !strings.Contains(got.Error.Message, "100/s") {
+		t.Fatalf("the refusal after the move should state the paid limit: %s", got.Error.Message)
+	}
+}
+
 func TestOverrideRaisesOneTenantsQuotaLive(t *testing.T) {
 	const block = "tenant off\nquota 3/day"
 	e := start(t, block)

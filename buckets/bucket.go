@@ -34,14 +34,19 @@ func (b *bucket) advance(at int64) {
 	b.last = max(b.last, at)
 }
 
-// retune switches the bucket to lim at at, keeping its level. The time
-// since the bucket was last brought up to date earns the new rate: limits
-// change at config reloads, when Set.Advance has banked every bucket's
-// refill at the old rate, so this is the time since the change. A lower
-// burst caps the level.
-func (b *bucket) retune(lim Limit, at int64) {
+// retune switches the bucket to lim at at, keeping its level, as
+// rate.Limiter.SetLimitAt does. A bucket used since the last limits
+// change (changed, see Set.Advance) had its own limits until now (the key
+// moved to other limits: a tier it left), so it first earns its old rate
+// up to at. One not used since was banked at the change, or left without
+// a rate by Set.Rebase: the time since earns the new rate, the limit in
+// force from then on. A lower burst caps the level.
+func (b *bucket) retune(lim Limit, at, changed int64) {
 	if b.rate == lim.Rate && b.burst == lim.Burst {
 		return
+	}
+	if b.rate > 0 && b.last > changed {
+		b.advance(at)
 	}
 	b.rate = lim.Rate
 	b.tokens = min(b.tokens, float64(b.burst), float64(lim.Burst))

@@ -14,12 +14,15 @@ import (
 func TestMatchesRateLimiter(t *testing.T) {
 	rates := []rate.Limit{0, 0.5, 1, 3, 7, 100}
 	tests := []struct {
-		name string
-		seed uint64
+		name  string
+		seed  uint64
+		moves bool // the key moves to other limits (a tier), with no Advance
 	}{
-		{"a bucket decides as rate.Limiter.AllowN does (schedule 1)", 1},
-		{"a bucket decides as rate.Limiter.AllowN does (schedule 2)", 2},
-		{"a bucket decides as rate.Limiter.AllowN does (schedule 3)", 3},
+		{"a bucket decides as rate.Limiter.AllowN does (schedule 1)", 1, false},
+		{"a bucket decides as rate.Limiter.AllowN does (schedule 2)", 2, false},
+		{"a bucket decides as rate.Limiter.AllowN does (schedule 3)", 3, false},
+		{"a key moving between limits decides as rate.Limiter.SetLimitAt has it (schedule 4)", 4, true},
+		{"a key moving between limits decides as rate.Limiter.SetLimitAt has it (schedule 5)", 5, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -33,11 +36,19 @@ func TestMatchesRateLimiter(t *testing.T) {
 			ref.AllowN(now, 1)
 			s.Reserve(fp(0), lim, 1, now)
 			admitted := 0
+			rates := rates
+			if tt.moves {
+				// Config never sets a rate of 0; a bucket without a rate
+				// is one Rebase left to learn its next limit.
+				rates = rates[1:]
+			}
 			for i := range 5000 {
 				now = now.Add(time.Duration(rnd.Int64N(int64(time.Second))))
 				if next := (Limit{Rate: rates[rnd.IntN(len(rates))], Burst: rnd.IntN(11)}); rnd.IntN(10) == 0 && next != lim {
-					lim = next                                       // as the Set does: retune only on a change
-					s.Advance(now, time.Hour, next.Rate, next.Burst) // as a zone does at a config change
+					lim = next // as the Set does: retune only on a change
+					if !tt.moves {
+						s.Advance(now, time.Hour, next.Rate, next.Burst) // as a zone does at a config change
+					}
 					ref.SetLimitAt(now, lim.Rate)
 					ref.SetBurstAt(now, lim.Burst)
 				}

@@ -111,7 +111,7 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 	lim.Burst = max(lim.Burst, 0)
 	if idx, found := sh.index[key]; found {
 		b := &sh.slab[idx]
-		b.retune(lim, at)
+		b.retune(lim, at, sh.changed)
 		if wait, ok := b.take(n, at); !ok {
 			return Reservation{}, wait, false, false
 		}
@@ -150,7 +150,7 @@ func (s *Set[K]) Wait(key K, lim Limit, n int, now time.Time) (wait time.Duratio
 	b := bucket{tokens: float64(lim.Burst), last: at, rate: lim.Rate, burst: lim.Burst}
 	if idx, found := sh.index[key]; found {
 		b = sh.slab[idx] // a copy: taking from it changes nothing
-		b.retune(lim, at)
+		b.retune(lim, at, sh.changed)
 	}
 	return b.take(n, at)
 }
@@ -184,7 +184,7 @@ func (s *Set[K]) level(key K, lim *Limit, now time.Time) (float64, bool) {
 	at := sh.clock.Since(now)
 	b := sh.slab[idx] // a copy
 	if lim != nil {
-		b.retune(*lim, at)
+		b.retune(*lim, at, sh.changed)
 	}
 	return b.level(at), true
 }

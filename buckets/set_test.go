@@ -40,10 +40,15 @@ func TestReserve(t *testing.T) {
 			{key: 1, lim: Limit{Rate: 1, Burst: 2}, n: 2, ok: true},
 			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 1, wait: time.Second},
 		}},
-		{"a changed rate applies from the bucket's last update, keeping its level", []step{
-			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 10, ok: true},
-			{at: 10 * time.Millisecond, key: 1, lim: Limit{Rate: 100, Burst: 10}, n: 1, ok: true},
-			{at: 10 * time.Millisecond, key: 1, lim: Limit{Rate: 100, Burst: 10}, n: 1, wait: 10 * time.Millisecond},
+		{"a key moved to another rate earns its old one until the move, keeping its level", []step{
+			{key: 1, lim: Limit{Rate: 2, Burst: 10}, n: 10, ok: true},
+			{at: 500 * time.Millisecond, key: 1, lim: Limit{Rate: 4, Burst: 10}, n: 1, ok: true},
+			{at: 500 * time.Millisecond, key: 1, lim: Limit{Rate: 4, Burst: 10}, n: 1, wait: 250 * time.Millisecond},
+		}},
+		{"a key moved to a slower rate keeps what its old one earned", []step{
+			{key: 1, lim: Limit{Rate: 4, Burst: 10}, n: 10, ok: true},
+			{at: 500 * time.Millisecond, key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 2, ok: true},
+			{at: 500 * time.Millisecond, key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 1, wait: time.Second},
 		}},
 		{"lowering the burst caps the level", []step{
 			{key: 1, lim: Limit{Rate: 1, Burst: 10}, n: 1, ok: true},

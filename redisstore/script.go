@@ -49,15 +49,19 @@ end
 // before since is credited at the rate and burst the bucket was last
 // charged under, the time after at a and b: a limit change never credits
 // past idle time at the new rate, which would hand out a fresh burst. A
-// bucket full at the change is full under b, as a bucket the instances do
-// not hold would be; a bucket never charged, or expired, is full.
+// bucket charged under other limits after since (its key moved to a, b:
+// a tier it left) earns its old ones up to now, as rate.Limiter.SetLimitAt
+// has it. A bucket full at the change is full under b, as a bucket the
+// instances do not hold would be; a bucket never charged, or expired, is
+// full.
 const luaLevel = `
 local function level(h, a, b, since, now)
   local tokens, ts = tonumber(h[1]), tonumber(h[2])
   if tokens == nil or ts == nil then return b end
+  local r0, b0 = tonumber(h[3]) or a, tonumber(h[4]) or b
   local split = math.min(math.max(ts, since), now)
+  if since <= ts and (r0 ~= a or b0 ~= b) then split = now end
   if split > ts then
-    local r0, b0 = tonumber(h[3]) or a, tonumber(h[4]) or b
     tokens = math.min(b0, tokens + (split - ts) * r0 / 1000000)
     if tokens >= b0 then return b end
   end

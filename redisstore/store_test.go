@@ -585,7 +585,7 @@ func TestLimitChangeCreditsIdleTimeAtTheOldLimit(t *testing.T) {
 		it.Key, it.Since = key, since
 		return it
 	}
-	for _, key := range []string{"t/changed", "t/unknown", "t/split", "t/full"} {
+	for _, key := range []string{"t/changed", "t/moved", "t/unknown", "t/split", "t/full"} {
 		if res := decide(t, s, at(key, old, time.Time{})); !res.OK {
 			t.Fatalf("%s: draining refused: %+v", key, res)
 		}
@@ -594,9 +594,13 @@ func TestLimitChangeCreditsIdleTimeAtTheOldLimit(t *testing.T) {
 	if res := decide(t, s, at("t/changed", raised, now.Add(time.Second))); res.OK || res.Now[0] > 0.02 {
 		t.Fatalf("after 55s at 1/h and a raise to 10/m: %+v, want a refusal holding ~0.015 tokens", res)
 	}
+	idle(t, r, s, "t/moved", 55*time.Second)
+	if res := decide(t, s, at("t/moved", raised, now.Add(-time.Hour))); res.OK || res.Now[0] > 0.02 {
+		t.Fatalf("charged under other limits after the change (its key moved to a tier with these): %+v, want the old rate's ~0.015 tokens", res)
+	}
 	idle(t, r, s, "t/unknown", 55*time.Second)
-	if res := decide(t, s, at("t/unknown", raised, time.Time{})); !res.OK || res.After[0] < 8 || res.After[0] > 8.5 {
-		t.Fatalf("with no change time the gap is the new rate's: %+v, want ~8.2 left", res)
+	if res := decide(t, s, at("t/unknown", raised, time.Time{})); res.OK || res.Now[0] > 0.02 {
+		t.Fatalf("with no change time the gap is the old rate's: %+v, want ~0.015 tokens", res)
 	}
 	idle(t, r, s, "t/split", 2*time.Minute)
 	if res := decide(t, s, at("t/split", raised, now.Add(-time.Minute))); !res.OK || res.After[0] < 9 || res.After[0] > 9.5 {
@@ -808,8 +812,10 @@ func TestAdmissionForgetsRememberedRefusals(t *testing.T) {
 	if res := decide(t, s, tight); res.OK || res.Local {
 		t.Fatalf("second call %+v, want a refusal by Redis", res)
 	}
+	raised := bucket("t/up", 100, 100, 1)
+	raised.Since = time.Now()         // a config change raises the limits
 	time.Sleep(50 * time.Millisecond) // a token at the raised rate: no fresh burst comes with it
-	if res := decide(t, s, bucket("t/up", 100, 100, 1)); !res.OK {
+	if res := decide(t, s, raised); !res.OK {
 		t.Fatalf("under raised limits %+v, want admitted", res)
 	}
 	if res := decide(t, s, tight); res.Local {
