@@ -94,10 +94,13 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	if n > 1 && strings.Count(value, "\n")+1 != n {
 		return fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value, and no more", n)
 	}
-	if n <= 1 && strings.Contains(strings.TrimSpace(value), "\n") {
+	produced := asPlaceholdersProduce(value, h.Identity)
+	if n <= 1 && (strings.Contains(strings.TrimSpace(value), "\n") || strings.Contains(produced, "\n")) {
+		// Within the value, or around it where the handler does not trim
+		// it (a header's or query parameter's surrounding space it does).
 		return errors.New("the identity value on stdin holds a line break, which no request's identity does: give it on one line")
 	}
-	if value = asPlaceholdersProduce(value, h.Identity); strings.Trim(value, "\n") == "" {
+	if value = produced; strings.Trim(value, "\n") == "" {
 		// The handler reads such a value (spaces alone, or every
 		// placeholder empty) as no identity: no override can match it.
 		return errors.New("no identity value on stdin (the handler reads this value as no identity)")

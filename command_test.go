@@ -332,6 +332,22 @@ func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
 	if err := runFingerprint("default", one, "caddyfile", strings.NewReader("Bearer a\nBearer b"), &out, &notes); err == nil || !strings.Contains(err.Error(), "line break") {
 		t.Fatalf("two credentials on two lines: printed %q, err %v", out.String(), err)
 	}
+	// A placeholder the handler does not trim keeps a leading or a second
+	// trailing line break: no request's identity holds one.
+	user := filepath.Join(t.TempDir(), "Caddyfile")
+	if err := os.WriteFile(user, []byte(fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tidentity {http.auth.user.id}\n\t\ttrust_identity\n\t}\n}\n", t.TempDir())), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, stdin := range []string{"\nbob", "bob\n\n", "bob\nx"} {
+		out.Reset()
+		if err := runFingerprint("default", user, "caddyfile", strings.NewReader(stdin), &out, &notes); err == nil || !strings.Contains(err.Error(), "line break") {
+			t.Fatalf("user id %q: printed %q, err %v", stdin, out.String(), err)
+		}
+	}
+	out.Reset()
+	if err := runFingerprint("default", user, "caddyfile", strings.NewReader("bob\n"), &out, &notes); err != nil || out.Len() == 0 {
+		t.Fatalf("user id on one line: printed %q, err %v", out.String(), err)
+	}
 }
 
 // A value the handler reads as no identity (spaces alone in a header, or
