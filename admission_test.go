@@ -3,11 +3,13 @@ package mcplimit_test
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -647,19 +649,26 @@ func TestForwardedForWithTrustedProxies(t *testing.T) {
 // A reload that changes the server's trusted-proxy settings has its own
 // say: a zone that had nothing to warn of under strict trusted proxies,
 // or warned that no proxy is trusted, still warns once of what the new
-// settings leave open.
+// settings leave open, also when they are settings it had before.
 func TestForwardedForWarningFollowsAReloadedServerSetting(t *testing.T) {
-	for _, tt := range []struct {
-		rule, before, after, want string
+	const strict, loose = "trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict", "trusted_proxies static 127.0.0.1/32"
+	for i, tt := range []struct {
+		rule   string
+		phases []string // the servers options of each load
+		wants  []string // the warning each load's calls bring, "" for none
 	}{
-		{"strict, then no proxy", "trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict", "", "trusts no proxy"},
-		{"no proxy, then not strict", "", "trusted_proxies static 127.0.0.1/32", "trusted_proxies_strict"},
+		{"strict, then no proxy", []string{strict, ""}, []string{"", "trusts no proxy"}},
+		{"no proxy, then not strict", []string{"", loose}, []string{"trusts no proxy", "trusted_proxies_strict"}},
+		{"not strict, no proxy, not strict again", []string{loose, "", loose}, []string{"trusted_proxies_strict", "trusts no proxy", "trusted_proxies_strict"}},
+		{"not strict, then wider ranges", []string{loose, loose + " 10.0.0.0/8"}, []string{"trusted_proxies_strict", ""}},
 	} {
 		t.Run(tt.rule, func(t *testing.T) {
 			opts, logPath := logOptions(t)
 			global := opts.Global
-			opts.Global = global + "\nservers {\n " + tt.before + "\n}"
-			e := start(t, "zone xffreload\npreauth 100/s burst 100", opts)
+			zone := fmt.Sprintf("xffreload%d", i)
+			site := "mcp_ratelimit {\nzone " + zone + "\npreauth 100/s burst 100\n}\nreverse_proxy $BACKEND"
+			opts.Global = global + "\nservers {\n " + tt.phases[0] + "\n}"
+			e := start(t, "zone "+zone+"\npreauth 100/s burst 100", opts)
 			warnings := func() (n int, last string) {
 				for _, ev := range logEvents(t, logPath) {
 					if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
@@ -668,24 +677,30 @@ func TestForwardedForWarningFollowsAReloadedServerSetting(t *testing.T) {
 				}
 				return n, last
 			}
-			if r := e.call(1, "X-Forwarded-For", "203.0.113.1"); r.Status != http.StatusOK {
-				t.Fatalf("call before the reload: %d %s", r.Status, r.Body)
-			}
-			before, _ := warnings()
-			site := "mcp_ratelimit {\nzone xffreload\npreauth 100/s burst 100\n}\nreverse_proxy $BACKEND"
-			e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, global+"\nservers {\n "+tt.after+"\n}"))
-			for i := range 3 {
-				if r := e.call(2+i, "X-Forwarded-For", "203.0.113.2"); r.Status != http.StatusOK {
-					t.Fatalf("call %d after the reload: %d %s", i, r.Status, r.Body)
+			before := 0
+			for p, servers := range tt.phases {
+				if p > 0 {
+					e.caddy.Load(t, harness.Config(site, e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, global+"\nservers {\n "+servers+"\n}"))
 				}
-			}
-			harness.Eventually(t, 5*time.Second, "the new settings' warning", func() bool {
-				n, _ := warnings()
-				return n > before
-			})
-			time.Sleep(200 * time.Millisecond)
-			if n, last := warnings(); n != before+1 || !strings.Contains(last, tt.want) {
-				t.Fatalf("%d warnings after the reload (%d before), last %q; want one naming %q", n, before, last, tt.want)
+				for c := range 3 {
+					if r := e.call(10*p+c, "X-Forwarded-For", "203.0.113.2"); r.Status != http.StatusOK {
+						t.Fatalf("load %d, call %d: %d %s", p, c, r.Status, r.Body)
+					}
+				}
+				want := 0
+				if tt.wants[p] != "" {
+					want = 1
+					harness.Eventually(t, 5*time.Second, "the settings' warning", func() bool {
+						n, _ := warnings()
+						return n > before
+					})
+				}
+				time.Sleep(200 * time.Millisecond)
+				n, last := warnings()
+				if n != before+want || want == 1 && !strings.Contains(last, tt.wants[p]) {
+					t.Fatalf("load %d: %d warnings (%d before), last %q; want %d naming %q", p, n, before, last, want, tt.wants[p])
+				}
+				before = n
 			}
 		})
 	}
@@ -721,6 +736,52 @@ func TestForwardedForWarningIsPerServer(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if warned := warnings(); len(warned) != 1 || !strings.Contains(warned[0], "trusts no proxy") {
 		t.Fatalf("warnings %q, want one that the second server trusts no proxy", warned)
+	}
+}
+
+// A server that trusts the proxy on its Unix socket (trusted_proxies_unix)
+// trusts a proxy: a request from there carrying X-Forwarded-For gets the
+// warning that trusted_proxies_strict is not set, not that no proxy is
+// trusted (Caddy then limits by the header's address, not the socket's).
+func TestForwardedForThroughATrustedUnixSocket(t *testing.T) {
+	opts, logPath := logOptions(t)
+	sock := filepath.Join(t.TempDir(), "mcp.sock")
+	opts.Global += "\nservers {\n trusted_proxies_unix\n}"
+	block := "mcp_ratelimit {\nzone xffunix\npreauth 100/s burst 100\n}\nreverse_proxy $BACKEND"
+	startSite(t, block+"\n}\n\nhttp:// {\nbind unix/"+sock+"\n"+block, opts)
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	for i := range 2 {
+		req, err := http.NewRequest(http.MethodPost, "http://localhost/mcp", strings.NewReader(harness.ToolCall(1+i, "echo", nil)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i))
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("call %d through the socket: %d %s", i, resp.StatusCode, b)
+		}
+	}
+	var warned []string
+	harness.Eventually(t, 5*time.Second, "the warning to be logged", func() bool {
+		warned = warned[:0]
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+				warned = append(warned, msg)
+			}
+		}
+		return len(warned) > 0
+	})
+	if len(warned) != 1 || !strings.Contains(warned[0], "trusted_proxies_strict") {
+		t.Fatalf("warnings %q, want one that trusted_proxies_strict is not set", warned)
 	}
 }
 

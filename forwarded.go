@@ -11,8 +11,9 @@ import (
 
 // forwardedKey names a Caddy server and the trusted-proxy settings it
 // serves with. A zone says what it has to say about X-Forwarded-For once
-// per key: servers are known by name, which a reload keeps, so a reload
-// does not warn again, but one that changes the settings has its own say.
+// per server and settings: servers are known by name, which a reload
+// keeps, so a reload does not warn again, but one that changes the
+// settings has its own say.
 type forwardedKey struct {
 	server         string
 	trusts, strict bool // trusted_proxies set; trusted_proxies_strict set
@@ -39,10 +40,20 @@ func (h *Handler) forwardedState(r *http.Request) *forwardedState {
 	// Strict trusted proxies read the rightmost untrusted address, which no
 	// client behind them chooses: nothing to warn of.
 	fresh.done.Store(key.trusts && key.strict)
-	v, _ := h.zone.forwarded.LoadOrStore(key, fresh)
-	st := v.(*forwardedState)
-	h.forwarded.Store(st)
-	return st
+	for {
+		v, loaded := h.zone.forwarded.LoadOrStore(key.server, fresh)
+		st := v.(*forwardedState)
+		if !loaded || st.key == key {
+			h.forwarded.Store(st)
+			return st
+		}
+		// A reload changed the server's settings: the new ones have their
+		// own say, also when they are ones it had before.
+		if h.zone.forwarded.CompareAndSwap(key.server, st, fresh) {
+			h.forwarded.Store(fresh)
+			return fresh
+		}
+	}
 }
 
 // warnForwardedFor logs, once per zone, server and trusted-proxy settings,
@@ -75,12 +86,12 @@ func (h *Handler) warnForwardedFor(r *http.Request) {
 	}
 }
 
-// trustsProxies reports whether srv has trusted_proxies configured. Caddy
-// keeps the loaded source in an unexported field once provisioned
-// (TrustedProxiesRaw is cleared then), so its presence is read by
-// reflection, once per handler.
+// trustsProxies reports whether srv has trusted_proxies or
+// trusted_proxies_unix configured. Caddy keeps the loaded source in an
+// unexported field once provisioned (TrustedProxiesRaw is cleared then),
+// so its presence is read by reflection, once per handler.
 func trustsProxies(srv *caddyhttp.Server) bool {
-	if len(srv.TrustedProxiesRaw) > 0 {
+	if len(srv.TrustedProxiesRaw) > 0 || srv.TrustedProxiesUnix {
 		return true
 	}
 	f := reflect.ValueOf(srv).Elem().FieldByName("trustedProxies")

@@ -67,9 +67,9 @@ type zone struct {
 	detached atomic.Pointer[zoneRedis]
 	metrics  *zoneMetrics
 	sampler  *sampler
-	// forwarded holds, per forwardedKey (a Caddy server name and its
-	// trusted-proxy settings), what the zone said about X-Forwarded-For
-	// there (*forwardedState): each server has its own trusted proxies.
+	// forwarded holds, per Caddy server name, what the zone said about
+	// X-Forwarded-For there under the server's trusted-proxy settings
+	// (*forwardedState): each server has its own trusted proxies.
 	forwarded sync.Map
 
 	forgetMu sync.Mutex
