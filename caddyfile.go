@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -314,15 +315,25 @@ func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	return nil
 }
 
+// parseCount parses a count written in decimal digits alone: a sign is
+// refused, as it is in a rate (`+5/s`).
+func parseCount[T int | int64](s string) (T, error) {
+	if strings.HasPrefix(s, "+") {
+		return 0, errors.New("a count takes no sign")
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return T(n), err
+}
+
 func positiveArg(d *caddyfile.Dispenser, dst *int) error {
 	name := d.Val()
 	var s string
 	if err := oneArg(d, &s); err != nil {
 		return err
 	}
-	n, err := strconv.Atoi(s)
-	if err != nil || n <= 0 {
-		return d.Errf("%s %q: want a positive integer", name, s)
+	n, err := parseCount[int](s)
+	if err != nil || n <= 0 || n > maxFigure {
+		return d.Errf("%s %q: want a positive integer, at most %d", name, s, maxFigure)
 	}
 	*dst = n
 	return nil
@@ -357,7 +368,7 @@ func parseRateArgs(d *caddyfile.Dispenser, args []string) (rate string, burst in
 		if args[1] != "burst" {
 			return "", 0, d.Errf("unexpected %q: want burst <n>", args[1])
 		}
-		burst, err = strconv.Atoi(args[2])
+		burst, err = parseCount[int](args[2])
 		if err != nil || burst <= 0 || burst > maxFigure {
 			return "", 0, d.Errf("burst %q: want a positive integer, at most %d", args[2], maxFigure)
 		}
@@ -420,7 +431,7 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 
 func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, err error) {
 	num, period, ok := strings.Cut(s, "/")
-	n, perr := strconv.ParseInt(num, 10, 64)
+	n, perr := parseCount[int64](num)
 	if !ok || perr != nil || n <= 0 || n > maxFigure || (period != "day" && period != "month") {
 		return 0, "", d.Errf("quota %q: want <n>/<day|month> with a positive <n>, at most %d", s, maxFigure)
 	}
@@ -474,9 +485,9 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) erro
 	c := &Concurrency{}
 	switch {
 	case len(args) == 1 || len(args) == 3:
-		n, err := strconv.Atoi(args[0])
-		if err != nil || n <= 0 {
-			return d.Errf("concurrency %q: want a positive integer", args[0])
+		n, err := parseCount[int](args[0])
+		if err != nil || n <= 0 || n > maxFigure {
+			return d.Errf("concurrency %q: want a positive integer, at most %d", args[0], maxFigure)
 		}
 		c.Max = n
 		if plan && len(args) == 1 {
@@ -488,9 +499,9 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) erro
 		return d.ArgErr()
 	}
 	if len(args) == 2 {
-		m, err := strconv.Atoi(args[1])
-		if args[0] != "per_identity" || err != nil || m <= 0 {
-			return d.Errf("concurrency: want per_identity <positive integer>, got %q %q", args[0], args[1])
+		m, err := parseCount[int](args[1])
+		if args[0] != "per_identity" || err != nil || m <= 0 || m > maxFigure {
+			return d.Errf("concurrency: want per_identity <positive integer, at most %d>, got %q %q", maxFigure, args[0], args[1])
 		}
 		c.PerIdentity = m
 	}
@@ -503,7 +514,7 @@ func parseCost(d *caddyfile.Dispenser, costs map[string]int64) error {
 	if len(args) != 2 {
 		return d.ArgErr()
 	}
-	n, err := strconv.ParseInt(args[1], 10, 64)
+	n, err := parseCount[int64](args[1])
 	if err != nil {
 		return d.Errf("cost %s %q: want a positive integer", args[0], args[1])
 	}
@@ -555,7 +566,7 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			if err := oneArg(d, &s); err != nil {
 				return err
 			}
-			n, err := strconv.ParseInt(s, 10, 64)
+			n, err := parseCount[int64](s)
 			if err != nil || n <= 0 || n > maxFigure {
 				return d.Errf("tool %s cost %q: want a positive integer, at most %d", name, s, maxFigure)
 			}

@@ -234,6 +234,9 @@ func compile(h *Handler) (*policy, error) {
 	if err := orDefault("max_known", &p.maxKnown, defaultMaxKnown); err != nil {
 		return nil, err
 	}
+	if err := atMostFigure("max_known", p.maxKnown); err != nil {
+		return nil, err
+	}
 	if err := orDefault("max_body", &p.maxBody, defaultMaxBody); err != nil {
 		return nil, err
 	}
@@ -241,6 +244,9 @@ func compile(h *Handler) (*policy, error) {
 		return nil, fmt.Errorf("max_body %d: at most %d bytes (1GiB)", p.maxBody, maxMaxBody)
 	}
 	if err := orDefault("max_batch", &p.maxBatch, defaultMaxBatch); err != nil {
+		return nil, err
+	}
+	if err := atMostFigure("max_batch", p.maxBatch); err != nil {
 		return nil, err
 	}
 	if err := orDefault("flush_interval", &p.flush, defaultFlush); err != nil {
@@ -430,6 +436,19 @@ func compileBase(p *policy, h *Handler) error {
 func checkConcurrency(c *Concurrency) error {
 	if c.Max < 0 || c.PerIdentity < 0 {
 		return fmt.Errorf("concurrency: must be positive")
+	}
+	if err := atMostFigure("concurrency", c.Max); err != nil {
+		return err
+	}
+	return atMostFigure("concurrency per_identity", c.PerIdentity)
+}
+
+// atMostFigure returns an error when the count n of setting name is
+// larger than maxFigure: JSON carries numbers as floats, so a larger one
+// would not load back as written.
+func atMostFigure(name string, n int) error {
+	if n > maxFigure {
+		return fmt.Errorf("%s %d: at most %d", name, n, maxFigure)
 	}
 	return nil
 }
