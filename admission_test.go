@@ -439,6 +439,21 @@ func TestAnonymousBucketIsSharedByRequestsWithoutIdentity(t *testing.T) {
 	}
 }
 
+// A lone Bearer scheme, in any case, carries no credential: it is no
+// identity, as an empty Authorization header is, and draws from the
+// anonymous bucket. Else every keyless caller could pass the anonymous
+// layer with `Bearer ` (to a backend that reads it as no token, one
+// identity it proves), in 64 spellings of the scheme.
+func TestALoneBearerSchemeIsNoIdentity(t *testing.T) {
+	e := start(t, "zone lone-bearer\npreauth 100/s burst 100\nanonymous 1/m burst 2\nquota off")
+	for i, v := range []string{"Bearer ", "bearer"} {
+		if r := e.call(i, "Authorization", v); r.Status == http.StatusTooManyRequests {
+			t.Fatalf("call %d (%q): refused %s", i, v, r.Body)
+		}
+	}
+	refusal(t, e.call(3, "Authorization", "BEARER\t"), http.StatusTooManyRequests, "anonymous")
+}
+
 // An identity whose placeholders a caller may vary are all empty is no
 // identity, whatever global placeholders stand beside them (here the
 // host's OS, "linux"), in its text or as an argument of their own: else

@@ -403,15 +403,24 @@ func isCredentialsHeader(name string) bool {
 // by single spaces (split at what any backend reads as a space, see
 // credentialFields), the scheme is capitalized ("Bearer") when credentials
 // follow it, and the credentials keep their case; a lone token is only
-// trimmed. A value already in that
-// form, as clients send it, is returned as is, read in one pass. extra
-// reports Bearer or Basic credentials with more than one token.
+// trimmed. A lone Bearer or Basic scheme carries no credential (""): a
+// backend reads `Bearer ` as no token, so it is no identity, as an empty
+// header is, not one every keyless caller shares (in 64 spellings of
+// "bearer"). A value already in that form, as clients send it, is
+// returned as is, read in one pass. extra reports Bearer or Basic
+// credentials with more than one token.
 func canonicalCredentials(v string) (canonical string, extra bool) {
 	if spaces, ok := canonicalSpaces(v); ok {
+		if spaces == 0 && tokenScheme(v) {
+			return "", false
+		}
 		return v, spaces > 1 && tokenScheme(v[:strings.IndexByte(v, ' ')])
 	}
 	fields := credentialFields(v)
-	if len(fields) > 1 {
+	switch {
+	case len(fields) == 1 && tokenScheme(fields[0]):
+		return "", false
+	case len(fields) > 1:
 		fields[0] = capitalized(fields[0])
 	}
 	return strings.Join(fields, " "), len(fields) > 2 && tokenScheme(fields[0])
