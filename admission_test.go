@@ -1273,8 +1273,9 @@ func (e *env) knownIn(zone string) int {
 
 // A 2xx proves only an answer that says something about the credential:
 // not OPTIONS or HEAD, which frameworks answer before authentication, and
-// on a JSON-RPC route only a POST of a JSON-RPC message — public endpoints
-// (MCP's OAuth metadata must be public) answer anything else with a 2xx.
+// on a JSON-RPC route only a POST of a JSON-RPC message, in a body that is
+// JSON — public endpoints (MCP's OAuth metadata must be public) answer
+// anything else with a 2xx.
 func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 	e := start(t, "zone blind\npreauth 100/s burst 100")
 	known := func() int { return e.knownIn("blind") }
@@ -1286,6 +1287,12 @@ func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 		{http.MethodDelete, harness.ToolCall(1, "echo", nil)},
 		{http.MethodPost, `{"client_name":"x","redirect_uris":["https://x.example/cb"]}`},
 		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"result":{}}`},
+		// Not JSON: what a lenient reading charges is no JSON-RPC request
+		// a backend answered (many answer a parse error before they check
+		// the credential).
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize"`},
+		{http.MethodPost, `{method:initialize,id:1}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize"} junk`},
 	} {
 		req, _ := http.NewRequest(c.method, e.mcp, strings.NewReader(c.body))
 		req.Header.Set("Authorization", "Bearer garbage-"+c.method+strconv.Itoa(len(c.body)))

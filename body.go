@@ -93,7 +93,10 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	if tooLong && !pol.dryRun {
 		return d.refused(batchRefusal(pol.maxBatch))
 	}
-	for i := 0; i < d.req.Scanned() && !d.called; i++ {
+	// Only a body that is JSON holds a request a 2xx answers: a lenient
+	// reading of one that is not is charged, but a backend may answer a
+	// parse error before it checks the credential.
+	for i := 0; d.req.Valid() && i < d.req.Scanned() && !d.called; i++ {
 		d.called = d.req.Entry(i).Called()
 	}
 	// max_batch and arg bounds are limits an operator tunes, so a dry run
