@@ -200,7 +200,7 @@ func configuredStorage(cfg []byte, configFile string) (certmagic.Storage, error)
 
 // asPlaceholdersProduce returns the identity value read on stdin, one line
 // per placeholder as the identity placeholders produce it, as the handler
-// reads it: headers and query parameters trimmed as pyTrim trims, credentials headers
+// reads it: headers and query parameters trimmed as trimSpaces trims, credentials headers
 // (Authorization by default) spelled canonically (canonicalCredentials),
 // cookies read as readCookie reads them (cookieAsRead). Only a line whose
 // placeholder is one header or cookie placeholder and nothing else is
@@ -218,13 +218,13 @@ func asPlaceholdersProduce(value string, placeholders []string) string {
 	}
 	for i, ph := range placeholders {
 		if name, ok := headerPlaceholder(ph); ok {
-			lines[i] = pyTrim(lines[i])
+			lines[i] = trimSpaces(lines[i])
 			if isCredentialsHeader(name) {
 				lines[i], _ = canonicalCredentials(lines[i])
 			}
 		}
 		if _, ok := lonePlaceholder(ph, queryPrefix); ok {
-			lines[i] = pyTrim(lines[i])
+			lines[i] = trimSpaces(lines[i])
 		}
 		if name, ok := lonePlaceholder(ph, cookiePrefix); ok {
 			lines[i] = cookieAsRead(name, lines[i])

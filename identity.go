@@ -146,7 +146,7 @@ func readPlaceholder(r *http.Request, ph string) (value string, varied bool, unr
 
 // readHeader reads the request header name as Caddy's replacer computes
 // it (values joined with commas), each value trimmed of what any backend
-// reads as space around a key (pyTrim: Go's HTTP/2 server keeps the spaces
+// reads as space around a key (trimSpaces: Go's HTTP/2 server keeps the spaces
 // and tabs HTTP/1 parsers drop, Go's TrimSpace drops Unicode spaces,
 // Python's strip more), a credentials header spelled canonically. Else
 // " key" and "key\u00a0" would each be an identity of their own that a
@@ -163,11 +163,11 @@ func readHeader(r *http.Request, name string) (value, unreadable string) {
 	case 0:
 		return "", ""
 	case 1:
-		value = pyTrim(vals[0])
+		value = trimSpaces(vals[0])
 	default:
 		trimmed := make([]string, len(vals))
 		for i, v := range vals {
-			trimmed[i] = pyTrim(v)
+			trimmed[i] = trimSpaces(v)
 		}
 		value = strings.Join(trimmed, ",")
 		unreadable = "Send exactly one " + textproto.CanonicalMIMEHeaderKey(name) + " header: requests carrying several are not accepted here."
@@ -427,16 +427,16 @@ func canonicalCredentials(v string) (canonical string, extra bool) {
 }
 
 // credentialFields splits v at every run of what some backend reads as a
-// space (pySpace): Go's Unicode spaces, and Python's, which also has
+// space (anySpace): Go's Unicode spaces, and Python's, which also has
 // 0x1C-0x1F and, decoding headers as Latin-1, the lone bytes 0x85 and
 // 0xA0 (`Bearer\xa0k` is `Bearer k` to authlib).
 func credentialFields(v string) []string {
 	var fields []string
-	for i := skipPySpace(v, 0); i < len(v); i = skipPySpace(v, i) {
+	for i := skipSpaces(v, 0); i < len(v); i = skipSpaces(v, i) {
 		start := i
 		for i < len(v) {
 			r, n := utf8.DecodeRuneInString(v[i:])
-			if pySpace(r, n, v[i]) {
+			if anySpace(r, n, v[i]) {
 				break
 			}
 			i += n

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -141,7 +142,7 @@ func FuzzCanonicalCredentials(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		fields := strings.Fields(s)
+		fields := strings.FieldsFunc(s, func(r rune) bool { return r < ' ' || r == '\uFEFF' || unicode.IsSpace(r) })
 		switch {
 		case len(fields) == 1 && tokenScheme(fields[0]):
 			fields = nil
@@ -381,19 +382,21 @@ func TestPHPUnescapeDecodesWhatItCanAndKeepsTheRest(t *testing.T) {
 // trimmed, cut where WebOb stops reading it, %-decoded, '+' and space one.
 func TestCanonicalCookieValueJoinsSpellingsBackendsRead(t *testing.T) {
 	for in, want := range map[string]string{
-		"c1":         "c1",
-		"  c1 ":      "c1",
-		"%63%31":     "c1",
-		"c%31":       "c1",
-		"a+b":        "a b",
-		"a%20b":      "a b",
-		"a%2Bb":      "a b",
-		"\xc2\xa0c1": "c1",
-		"%zz":        "%zz",
-		"c1 x1":      "c1",
-		"c1,x":       "c1",
-		"c1[0]":      "c1",
-		"c1]":        "c1",
+		"c1":          "c1",
+		"  c1 ":       "c1",
+		"%63%31":      "c1",
+		"c%31":        "c1",
+		"a+b":         "a b",
+		"a%20b":       "a b",
+		"a%2Bb":       "a b",
+		"\xc2\xa0c1":  "c1",
+		"%zz":         "%zz",
+		"c1 x1":       "c1",
+		"c1,x":        "c1",
+		"c1[0]":       "c1",
+		"c1]":         "c1",
+		"c1%EF%BB%BF": "c1",
+		"%01c1%1B":    "c1",
 	} {
 		if got := canonicalCookieValue(in); got != want {
 			t.Errorf("canonicalCookieValue(%q) = %q, want %q", in, got, want)
@@ -417,6 +420,10 @@ func TestIdentityInputsAreReadAsTrimmingBackendsReadThem(t *testing.T) {
 		{"{http.request.uri.query.key}", "/mcp?key=%E3%80%80", "", ""},
 		{"{http.request.uri.query.key}", "/mcp?key=k%C2%A0", "", "k"},
 		{"{http.request.uri.query.key}", "/mcp?key=%20k", "", "k"},
+		// JavaScript's trim takes U+FEFF, Java's every control character.
+		{"{http.request.uri.query.key}", "/mcp?key=k%EF%BB%BF%EF%BB%BF", "", "k"},
+		{"{http.request.uri.query.key}", "/mcp?key=%00k%01%1B", "", "k"},
+		{"{http.request.uri.query.key}", "/mcp?key=%EF%BB%BF", "", ""},
 		{"key:{http.request.header.X-Api-Key}", "/mcp", "", ""},
 		{"key:{http.request.header.X-Api-Key}", "/mcp", " k ", "key:k"},
 		{"{system.os}/{http.request.uri.query.key}", "/mcp", "", ""},

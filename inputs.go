@@ -53,7 +53,7 @@ func readQuery(r *http.Request, name string) (value, unreadable string) {
 	// Trimmed as readHeader trims a header: `?key=+` is no key to a
 	// backend that trims, and `?key=k%C2%A0` is k. (Several values are
 	// refused, below.)
-	value = pyTrim(strings.Join(vals, ","))
+	value = trimSpaces(strings.Join(vals, ","))
 	if strings.IndexByte(r.RequestURI, '#') >= 0 {
 		// Go reads a raw '#' in the request target as part of the query
 		// (or the path); Python's urlsplit and Node's URL start a fragment
@@ -171,27 +171,30 @@ func phpName(k string) string {
 
 // cookie reports whether some backend reads the raw cookie name k as
 // the name, as queryKey reads a query key: as it is, with the spaces
-// around it that Python frameworks strip trimmed (pyTrim), or %-decoded
+// around it that Python frameworks strip trimmed (trimSpaces), or %-decoded
 // as PHP decodes it.
 func (n inputName) cookie(k string) bool {
 	if len(k) < len(n.name) && n.ascii {
 		return false
 	}
-	trimmed, decoded := pyTrim(k), phpUnescape(k)
+	trimmed, decoded := trimSpaces(k), phpUnescape(k)
 	return n.queryKey(trimmed) || decoded != trimmed && n.queryKey(decoded)
 }
 
-// pyTrim trims what Python's str.strip trims from a cookie name or
-// value, with the header read either way Python frameworks decode it: as
-// UTF-8 (Django), where U+00A0 and the other Unicode spaces count, or as
-// Latin-1 (Starlette), where the bytes 0x85 and 0xA0 are spaces. Go drops
-// a name with such spaces as invalid, so Caddy reads no cookie from it.
-// (It trims a superset of what Go's strings.TrimSpace does.)
-func pyTrim(k string) string {
+// trimSpaces trims what some backend's trim takes for whitespace
+// (anySpace) from a cookie name or value, an identity header's value or a
+// query parameter's: Python's str.strip, with the header read either way
+// Python frameworks decode it, as UTF-8 (Django), where U+00A0 and the
+// other Unicode spaces count, or as Latin-1 (Starlette), where the bytes
+// 0x85 and 0xA0 are spaces; Java's String.trim, every control character;
+// JavaScript's trim, U+FEFF too. Go drops a cookie name with such spaces
+// as invalid, so Caddy reads no cookie from it. (It trims a superset of
+// what Go's strings.TrimSpace does.)
+func trimSpaces(k string) string {
 	if k != "" && printableASCII(k[0]) && printableASCII(k[len(k)-1]) {
 		return k // the common case, an identity header's: nothing to trim
 	}
-	return pyTrimRight(k[skipPySpace(k, 0):])
+	return trimSpacesRight(k[skipSpaces(k, 0):])
 }
 
 // printableASCII reports whether c is an ASCII byte above the space, which
@@ -200,11 +203,11 @@ func printableASCII(c byte) bool {
 	return ' ' < c && c < utf8.RuneSelf
 }
 
-// pyTrimRight is pyTrim at the end of k only.
-func pyTrimRight(k string) string {
+// trimSpacesRight is trimSpaces at the end of k only.
+func trimSpacesRight(k string) string {
 	for k != "" {
 		r, n := utf8.DecodeLastRuneInString(k)
-		if !pySpace(r, n, k[len(k)-1]) {
+		if !anySpace(r, n, k[len(k)-1]) {
 			break
 		}
 		k = k[:len(k)-n]
@@ -212,14 +215,16 @@ func pyTrimRight(k string) string {
 	return k
 }
 
-// pySpace reports whether the rune r, decoded from n bytes of which b is
-// the outermost, is a space to Python: unicode.IsSpace, the separators
-// 0x1C-0x1F, or a lone byte that is a space in Latin-1.
-func pySpace(r rune, n int, b byte) bool {
+// anySpace reports whether the rune r, decoded from n bytes of which b is
+// the outermost, is whitespace to some backend: to Python (unicode.IsSpace,
+// the separators 0x1C-0x1F, or a lone byte that is a space in Latin-1), to
+// Java's String.trim (every control character below the space) or to
+// JavaScript's trim and \s (U+FEFF).
+func anySpace(r rune, n int, b byte) bool {
 	if r == utf8.RuneError && n == 1 {
 		return b == 0x85 || b == 0xA0
 	}
-	return unicode.IsSpace(r) || 0x1C <= r && r <= 0x1F
+	return r < ' ' || r == '\uFEFF' || unicode.IsSpace(r)
 }
 
 // phpUnescape decodes a query or cookie name as PHP does (urldecode):
@@ -253,7 +258,7 @@ func percentDecode(s string, plus bool) string {
 
 // splitPairs calls pair with the name of every cookie read in line split
 // at ';', and at ',', spaces and tabs within a part (SimpleCookie), and
-// the offset just past that name (its trailing spaces trimmed as pyTrim
+// the offset just past that name (its trailing spaces trimmed as trimSpaces
 // trims them). Spaces around '=' do not split a pair: Go, Starlette and
 // Django read `sid =v` as sid (Django and Starlette also across Unicode
 // spaces), SimpleCookie `x=1 sid =v` too, and a quoted value is one value
@@ -274,7 +279,7 @@ func splitPairs(line string, pair func(name string, end int)) {
 		part = strings.Trim(part, " \t")
 		hasEq := strings.Contains(part, "=")
 		if part != "" && !hasEq {
-			pair(part, base+lead+len(pyTrimRight(part)))
+			pair(part, base+lead+len(trimSpacesRight(part)))
 		}
 		for i := 0; hasEq && i < len(part); {
 			for i < len(part) && sep(part[i]) {
@@ -285,12 +290,12 @@ func splitPairs(line string, pair func(name string, end int)) {
 				i++
 			}
 			name := part[nameStart:i]
-			j := skipPySpace(part, i)
+			j := skipSpaces(part, i)
 			if j >= len(part) || part[j] != '=' {
 				continue // a word without '=': no cookie
 			}
-			pair(name, base+lead+nameStart+len(pyTrimRight(name)))
-			i = skipPySpace(part, j+1)
+			pair(name, base+lead+nameStart+len(trimSpacesRight(name)))
+			i = skipSpaces(part, j+1)
 			if q, ok := quotedEnd(part, i); ok {
 				i = q
 			}
@@ -302,12 +307,12 @@ func splitPairs(line string, pair func(name string, end int)) {
 	}
 }
 
-// skipPySpace returns the index of the first byte at or after i in s that
-// does not begin a space to Python (pySpace).
-func skipPySpace(s string, i int) int {
+// skipSpaces returns the index of the first byte at or after i in s that
+// does not begin a space to Python (anySpace).
+func skipSpaces(s string, i int) int {
 	for i < len(s) {
 		r, n := utf8.DecodeRuneInString(s[i:])
-		if !pySpace(r, n, s[i]) {
+		if !anySpace(r, n, s[i]) {
 			break
 		}
 		i += n
@@ -333,7 +338,7 @@ func quotedEnd(s string, i int) (int, bool) {
 }
 
 // canonicalCookieValue spells a cookie value one way for every backend
-// reading of it. It is trimmed as pyTrim trims, and cut at the first
+// reading of it. It is trimmed as trimSpaces trims, and cut at the first
 // space, ',', '[' or ']': Go keeps those in a value, but WebOb stops
 // reading at any of them and SimpleCookie at a space, so `sid=v x1`,
 // `sid=v x2`, … would each be an identity proven by v. It is then
@@ -341,11 +346,11 @@ func quotedEnd(s string, i int) (int, bool) {
 // itself to Node's cookie). Each step only ever joins spellings into one
 // identity.
 func canonicalCookieValue(v string) string {
-	v = pyTrim(v)
+	v = trimSpaces(v)
 	if i := strings.IndexAny(v, " ,[]"); i >= 0 {
 		v = v[:i]
 	}
-	return pyTrim(strings.ReplaceAll(percentDecode(v, false), "+", " "))
+	return trimSpaces(strings.ReplaceAll(percentDecode(v, false), "+", " "))
 }
 
 // readCookie reads the cookie name spelled exactly so, as backends read
