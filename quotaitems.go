@@ -178,8 +178,13 @@ func (d *decision) identityItems() {
 	d.addIdentityItems()
 	if d.req != nil && d.pol.toolQuotas {
 		d.eachTool(func(name []byte) {
-			if tp := d.pol.tools[string(name)]; tp != nil && tp.quota.any() {
-				d.addItems(layerToolQuota, d.quotaKey("t/", name, d.fp), tp.quota, 1)
+			tp := d.pol.tools[string(name)]
+			if tp == nil || !tp.quota.any() {
+				return
+			}
+			key := d.quotaKey("t/", name, d.fp)
+			if !d.hasItem(key) { // once per tool: N counts all its calls
+				d.addItems(layerToolQuota, key, tp.quota, d.req.ToolCalls(name))
 			}
 		})
 	}
@@ -250,6 +255,16 @@ func (d *decision) addItem(l layer, it quota.Item) {
 	}
 	d.items = append(d.items, it)
 	d.itemLayers = append(d.itemLayers, l)
+}
+
+// hasItem reports whether the request's quota items hold one of key.
+func (d *decision) hasItem(key []byte) bool {
+	for q := range d.items {
+		if bytes.Equal(d.items[q].Key, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // eachTool calls fn for every tool name any reading of any tools/call

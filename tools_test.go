@@ -138,6 +138,25 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 	refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
 }
 
+// A body that is not JSON costs, and counts against a tool's quota, what
+// the reading that calls the tool most does: a call with a comment or a
+// trailing comma is one call to the tool, not one per lenient reading.
+func TestToolQuotaCountsAnInvalidBodysCallOnce(t *testing.T) {
+	e := start(t, "zone toolquota-invalid\ntenant off\nquota off\ntool analyze_photo {\n quota 3/day\n}")
+	h := []string{"Authorization", "Bearer valid-lenient"}
+	e.prove("valid-lenient")
+	for i, body := range []string{
+		`{"jsonrpc":"2.0","id":1,/*x*/"method":"tools/call","params":{"name":"analyze_photo"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"analyze_photo",}}`,
+	} {
+		if r := e.post(body, h...); r.Status == http.StatusTooManyRequests {
+			t.Fatalf("invalid body %d: refused %s", i, r.Body)
+		}
+	}
+	e.passes(1, "analyze_photo", h...)
+	refusal(t, e.callTool(9, "analyze_photo", h...), http.StatusTooManyRequests, "tool_quota")
+}
+
 // A tool name with a space or a percent sign is counted like any other:
 // stored quota lines end their key at the first space, so the name is
 // escaped in the key, never refused as "exhausted".

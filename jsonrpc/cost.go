@@ -98,6 +98,22 @@ func (r *Request) Calls(m Meter) int {
 	return max(int(n), 1)
 }
 
+// ToolCalls returns how many entries call tool (a "tools/call" method
+// reading with a params.name reading equal to tool), each entry once
+// however many of its readings name it: for an invalid body, the most any
+// one reading calls it, as a backend runs one reading.
+func (r *Request) ToolCalls(tool []byte) int64 {
+	return r.mostOver(func(records []Entry) int64 {
+		var n int64
+		for i := range records {
+			if records[i].CallsTool(tool) {
+				n++
+			}
+		}
+		return n
+	})
+}
+
 // entriesCalls returns how many of the entries whose records are records
 // put a call in flight under m.
 func entriesCalls(m Meter, records []Entry) int {

@@ -494,6 +494,36 @@ func TestCalls(t *testing.T) {
 	}
 }
 
+// ToolCalls counts the entries that call a tool, each once, and for an
+// invalid body the most any one reading calls it: the lenient readings of
+// one message are one call, not one each.
+func TestToolCalls(t *testing.T) {
+	call := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`
+	other := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"y"}}`
+	tests := []struct {
+		body string
+		want int64
+	}{
+		{call, 1},
+		{other, 0},
+		{"[" + call + "," + other + "," + call + "]", 2},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","name":"x","Name":"x"}}`, 1},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"name":"x"}}`, 0},
+		{`{"jsonrpc":"2.0","id":1,/*c*/"method":"tools/call","params":{"name":"x"}}`, 1},
+		{`{jsonrpc:"2.0",id:1,method:"tools/call",params:{name:"x"}}`, 1},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x",}}`, 1},
+		{"\ufeff\ufeff" + call, 1},
+		{"[" + call + "," + call + ",]", 2},
+		{call + call, 2},
+	}
+	for _, tt := range tests {
+		r := parse(t, tt.body)
+		if got := r.ToolCalls([]byte("x")); got != tt.want {
+			t.Errorf("ToolCalls(%s, x) = %d, want %d", tt.body, got, tt.want)
+		}
+	}
+}
+
 // JSON5 reads escapes JSON has not (\x, \v, \0, a backslash before a line
 // break), \u escapes in unquoted keys, and more whitespace; Python's
 // str.strip, which backends call before json.loads, strips more still.

@@ -71,6 +71,20 @@ func (e *Entry) HasMethod(m string) bool {
 	return false
 }
 
+// CallsTool reports whether some reading of the entry calls tool: a
+// "tools/call" method reading with a params.name reading equal to tool.
+func (e *Entry) CallsTool(tool []byte) bool {
+	if !e.HasMethod(ToolsCall) {
+		return false
+	}
+	for _, t := range e.r.tools[e.tools.lo:e.tools.hi] {
+		if bytes.Equal(e.r.bytes(t), tool) {
+			return true
+		}
+	}
+	return false
+}
+
 // Methods calls fn for every distinct reading of the method member, once
 // each, in order of appearance. The bytes alias the body or the Request:
 // fn must neither modify nor keep them.
