@@ -1757,6 +1757,7 @@ func TestHeaderIdentityWhitespaceOverHTTP2IsOneIdentity(t *testing.T) {
 func TestQueryIdentityWithAFragmentIsRefused(t *testing.T) {
 	t.Run("parameter", func(t *testing.T) { refusesRawHash(t, "query-hash", "{http.request.uri.query.token}") })
 	t.Run("whole query", func(t *testing.T) { refusesRawHash(t, "whole-query-hash", "{http.request.uri.query}") })
+	t.Run("prefixed query", func(t *testing.T) { refusesRawHash(t, "prefixed-query-hash", "{http.request.uri.prefixed_query}") })
 }
 
 // refusesRawHash checks that a zone whose identity is ph refuses requests

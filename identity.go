@@ -309,10 +309,11 @@ func clientWritten(ph string) bool {
 }
 
 // wholeQuery reports whether the placeholder key reads the request's
-// whole query, alone or in the URI.
+// whole query, alone (escaped, prefixed with '?') or in the URI.
 func wholeQuery(key string) bool {
 	switch key {
-	case "http.request.uri", "http.request.uri.query", "http.request.orig_uri", "http.request.orig_uri.query":
+	case "http.request.uri", "http.request.uri_escaped", "http.request.uri.query", "http.request.uri.query_escaped",
+		"http.request.uri.prefixed_query", "http.request.orig_uri", "http.request.orig_uri.query", "http.request.orig_uri.prefixed_query":
 		return true
 	}
 	return false

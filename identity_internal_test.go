@@ -217,18 +217,22 @@ func TestDerivedIdentityIsWarnedAbout(t *testing.T) {
 // proves. With trust_identity the client-input warning says it instead.
 func TestWholeInputIdentityIsWarnedAbout(t *testing.T) {
 	wantStartWarnings(t, warnWholeInputIdentity, map[string][2]int{
-		"{http.request.uri.query}":            {1, 0},
-		"{http.request.uri}":                  {1, 0},
-		"{http.request.orig_uri.query}":       {1, 0},
-		"{http.request.header.Cookie}":        {1, 0},
-		"{http.request.header.cookie}":        {1, 0},
-		"key:{http.request.body}":             {1, 0},
-		"{http.request.uri.query.key}":        {0, 0},
-		"{http.request.uri.path}":             {0, 0},
-		"{http.request.cookie.session}":       {0, 0},
-		"{http.request.header.Authorization}": {0, 0},
-		"{http.request.header.X-Cookie}":      {0, 0},
-		"{http.request.uri.query.query}":      {0, 0},
+		"{http.request.uri.query}":               {1, 0},
+		"{http.request.uri}":                     {1, 0},
+		"{http.request.orig_uri.query}":          {1, 0},
+		"{http.request.uri.prefixed_query}":      {1, 0},
+		"{http.request.orig_uri.prefixed_query}": {1, 0},
+		"{http.request.uri.query_escaped}":       {1, 0},
+		"{http.request.uri_escaped}":             {1, 0},
+		"{http.request.header.Cookie}":           {1, 0},
+		"{http.request.header.cookie}":           {1, 0},
+		"key:{http.request.body}":                {1, 0},
+		"{http.request.uri.query.key}":           {0, 0},
+		"{http.request.uri.path}":                {0, 0},
+		"{http.request.cookie.session}":          {0, 0},
+		"{http.request.header.Authorization}":    {0, 0},
+		"{http.request.header.X-Cookie}":         {0, 0},
+		"{http.request.uri.query.query}":         {0, 0},
 	})
 }
 
@@ -420,7 +424,7 @@ func TestIdentityInputsAreReadAsTrimmingBackendsReadThem(t *testing.T) {
 		{"{http.request.uri.query.key}", "/mcp?key=%E3%80%80", "", ""},
 		{"{http.request.uri.query.key}", "/mcp?key=k%C2%A0", "", "k"},
 		{"{http.request.uri.query.key}", "/mcp?key=%20k", "", "k"},
-		// JavaScript's trim takes U+FEFF, Java's every control character.
+		// JavaScript's trim takes U+FEFF, Java's every control character below the space.
 		{"{http.request.uri.query.key}", "/mcp?key=k%EF%BB%BF%EF%BB%BF", "", "k"},
 		{"{http.request.uri.query.key}", "/mcp?key=%00k%01%1B", "", "k"},
 		{"{http.request.uri.query.key}", "/mcp?key=%EF%BB%BF", "", ""},

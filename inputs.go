@@ -186,7 +186,7 @@ func (n inputName) cookie(k string) bool {
 // query parameter's: Python's str.strip, with the header read either way
 // Python frameworks decode it, as UTF-8 (Django), where U+00A0 and the
 // other Unicode spaces count, or as Latin-1 (Starlette), where the bytes
-// 0x85 and 0xA0 are spaces; Java's String.trim, every control character;
+// 0x85 and 0xA0 are spaces; Java's String.trim, every control character below the space;
 // JavaScript's trim, U+FEFF too. Go drops a cookie name with such spaces
 // as invalid, so Caddy reads no cookie from it. (It trims a superset of
 // what Go's strings.TrimSpace does.)
