@@ -26,6 +26,7 @@ func (d *decision) admitQuota() bool {
 			failed, ok = d.z.quota.Fits(d.items, d.now)
 		}
 		if !ok && !d.pol.dryRun {
+			d.z.markTotalsDue()
 			return d.refused(d.quotasRefusal(failed))
 		}
 		return true
@@ -41,10 +42,14 @@ func (d *decision) admitQuota() bool {
 		d.quotaHeld = true
 		for q := range d.items {
 			d.knowUsed(q, d.items[q].Used)
+			if d.items[q].Used >= d.items[q].Limit {
+				d.z.markTotalsDue()
+			}
 		}
 		d.keepForRedis()
 		return true
 	}
+	d.z.markTotalsDue()
 	return d.refused(d.quotasRefusal(failed))
 }
 

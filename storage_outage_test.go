@@ -678,6 +678,29 @@ func TestRestartDuringStorageOutageKeepsAUsedUpQuota(t *testing.T) {
 	unchanged(t, e, before, "a call over a used-up quota after a restart during the outage")
 }
 
+// A quota used up is copied to the host at the next flush, not only when
+// storage starts failing or the zone stops: after a crash (no stop to
+// write it), a start during an outage reads that copy, and the identity
+// stays refused rather than getting its quota again.
+func TestUsedUpQuotaIsCopiedToTheHostAtTheNextFlush(t *testing.T) {
+	const zone, token = "used_up_copied", "valid-used-up-copied"
+	_, _, e, fp := countedBeforeOutage(t, zone, token, 3, 3)
+	copyPath := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-totals", hex.EncodeToString([]byte(zone))+".counts")
+	harness.Eventually(t, 10*time.Second, "the used-up quota copied to the host", func() bool {
+		b, err := os.ReadFile(copyPath)
+		if err != nil {
+			return false
+		}
+		for line := range strings.Lines(string(b)) {
+			if f := strings.Fields(line); len(f) == 4 && f[0] == "i/"+fp && f[3] == "3" {
+				return true
+			}
+		}
+		return false
+	})
+	refusal(t, e.call(4, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
+}
+
 // provenBesideLock starts zone on file-system storage of its own, with a
 // daily quota and 1s flushes, has token proven, and returns the env, the
 // storage and the file of the lock of today's quota object, whose folder

@@ -16,7 +16,9 @@ import (
 const totalsKind = "mcp_ratelimit-totals"
 
 // saveTotals copies the zone's shared quota totals to the host: when
-// storage starts failing, and when the zone stops.
+// storage starts failing, when the zone stops, and at the first flush
+// after a quota was used up or refused (totalsDue). Not at every flush:
+// with 100k tenants the copy is megabytes, tens of milliseconds to write.
 func (z *zone) saveTotals() {
 	cs, ok := z.quota.Totals(time.Now())
 	if !ok {
@@ -39,5 +41,13 @@ func (z *zone) seedTotals(logger *zap.Logger) {
 	if len(cs) > 0 {
 		z.quota.SeedTotals(cs, time.Now())
 		logger.Info("quota counts go on from the totals last read from storage, copied on this host, until storage answers", zap.String("zone", z.name), zap.Int("keys", len(cs)))
+	}
+}
+
+// markTotalsDue has the next flush copy the totals to the host (see
+// totalsDue). A flood of refusals only reads the flag.
+func (z *zone) markTotalsDue() {
+	if !z.totalsDue.Load() {
+		z.totalsDue.Store(true)
 	}
 }

@@ -71,6 +71,11 @@ type zone struct {
 	// X-Forwarded-For there under the server's trusted-proxy settings
 	// (*forwardedState): each server has its own trusted proxies.
 	forwarded sync.Map
+	// totalsDue says a quota was used up or refused since the host's copy
+	// of the totals was written: the next flush writes it again (see
+	// saveTotals), so that a start during an outage after a crash keeps
+	// the identity refused.
+	totalsDue atomic.Bool
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
@@ -657,6 +662,9 @@ func (z *zone) flush(ctx context.Context, final bool) {
 	if err != nil {
 		z.metrics.flushes.WithLabelValues("error").Inc()
 		return
+	}
+	if !final && z.totalsDue.Swap(false) {
+		z.saveTotals() // the totals just adopted hold the quota used up
 	}
 	z.metrics.flushes.WithLabelValues("ok").Inc()
 }
