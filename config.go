@@ -55,12 +55,12 @@ type QuotaLimit struct {
 // metered call, since backends may run its calls at once.
 type Concurrency struct {
 	// Max is the most metered calls in flight for the whole zone on this
-	// instance. 0 means no zone-wide cap.
+	// instance. 0 means no zone-wide cap; at most 999999999999999.
 	Max int `json:"max,omitempty"`
 
 	// PerIdentity is the most metered calls in flight for one identity,
 	// proven or not; requests without an identity are covered by Max only.
-	// 0 means no per-identity cap.
+	// 0 means no per-identity cap; at most 999999999999999.
 	PerIdentity int `json:"per_identity,omitempty"`
 }
 
@@ -87,7 +87,9 @@ type Group struct {
 	// `{http.auth.user.org}`; it must hold a placeholder that can differ
 	// between callers (not only `{env.*}` and the like), and at most one
 	// such placeholder, whose value cannot run into another's. An empty
-	// value skips the group layer.
+	// value skips the group layer. A placeholder that is none of Caddy's
+	// is warned about at start: unless a plugin sets it, it is always
+	// empty.
 	Key string `json:"key,omitempty"`
 
 	// Rate is the group's refill rate, `<n>/<s|m|h>`. Required.
@@ -172,7 +174,9 @@ type TierMatch struct {
 	// Placeholder is evaluated per request, e.g. `{http.auth.user.plan}`;
 	// it must hold a placeholder that can differ between callers. It
 	// should come from a trusted earlier handler: a raw client header lets
-	// the client pick its own plan.
+	// the client pick its own plan. A placeholder that is none of Caddy's
+	// (Caddyfile shorthand such as {header.X} in JSON) is warned about at
+	// start: unless a plugin sets it, the tier never applies.
 	Placeholder string `json:"placeholder,omitempty"`
 
 	// Values lists the values that select this tier (exact match); a value

@@ -56,7 +56,9 @@ type Handler struct {
 	// a cookie's value is read as backends read it (trimmed, cut at a space,
 	// ',', '[' or ']', %-decoded, '+' as a space), and any other identity
 	// header or query parameter is trimmed of the whitespace backends trim
-	// (Unicode spaces, 0x85, 0xA0), so one of whitespace alone is none. A
+	// (Unicode spaces, 0x85, 0xA0, controls below the space, U+FEFF), so
+	// one of whitespace alone is none, and a Bearer or Basic scheme
+	// without a token is none either. A
 	// placeholder with text around it whose placeholders are all empty
 	// (`key:{http.request.header.X-Api-Key}` without the header) is no
 	// identity either; Caddy's global placeholders ({env.*}, {system.*})
@@ -106,7 +108,7 @@ type Handler struct {
 	// remembers; it also caps each bucket set as a whole. A zone applies the largest MaxKnown of the handlers
 	// holding it: a lower value applies once the config that lowers it is
 	// in force and the old one has let go, never for a rejected load.
-	// Default: 100000.
+	// At most 999999999999999. Default: 100000.
 	MaxKnown int `json:"max_known,omitempty"`
 
 	// Meter lists the JSON-RPC methods that cost; `*` makes every request
@@ -124,7 +126,7 @@ type Handler struct {
 	MaxBody int64 `json:"max_body,omitempty"`
 
 	// MaxBatch is the most entries a JSON-RPC batch may have; more get 400.
-	// Default: 32.
+	// At most 999999999999999. Default: 32.
 	MaxBatch int `json:"max_batch,omitempty"`
 
 	// Preauth is the per-client-address bucket charged by every request

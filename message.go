@@ -254,15 +254,6 @@ func (ref *refusal) appendToolBatchNote(b []byte) []byte {
 	return append(b, ") Send this call again without them."...)
 }
 
-// callsTool reports whether entry e calls tool under some reading of it.
-func callsTool(e *jsonrpc.Entry, tool string) bool {
-	found := false
-	if e.HasMethod("tools/call") {
-		e.Tools(func(name []byte) { found = found || string(name) == tool })
-	}
-	return found
-}
-
 func formatFloat(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

@@ -138,7 +138,7 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		}
 		n++
 		m := msg
-		if ref.arg != nil && i != ref.argEntry || toolQuota && !callsTool(e, ref.tool) {
+		if ref.arg != nil && i != ref.argEntry || toolQuota && !e.CallsTool([]byte(ref.tool)) {
 			m = others
 		}
 		h.answer(buf, d, ref, m, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
