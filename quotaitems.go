@@ -79,12 +79,14 @@ func (d *decision) itemRefusal(q int) refusal {
 
 // quotasRefusal is the refusal of the request's quotas once they did not
 // all fit, each item's Used being the count found; failed is the item the
-// store named. A used-up quota is named first, the one that resets last:
-// one counting cost (the identity's, the organization's) lets no metered
-// request pass, one of a tool no call of it. Otherwise a quota the request
-// exceeds as a whole (it never passes as sent, whatever the others'
-// resets), else the one that holds it back longest; the refusal then
-// tells what fits now over every quota.
+// store named. A used-up quota is named first, the one that resets last
+// (no call of the request passes before then), and of those resetting
+// together one counting cost (the identity's, the organization's), which
+// lets no metered request pass, ahead of a tool's, which lets no call of
+// that tool pass. Otherwise a quota the request exceeds as a whole (it
+// never passes as sent, whatever the others' resets), else the one that
+// holds it back longest; the refusal then tells what fits now over every
+// quota.
 func (d *decision) quotasRefusal(failed int) refusal {
 	best, found := d.itemRefusal(failed), false
 	for _, tools := range []bool{false, true} {
@@ -96,9 +98,9 @@ func (d *decision) quotasRefusal(failed int) refusal {
 				best, found = ref, true
 			}
 		}
-		if found {
-			return best
-		}
+	}
+	if found {
+		return best
 	}
 	d.fitNow(failed, &best)
 	for q, it := range d.items {

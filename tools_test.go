@@ -138,6 +138,33 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 	refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
 }
 
+// A call refused by a used-up daily quota while its tool's monthly quota
+// is used up too is told the later reset: at midnight the same call would
+// still be refused. A call of another tool is told the day's.
+func TestUsedUpToolQuotaResettingLaterIsNamed(t *testing.T) {
+	const block = "tenant off\nquota 3/day\ntool analyze_photo {\n quota 2/month\n}"
+	check := func(t *testing.T, e *env, token string) {
+		h := []string{"Authorization", "Bearer " + token}
+		e.prove(token)
+		e.passes(2, "analyze_photo", h...)
+		e.passes(1, "echo", h...)
+		now := time.Now().UTC()
+		month := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
+		got := refusal(t, e.callTool(1, "analyze_photo", h...), http.StatusTooManyRequests, "tool_quota")
+		if at, _ := time.Parse(time.RFC3339, got.Error.Data.ResetsAt); !at.Equal(month) {
+			t.Fatalf("the photo call is told its quota resets at %q, want %s: %s", got.Error.Data.ResetsAt, month.Format(time.RFC3339), got.Error.Message)
+		}
+		if ra := got.Error.Data.RetryAfterSeconds; time.Duration(ra)*time.Second < month.Sub(now)-time.Minute {
+			t.Fatalf("Retry-After %ds, shorter than the %s to the month's reset", ra, month.Sub(now))
+		}
+		refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
+	}
+	t.Run("local", func(t *testing.T) { check(t, start(t, "zone toolquota_later\n"+block), "valid-later") })
+	t.Run("redis", func(t *testing.T) {
+		check(t, start(t, "zone toolquota_later_redis\n"+block+"\nstore redis "+harness.StartRedis(t).URL), "valid-later-redis")
+	})
+}
+
 // A body that is not JSON costs, and counts against a tool's quota, what
 // the reading that calls the tool most does: a call with a comment or a
 // trailing comma is one call to the tool, not one per lenient reading.
