@@ -28,3 +28,36 @@ func warnUnpayableCosts(pol *policy, logger *zap.Logger) {
 		check(t.limits)
 	}
 }
+
+// warnUnmeteredToolPolicies warns about tool policies a handler whose
+// `meter` list leaves out tools/call never applies: its tool calls cost
+// nothing, so a tool's cost, quota and fail_closed do nothing there. Its
+// `arg` bounds still refuse: they judge what a call asks for, not what it
+// costs.
+func warnUnmeteredToolPolicies(pol *policy, logger *zap.Logger) {
+	if pol.meter.All || slices.Contains(pol.meter.Methods, "tools/call") {
+		return
+	}
+	var tools []string
+	costly := func(costs map[string]int64) {
+		tools = slices.AppendSeq(tools, maps.Keys(costs))
+	}
+	costly(pol.base.costs)
+	for _, t := range pol.tiers {
+		costly(t.limits.costs)
+	}
+	for _, o := range pol.overrides {
+		costly(o.costs)
+	}
+	for name, t := range pol.tools {
+		if t.quota.any() || t.failClosed {
+			tools = append(tools, name)
+		}
+	}
+	if len(tools) == 0 {
+		return
+	}
+	slices.Sort(tools)
+	logger.Warn("tool costs, quotas and fail_closed apply to tools/call, which this handler's meter list leaves out: they do nothing here (arg bounds still refuse)",
+		zap.String("zone", pol.zone), zap.Strings("tools", slices.Compact(tools)), zap.Strings("meter", pol.meter.Methods))
+}

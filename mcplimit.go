@@ -264,6 +264,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnUnknownPlaceholders(pol, h.logger)
 	warnWholeInputIdentity(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
+	warnUnmeteredToolPolicies(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
 			return err

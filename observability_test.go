@@ -459,3 +459,57 @@ func TestUnpayableToolCostIsWarnedAtLoad(t *testing.T) {
 		t.Fatalf("warned for %v, want slow at the top level and in tier small only", tiers)
 	}
 }
+
+// A tool's cost, quota and fail_closed on a handler whose meter list
+// leaves out tools/call do nothing (its calls cost nothing), and the load
+// says so; its arg bounds still refuse. A handler metering tools/call is
+// not warned.
+func TestUnmeteredToolPoliciesAreWarnedAtLoad(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := startSite(t, `route /metered* {
+		mcp_ratelimit {
+			zone metered_tools
+			tool pager {
+				quota 2/day
+			}
+		}
+		reverse_proxy $BACKEND
+	}
+	route {
+		mcp_ratelimit {
+			zone unmetered_tools
+			meter resources/read
+			cost slow 3
+			tool pager {
+				arg limit max 100
+				quota 2/day
+			}
+			tool quick {
+				arg limit max 5
+			}
+		}
+		reverse_proxy $BACKEND
+	}`, opts)
+	var warned []string
+	harness.Eventually(t, 5*time.Second, "the warning", func() bool {
+		warned = nil
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "meter list leaves out") {
+				warned = append(warned, fmt.Sprintf("%v %v", ev["zone"], ev["tools"]))
+			}
+		}
+		return len(warned) > 0
+	})
+	if !slices.Equal(warned, []string{"unmetered_tools [pager slow]"}) {
+		t.Fatalf("warned %q, want the unmetered zone's pager and slow only", warned)
+	}
+	h := []string{"Authorization", "Bearer valid-unmetered"}
+	for i := range 3 {
+		if r := e.post(harness.ToolCall(i, "pager", map[string]any{"limit": 5}), h...); r.Status != http.StatusOK {
+			t.Fatalf("call %d of the unmetered pager: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if r := e.post(harness.ToolCall(4, "pager", map[string]any{"limit": 1000}), h...); r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), `"limit"`) {
+		t.Fatalf("a pager call over its arg bound: %d %s", r.Status, r.Body)
+	}
+}
