@@ -273,6 +273,37 @@ func recovers(t *testing.T, e *env, zone string) {
 	}
 }
 
+// A flush whose known-good set storage does not take fails as one whose
+// counts it does not take: the zone shows degraded with the error in the
+// admin API and the metric, and recovers, the set saved, once storage
+// takes it again.
+func TestUnsavableKnownSetShowsAsDegraded(t *testing.T) {
+	const zone = "known_unsavable"
+	o := newOutage(t)
+	e := start(t, "zone "+zone+"\nflush_interval 1s", o.options())
+	known := filepath.Join(o.root, "mcp_ratelimit", zone, "known")
+	if err := os.MkdirAll(filepath.Join(known, "blocked"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.prove("valid-known-unsavable")
+	harness.Eventually(t, 10*time.Second, "the zone to report degraded on the known set", func() bool {
+		qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore
+		return qs.Degraded && strings.Contains(qs.LastError, "known") && qs.Failures > 0
+	})
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v, want 1", v)
+	}
+	if err := os.RemoveAll(known); err != nil {
+		t.Fatal(err)
+	}
+	recovers(t, e, zone)
+	fp := onlyIdentity(t, e, zone)
+	harness.Eventually(t, 10*time.Second, "the proven identity saved", func() bool {
+		data, err := os.ReadFile(known)
+		return err == nil && strings.Contains(string(data), fp)
+	})
+}
+
 // countedBeforeOutage starts zone on a flaky storage, still up, with a
 // daily quota of limit, and has token proven and counted n times; it
 // returns the site block, the outage, the env and token's fingerprint.

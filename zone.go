@@ -650,14 +650,20 @@ func (z *zone) flush(ctx context.Context, final bool) {
 	if !final {
 		z.mirrorUnpushed(&z.boundUnpushed, err == nil)
 	}
+	pushed := false
 	if err == nil {
-		err = z.quota.Flush(ctx)
+		// A known-good set storage does not take fails the flush, as the
+		// counts would: degraded, with its error, in the admin API.
+		err = z.quota.FlushThen(ctx, func(ctx context.Context) error {
+			pushed = true
+			if final || z.knownDue(time.Now()) {
+				return z.saveKnown(ctx)
+			}
+			return nil
+		})
 	}
 	if !final {
-		z.mirrorUnpushed(&z.unpushed, err == nil)
-	}
-	if err == nil && (final || z.knownDue(time.Now())) {
-		err = z.saveKnown(ctx)
+		z.mirrorUnpushed(&z.unpushed, pushed)
 	}
 	if err != nil {
 		z.metrics.flushes.WithLabelValues("error").Inc()

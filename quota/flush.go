@@ -28,19 +28,31 @@ type job struct {
 // releases ended periods and, once a day, deletes objects of periods older
 // than the previous one.
 func (c *Counter) Flush(ctx context.Context) error {
+	return c.FlushThen(ctx, nil)
+}
+
+// FlushThen is Flush followed, once the counts are pushed, by then (when
+// not nil): more of the flush's storage work, such as SaveKnown, whose
+// error fails the flush as the counts' own would, in State and towards
+// degraded. Reporting the flush before then ran would mark the Counter
+// available at every flush and degraded again right after.
+func (c *Counter) FlushThen(ctx context.Context, then func(context.Context) error) error {
 	c.flushMu.Lock()
 	defer c.flushMu.Unlock()
 	now := c.clock()
+	var err error
 	if c.storage == nil {
 		c.foldLocal(now)
-		c.report(nil, now, true)
-		return nil
+	} else {
+		jobs := c.beginFlush(now)
+		err = c.runJobs(ctx, jobs, c.held.Release(ctx, c.storage, c.lockTimeout))
+		c.finishJobs(jobs, now)
+		if err == nil {
+			c.cleanup(ctx, now)
+		}
 	}
-	jobs := c.beginFlush(now)
-	err := c.runJobs(ctx, jobs, c.held.Release(ctx, c.storage, c.lockTimeout))
-	c.finishJobs(jobs, now)
-	if err == nil {
-		c.cleanup(ctx, now)
+	if err == nil && then != nil {
+		err = then(ctx)
 	}
 	c.report(err, now, true)
 	return err
