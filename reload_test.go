@@ -260,6 +260,62 @@ func TestZoneIsReleasedWhenNoConfigUsesIt(t *testing.T) {
 	}
 }
 
+// A zone a load leaves unused and a later load names again (renamed and
+// back, or its route deleted and added again: two loads through the
+// admin API) finds its buckets where they were: no fresh burst for a
+// tenant or a keyless caller. The same name under another fingerprint
+// key, or in another storage, is another zone: its buckets start full.
+func TestZoneRenamedAndBackKeepsItsBuckets(t *testing.T) {
+	const limits = "preauth 1/m burst 2\ntenant 1/m burst 3\nquota off"
+	e := start(t, "zone parked\n"+limits)
+	const auth = "Bearer valid-parked"
+	e.prove("valid-parked")
+	e.spend("valid-parked", 3)
+	refusal(t, e.call(1, "Authorization", auth), http.StatusTooManyRequests, "tenant")
+	if r := e.call(2); r.Status != http.StatusOK {
+		t.Fatalf("the keyless caller's last pre-auth token: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(3), http.StatusTooManyRequests, "preauth")
+
+	e.reloadWith(t, "zone parked_elsewhere\n"+limits)
+	e.reloadWith(t, "zone parked\n"+limits)
+	settleAfterReload(t, e, auth)
+	refusal(t, e.call(4, "Authorization", auth), http.StatusTooManyRequests, "tenant")
+	refusal(t, e.call(5), http.StatusTooManyRequests, "preauth")
+
+	// Under another key in the same storage (one restored from elsewhere,
+	// say) the bucket keys were made under the old one: buckets start
+	// full. The settling probes are unproven under that key, each paying
+	// a pre-auth token of the larger burst: a parked drained bucket has
+	// none.
+	e.reloadWith(t, "zone parked_elsewhere\n"+limits)
+	keyFile := filepath.Join(e.caddy.Storage, "mcp_ratelimit", "parked", "fingerprint.key")
+	if err := os.WriteFile(keyFile, bytes.Repeat([]byte{7}, 32), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const wider = "preauth 1/m burst 20\nquota off"
+	e.reloadWith(t, "zone parked\n"+wider)
+	settleAfterReload(t, e, auth)
+	for i := 0; ; i++ {
+		r := e.call(6)
+		if r.Status == http.StatusTooManyRequests {
+			break
+		}
+		if r.Status != http.StatusOK || i == 20 {
+			t.Fatalf("keyless call %d under another key: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	// In another storage, under the same key (the host's copy of it), it
+	// is another deployment's zone: buckets start full too.
+	e.reloadWith(t, "zone parked_elsewhere\n"+limits)
+	e.caddy.Load(t, harness.Config("mcp_ratelimit {\nzone parked\n"+wider+"\n}\nreverse_proxy $BACKEND",
+		e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, t.TempDir(), ""))
+	settleAfterReload(t, e, auth)
+	if r := e.call(7); r.Status != http.StatusOK {
+		t.Fatalf("a keyless call to the zone in another storage: %d %s", r.Status, r.Body)
+	}
+}
+
 // A slower rate set live reaches a drained bucket even when its tenant
 // stays away: the sweep must not drop the bucket as full on the old
 // rate's word (it would come back full under the new rate, a fresh burst).

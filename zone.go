@@ -311,6 +311,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		}
 	}
 	z.setDegradedGauge()
+	z.adoptParked(capacity)
 	bg, cancel := context.WithCancel(context.Background())
 	z.cancel = cancel
 	z.pol.Store(pol)
@@ -391,6 +392,7 @@ func (z *zone) Destruct() error {
 	z.cancel()
 	<-z.done
 	z.metrics.unregister()
+	z.park()
 	return nil
 }
 

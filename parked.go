@@ -1,0 +1,97 @@
+package mcplimit
+
+import (
+	"bytes"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/caddyserver/certmagic"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
+)
+
+// A zone that a config load leaves unused stops, and a later load that
+// names it again starts it anew: its quotas and proven identities continue
+// from storage, but its buckets and in-flight counts live in memory only.
+// So that renaming a zone and back, or deleting its route and adding it
+// again (two loads through the admin API), hands no one a fresh burst, a
+// stopped zone parks them, and a zone of the same name started on the
+// same storage, under the same fingerprint key, while they are parked
+// adopts them (in another storage it is another deployment's zone). They are kept
+// until every bucket would have refilled (the longest burst/rate of the
+// limits the zone had, at most maxParked): fresh buckets are then the same.
+
+// maxParked bounds how long a stopped zone's buckets are kept.
+const maxParked = 24 * time.Hour
+
+// parkedZone is a stopped zone's buckets and in-flight counts.
+type parkedZone struct {
+	key     []byte            // the fingerprint key the bucket keys were made with
+	storage certmagic.Storage // the storage the zone used
+	preauth *buckets.Set[netip.Prefix]
+	tenants *buckets.Set[[16]byte]
+	groups  *buckets.Set[[16]byte]
+	global  *buckets.Set[[16]byte]
+	anon    *buckets.Set[[16]byte]
+	perID   *buckets.Gauge[[16]byte]
+	all     *buckets.Gauge[[16]byte]
+	expiry  *time.Timer
+}
+
+// parked holds the parked zones by name.
+var parked = struct {
+	sync.Mutex
+	zones map[string]*parkedZone
+}{zones: map[string]*parkedZone{}}
+
+// park keeps the stopped zone's buckets for a zone of its name started
+// within the longest time one of its buckets takes to refill.
+func (z *zone) park() {
+	pol := z.pol.Load()
+	keep := time.Duration(0)
+	for _, l := range []layer{layerPreauth, layerTenant, layerGroup, layerGlobal, layerAnonymous} {
+		refill, _, _ := pol.refill(l)
+		keep = max(keep, refill)
+	}
+	if keep <= 0 {
+		return
+	}
+	p := &parkedZone{
+		key: z.fpKey.Load().key, storage: *z.storage.cur.Load(), preauth: z.preauth, tenants: z.tenants, groups: z.groups,
+		global: z.global, anon: z.anon, perID: z.perID, all: z.all,
+	}
+	parked.Lock()
+	defer parked.Unlock()
+	if old := parked.zones[z.name]; old != nil {
+		old.expiry.Stop()
+	}
+	parked.zones[z.name] = p
+	p.expiry = time.AfterFunc(min(keep, maxParked), func() {
+		parked.Lock()
+		defer parked.Unlock()
+		if parked.zones[z.name] == p {
+			delete(parked.zones, z.name)
+		}
+	})
+}
+
+// adoptParked gives the new zone z the buckets and in-flight counts of a
+// stopped zone of its name, when one parked them on its storage under its
+// fingerprint key, with the capacity z's policy asks for.
+func (z *zone) adoptParked(capacity zoneCapacity) {
+	parked.Lock()
+	p := parked.zones[z.name]
+	if p == nil || !sameStorage(p.storage, *z.storage.cur.Load()) || !bytes.Equal(p.key, z.fpKey.Load().key) {
+		parked.Unlock()
+		return
+	}
+	delete(parked.zones, z.name)
+	p.expiry.Stop()
+	parked.Unlock()
+	z.preauth, z.tenants, z.groups, z.global, z.anon = p.preauth, p.tenants, p.groups, p.global, p.anon
+	z.perID, z.all = p.perID, p.all
+	z.preauth.SetCapacity(capacity.maxKnown)
+	z.tenants.SetCapacity(capacity.maxKnown)
+	z.groups.SetCapacity(capacity.maxKnown)
+}
