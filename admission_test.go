@@ -1293,6 +1293,15 @@ func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize"`},
 		{http.MethodPost, `{method:initialize,id:1}`},
 		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"initialize"} junk`},
+		// JSON, but no JSON-RPC 2.0 request as the specification writes
+		// one: a backend may answer it with Invalid Request, in a 200,
+		// before it checks the credential.
+		{http.MethodPost, `{"id":1,"method":"tools/call","params":{"name":"echo"}}`},
+		{http.MethodPost, `{"jsonrpc":"1.0","id":1,"method":"ping"}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":true,"method":"ping"}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","Method":"ping"}`},
+		{http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]`},
 	} {
 		req, _ := http.NewRequest(c.method, e.mcp, strings.NewReader(c.body))
 		req.Header.Set("Authorization", "Bearer garbage-"+c.method+strconv.Itoa(len(c.body)))

@@ -93,11 +93,14 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	if tooLong && !pol.dryRun {
 		return d.refused(batchRefusal(pol.maxBatch))
 	}
-	// Only a body that is JSON holds a request a 2xx answers: a lenient
-	// reading of one that is not is charged, but a backend may answer a
-	// parse error before it checks the credential.
-	for i := 0; d.req.Valid() && i < d.req.Scanned() && !d.called; i++ {
-		d.called = d.req.Entry(i).Called()
+	// Only a JSON-RPC 2.0 request as the specification writes it is one a
+	// 2xx answers: a lenient reading of a body that is not JSON is
+	// charged, and so is a message without "jsonrpc":"2.0" or with a
+	// member twice, but a backend may answer such a body with an error
+	// before it checks the credential. Only an unproven identity's
+	// answer proves (see learn), so only its body is read again.
+	if d.hasID && !d.proven && d.req.Valid() {
+		d.called = jsonrpc.WellFormedCall(buf.Bytes())
 	}
 	// max_batch and arg bounds are limits an operator tunes, so a dry run
 	// only records them; the rules above keep the request readable.

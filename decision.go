@@ -64,9 +64,10 @@ type decision struct {
 	unreadable string
 	// answeredBlind marks a method whose 2xx does not prove the identity.
 	answeredBlind bool
-	// called says the body is JSON and holds a JSON-RPC request or
-	// notification: on a JSON-RPC route, only a 2xx answering one in a
-	// POST proves the identity.
+	// called says the body of an unproven identity's request is a
+	// well-formed JSON-RPC 2.0 request or notification, or a batch
+	// holding one (jsonrpc.WellFormedCall): on a JSON-RPC route, only a
+	// 2xx answering one in a POST proves the identity.
 	called bool
 
 	rec        statusRecorder

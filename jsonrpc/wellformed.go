@@ -1,0 +1,145 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"unicode"
+)
+
+// WellFormedCall reports whether body is a JSON-RPC 2.0 request or
+// notification, or a batch of JSON-RPC 2.0 messages holding one, as the
+// specification writes them: every message an object with "jsonrpc":"2.0";
+// a request's method a string, its id (if any) a string or a number, its
+// params (if any) an object or an array; a response's id and a result or
+// an error; no member twice, in any case (Go's decoder matches member
+// names case-insensitively, and parsers disagree on which of two wins); no
+// other JSON value around it. Anything else a backend may answer with a
+// JSON-RPC error before it checks the credential, even with a 2xx.
+func WellFormedCall(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var top json.RawMessage
+	if err := dec.Decode(&top); err != nil {
+		return false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return false
+	}
+	top = bytes.TrimLeft(top, " \t\r\n")
+	if len(top) > 0 && top[0] == '[' {
+		var entries []json.RawMessage
+		if json.Unmarshal(top, &entries) != nil {
+			return false
+		}
+		called := false
+		for _, e := range entries {
+			switch wellFormed(e) {
+			case notMessage:
+				return false
+			case call:
+				called = true
+			}
+		}
+		return called
+	}
+	return wellFormed(top) == call
+}
+
+// messageKind is what wellFormed finds a value to be.
+type messageKind int
+
+const (
+	notMessage messageKind = iota
+	call                   // a request or a notification
+	answer                 // a response
+)
+
+// foldedMembers maps the members JSON-RPC 2.0 gives a meaning, folded
+// (foldName), to their names.
+var foldedMembers = func() map[string]string {
+	m := map[string]string{}
+	for _, name := range []string{"jsonrpc", "method", "params", "id", "result", "error"} {
+		m[foldName(name)] = name
+	}
+	return m
+}()
+
+// foldName maps name to one spelling of every name equal to it under
+// simple Unicode case folding (strings.EqualFold, as encoding/json
+// matches members): each rune becomes the least of its fold orbit. Two
+// names are equal under folding exactly when their foldName are equal.
+func foldName(name string) string {
+	var b strings.Builder
+	b.Grow(len(name))
+	for _, r := range name {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
+		}
+		b.WriteRune(least)
+	}
+	return b.String()
+}
+
+// wellFormed reads one message of a JSON-RPC body (see WellFormedCall).
+func wellFormed(raw json.RawMessage) messageKind {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return notMessage
+	}
+	seen := map[string]json.RawMessage{} // by folded name
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return notMessage
+		}
+		name := t.(string)
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return notMessage
+		}
+		folded := foldName(name)
+		if _, twice := seen[folded]; twice {
+			return notMessage
+		}
+		if m, ok := foldedMembers[folded]; ok && m != name {
+			return notMessage // "Method": a member in one reading, none in another
+		}
+		seen[folded] = v
+	}
+	member := func(name string) (json.RawMessage, bool) {
+		v, ok := seen[foldName(name)]
+		return v, ok
+	}
+	if v, _ := member("jsonrpc"); string(v) != `"2.0"` {
+		return notMessage
+	}
+	id, hasID := member("id")
+	if hasID && !(isString(id) || isNumber(id)) {
+		return notMessage
+	}
+	if method, ok := member("method"); ok {
+		params, hasParams := member("params")
+		if !isString(method) || hasParams && !(isKind(params, '{') || isKind(params, '[')) {
+			return notMessage
+		}
+		return call
+	}
+	_, result := member("result")
+	_, failed := member("error")
+	if hasID && result != failed {
+		return answer
+	}
+	return notMessage
+}
+
+func isKind(v json.RawMessage, first byte) bool { return len(v) > 0 && v[0] == first }
+
+func isString(v json.RawMessage) bool { return isKind(v, '"') }
+
+func isNumber(v json.RawMessage) bool {
+	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9')
+}

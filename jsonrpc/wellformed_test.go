@@ -1,0 +1,77 @@
+package jsonrpc
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestWellFormedCall(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo"}}`, true},
+		{` {"jsonrpc":"2.0","method":"notifications/initialized"} ` + "\n", true},
+		{`{"jsonrpc":"2.0","id":"a","method":"ping","params":[]}`, true},
+		{`{"jsonrpc":"2.0","id":-1.5e3,"method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"meth\u006fd":"ping"}`, true},
+		{`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`, true},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"x"}}]`, true},
+		// Not JSON-RPC 2.0 as written.
+		{`{"method":"ping","id":1}`, false},
+		{`{"jsonrpc":"1.0","method":"ping","id":1}`, false},
+		{`{"jsonrpc":2,"method":"tools/list","id":1}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":{"a":1}}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":true}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":null}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":[1]}`, false},
+		{`{"jsonrpc":"2.0","method":5,"id":1}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":1,"params":"x"}`, false},
+		{`{"method":"tools/call","params":{"name":"x"},"id":1}`, false},
+		// Members twice, or in another case: readings disagree.
+		{`{"jsonrpc":"2.0","jsonrpc":"2.0","method":"ping","id":1}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":1,"Method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","Method":"ping","id":1}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":1,"x":1,"X":2}`, false},
+		{"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1,\"\u212a\":1,\"k\":2}", false},
+		// Not a request.
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, false},
+		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"},5]`, false},
+		{`[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":2}]`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{},"error":{}}`, false},
+		{`[]`, false},
+		{`{}`, false},
+		{`null`, false},
+		{`5`, false},
+		{`"x"`, false},
+		// Not JSON, or more than one value.
+		{"\ufeff" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}{}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"} x`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping",}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, false},
+		{``, false},
+	} {
+		if got := WellFormedCall([]byte(tc.body)); got != tc.want {
+			t.Errorf("WellFormedCall(%s) = %v, want %v", tc.body, got, tc.want)
+		}
+	}
+}
+
+// A request with many members of distinct names is well formed; one of
+// them repeated at the end, in another case, makes it not.
+func TestWellFormedCallManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"ping"`)
+	for i := range 100000 {
+		b.WriteString(`,"m` + strconv.Itoa(i) + `":0`)
+	}
+	if !WellFormedCall([]byte(b.String() + `}`)) {
+		t.Fatal("a request with many distinct members is not well formed")
+	}
+	if WellFormedCall([]byte(b.String() + `,"M17":1}`)) {
+		t.Fatal("a member repeated in another case went unseen")
+	}
+}
