@@ -16,19 +16,28 @@ import (
 const totalsKind = "mcp_ratelimit-totals"
 
 // saveTotals copies the zone's shared quota totals to the host: when
-// storage starts failing, when the zone stops, and at the first flush
-// after a quota was used up or refused (totalsDue). Not at every flush:
-// with 100k tenants the copy is megabytes, tens of milliseconds to write.
+// storage starts failing, when the zone stops, at the first flush after a
+// quota was used up or refused here (totalsDue), and at the first flush
+// totalsRefresh after the last copy, which takes in the quotas other
+// instances used up. Not at every flush: with 100k tenants the copy is
+// megabytes, tens of milliseconds to write.
 func (z *zone) saveTotals() {
-	cs, ok := z.quota.Totals(time.Now())
+	now := time.Now()
+	cs, ok := z.quota.Totals(now)
 	if !ok {
 		return // nothing read from storage yet: the copy there may know more
 	}
 	if err := writeCounts(countsCopyPath(totalsKind, z.name), cs); err != nil {
 		z.logger.Load().Warn("quota totals not copied to this host: a start while storage is unreadable would count from zero",
 			zap.String("zone", z.name), zap.Error(err))
+		return
 	}
+	z.totalsSaved.Store(now.UnixNano())
 }
+
+// totalsRefresh is how old the host's copy of the totals may grow before a
+// flush writes it again.
+const totalsRefresh = 5 * time.Minute
 
 // seedTotals starts the zone's quota from the host's copy of the totals,
 // for a start while storage is unreadable.

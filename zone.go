@@ -76,6 +76,9 @@ type zone struct {
 	// saveTotals), so that a start during an outage after a crash keeps
 	// the identity refused.
 	totalsDue atomic.Bool
+	// totalsSaved is when the host's copy of the totals was last written
+	// (Unix nanoseconds; the zone's start before the first).
+	totalsSaved atomic.Int64
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
@@ -249,6 +252,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		done:          make(chan struct{}),
 	}
 	z.capacity.Store(&capacity)
+	z.totalsSaved.Store(time.Now().UnixNano())
 	// An identity that expires or is evicted was proven as much as one
 	// forgotten: it is charged as one (forgottenWithBucket; in Redis,
 	// where its buckets and counts are) rather than as a stranger that
@@ -671,7 +675,7 @@ func (z *zone) flush(ctx context.Context, final bool) {
 		z.metrics.flushes.WithLabelValues("error").Inc()
 		return
 	}
-	if !final && z.totalsDue.Swap(false) {
+	if !final && (z.totalsDue.Swap(false) || time.Since(time.Unix(0, z.totalsSaved.Load())) >= totalsRefresh) {
 		z.saveTotals() // the totals just adopted hold the quota used up
 	}
 	z.metrics.flushes.WithLabelValues("ok").Inc()
