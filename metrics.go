@@ -175,6 +175,14 @@ func (m *zoneMetrics) unregister() {
 	m.regs, m.gone = nil, true
 }
 
+// revive lets m be registered again: a zone started anew took it up
+// (see adoptParked).
+func (m *zoneMetrics) revive() {
+	m.regsMu.Lock()
+	defer m.regsMu.Unlock()
+	m.gone = false
+}
+
 // observe records one admission decision's duration.
 func (m *zoneMetrics) observe(start time.Time) {
 	m.decision.Observe(time.Since(start).Seconds())

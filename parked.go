@@ -13,19 +13,20 @@ import (
 
 // A zone that a config load leaves unused stops, and a later load that
 // names it again starts it anew: its quotas and proven identities continue
-// from storage, but its buckets and in-flight counts live in memory only.
-// So that renaming a zone and back, or deleting its route and adding it
-// again (two loads through the admin API), hands no one a fresh burst, a
-// stopped zone parks them, and a zone of the same name started on the
-// same storage, under the same fingerprint key, while they are parked
-// adopts them (in another storage it is another deployment's zone). They are kept
-// until every bucket would have refilled (the longest burst/rate of the
-// limits the zone had, at most maxParked): fresh buckets are then the same.
+// from storage, but its buckets, in-flight counts and metrics live in
+// memory only. So that renaming a zone and back, or deleting its route and
+// adding it again (two loads through the admin API), hands no one a fresh
+// burst, a stopped zone parks them, and a zone of the same name started on
+// the same storage, under the same fingerprint key, while they are parked
+// takes them up (in another storage it is another deployment's zone), its
+// metrics' totals going on. They are kept until every bucket would have
+// refilled (the longest burst/rate of the limits the zone had, at most
+// maxParked): fresh buckets are then the same.
 
 // maxParked bounds how long a stopped zone's buckets are kept.
 const maxParked = 24 * time.Hour
 
-// parkedZone is a stopped zone's buckets and in-flight counts.
+// parkedZone is a stopped zone's buckets, in-flight counts and metrics.
 type parkedZone struct {
 	key     []byte            // the fingerprint key the bucket keys were made with
 	storage certmagic.Storage // the storage the zone used
@@ -36,6 +37,7 @@ type parkedZone struct {
 	anon    *buckets.Set[[16]byte]
 	perID   *buckets.Gauge[[16]byte]
 	all     *buckets.Gauge[[16]byte]
+	metrics *zoneMetrics
 	expiry  *time.Timer
 }
 
@@ -45,8 +47,9 @@ var parked = struct {
 	zones map[string]*parkedZone
 }{zones: map[string]*parkedZone{}}
 
-// park keeps the stopped zone's buckets for a zone of its name started
-// within the longest time one of its buckets takes to refill.
+// park keeps the stopped zone's buckets, in-flight counts and metrics for
+// a zone of its name started within the longest time one of its buckets
+// takes to refill.
 func (z *zone) park() {
 	pol := z.pol.Load()
 	keep := time.Duration(0)
@@ -59,7 +62,7 @@ func (z *zone) park() {
 	}
 	p := &parkedZone{
 		key: z.fpKey.Load().key, storage: *z.storage.cur.Load(), preauth: z.preauth, tenants: z.tenants, groups: z.groups,
-		global: z.global, anon: z.anon, perID: z.perID, all: z.all,
+		global: z.global, anon: z.anon, perID: z.perID, all: z.all, metrics: z.metrics,
 	}
 	parked.Lock()
 	defer parked.Unlock()
@@ -76,9 +79,10 @@ func (z *zone) park() {
 	})
 }
 
-// adoptParked gives the new zone z the buckets and in-flight counts of a
-// stopped zone of its name, when one parked them on its storage under its
-// fingerprint key, with the capacity z's policy asks for.
+// adoptParked gives the new zone z the buckets, in-flight counts and
+// metrics of a stopped zone of its name, when one parked them on its
+// storage under its fingerprint key, with the capacity z's policy asks
+// for.
 func (z *zone) adoptParked(capacity zoneCapacity) {
 	parked.Lock()
 	p := parked.zones[z.name]
@@ -90,7 +94,8 @@ func (z *zone) adoptParked(capacity zoneCapacity) {
 	p.expiry.Stop()
 	parked.Unlock()
 	z.preauth, z.tenants, z.groups, z.global, z.anon = p.preauth, p.tenants, p.groups, p.global, p.anon
-	z.perID, z.all = p.perID, p.all
+	z.perID, z.all, z.metrics = p.perID, p.all, p.metrics
+	z.metrics.revive()
 	z.preauth.SetCapacity(capacity.maxKnown)
 	z.tenants.SetCapacity(capacity.maxKnown)
 	z.groups.SetCapacity(capacity.maxKnown)

@@ -263,7 +263,7 @@ func TestZoneIsReleasedWhenNoConfigUsesIt(t *testing.T) {
 // A zone a load leaves unused and a later load names again (renamed and
 // back, or its route deleted and added again: two loads through the
 // admin API) finds its buckets where they were: no fresh burst for a
-// tenant or a keyless caller. The same name under another fingerprint
+// tenant or a keyless caller; its metrics go on from their totals. The same name under another fingerprint
 // key, or in another storage, is another zone: its buckets start full.
 func TestZoneRenamedAndBackKeepsItsBuckets(t *testing.T) {
 	const limits = "preauth 1/m burst 2\ntenant 1/m burst 3\nquota off"
@@ -282,6 +282,13 @@ func TestZoneRenamedAndBackKeepsItsBuckets(t *testing.T) {
 	settleAfterReload(t, e, auth)
 	refusal(t, e.call(4, "Authorization", auth), http.StatusTooManyRequests, "tenant")
 	refusal(t, e.call(5), http.StatusTooManyRequests, "preauth")
+	// Its metrics' totals went on too.
+	if got := zoneStatusOf(t, e.caddy, "parked")["refusals"].(map[string]any); got["tenant"] != 2.0 || got["preauth"] != 2.0 {
+		t.Fatalf("refusals after the zone came back: %v, want 2 tenant and 2 pre-auth", got)
+	}
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_refusals_total{layer="tenant",zone="parked"}`); v != 2 {
+		t.Fatalf("mcp_ratelimit_refusals_total for the tenant layer is %v after the zone came back, want 2", v)
+	}
 
 	// Under another key in the same storage (one restored from elsewhere,
 	// say) the bucket keys were made under the old one: buckets start
