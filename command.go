@@ -114,7 +114,13 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	cached := readKeyCache(zoneName)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offeredKey(cached))
 	if err != nil {
-		return err
+		if cached == nil {
+			return err
+		}
+		// As a handler starting during a storage outage does, use the
+		// key this host last used for the zone.
+		fmt.Fprintf(notes, "note: storage unreachable (%v); used the key this host last used for zone %q, as Caddy starting now would\n", err, zoneName)
+		key, created = cached, false
 	}
 	if cfg != nil && !slices.Contains(zones, zoneName) {
 		// A mistyped zone would print a fingerprint that no override in

@@ -408,3 +408,38 @@ func TestFingerprintCommandOffersTheCachedKey(t *testing.T) {
 		t.Fatalf("notes %q, want them to say the cached key was stored", notes.String())
 	}
 }
+
+// With storage unreachable, the command prints the fingerprint under the
+// key this host last used for the zone, as a handler starting then would,
+// and says so; with no such key it fails.
+func TestFingerprintCommandUsesTheCachedKeyDuringAnOutage(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	zone := "outage-" + rand.Text()[:8]
+	store := filepath.Join(t.TempDir(), "storage")
+	if err := os.WriteFile(store, []byte("a file, not a directory"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t}\n}\n", store, zone)
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, notes bytes.Buffer
+	if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err == nil {
+		t.Fatalf("printed %q with storage unreachable and no key on this host", out.String())
+	}
+	cached := newFingerprintKey()
+	if err := writeKeyCache(zone, cached); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
+		t.Fatal(err)
+	}
+	if want := fingerprintHex(newFingerprinter(cached).sum("Bearer abc")) + "\n"; out.String() != want {
+		t.Fatalf("fingerprint %q, want %q under the cached key", out.String(), want)
+	}
+	if !strings.Contains(notes.String(), "storage unreachable") {
+		t.Fatalf("notes %q, want them to say storage was unreachable", notes.String())
+	}
+}
