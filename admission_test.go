@@ -1302,6 +1302,8 @@ func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 		{http.MethodPost, `{"jsonrpc":"2.0","id":true,"method":"ping"}`},
 		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","Method":"ping"}`},
 		{http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]`},
+		{http.MethodPost, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\xff\"}"},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":"\ud800","method":"ping"}`},
 	} {
 		req, _ := http.NewRequest(c.method, e.mcp, strings.NewReader(c.body))
 		req.Header.Set("Authorization", "Bearer garbage-"+c.method+strconv.Itoa(len(c.body)))

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // WellFormedCall reports whether body is a JSON-RPC 2.0 request or
@@ -15,9 +16,14 @@ import (
 // params (if any) an object or an array; a response's id and a result or
 // an error; no member twice, in any case (Go's decoder matches member
 // names case-insensitively, and parsers disagree on which of two wins); no
-// other JSON value around it. Anything else a backend may answer with a
-// JSON-RPC error before it checks the credential, even with a 2xx.
+// other JSON value around it; UTF-8 throughout, with no lone surrogate
+// escaped (Python's json and serde reject the one, serde the other, where
+// Go's decoder reads both as U+FFFD). Anything else a backend may answer
+// with a JSON-RPC error before it checks the credential, even with a 2xx.
 func WellFormedCall(body []byte) bool {
+	if !utf8.Valid(body) || !surrogatesPaired(body) {
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var top json.RawMessage
@@ -45,6 +51,57 @@ func WellFormedCall(body []byte) bool {
 		return called
 	}
 	return wellFormed(top) == call
+}
+
+// surrogatesPaired reports whether every \u escape of a UTF-16 surrogate
+// in body, which is JSON, is a high one followed by a low one. Outside
+// strings JSON has no backslash, and within them an escaped backslash is
+// skipped whole, so every escape is found without tracking strings.
+func surrogatesPaired(body []byte) bool {
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		if i+1 >= len(body) || body[i+1] != 'u' {
+			i++ // the escaped character: a backslash is no escape's start
+			continue
+		}
+		r := escapedUnit(body[i:])
+		switch {
+		case r >= 0xD800 && r < 0xDC00:
+			if low := escapedUnit(body[min(i+6, len(body)):]); low < 0xDC00 || low >= 0xE000 {
+				return false
+			}
+			i += 11
+		case r >= 0xDC00 && r < 0xE000:
+			return false
+		default:
+			i += 5
+		}
+	}
+	return true
+}
+
+// escapedUnit returns the UTF-16 unit of the \u escape b starts with, or
+// -1 when b does not start with one.
+func escapedUnit(b []byte) rune {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return -1
+		}
+	}
+	return r
 }
 
 // messageKind is what wellFormed finds a value to be.

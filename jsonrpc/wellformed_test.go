@@ -46,6 +46,17 @@ func TestWellFormedCall(t *testing.T) {
 		{`null`, false},
 		{`5`, false},
 		{`"x"`, false},
+		// Surrogates escaped in pairs are characters; alone, or bytes
+		// that are not UTF-8, strict parsers refuse them.
+		{`{"jsonrpc":"2.0","id":"\ud83d\ude00","method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":"\ud800","method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":"\udc00\ud800","method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":"\ud800\u0041","method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":"x\ud800","method":"ping"}`, false},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xff\"}", false},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xc0\xaf\"}", false},
+		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xed\xa0\x80\"}", false},
 		// Not JSON, or more than one value.
 		{"\ufeff" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping"}{}`, false},
