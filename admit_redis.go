@@ -288,8 +288,17 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 	if q := slot.quota; q >= 0 {
 		if res.Local {
 			// Remembered, not asked: the count is the one Redis gave
-			// then, and the other quotas' are not known. The refusal
-			// stands (counts only grow); what fits now is not claimed.
+			// then, and the other quotas' are known only as Redis last
+			// reported them here. The refusal stands (counts only grow);
+			// what fits now is not claimed. A used-up quota yields to
+			// another this instance knows used up that resets later (a
+			// tool's month behind the account's day): no call passes
+			// before then.
+			if int64(res.Held) >= d.items[q].Limit {
+				d.z.quota.Fits(d.items, d.now)
+				d.knowUsed(q, max(int64(res.Held), d.items[q].Used))
+				return d.quotasRefusal(q)
+			}
 			d.knowUsed(q, int64(res.Held))
 			ref := d.itemRefusal(q)
 			if ref.never() {

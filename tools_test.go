@@ -140,7 +140,8 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 
 // A call refused by a used-up daily quota while its tool's monthly quota
 // is used up too is told the later reset: at midnight the same call would
-// still be refused. A call of another tool is told the day's.
+// still be refused. A call of another tool is told the day's. With Redis,
+// so is a call answered from memory after a refusal for the day.
 func TestUsedUpToolQuotaResettingLaterIsNamed(t *testing.T) {
 	const block = "tenant off\nquota 3/day\ntool analyze_photo {\n quota 2/month\n}"
 	check := func(t *testing.T, e *env, token string) {
@@ -148,6 +149,9 @@ func TestUsedUpToolQuotaResettingLaterIsNamed(t *testing.T) {
 		e.prove(token)
 		e.passes(2, "analyze_photo", h...)
 		e.passes(1, "echo", h...)
+		// Refused for the day first: with Redis, the instance remembers
+		// that refusal and answers the next calls from memory.
+		refusal(t, e.callTool(2, "echo", h...), http.StatusTooManyRequests, "quota")
 		now := time.Now().UTC()
 		month := time.Date(now.Year(), now.Month()+1, 1, 0, 0, 0, 0, time.UTC)
 		got := refusal(t, e.callTool(1, "analyze_photo", h...), http.StatusTooManyRequests, "tool_quota")
