@@ -323,6 +323,30 @@ func TestZoneRenamedAndBackKeepsItsBuckets(t *testing.T) {
 	}
 }
 
+// A call in flight across the two loads that take its zone away and back
+// is still counted in flight, and its slot of the concurrency cap is held
+// until it ends.
+func TestZoneRenamedAndBackKeepsItsCallsInFlight(t *testing.T) {
+	const limits = "tenant 100/s burst 100\nquota off\nconcurrency 1"
+	e := start(t, "zone parked_inflight\n"+limits)
+	h := []string{"Authorization", "Bearer valid-parked-inflight"}
+	e.prove("valid-parked-inflight")
+	done := e.slowInBackground(3000, h...)
+	harness.Eventually(t, 5*time.Second, "the slow call in flight", func() bool { return e.inflight("parked_inflight") == 1 })
+	e.reloadWith(t, "zone parked_inflight_elsewhere\n"+limits)
+	e.reloadWith(t, "zone parked_inflight\n"+limits)
+	settleAfterReload(t, e, h[1])
+	if n := e.inflight("parked_inflight"); n != 1 {
+		t.Fatalf("%d calls in flight after the zone came back, want the slow one", n)
+	}
+	refusal(t, e.call(2, h...), http.StatusTooManyRequests, "concurrency")
+	<-done
+	harness.Eventually(t, 5*time.Second, "the slot freed", func() bool { return e.inflight("parked_inflight") == 0 })
+	if r := e.call(3, h...); r.Status != http.StatusOK {
+		t.Fatalf("a call once the slow one ended: %d %s", r.Status, r.Body)
+	}
+}
+
 // A slower rate set live reaches a drained bucket even when its tenant
 // stays away: the sweep must not drop the bucket as full on the old
 // rate's word (it would come back full under the new rate, a fresh burst).
