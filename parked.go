@@ -49,7 +49,7 @@ var parked = struct {
 
 // park keeps the stopped zone's buckets, in-flight counts and metrics for
 // a zone of its name started within the longest time one of its buckets
-// takes to refill.
+// takes to refill, or while calls it admitted are still in flight.
 func (z *zone) park() {
 	pol := z.pol.Load()
 	keep := time.Duration(0)
@@ -57,12 +57,12 @@ func (z *zone) park() {
 		refill, _, _ := pol.refill(l)
 		keep = max(keep, refill)
 	}
-	if keep <= 0 {
-		return
-	}
 	p := &parkedZone{
 		key: z.fpKey.Load().key, storage: *z.storage.cur.Load(), preauth: z.preauth, tenants: z.tenants, groups: z.groups,
 		global: z.global, anon: z.anon, perID: z.perID, all: z.all, metrics: z.metrics,
+	}
+	if keep <= 0 && !p.busy() {
+		return
 	}
 	parked.Lock()
 	defer parked.Unlock()
@@ -70,11 +70,32 @@ func (z *zone) park() {
 		old.expiry.Stop()
 	}
 	parked.zones[z.name] = p
-	p.expiry = time.AfterFunc(min(keep, maxParked), func() {
+	p.expireAfter(z.name, min(keep, maxParked))
+}
+
+// busyCheck is how often a parked zone whose time is up looks again
+// whether its calls in flight have ended.
+const busyCheck = 10 * time.Second
+
+// busy reports whether calls the parked zone admitted are still in flight:
+// their slots of a concurrency cap, and their count, must reach the zone
+// that takes it up, however long they run.
+func (p *parkedZone) busy() bool {
+	return p.all.Len() > 0 || p.perID.Len() > 0 || p.metrics.inflightN.Load() > 0
+}
+
+// expireAfter drops p, parked as name, after d, or once its calls in
+// flight have ended. parked must be held.
+func (p *parkedZone) expireAfter(name string, d time.Duration) {
+	p.expiry = time.AfterFunc(d, func() {
 		parked.Lock()
 		defer parked.Unlock()
-		if parked.zones[z.name] == p {
-			delete(parked.zones, z.name)
+		switch {
+		case parked.zones[name] != p:
+		case p.busy():
+			p.expireAfter(name, busyCheck)
+		default:
+			delete(parked.zones, name)
 		}
 	})
 }
