@@ -160,8 +160,18 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		return r, candidate, nil
 	}
 	r.keyAdopted.Store(true)
+	// The first decision runs its script at once, not after a miss; the
+	// start waits no longer for it (a failure leaves that to the miss).
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), redisPreloadWait)
+		defer cancel()
+		_ = r.store.Preload(ctx)
+	}()
 	return r, key, nil
 }
+
+// redisPreloadWait bounds the loading of the decision scripts at a start.
+const redisPreloadWait = 5 * time.Second
 
 // startWait is how long the zone waits for Redis's fingerprint key when it
 // starts with the store or gains it on a reload, before it starts degraded
@@ -464,6 +474,11 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	z.mirrorRedisPending(r)
 	key := z.fpKey.Load()
 	err := r.store.Ping(ctx)
+	if err == nil {
+		// A Redis that restarted has lost its scripts: the first
+		// decision would send them, past the timeout when slow.
+		err = r.store.Preload(ctx)
+	}
 	if err == nil && !r.keyAdopted.Load() {
 		err = z.adoptRedisKey(ctx, r)
 	}

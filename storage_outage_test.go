@@ -304,6 +304,34 @@ func TestUnsavableKnownSetShowsAsDegraded(t *testing.T) {
 	})
 }
 
+// The decision scripts are loaded into Redis when a zone starts with it
+// and when it comes back after an outage (a restarted Redis has lost
+// them): no decision pays a script miss (EVALSHA, then EVAL sending the
+// script), which on a slow host outlasts the store's timeout.
+func TestRedisScriptsAreLoadedBeforeTheFirstDecision(t *testing.T) {
+	rd := harness.StartRedis(t)
+	e := start(t, "zone redis_preload\npreauth 100/s burst 100\nstore redis "+rd.URL)
+	loaded := func(what string) {
+		t.Helper()
+		harness.Eventually(t, 10*time.Second, "the scripts loaded "+what, func() bool { return rd.Calls(t)["script|load"] >= 2 })
+		before := rd.Calls(t)
+		e.prove("valid-preload")
+		e.spend("valid-preload", 1)
+		after := rd.Calls(t)
+		if n := after["eval"] - before["eval"]; n != 0 || after["evalsha"] == before["evalsha"] {
+			t.Fatalf("%d decisions sent their script %s (calls %v, then %v)", n, what, before, after)
+		}
+	}
+	loaded("at the start")
+	rd.Kill()
+	e.spend("valid-preload", 1) // decided locally: the zone is degraded
+	rd.Start(t)
+	harness.Eventually(t, 15*time.Second, "the store back", func() bool {
+		return !adminZone(t, e.caddy, "redis_preload")["store"].(map[string]any)["degraded"].(bool)
+	})
+	loaded("after the outage")
+}
+
 // countedBeforeOutage starts zone on a flaky storage, still up, with a
 // daily quota of limit, and has token proven and counted n times; it
 // returns the site block, the outage, the env and token's fingerprint.

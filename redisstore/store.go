@@ -508,6 +508,22 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// Preload loads the decision scripts into Redis's script cache, so that
+// the first decision runs its script at once rather than after a miss, a
+// second round trip sending it and its compilation: on a Redis that never
+// ran them (just started, or restarted) that first call could outlast the
+// timeout and mark the store degraded.
+func (s *Store) Preload(ctx context.Context) error {
+	return s.held(ctx, func() error {
+		for _, script := range []*redis.Script{decideScript, peekScript} {
+			if err := script.Load(ctx, s.client).Err(); err != nil {
+				return fmt.Errorf("loading redis scripts: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
 // FingerprintKey returns the zone's fingerprint key from Redis
 // (mcprl:{zone}:fpkey), storing candidate there first if no instance has
 // yet, or if the key there is damaged (not 32 bytes), in one script, so

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
@@ -820,5 +822,29 @@ func TestAdmissionForgetsRememberedRefusals(t *testing.T) {
 	}
 	if res := decide(t, s, tight); res.Local {
 		t.Fatalf("under the first limits again %+v, want Redis asked, not the refusal remembered before", res)
+	}
+}
+
+// Preload puts the decision scripts in a Redis that never ran them.
+func TestPreloadLoadsTheDecisionScripts(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "preload")
+	client := redis.NewClient(&redis.Options{Addr: r.Addr})
+	t.Cleanup(func() { _ = client.Close() })
+	ctx := context.Background()
+	if err := client.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Preload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := client.ScriptExists(ctx, redisstore.DecisionScripts...).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, ok := range loaded {
+		if !ok {
+			t.Fatalf("script %s not in Redis's cache after Preload", redisstore.DecisionScripts[i])
+		}
 	}
 }
