@@ -21,7 +21,8 @@ import (
 // takes them up (in another storage it is another deployment's zone), its
 // metrics' totals going on. They are kept until every bucket would have
 // refilled (the longest burst/rate of the limits the zone had, at most
-// maxParked): fresh buckets are then the same.
+// maxParked): fresh buckets are then the same; and while calls the zone
+// admitted are in flight, whose slots of a concurrency cap must count.
 
 // maxParked bounds how long a stopped zone's buckets are kept.
 const maxParked = 24 * time.Hour
