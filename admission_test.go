@@ -1304,6 +1304,8 @@ func TestOnlyAnAnsweredJSONRPCPostProves(t *testing.T) {
 		{http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0"}]`},
 		{http.MethodPost, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\xff\"}"},
 		{http.MethodPost, `{"jsonrpc":"2.0","id":"\ud800","method":"ping"}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`},
 	} {
 		req, _ := http.NewRequest(c.method, e.mcp, strings.NewReader(c.body))
 		req.Header.Set("Authorization", "Bearer garbage-"+c.method+strconv.Itoa(len(c.body)))

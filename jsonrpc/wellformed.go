@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -18,10 +20,11 @@ import (
 // names case-insensitively, and parsers disagree on which of two wins); no
 // other JSON value around it; UTF-8 throughout, with no lone surrogate
 // escaped (Python's json and serde reject the one, serde the other, where
-// Go's decoder reads both as U+FFFD). Anything else a backend may answer
+// Go's decoder reads both as U+FFFD); and every value one that common
+// parsers read alike (strictValues). Anything else a backend may answer
 // with a JSON-RPC error before it checks the credential, even with a 2xx.
 func WellFormedCall(body []byte) bool {
-	if !utf8.Valid(body) || !surrogatesPaired(body) {
+	if !utf8.Valid(body) || !surrogatesPaired(body) || !strictValues(body) {
 		return false
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -51,6 +54,71 @@ func WellFormedCall(body []byte) bool {
 		return called
 	}
 	return wellFormed(top) == call
+}
+
+// maxProvingDepth is the deepest nesting of a body that proves: serde's
+// default limit, the lowest of common parsers' (Python's is about 1000,
+// Go's 10000).
+const maxProvingDepth = 128
+
+// strictValues reports whether every value of body, one JSON value, is one
+// that common parsers read alike: nested at most maxProvingDepth deep,
+// every number within a float64's range (Go's decoder refuses 1e400,
+// Python's reads it as infinity), and no object holding a member name
+// twice under case folding (serde refuses a name twice, Go's decoder
+// matches names case-insensitively, and parsers keep one or the other).
+func strictValues(body []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	type container struct {
+		names map[string]bool // folded member names; nil in an array
+		named bool            // in an object, its next token is a value
+	}
+	var open []container
+	for {
+		t, err := dec.Token()
+		if err == io.EOF {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+		var in *container
+		if len(open) > 0 && open[len(open)-1].names != nil {
+			in = &open[len(open)-1]
+		}
+		if name, ok := t.(string); ok && in != nil && !in.named {
+			folded := foldName(name)
+			if in.names[folded] {
+				return false
+			}
+			in.names[folded], in.named = true, true
+			continue
+		}
+		if in != nil {
+			in.named = false // the value is this token, or opened by it
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			switch v {
+			case '{', '[':
+				if len(open) == maxProvingDepth {
+					return false
+				}
+				c := container{}
+				if v == '{' {
+					c.names = map[string]bool{}
+				}
+				open = append(open, c)
+			default:
+				open = open[:len(open)-1]
+			}
+		case json.Number:
+			if f, _ := strconv.ParseFloat(string(v), 64); math.IsInf(f, 0) {
+				return false
+			}
+		}
+	}
 }
 
 // surrogatesPaired reports whether every \u escape of a UTF-16 surrogate
@@ -171,22 +239,24 @@ func wellFormed(raw json.RawMessage) messageKind {
 		v, ok := seen[foldName(name)]
 		return v, ok
 	}
-	if v, _ := member("jsonrpc"); string(v) != `"2.0"` {
+	var version string
+	if v, _ := member("jsonrpc"); json.Unmarshal(v, &version) != nil || version != "2.0" {
 		return notMessage
 	}
 	id, hasID := member("id")
 	if hasID && !(isString(id) || isNumber(id)) {
 		return notMessage
 	}
+	_, result := member("result")
+	_, failed := member("error")
 	if method, ok := member("method"); ok {
+		// With a result or an error, it reads as a response too.
 		params, hasParams := member("params")
-		if !isString(method) || hasParams && !(isKind(params, '{') || isKind(params, '[')) {
+		if !isString(method) || result || failed || hasParams && !(isKind(params, '{') || isKind(params, '[')) {
 			return notMessage
 		}
 		return call
 	}
-	_, result := member("result")
-	_, failed := member("error")
 	if hasID && result != failed {
 		return answer
 	}

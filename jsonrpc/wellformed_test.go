@@ -57,6 +57,25 @@ func TestWellFormedCall(t *testing.T) {
 		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xff\"}", false},
 		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xc0\xaf\"}", false},
 		{"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"x\xed\xa0\x80\"}", false},
+		// Values common parsers read apart: out of a float64's range,
+		// nested past serde's limit, a member twice anywhere.
+		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":-1e309}}`, false},
+		{`{"jsonrpc":"2.0","id":1e-400,"method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"a","name":"b"}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"arguments":{"q":1,"q":2}}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":{"q":1},"b":{"q":2}}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":[{"q":1},{"q":2}]}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":` + strings.Repeat("[", 126) + strings.Repeat("]", 126) + `}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":` + strings.Repeat("[", 127) + strings.Repeat("]", 127) + `}}`, false},
+		// A method beside a result or an error reads as a response too.
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","error":{"code":1,"message":"x"}}`, false},
+		// The version as any parser decodes it.
+		{`{"jsonrpc":"\u0032.0","id":1,"method":"ping"}`, true},
+		{`{"jsonrpc":"2\u002e0","id":1,"method":"ping"}`, true},
 		// Not JSON, or more than one value.
 		{"\ufeff" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping"}{}`, false},
