@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/caddyserver/caddy/v2"
@@ -349,6 +350,38 @@ func warnWholeInputIdentity(pol *policy, logger *zap.Logger) {
 	}
 }
 
+// clientInput reports whether the placeholder key reads an input the
+// client sends: a request header, a cookie, or the request URI or a part
+// of it.
+func clientInput(key string) bool {
+	return strings.HasPrefix(key, headerPrefix) || strings.HasPrefix(key, cookiePrefix) ||
+		strings.HasPrefix(key, "http.request.uri") || strings.HasPrefix(key, "http.request.orig_uri")
+}
+
+// warnSeveralInputsIdentity warns about an identity that joins several
+// inputs the client sends (`{http.request.header.X-Api-Key}
+// {http.request.uri.query.key}`): a backend that reads the credential from
+// one of them (a key in a header, or else in the query) proves every
+// variant of the others, each an identity of its own with a fresh budget.
+// With trust_identity, warnTrustedClientInput warns instead.
+func warnSeveralInputsIdentity(pol *policy, logger *zap.Logger) {
+	if pol.trustIdentity {
+		return
+	}
+	var inputs []string
+	for _, ph := range pol.identity {
+		for key := range placeholderKeys(ph) {
+			if clientInput(key) && !slices.Contains(inputs, "{"+key+"}") {
+				inputs = append(inputs, "{"+key+"}")
+			}
+		}
+	}
+	if len(inputs) > 1 {
+		logger.Warn("identity joins several inputs the client sends: a backend that reads the credential from one of them proves every variant of the others, each an identity of its own with a fresh budget; use one input, or have the backend refuse a request whose inputs it does not all check",
+			zap.String("zone", pol.zone), zap.Strings("inputs", inputs))
+	}
+}
+
 // connectionNames reports whether the request's Connection header lists
 // the header name as hop-by-hop, which reverse_proxy then removes.
 func connectionNames(r *http.Request, name string) bool {
@@ -422,7 +455,7 @@ func canonicalCredentials(v string) (canonical string, extra bool) {
 	case len(fields) == 1 && tokenScheme(fields[0]):
 		return "", false
 	case len(fields) > 1:
-		fields[0] = capitalized(fields[0])
+		fields[0] = capitalized(asciiFolded(fields[0]))
 	}
 	return strings.Join(fields, " "), len(fields) > 2 && tokenScheme(fields[0])
 }
@@ -450,6 +483,26 @@ func credentialFields(v string) []string {
 // tokenScheme reports whether scheme takes a single token: Bearer, Basic.
 func tokenScheme(scheme string) bool {
 	return strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic")
+}
+
+// asciiFolded returns the scheme s with each rune that folds to an ASCII
+// letter (ſ to s, the Kelvin sign to k) replaced by it: Go's EqualFold
+// matches `Baſic` to Basic, so a backend that reads the scheme so accepts
+// it, and each spelling must not be an identity of its own.
+func asciiFolded(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.Map(func(r rune) rune {
+				for f := unicode.SimpleFold(r); r >= utf8.RuneSelf && f != r; f = unicode.SimpleFold(f) {
+					if f < utf8.RuneSelf {
+						return f
+					}
+				}
+				return r
+			}, s)
+		}
+	}
+	return s
 }
 
 // capitalized returns the ASCII word s with its first letter upper case

@@ -47,6 +47,11 @@ func TestCanonicalCredentials(t *testing.T) {
 		{"\tBEARER\u00a0", "", false},
 		{"Basic", "", false},
 		{"Digest", "Digest", false}, // a scheme of its own parameters is a lone token
+		// Go's EqualFold reads ſ as s and the Kelvin sign as k.
+		{"Ba\u017fic dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false},
+		{"BA\u017fIC dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false},
+		{"Ba\u017fic", "", false},
+		{"Tø\u212aen abc", "Tøken abc", false},
 	}
 	for _, tt := range tests {
 		if got, extra := canonicalCredentials(tt.in); got != tt.want || extra != tt.extra {
@@ -234,6 +239,37 @@ func TestWholeInputIdentityIsWarnedAbout(t *testing.T) {
 		"{http.request.header.X-Cookie}":         {0, 0},
 		"{http.request.uri.query.query}":         {0, 0},
 	})
+}
+
+// An identity joining several inputs the client sends is warned about at
+// provision, in one placeholder text or in several: a backend reading the
+// credential from one of them proves every variant of the others.
+func TestIdentityOfSeveralClientInputsIsWarnedAbout(t *testing.T) {
+	for _, c := range []struct {
+		identity []string
+		want     int
+	}{
+		{[]string{"{http.request.header.X-Api-Key}", "{http.request.uri.query.key}"}, 1},
+		{[]string{"{http.request.header.Authorization}", "{http.request.cookie.sid}"}, 1},
+		{[]string{"{http.request.uri.path}", "{http.request.header.X-Tenant}"}, 1},
+		{[]string{"{http.request.header.X-Api-Key}"}, 0},
+		{[]string{"{http.request.header.X-Api-Key}", "{http.request.header.X-Api-Key}"}, 0},
+		{[]string{"{http.auth.user.id}", "{http.request.header.X-Api-Key}"}, 0},
+		{[]string{"{env.PREFIX}", "{http.request.uri.query.key}"}, 0},
+	} {
+		pol, err := compile(&Handler{Identity: c.identity})
+		if err != nil {
+			t.Fatal(err)
+		}
+		core, logs := observer.New(zap.WarnLevel)
+		warnSeveralInputsIdentity(pol, zap.New(core))
+		plain := logs.Len()
+		pol.trustIdentity = true
+		warnSeveralInputsIdentity(pol, zap.New(core))
+		if plain != c.want || logs.Len() != plain {
+			t.Errorf("identity %q: %d warnings, %d more with trust_identity; want %d and none", c.identity, plain, logs.Len()-plain, c.want)
+		}
+	}
 }
 
 // A placeholder that is none of Caddy's, in identity, the group key or a

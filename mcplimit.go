@@ -263,6 +263,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnDerivedIdentity(pol, h.logger)
 	warnUnknownPlaceholders(pol, h.logger)
 	warnWholeInputIdentity(pol, h.logger)
+	warnSeveralInputsIdentity(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
 	warnUnmeteredToolPolicies(pol, h.logger)
 	if pol.redis != nil {
