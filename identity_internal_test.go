@@ -166,12 +166,12 @@ func FuzzCanonicalCredentials(f *testing.F) {
 }
 
 // wantStartWarnings checks, per identity, the warnings warn logs at
-// provision for a handler with that identity: want[ident] is their number
-// without and with trust_identity.
+// provision for a handler with that identity (its arguments separated by
+// spaces): want[ident] is their number without and with trust_identity.
 func wantStartWarnings(t *testing.T, warn func(*policy, *zap.Logger), want map[string][2]int) {
 	t.Helper()
 	for ident, w := range want {
-		pol, err := compile(&Handler{Identity: []string{ident}})
+		pol, err := compile(&Handler{Identity: strings.Fields(ident)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,31 +245,15 @@ func TestWholeInputIdentityIsWarnedAbout(t *testing.T) {
 // provision, in one placeholder text or in several: a backend reading the
 // credential from one of them proves every variant of the others.
 func TestIdentityOfSeveralClientInputsIsWarnedAbout(t *testing.T) {
-	for _, c := range []struct {
-		identity []string
-		want     int
-	}{
-		{[]string{"{http.request.header.X-Api-Key}", "{http.request.uri.query.key}"}, 1},
-		{[]string{"{http.request.header.Authorization}", "{http.request.cookie.sid}"}, 1},
-		{[]string{"{http.request.uri.path}", "{http.request.header.X-Tenant}"}, 1},
-		{[]string{"{http.request.header.X-Api-Key}"}, 0},
-		{[]string{"{http.request.header.X-Api-Key}", "{http.request.header.X-Api-Key}"}, 0},
-		{[]string{"{http.auth.user.id}", "{http.request.header.X-Api-Key}"}, 0},
-		{[]string{"{env.PREFIX}", "{http.request.uri.query.key}"}, 0},
-	} {
-		pol, err := compile(&Handler{Identity: c.identity})
-		if err != nil {
-			t.Fatal(err)
-		}
-		core, logs := observer.New(zap.WarnLevel)
-		warnSeveralInputsIdentity(pol, zap.New(core))
-		plain := logs.Len()
-		pol.trustIdentity = true
-		warnSeveralInputsIdentity(pol, zap.New(core))
-		if plain != c.want || logs.Len() != plain {
-			t.Errorf("identity %q: %d warnings, %d more with trust_identity; want %d and none", c.identity, plain, logs.Len()-plain, c.want)
-		}
-	}
+	wantStartWarnings(t, warnSeveralInputsIdentity, map[string][2]int{
+		"{http.request.header.X-Api-Key} {http.request.uri.query.key}":    {1, 0},
+		"{http.request.header.Authorization} {http.request.cookie.sid}":   {1, 0},
+		"{http.request.uri.path} {http.request.header.X-Tenant}":          {1, 0},
+		"{http.request.header.X-Api-Key}":                                 {0, 0},
+		"{http.request.header.X-Api-Key} {http.request.header.X-Api-Key}": {0, 0},
+		"{http.auth.user.id} {http.request.header.X-Api-Key}":             {0, 0},
+		"{env.PREFIX} {http.request.uri.query.key}":                       {0, 0},
+	})
 }
 
 // A placeholder that is none of Caddy's, in identity, the group key or a

@@ -27,10 +27,9 @@ import (
 // maxParked bounds how long a stopped zone's buckets are kept.
 const maxParked = 24 * time.Hour
 
-// parkedZone is a stopped zone's buckets, in-flight counts and metrics.
-type parkedZone struct {
-	key     []byte            // the fingerprint key the bucket keys were made with
-	storage certmagic.Storage // the storage the zone used
+// inMemory is what a zone holds in memory only: its buckets, its calls in
+// flight and its metrics.
+type inMemory struct {
 	preauth *buckets.Set[netip.Prefix]
 	tenants *buckets.Set[[16]byte]
 	groups  *buckets.Set[[16]byte]
@@ -39,6 +38,13 @@ type parkedZone struct {
 	perID   *buckets.Gauge[[16]byte]
 	all     *buckets.Gauge[[16]byte]
 	metrics *zoneMetrics
+}
+
+// parkedZone is a stopped zone's inMemory state.
+type parkedZone struct {
+	inMemory
+	key     []byte            // the fingerprint key the bucket keys were made with
+	storage certmagic.Storage // the storage the zone used
 	expiry  *time.Timer
 }
 
@@ -58,10 +64,7 @@ func (z *zone) park() {
 		refill, _, _ := pol.refill(l)
 		keep = max(keep, refill)
 	}
-	p := &parkedZone{
-		key: z.fpKey.Load().key, storage: *z.storage.cur.Load(), preauth: z.preauth, tenants: z.tenants, groups: z.groups,
-		global: z.global, anon: z.anon, perID: z.perID, all: z.all, metrics: z.metrics,
-	}
+	p := &parkedZone{inMemory: z.inMemory, key: z.fpKey.Load().key, storage: *z.storage.cur.Load()}
 	if keep <= 0 && !p.busy() {
 		return
 	}
@@ -115,8 +118,7 @@ func (z *zone) adoptParked(capacity zoneCapacity) {
 	delete(parked.zones, z.name)
 	p.expiry.Stop()
 	parked.Unlock()
-	z.preauth, z.tenants, z.groups, z.global, z.anon = p.preauth, p.tenants, p.groups, p.global, p.anon
-	z.perID, z.all, z.metrics = p.perID, p.all, p.metrics
+	z.inMemory = p.inMemory
 	z.metrics.revive()
 	z.preauth.SetCapacity(capacity.maxKnown)
 	z.tenants.SetCapacity(capacity.maxKnown)

@@ -39,23 +39,17 @@ var globalKey, anonymousKey = [16]byte{}, [16]byte{1}
 
 // zone is the state shared by every handler with the same zone name.
 type zone struct {
-	name    string
-	pol     atomic.Pointer[policy]
-	logger  atomic.Pointer[zap.Logger]
-	fpKey   atomic.Pointer[fingerprinter]
-	preauth *buckets.Set[netip.Prefix]
-	tenants *buckets.Set[[16]byte]
-	groups  *buckets.Set[[16]byte]
-	global  *buckets.Set[[16]byte]
-	anon    *buckets.Set[[16]byte]
-	known   *known.Set[[16]byte]
+	name   string
+	pol    atomic.Pointer[policy]
+	logger atomic.Pointer[zap.Logger]
+	fpKey  atomic.Pointer[fingerprinter]
+	inMemory
+	known *known.Set[[16]byte]
 	// forgotten holds the identities forgotten after they were proven,
 	// or dropped from known (expired, evicted), for the capacity's
 	// forgottenTTL: unproven, they are charged to a tenant bucket all the
 	// same (see forgottenWithBucket), in Redis with store redis.
 	forgotten *known.Set[[16]byte]
-	perID     *buckets.Gauge[[16]byte]
-	all       *buckets.Gauge[[16]byte]
 	quota     *quota.Counter
 	// redisBound counts the calls counted locally for Redis (in quota too)
 	// and not yet pushed there (see redis_bound.go).
@@ -65,7 +59,6 @@ type zone struct {
 	// detached keeps, while the zone has no store but had one this
 	// period, the counts made locally for Redis (see redis_detached.go).
 	detached atomic.Pointer[zoneRedis]
-	metrics  *zoneMetrics
 	sampler  *sampler
 	// forwarded holds, per Caddy server name, what the zone said about
 	// X-Forwarded-For there under the server's trusted-proxy settings
@@ -227,23 +220,25 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
 	z = &zone{
-		name:          pol.zone,
-		redisHost:     newHostFiles(redisPendingKind, pol.zone, owner),
-		redisCounts:   newHostFiles(redisCountsKind, pol.zone, owner),
-		preauth:       buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
-		tenants:       buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		groups:        buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-		global:        buckets.New[[16]byte](1, buckets.HashFingerprint),
-		anon:          buckets.New[[16]byte](1, buckets.HashFingerprint),
+		name:        pol.zone,
+		redisHost:   newHostFiles(redisPendingKind, pol.zone, owner),
+		redisCounts: newHostFiles(redisCountsKind, pol.zone, owner),
+		inMemory: inMemory{
+			preauth: buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
+			tenants: buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+			groups:  buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+			global:  buckets.New[[16]byte](1, buckets.HashFingerprint),
+			anon:    buckets.New[[16]byte](1, buckets.HashFingerprint),
+			perID:   buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+			all:     buckets.NewGauge[[16]byte](buckets.HashFingerprint),
+			metrics: newZoneMetrics(pol.zone),
+		},
 		known:         known.New[[16]byte](capacity.maxKnown, capacity.knownTTL, buckets.HashFingerprint),
 		forgotten:     known.New[[16]byte](capacity.maxKnown, capacity.forgottenTTL, buckets.HashFingerprint),
-		perID:         buckets.NewGauge[[16]byte](buckets.HashFingerprint),
-		all:           buckets.NewGauge[[16]byte](buckets.HashFingerprint),
 		storage:       stor,
 		quota:         counts,
 		redisBound:    bound,
 		boundUnpushed: unpushedCopy{files: newHostFiles(boundUnpushedKind, pol.zone, owner), counter: bound, what: "bound for redis"},
-		metrics:       newZoneMetrics(pol.zone),
 		sampler:       newSampler(),
 		forgets:       map[string]int64{},
 		pendingTaken:  map[string]bool{},
