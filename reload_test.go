@@ -325,7 +325,7 @@ func TestZoneRenamedAndBackKeepsItsBuckets(t *testing.T) {
 
 // A call in flight across the two loads that take its zone away and back
 // is still counted in flight, and its slot of the concurrency cap is held
-// until it ends.
+// until it ends; the zone's gauges read the zone that took them up.
 func TestZoneRenamedAndBackKeepsItsCallsInFlight(t *testing.T) {
 	const limits = "tenant 100/s burst 100\nquota off\nconcurrency 1"
 	e := start(t, "zone parked_inflight\n"+limits)
@@ -340,6 +340,12 @@ func TestZoneRenamedAndBackKeepsItsCallsInFlight(t *testing.T) {
 		t.Fatalf("%d calls in flight after the zone came back, want the slow one", n)
 	}
 	refusal(t, e.call(2, h...), http.StatusTooManyRequests, "concurrency")
+	// The gauges read the zone that took them up: a key proven since
+	// counts among the known.
+	e.prove("valid-parked-since")
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_tracked{kind="known",zone="parked_inflight"}`); v != 2 {
+		t.Fatalf("mcp_ratelimit_tracked for known identities is %v after a second key was proven, want 2", v)
+	}
 	<-done
 	harness.Eventually(t, 5*time.Second, "the slot freed", func() bool { return e.inflight("parked_inflight") == 0 })
 	if r := e.call(3, h...); r.Status != http.StatusOK {

@@ -261,6 +261,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		}
 	})
 	z.fpKey.Store(newFingerprinter(key))
+	// Before anything reads or sets the metrics (the quota's first load
+	// may mark them degraded; the tracked gauge reads this zone).
+	z.adoptParked(capacity)
 	if keyErr != nil {
 		z.keyUnconfirmed.Store(&keyFailure{err: keyErr.Error(), at: time.Now()})
 	}
@@ -310,7 +313,6 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		}
 	}
 	z.setDegradedGauge()
-	z.adoptParked(capacity)
 	bg, cancel := context.WithCancel(context.Background())
 	z.cancel = cancel
 	z.pol.Store(pol)
