@@ -37,15 +37,21 @@ type Handler struct {
 	// routes and across config reloads. Each handler decides with its own
 	// settings; the zone-wide ones (flush_interval, store) are those of the
 	// zone's handler loaded last, known_ttl and max_known the largest of
-	// its handlers'. At most 64 bytes of UTF-8, without slashes, spaces
-	// (Unicode ones included), control or invisible characters.
+	// its handlers'. A zone a config load leaves unused keeps its buckets,
+	// calls in flight and metrics for a later load that names it again on
+	// the same storage and fingerprint key, until its buckets would have
+	// refilled (at most 24h) and its calls have ended. At most 64 bytes of
+	// UTF-8, without slashes, spaces (Unicode ones included), control or
+	// invisible characters.
 	// Default: "default" (the Caddyfile refuses an empty name).
 	Zone string `json:"zone,omitempty"`
 
 	// Identity lists the placeholders whose values, joined with newlines,
 	// identify the caller. Only a keyed fingerprint of the value is kept.
 	// An Authorization or Proxy-Authorization value is read as backends
-	// read it: its scheme in any case and any whitespace are one identity.
+	// read it: its scheme in any case (letters that fold to ASCII ones, as
+	// ſ to s, included) and any whitespace are one identity; the scheme
+	// word itself is part of the identity.
 	// A request carrying an identity header twice, Bearer or Basic
 	// credentials with more than one token, or an identity header that its
 	// Connection header names (a proxy would drop it), is refused with 400.
@@ -71,7 +77,10 @@ type Handler struct {
 	// that is none of Caddy's ({method}: in JSON, placeholders have their
 	// full names), which is empty for every caller unless a plugin sets it,
 	// and one that reads a whole input carrying several values (the query,
-	// the Cookie header), where a throwaway parameter makes a new identity.
+	// the Cookie header), where a throwaway parameter makes a new identity,
+	// and one joining several inputs the client sends (a header and a
+	// query parameter), where a backend reading only one proves every
+	// variant of the others.
 	// At least one placeholder
 	// must read something the caller chooses: one made only of {env.*},
 	// {file.*}, {system.*}, {time.*} or the server's side of the request is
@@ -112,11 +121,14 @@ type Handler struct {
 	MaxKnown int `json:"max_known,omitempty"`
 
 	// Meter lists the JSON-RPC methods that cost; `*` makes every request
-	// cost 1. Default: ["tools/call"].
+	// cost 1. A list without tools/call leaves tool costs, tool quotas and
+	// fail_closed without effect (warned about at start; arg bounds still
+	// refuse). Default: ["tools/call"].
 	Meter []string `json:"meter,omitempty"`
 
-	// Costs maps a tool name to the cost of one `tools/call` of it, in
-	// tokens and quota units: a positive integer of at most 15 digits.
+	// Costs maps a tool name (matched byte for byte with the call's
+	// params.name) to the cost of one `tools/call` of it, in tokens and
+	// quota units: a positive integer of at most 15 digits.
 	// Default cost: 1.
 	Costs map[string]int64 `json:"costs,omitempty"`
 
@@ -206,8 +218,9 @@ type Handler struct {
 	// Group. Off is refused: leave the field out for no group quota.
 	GroupQuota *QuotaLimit `json:"group_quota,omitempty"`
 
-	// Tools holds per-tool policies keyed by tool name. Each must set
-	// something: an empty or null policy is a config error.
+	// Tools holds per-tool policies keyed by tool name, matched byte for
+	// byte with the call's params.name. Each must set something: an empty
+	// or null policy is a config error.
 	Tools map[string]*ToolPolicy `json:"tools,omitempty"`
 
 	// Store selects an external store for exact shared limits. Adding it

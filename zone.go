@@ -673,7 +673,7 @@ func (z *zone) flush(ctx context.Context, final bool) {
 		return
 	}
 	if !final && (z.totalsDue.Swap(false) || time.Since(time.Unix(0, z.totalsSaved.Load())) >= totalsRefresh) {
-		z.saveTotals() // the totals just adopted hold the quota used up
+		z.saveTotals() // the totals just adopted: a quota used up here, or an old copy
 	}
 	z.metrics.flushes.WithLabelValues("ok").Inc()
 }

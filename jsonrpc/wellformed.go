@@ -215,7 +215,7 @@ func wellFormed(raw json.RawMessage) messageKind {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return notMessage
 	}
-	seen := map[string]json.RawMessage{} // by folded name
+	seen := map[string]json.RawMessage{}
 	for dec.More() {
 		t, err := dec.Token()
 		if err != nil {
@@ -226,17 +226,15 @@ func wellFormed(raw json.RawMessage) messageKind {
 		if dec.Decode(&v) != nil {
 			return notMessage
 		}
-		folded := foldName(name)
-		if _, twice := seen[folded]; twice {
+		// Never twice: strictValues ruled it out. A name that is a
+		// member's in another case ("Method") is one in some readings.
+		if m, ok := foldedMembers[foldName(name)]; ok && m != name {
 			return notMessage
 		}
-		if m, ok := foldedMembers[folded]; ok && m != name {
-			return notMessage // "Method": a member in one reading, none in another
-		}
-		seen[folded] = v
+		seen[name] = v
 	}
 	member := func(name string) (json.RawMessage, bool) {
-		v, ok := seen[foldName(name)]
+		v, ok := seen[name]
 		return v, ok
 	}
 	var version string
