@@ -289,6 +289,31 @@ func TestInvalidBodyRefusalIsAnsweredByStatus(t *testing.T) {
 	}
 }
 
+// Under refuse_with tool_result, a batch entry whose id is one JSON-RPC
+// does not allow gets its refusal as an error with id null, never as a
+// result: JSON-RPC allows a null id only on an error.
+func TestToolResultRefusalOfAnUnmatchableEntryIsAnError(t *testing.T) {
+	e := start(t, "tenant 1/m burst 1\nquota off\nrefuse_with tool_result")
+	auth := []string{"Authorization", "Bearer valid-null-result"}
+	e.prove("valid-null-result")
+	e.drain(auth...)
+	call := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"echo","arguments":{}}}`
+	}
+	r := e.post("["+call("false")+","+call("4")+"]", auth...)
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if r.Status != http.StatusOK || len(answers) != 2 {
+		t.Fatalf("batch refused: %d %s, want 200 with two answers", r.Status, r.Body)
+	}
+	if a := answers[0]; a.ID != nil || a.Result != nil || a.Error == nil || a.Error.Data.Limit != "tenant" {
+		t.Fatalf("the entry with id false: %s, want a tenant error with id null", r.Body)
+	}
+	if a := answers[1]; a.ID != float64(4) || a.Result == nil || !a.Result.IsError || a.Error != nil {
+		t.Fatalf("the entry with id 4: %s, want a tool result with isError", r.Body)
+	}
+}
+
 func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {
 	e := start(t, "preauth 1/m burst 5")
 	r := e.post(batch(1, 25))

@@ -231,7 +231,9 @@ func validUTF8(b []byte) []byte {
 func (h *Handler) answer(buf *bytes.Buffer, d *decision, ref *refusal, msg, id []byte, toolCall bool, mode refuseMode) {
 	buf.WriteString(`{"jsonrpc":"2.0","id":`)
 	buf.Write(id)
-	if mode == refuseToolResult && toolCall {
+	// A result answers a request a client can match, so an entry whose
+	// id is null (one JSON-RPC does not allow) gets the error instead.
+	if mode == refuseToolResult && toolCall && id[0] != 'n' {
 		buf.WriteString(`,"result":{"isError":true,"content":[{"type":"text","text":`)
 		buf.Write(msg)
 		buf.WriteString(`}]}}`)
