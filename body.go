@@ -185,38 +185,40 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 // before any token is spent, and reports whether they hold; when they do
 // not, the refusal is in d.ref. One bad call refuses the whole batch.
 func (d *decision) checkArgs() bool {
-	tools := d.pol.tools
-	if len(tools) == 0 {
+	if len(d.pol.tools) == 0 {
 		return true
 	}
 	// Scanned, not Len: an invalid body (NaN, a second value after the
 	// first) is still run by lenient or streaming parsers.
 	for i := 0; i < d.req.Scanned(); i++ {
-		e := d.req.Entry(i)
-		if !e.HasMethod("tools/call") {
-			continue
-		}
-		var ref refusal
-		bad := false
-		e.Tools(func(name []byte) {
-			tp := tools[string(name)]
-			if bad || tp == nil {
-				return
-			}
-			for _, a := range tp.args {
-				max, numeric, present := e.Arg(a.name)
-				if present && (!numeric || max > a.max) {
-					ref, bad = argRefusal(string(name), a), true
-					return
-				}
-			}
-		})
-		if bad {
+		if ref, bad := d.argFault(d.req.Entry(i)); bad {
 			ref.argEntry = i
 			return d.refused(ref)
 		}
 	}
 	return true
+}
+
+// argFault returns the refusal of entry e for an argument over its
+// tool's bound, and whether it has one.
+func (d *decision) argFault(e *jsonrpc.Entry) (ref refusal, bad bool) {
+	if !e.HasMethod("tools/call") {
+		return ref, false
+	}
+	e.Tools(func(name []byte) {
+		tp := d.pol.tools[string(name)]
+		if bad || tp == nil {
+			return
+		}
+		for _, a := range tp.args {
+			max, numeric, present := e.Arg(a.name)
+			if present && (!numeric || max > a.max) {
+				ref, bad = argRefusal(string(name), a), true
+				return
+			}
+		}
+	})
+	return ref, bad
 }
 
 // bodyEncoding returns a content coding other than identity among the

@@ -137,11 +137,20 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 			buf.WriteByte(',')
 		}
 		n++
-		m := msg
-		if ref.arg != nil && i != ref.argEntry || toolQuota && !e.CallsTool([]byte(ref.tool)) {
+		m, r := msg, ref
+		switch {
+		case ref.arg != nil && i != ref.argEntry:
+			// Another call at fault is told its own fault, not that
+			// it was not run: sent again as told, it would be refused.
+			if own, bad := d.argFault(e); bad {
+				r, m = &own, appendJSONString(nil, own.appendMessage(nil))
+			} else {
+				m = others
+			}
+		case toolQuota && !e.CallsTool([]byte(ref.tool)):
 			m = others
 		}
-		h.answer(buf, d, ref, m, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
+		h.answer(buf, d, r, m, idOrNull(e.ID()), e.HasMethod("tools/call"), mode)
 	}
 	if n > 0 {
 		buf.WriteByte(']')

@@ -282,6 +282,16 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		strings.Contains(answers[1].Error.Message, "Not run") || !strings.Contains(answers[1].Error.Message, `"limit"`) {
 		t.Fatalf("batch answers must tell the call at fault from the other: %s", r.Body)
 	}
+	// Each call at fault is told its own fault: told it was not run, a
+	// second bad call sent again as it is would be refused again.
+	r = e.post("["+argCall(1, `{"limit":5}`)+","+argCall(2, `{"limit":100}`)+","+argCall(3, `{"limit":"x"}`)+"]", h...)
+	answers = nil
+	r.JSON(t, &answers)
+	if r.Status != http.StatusBadRequest || len(answers) != 3 || answers[0].Error == nil || answers[2].Error == nil ||
+		!strings.Contains(answers[0].Error.Message, "id 2") || strings.Contains(answers[2].Error.Message, "Not run") ||
+		answers[2].Error.Code != -32602 || answers[2].Error.Data.Argument != "limit" {
+		t.Fatalf("batch with two calls at fault: %d %s", r.Status, r.Body)
+	}
 	// A call at fault sent as a notification has no id to name.
 	notified := `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"echo","arguments":{"limit":100}}}`
 	r = e.post("["+argCall(1, `{"limit":5}`)+","+notified+"]", h...)
