@@ -541,6 +541,8 @@ func compileTools(p *policy, h *Handler) error {
 // override take its identity's tier's lower one back up to the server's.
 func compileLimits(what string, l *Limits, base limits, server Concurrency) (limits, error) {
 	out := base
+	g := l.given() // `{}` sets nothing
+	l = &g
 	if l.Tenant != nil {
 		b, off, err := resolveRate(l.Tenant, base.tenant.text, base.tenant.burst)
 		if err != nil {

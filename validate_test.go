@@ -169,6 +169,9 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		`{"costs":{"x":1},"tools":{"x":{"quota":{"day":5},"args":{"limit":100},"fail_closed":true}}}`,
 		`{"tiers":[{"name":"paid","match":{"placeholder":"{a}","values":["p"]},"tenant":{"rate":"20/m"},"quota":{"month":10000}},{"name":"trial","match":{"placeholder":"{a}","values":["t"]},"tenant":{"rate":"5/m"}}]}`,
 		`{"overrides":{"` + fp + `":{"tenant":{"rate":"100/m","burst":50},"quota":{"off":true}}}}`,
+		// `{}` sets nothing, beside a limit that is set.
+		`{"tiers":[{"name":"paid","match":{"placeholder":"{a}","values":["p"]},"tenant":{"rate":"20/m"},"quota":{},"concurrency":{}}]}`,
+		`{"overrides":{"` + fp + `":{"tenant":{"rate":"100/m"},"quota":{}}}}`,
 		`{"store":{"redis":{"url":"redis://127.0.0.1:1"}}}`,
 		`{"identity":["{env.TENANT_PREFIX}{http.request.header.X-Api-Key}","{system.hostname}"]}`,
 		`{"identity":["{env.HOME}","{http.auth.user.id}"]}`,
