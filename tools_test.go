@@ -258,6 +258,9 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":1},"Arguments":{"limit":100}}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":1}},"Params":{"name":"echo","arguments":{"limit":100}}}`,
 		"\xef\xbb\xbf" + argCall(7, `{"limit":100}`),
+		// 100 written with an integer part past 800 digits, which
+		// strconv.ParseFloat alone reads as 0.1.
+		argCall(7, `{"limit":100`+strings.Repeat("0", 800)+`e-800}`),
 		"{\n jsonrpc: 2.0\n id: 7\n method: tools/call\n params: {\n  name: echo\n  arguments: {\n   limit: 100\n  }\n }\n}", // Hjson
 	} {
 		if r := e.post(body, h...); r.Status != http.StatusBadRequest {

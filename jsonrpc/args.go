@@ -152,9 +152,14 @@ func (v *argVerdict) add(raw []byte) {
 		v.numeric = false
 		return
 	}
-	// A JSON number is valid Go float syntax; on overflow ParseFloat
-	// returns ±Inf with a range error, which is the value we want.
-	f, _ := strconv.ParseFloat(string(raw), 64)
+	f := numberValue(raw) // ±Inf past the largest double
+	if len(raw) > 800 {
+		// Go's reading too, that of a backend written in Go: it differs
+		// for a number this long, and is the larger of the two when
+		// the number is negative.
+		g, _ := strconv.ParseFloat(string(raw), 64)
+		f = max(f, g)
+	}
 	if !v.numbers || f > v.max {
 		v.max = f
 	}

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -34,6 +35,10 @@ func TestArgVerdictCoversEveryReading(t *testing.T) {
 		{"nested_key_is_not_the_argument", call(`{"q":{"limit":100}}`), 0, true, false},
 		{"overflow_is_plus_inf", call(`{"limit":1e400}`), inf, true, true},
 		{"negative_overflow", call(`{"limit":-1e400}`), math.Inf(-1), true, true},
+		// strconv.ParseFloat alone reads this 1000000 as 0.1.
+		{"integer_part_past_800_digits", call(`{"limit":1000000` + strings.Repeat("0", 800) + `e-800}`), 1e6, true, true},
+		// And a Go backend reads this -1000000 as -0.1: the larger reading.
+		{"negative_past_800_digits", call(`{"limit":-1000000` + strings.Repeat("0", 800) + `e-800}`), -0.1, true, true},
 		{"duplicate_arguments", `{"params":{"arguments":{"limit":1},"arguments":{"limit":50}}}`, 50, true, true},
 		{"duplicate_params", `{"params":{"arguments":{"limit":70}},"Params":{"Arguments":{"limit":5}}}`, 70, true, true},
 		// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads [{...}] as {...}.

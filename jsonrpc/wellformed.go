@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"math"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -114,7 +113,7 @@ func strictValues(body []byte) bool {
 				open = open[:len(open)-1]
 			}
 		case json.Number:
-			if f, _ := strconv.ParseFloat(string(v), 64); math.IsInf(f, 0) {
+			if math.IsInf(numberValue([]byte(v)), 0) {
 				return false
 			}
 		}

@@ -62,6 +62,9 @@ func TestWellFormedCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":-1e309}}`, false},
 		{`{"jsonrpc":"2.0","id":1e-400,"method":"ping"}`, true},
+		// 1e350, which strconv.ParseFloat alone reads as 1e249.
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1` + strings.Repeat("0", 900) + `e-550}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":{"a":1` + strings.Repeat("0", 900) + `e-600}}`, true},
 		{`{"jsonrpc":"2.0","id":9007199254740993,"method":"ping"}`, true},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","name":"b"}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"Name":"a","name":"b"}}`, false},
