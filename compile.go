@@ -217,6 +217,11 @@ func compile(h *Handler) (*policy, error) {
 		return nil, fmt.Errorf("identity %s: its placeholders read the environment, files, the host or the clock, the same for every caller, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}",
 			strings.Join(p.identity, " "))
 	}
+	for _, ph := range p.identity {
+		if key, ok := readsClock(ph); ok {
+			return nil, fmt.Errorf("identity %q: {%s} reads the clock, so each of its values would be a fresh identity with a fresh budget; leave it out", ph, key)
+		}
+	}
 	if len(p.reject) == 0 {
 		p.reject = []int{401, 403}
 	}
@@ -468,6 +473,9 @@ func compileGroup(p *policy, h *Handler) error {
 	}
 	if err := oneCallerInput("group key", h.Group.Key, "one group", "use one placeholder, set by an earlier handler from both if need be"); err != nil {
 		return err
+	}
+	if key, ok := readsClock(h.Group.Key); ok {
+		return fmt.Errorf("group key %q: {%s} reads the clock, so each of its values would be a fresh group with a fresh budget; leave it out", h.Group.Key, key)
 	}
 	if h.Group.Rate == "" {
 		return fmt.Errorf("group: rate is required")
@@ -811,6 +819,12 @@ var serverSide = []string{
 	"http.request.tls.server_name", "http.request.remote.port", "http.request.uuid",
 }
 
+// serverSideExact are placeholders of the server's side of a request
+// that are the prefix of others that are not: {http.request.remote} is
+// the address with its port, a new one per connection, while
+// {http.request.remote.host} is the address alone.
+var serverSideExact = []string{"http.request.remote"}
+
 // hasPrefixIn reports whether key starts with one of prefixes.
 func hasPrefixIn(key string, prefixes []string) bool {
 	return slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(key, p) })
@@ -819,14 +833,31 @@ func hasPrefixIn(key string, prefixes []string) bool {
 // variesByCaller reports whether the placeholder key reads what a caller
 // sends as its own: any that is neither global nor the server's side.
 func variesByCaller(key string) bool {
-	return !hasPrefixIn(key, globalPlaceholders) && !hasPrefixIn(key, serverSide)
+	return !hasPrefixIn(key, globalPlaceholders) && !isServerSide(key)
+}
+
+// isServerSide reports whether the placeholder key reads the server's
+// side of the request or the connection.
+func isServerSide(key string) bool {
+	return hasPrefixIn(key, serverSide) || slices.Contains(serverSideExact, key)
 }
 
 // readsServerSide returns the first placeholder of text that reads the
 // server's side of the request, if any.
 func readsServerSide(text string) (string, bool) {
 	for key := range placeholderKeys(text) {
-		if hasPrefixIn(key, serverSide) {
+		if isServerSide(key) {
+			return key, true
+		}
+	}
+	return "", false
+}
+
+// readsClock returns the first placeholder of text that reads the clock
+// ({time.now.unix}, …), if any: a value that changes by itself.
+func readsClock(text string) (string, bool) {
+	for key := range placeholderKeys(text) {
+		if strings.HasPrefix(key, "time.") {
 			return key, true
 		}
 	}

@@ -177,6 +177,8 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		`{"identity":["{env.HOME}","{http.auth.user.id}"]}`,
 		`{"identity":["{system.os}:{http.request.header.X-Api-Key}{http.request.header.X-Api-Key}"]}`,
 		`{"identity":["{http.request.host}"]}`,
+		`{"identity":["{http.request.remote.host}"]}`,
+		`{"group":{"key":"{http.request.remote.host}","rate":"5/s"}}`,
 	} {
 		if err := validateJSON(t, js); err != nil {
 			t.Errorf("Validate refused valid %s: %v", js, err)
