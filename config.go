@@ -86,7 +86,8 @@ type Group struct {
 	// Key is the placeholder whose value names the group, e.g.
 	// `{http.auth.user.org}`; it must hold a placeholder that can differ
 	// between callers (not only `{env.*}` and the like), and at most one
-	// such placeholder, whose value cannot run into another's. An empty
+	// such placeholder, whose value cannot run into another's; the clock
+	// ({time.*}) is refused in it, as each value would be a fresh group. An empty
 	// value skips the group layer. A placeholder that is none of Caddy's
 	// is warned about at start: unless a plugin sets it, it is always
 	// empty.

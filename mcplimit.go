@@ -71,8 +71,9 @@ type Handler struct {
 	// do not count there. One entry holds at most one placeholder a caller
 	// may vary (values in one text run together, so two callers could be
 	// one identity): list each as its own entry. The server's side of the
-	// request ({http.request.method}, .proto, .scheme, .local*) is refused:
-	// a caller varies it at will. One read from a value an earlier handler
+	// request and the connection ({http.request.method}, .proto, .scheme,
+	// .local*, .remote with its port, .uuid) is refused: a caller varies
+	// it at will; so is the clock ({time.*}), beside a credential too. One read from a value an earlier handler
 	// derived ({http.vars.*}) is warned about at start, and so is one
 	// that is none of Caddy's ({method}: in JSON, placeholders have their
 	// full names), which is empty for every caller unless a plugin sets it,
