@@ -19,7 +19,17 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	if !d.proven {
 		if !d.reservePreauth(1) {
 			if !d.pol.dryRun {
+				// A request that no wait lets pass is told so rather
+				// than to wait, as far as what is read shows.
+				if d.refusedAsSent(w, r) {
+					h.refuseRequest(d, w, d.ref)
+					return true
+				}
 				d.peekIDs(w, r)
+				if d.peekRefusedAsSent() {
+					h.refuseRequest(d, w, d.ref)
+					return true
+				}
 				return h.refuse(d, w, d.preauthWholeCost(d.ref))
 			}
 			preauthRefused, dryPreauth = true, d.ref
@@ -43,10 +53,12 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		if inspected && d.cost > 1 {
 			dryPreauth = d.wholeCostRefusal(dryPreauth)
 		}
+		asSent := d.dryRefused && d.dryRefs[0].layer == layerRequest
 		h.refuse(d, w, dryPreauth)
-		// Enforcement gives it before the body is read, ahead of a
-		// refusal of the body as sent.
-		d.dryRefs = append(d.dryRefs[:0], dryPreauth)
+		if !asSent {
+			// Enforcement gives it ahead of every other layer's.
+			d.dryRefs = append(d.dryRefs[:0], dryPreauth)
+		}
 	}
 	if !inspected {
 		h.refuseRequest(d, w, d.ref)

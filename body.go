@@ -26,13 +26,8 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		}
 		return true
 	}
-	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
-		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."))
-	}
-	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
-		// A backend that decodes by charset (the TypeScript SDK does) would
-		// read a different message than the one classified here.
-		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."))
+	if !d.headersAllowBody(r) {
+		return false
 	}
 	// The body is held in memory until it is all here, before any layer
 	// after pre-auth can refuse: a caller trickling it must not hold that
@@ -64,13 +59,11 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		if err != nil {
 			return d.refused(bodyRefusal(http.StatusBadRequest, "The request body could not be read."))
 		}
-		return d.refused(bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(limit)+" bytes."))
+		return d.refused(tooLargeRefusal(limit))
 	}
 	if jsonrpc.WideEncoding(buf.Bytes()) {
-		// A backend that detects the encoding (Python's json does) would
-		// run every message of a body that reads as nothing in UTF-8.
 		buf.Release()
-		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32."))
+		return d.refused(wideRefusal())
 	}
 	d.body, d.bodyOwn = buf, true
 	if len(buf.Bytes()) == 0 && !d.post {
@@ -114,6 +107,74 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		d.recordAsSent(d.ref)
 	}
 	_ = r.Body.Close()
+	return true
+}
+
+// headersAllowBody reports whether r's headers let its body be read as
+// JSON-RPC; when they do not, the refusal is in d.ref.
+func (d *decision) headersAllowBody(r *http.Request) bool {
+	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+ce+" are not accepted here; send the JSON-RPC body unencoded."))
+	}
+	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
+		// A backend that decodes by charset (the TypeScript SDK does) would
+		// read a different message than the one classified here.
+		return d.refused(bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+cs+" is not accepted here."))
+	}
+	return true
+}
+
+func tooLargeRefusal(limit int64) refusal {
+	return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(limit)+" bytes.")
+}
+
+// wideRefusal refuses a body in UTF-16 or UTF-32: a backend that detects
+// the encoding (Python's json does) would run every message of a body
+// that reads as nothing in UTF-8.
+func wideRefusal() refusal {
+	return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; this one is UTF-16 or UTF-32.")
+}
+
+// refusedAsSent reports whether a request that pre-auth refuses for its
+// wait is one that no wait lets pass, as far as its headers show: its
+// content coding or charset, or a declared length over max_body. When it
+// is, that refusal is in d.ref, to be given instead of the wait: after
+// it, the same call would meet only that refusal. Nothing is read.
+func (d *decision) refusedAsSent(w http.ResponseWriter, r *http.Request) bool {
+	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	if !hasBody && (!d.post || r.Body == nil) {
+		return false
+	}
+	if !d.headersAllowBody(r) {
+		return true
+	}
+	if r.ContentLength > d.pol.maxBody {
+		setReadDeadline(w, time.Now()) // not drained either
+		d.ref = tooLargeRefusal(d.pol.maxBody)
+		return true
+	}
+	return false
+}
+
+// peekRefusedAsSent is refusedAsSent for the body peekIDs read: its
+// length, its encoding, and the rules inspect applies to what it holds
+// (max_batch, arg bounds).
+func (d *decision) peekRefusedAsSent() bool {
+	if d.body == nil || d.req == nil {
+		return false
+	}
+	b := d.body.Bytes()
+	switch {
+	case int64(len(b)) > d.pol.maxBody:
+		d.ref = tooLargeRefusal(d.pol.maxBody)
+	case jsonrpc.WideEncoding(b):
+		d.ref = wideRefusal()
+	case d.req.Scanned() > d.pol.maxBatch && d.req.Largest() > d.pol.maxBatch:
+		d.ref = batchRefusal(d.pol.maxBatch)
+	case !d.checkArgs():
+	default:
+		return false
+	}
 	return true
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf16"
@@ -314,6 +315,46 @@ func TestToolResultRefusalOfAnUnmatchableEntryIsAnError(t *testing.T) {
 	}
 }
 
+// A caller out of pre-auth tokens whose request no wait lets pass is told
+// so, not to wait: after the wait, the same call would meet only the
+// refusal of the request as sent. What was read of it (its headers, and
+// the small body read to echo its ids) is judged as inspection judges it.
+func TestPreauthRefusalGivesWayToARefusalOfTheRequestAsSent(t *testing.T) {
+	e := start(t, "preauth 1/h burst 1\nmax_batch 3\nmax_body 400\ntool echo {\narg limit max 10\n}")
+	argCall := func(id, limit int) string {
+		return harness.ToolCall(id, "echo", map[string]any{"text": "x", "limit": limit})
+	}
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("the one pre-auth token: %d %s", r.Status, r.Body)
+	}
+	for i := range 2 {
+		r := e.post(argCall(2, 11))
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || got.Error.Code != -32602 || got.ID != float64(2) {
+			t.Fatalf("call %d over an arg bound with pre-auth empty: %d %s, want 400 and -32602", i, r.Status, r.Body)
+		}
+	}
+	pings := make([]string, 4)
+	for i := range pings {
+		pings[i] = `{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"ping"}`
+	}
+	if r := e.post("[" + strings.Join(pings, ",") + "]"); r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte("max_batch")) && !bytes.Contains(r.Body, []byte("Batch too large")) {
+		t.Fatalf("batch over max_batch with pre-auth empty: %d %s, want 400", r.Status, r.Body)
+	}
+	if r := e.post(argCall(3, 1), "Content-Encoding", "gzip"); r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("gzip body with pre-auth empty: %d %s, want 415", r.Status, r.Body)
+	}
+	if r := e.post(argCall(4, 1) + strings.Repeat(" ", 400)); r.Status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("body over max_body with pre-auth empty: %d %s, want 413", r.Status, r.Body)
+	}
+	// A call that passes once the wait is over is told to wait.
+	got := refusal(t, e.post(argCall(5, 10)), http.StatusTooManyRequests, "preauth")
+	if !strings.Contains(got.Error.Message, "will work then") {
+		t.Fatalf("a call within its bounds: %s, want the wait", got.Error.Message)
+	}
+}
+
 func TestUnprovenBatchCostsItsSizeAndIsRefusedWhole(t *testing.T) {
 	e := start(t, "preauth 1/m burst 5")
 	r := e.post(batch(1, 25))
@@ -515,20 +556,25 @@ func TestRefusalOfAnOversizedBatchIsOneError(t *testing.T) {
 
 // The one error for an oversized batch has id null, so it is answered by
 // status under refuse_with jsonrpc too (a 200 with id null ends the Go
-// SDK's session); a batch of notifications alone gets no answer however
-// large; and a batch within a max_batch above 128 is still answered one
-// error per entry.
+// SDK's session), by an unproven caller out of pre-auth tokens too (no
+// wait lets it pass: 400, not 429); a batch of notifications alone gets
+// no answer however large; and a batch within a max_batch above 128 is
+// still answered one error per entry.
 func TestOversizedBatchRefusalKeepsTheAnswerRules(t *testing.T) {
 	e := start(t, "zone echo-rules\nrefuse_with jsonrpc\npreauth 1/m burst 2\nmax_batch 200\ntenant 1/m burst 1\nquota off")
 	e.prove("valid-rules")
 	e.call(1) // spends the address's last pre-auth token
 	r := e.post(batch(1, 201))
-	if r.Status != http.StatusTooManyRequests || !bytes.HasPrefix(r.Body, []byte(`{"jsonrpc":"2.0","id":null`)) {
-		t.Fatalf("unproven batch of 201 under refuse_with jsonrpc: %d %.200s, want 429 and one error with id null", r.Status, r.Body)
+	if r.Status != http.StatusBadRequest || !bytes.HasPrefix(r.Body, []byte(`{"jsonrpc":"2.0","id":null`)) {
+		t.Fatalf("unproven batch of 201 under refuse_with jsonrpc: %d %.200s, want 400 and one error with id null", r.Status, r.Body)
 	}
 	notes := "[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/progress"},`, 300), ",") + "]"
+	if r := e.post(notes); r.Status != http.StatusBadRequest || len(r.Body) != 0 {
+		t.Fatalf("unproven batch of 300 notifications: %d %.200s, want 400 and no answer", r.Status, r.Body)
+	}
+	notes = "[" + strings.TrimSuffix(strings.Repeat(`{"jsonrpc":"2.0","method":"notifications/progress"},`, 150), ",") + "]"
 	if r := e.post(notes); r.Status != http.StatusTooManyRequests || len(r.Body) != 0 {
-		t.Fatalf("unproven batch of 300 notifications: %d %.200s, want 429 and no answer", r.Status, r.Body)
+		t.Fatalf("unproven batch of 150 notifications: %d %.200s, want 429 and no answer", r.Status, r.Body)
 	}
 	// 150 calls fit max_batch 200; the tenant's burst of 1 refuses them.
 	r = e.post(batch(1, 150), "Authorization", "Bearer valid-rules")

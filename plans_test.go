@@ -393,8 +393,10 @@ func TestDryRunWouldBeRefusalCarriesTheRefusalsRateLimit(t *testing.T) {
 		// The third call is short of its first token, which enforcement
 		// refuses before reading the body; its wait is still for both.
 		{"pre-auth, short before the body", "preauth 1/m burst 3\ncost echo 2", "rejected", 3, "", `"preauth";r=0;t=120`},
-		// Enforcement refuses it before reading the argument it would refuse.
-		{"pre-auth, short before a body out of bounds", "preauth 1/m burst 3\ntool echo {\n cost 2\n arg limit max 5\n}", "rejected", 3, `{"limit":50}`, `"preauth";r=0;t=120`},
+		// Enforcement refuses the argument, which no wait lets pass,
+		// rather than the first token: the bucket reads as it stands,
+		// empty and full again in 180s.
+		{"pre-auth, short before a body out of bounds", "preauth 1/m burst 3\ntool echo {\n cost 2\n arg limit max 5\n}", "rejected", 3, `{"limit":50}`, `"preauth";r=0;t=180`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for j, mode := range []string{"enforcing", "dry_run"} {

@@ -44,7 +44,8 @@ func (h *Handler) record(d *decision, ref refusal, dry bool) {
 // decision before any layer after pre-auth, and the layers' refusals are
 // weighed all at once, as probe weighs them (dryRefusal). (Pre-auth's
 // refusal of the first token, which enforcement gives before the body is
-// read, is recorded after inspection; admit puts it first.)
+// read, is recorded after inspection; admit puts it first, unless the
+// request was refused as sent, which enforcement tells ahead of a wait.)
 func (d *decision) wouldGive(ref refusal) {
 	switch {
 	case !d.dryRefused:
