@@ -245,10 +245,16 @@ func (ref *refusal) appendBatchNote(b []byte, e *jsonrpc.Entry) []byte {
 }
 
 // appendToolBatchNote appends what the entries of a batch refused by a
-// tool's quota that do not call that tool are told.
+// tool's quota, or by the store of a fail_closed tool, that do not call
+// that tool are told.
 func (ref *refusal) appendToolBatchNote(b []byte) []byte {
 	b = append(b, "Not run: the batch was refused whole because its calls of tool "...)
 	b = strconv.AppendQuote(b, ref.tool)
+	if ref.layer == layerStore {
+		b = append(b, " cannot be counted right now ("...)
+		b = ref.appendMessage(b)
+		return append(b, ") Send this call again without them, or the whole batch after the wait."...)
+	}
 	b = append(b, " are over that tool's quota ("...)
 	b = ref.appendMessage(b)
 	return append(b, ") Send this call again without them."...)

@@ -118,7 +118,9 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 		return
 	}
 	others := msg // what the entries not at fault are told
-	toolQuota := ref.layer == layerToolQuota && ref.tool != ""
+	// A tool's quota, or a fail_closed tool's store, refuses the batch
+	// for its calls of that tool only.
+	toolQuota := (ref.layer == layerToolQuota || ref.layer == layerStore) && ref.tool != ""
 	switch {
 	case ref.arg != nil:
 		others = appendJSONString(nil, ref.appendBatchNote(nil, req.Entry(ref.argEntry)))

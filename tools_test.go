@@ -441,8 +441,17 @@ func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 	e.passes(3, "echo", h...)
 	// A batch that includes the fail_closed tool is refused whole.
 	batchBody := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "analyze_photo", nil) + "]"
-	if r := e.post(batchBody, h...); r.Status != http.StatusServiceUnavailable {
+	r = e.post(batchBody, h...)
+	if r.Status != http.StatusServiceUnavailable {
 		t.Fatalf("batch with a fail_closed tool: %d %s", r.Status, r.Body)
+	}
+	// Its other calls are told they were not run because of that tool's.
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if len(answers) != 2 || answers[0].Error == nil || answers[1].Error == nil ||
+		!strings.HasPrefix(answers[0].Error.Message, `Not run: the batch was refused whole because its calls of tool "analyze_photo" cannot be counted`) ||
+		strings.HasPrefix(answers[1].Error.Message, "Not run") {
+		t.Fatalf("batch with a fail_closed tool: each call must be told its part: %s", r.Body)
 	}
 
 	// Storage returns: the tool works again.
