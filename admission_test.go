@@ -871,9 +871,10 @@ func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
 			"preauth 1/m burst 3\nanonymous 1/m burst 2", -1, 4, "preauth", 1, 60, 2, "costing at most 2 together", ""},
 		{"larger than the whole quota, tenant short of tokens",
 			"tenant 1/m burst 7\nquota 5/day", 4, 6, "quota", 1, 1, 1, "costing at most 1", ""},
-		// The burst of 3 would not fit the 2 the quota has left.
+		// The burst of 3 would not fit the 2 the quota has left; the
+		// empty bucket holds 2 tokens in two minutes, its burst in three.
 		{"over the burst, quota nearly used",
-			"tenant 1/m burst 3\nquota 5/day", 3, 4, "tenant", 150, 180, 2, "costing at most 2 together", ""},
+			"tenant 1/m burst 3\nquota 5/day", 3, 4, "tenant", 100, 120, 2, "costing at most 2 together", ""},
 		// Every layer looks in turn (a tool quota is configured): the
 		// quota refusal (to midnight) outlasts the tenant's before the cap
 		// outlasts both, and the tenant's wait must not be lost with it.

@@ -156,6 +156,18 @@ func (ref *refusal) bound(o *refusal) {
 	}
 }
 
+// shortenToCap makes the wait of ref, a bucket's refusal saying the
+// request never passes as sent, the wait for the size another layer's
+// bound lowered it to: the bucket holds that many tokens sooner than its
+// whole burst, which its wait was for.
+func (ref *refusal) shortenToCap() {
+	if ref.kind != kindRate || !ref.never() || ref.cap <= 0 || ref.cap >= int64(ref.lim.burst) || ref.lim.rate <= 0 {
+		return
+	}
+	short := time.Duration(float64(int64(ref.lim.burst)-ref.cap) / float64(ref.lim.rate) * float64(time.Second))
+	ref.wait = max(ref.wait-short, 0)
+}
+
 // lengthen makes the wait of ref, a refusal saying the request never
 // passes as sent, at least what o needs for a request of the size ref
 // names: a wait is taken at its length for the whole request, which a
@@ -229,6 +241,7 @@ func longestOf(refs []refusal) refusal {
 			r.bound(&refs[i])
 		}
 	}
+	r.shortenToCap()
 	for i := range refs {
 		if i != best {
 			r.lengthen(&refs[i])
