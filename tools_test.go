@@ -213,6 +213,24 @@ func argCall(id int, args string) string {
 	return `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`
 }
 
+// An integer past 2^53 is compared as Python and Go's integer fields read
+// it, exactly: 2^53+1 exceeds a bound of 2^53, which it reads as a double.
+func TestArgBoundComparesLargeIntegersExactly(t *testing.T) {
+	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg id max 9007199254740992\n}")
+	h := []string{"Authorization", "Bearer valid-bigint"}
+	e.prove("valid-bigint")
+	for args, want := range map[string]int{
+		`{"id":9007199254740992}`:   http.StatusOK,
+		`{"id":9007199254740993}`:   http.StatusBadRequest,
+		`{"id":-9007199254740993}`:  http.StatusOK,
+		`{"id":9007199254740993.0}`: http.StatusOK, // a float to every reader
+	} {
+		if r := e.post(argCall(1, args), h...); r.Status != want {
+			t.Errorf("%s: %d %s, want %d", args, r.Status, r.Body, want)
+		}
+	}
+}
+
 func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 	e := start(t, "tenant 1/m burst 1\nquota off\ntool echo {\n arg limit max 25\n}")
 	h := []string{"Authorization", "Bearer valid-pager"}

@@ -152,7 +152,7 @@ func (v *argVerdict) add(raw []byte) {
 		v.numeric = false
 		return
 	}
-	f := numberValue(raw) // ±Inf past the largest double
+	f := integerCeiling(raw, numberValue(raw)) // ±Inf past the largest double
 	if len(raw) > 800 {
 		// Go's reading too, that of a backend written in Go: it differs
 		// for a number this long, and is the larger of the two when

@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"math"
+	"math/big"
 	"strconv"
 )
 
@@ -89,4 +90,29 @@ func exponent(b []byte) (e int64, huge int) {
 		e = e*10 + int64(c-'0')
 	}
 	return sign * e, 0
+}
+
+// integerCeiling returns f, the double nearest to raw, a JSON number, or
+// when raw is an integer literal (no fraction, no exponent) above f, the
+// next double up. Python's json, pydantic and Go's integer fields read
+// such a literal exactly: 9007199254740993 is 2^53+1 to them, 2^53 as a
+// double. Rounded up, it exceeds a bound exactly when the integer does,
+// since the bound in force is itself a double.
+func integerCeiling(raw []byte, f float64) float64 {
+	digits := raw
+	if len(digits) > 0 && digits[0] == '-' {
+		digits = digits[1:]
+	}
+	if len(digits) <= 15 || math.IsInf(f, 0) || bytes.ContainsAny(digits, ".eE") {
+		return f // exact as a double, or no integer reader
+	}
+	exact, ok := new(big.Int).SetString(string(raw), 10)
+	if !ok {
+		return f
+	}
+	nearest, _ := new(big.Float).SetFloat64(f).Int(nil)
+	if exact.Cmp(nearest) > 0 {
+		return math.Nextafter(f, math.Inf(1))
+	}
+	return f
 }

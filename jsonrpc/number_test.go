@@ -65,3 +65,27 @@ func cmpOr(s, def string) string {
 	}
 	return s
 }
+
+// An integer literal is read as the integer readers see it: one above
+// the double nearest it reads above that double.
+func TestIntegerCeilingReadsIntegersExactly(t *testing.T) {
+	const two53 = 9007199254740992.0
+	for _, c := range []struct {
+		raw  string
+		want float64
+	}{
+		{"9007199254740992", two53},
+		{"9007199254740993", math.Nextafter(two53, math.Inf(1))},
+		{"9007199254740994", 9007199254740994},
+		{"100000000000000008191", math.Nextafter(1e20, math.Inf(1))},
+		{"100000000000000000000", 1e20},
+		{"-9007199254740993", -two53},
+		{"9007199254740993.0", two53},
+		{"9007199254740993e0", two53},
+		{"51", 51},
+	} {
+		if got := integerCeiling([]byte(c.raw), numberValue([]byte(c.raw))); got != c.want {
+			t.Errorf("%s: %v, want %v", c.raw, got, c.want)
+		}
+	}
+}
