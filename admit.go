@@ -18,13 +18,17 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 	var dryPreauth refusal  // recorded once inspection knows the cost
 	if !d.proven {
 		if !d.reservePreauth(1) {
-			if !d.pol.dryRun {
-				// A request that no wait lets pass is told so rather
-				// than to wait, as far as what is read shows.
-				if d.refusedAsSent(w, r) {
-					h.refuseRequest(d, w, d.ref)
-					return true
-				}
+			// A request that no wait lets pass is told so rather than
+			// to wait, as far as what is read shows: one whose identity
+			// inputs are unreadable is refused as sent below.
+			switch {
+			case d.pol.dryRun:
+				preauthRefused, dryPreauth = true, d.ref
+			case d.unreadable != "":
+			case d.refusedAsSent(w, r):
+				h.refuseRequest(d, w, d.ref)
+				return true
+			default:
 				d.peekIDs(w, r)
 				if d.peekRefusedAsSent() {
 					h.refuseRequest(d, w, d.ref)
@@ -32,7 +36,6 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 				}
 				return h.refuse(d, w, d.preauthWholeCost(d.ref))
 			}
-			preauthRefused, dryPreauth = true, d.ref
 		}
 	}
 	if d.unreadable != "" {

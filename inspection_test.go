@@ -348,6 +348,15 @@ func TestPreauthRefusalGivesWayToARefusalOfTheRequestAsSent(t *testing.T) {
 	if r := e.post(argCall(4, 1) + strings.Repeat(" ", 400)); r.Status != http.StatusRequestEntityTooLarge {
 		t.Fatalf("body over max_body with pre-auth empty: %d %s, want 413", r.Status, r.Body)
 	}
+	// Two credentials, or a protocol upgrade, are refused as sent too.
+	twice, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(argCall(6, 1)))
+	twice.Header["Authorization"] = []string{"Bearer a", "Bearer b"}
+	if r := harness.Do(t, twice); r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte(`"id":6`)) {
+		t.Fatalf("two Authorization headers with pre-auth empty: %d %s, want 400 echoing id 6", r.Status, r.Body)
+	}
+	if r := e.post(argCall(7, 1), "Connection", "Upgrade", "Upgrade", "websocket"); r.Status != http.StatusBadRequest {
+		t.Fatalf("a protocol upgrade with pre-auth empty: %d %s, want 400", r.Status, r.Body)
+	}
 	// A call that passes once the wait is over is told to wait.
 	got := refusal(t, e.post(argCall(5, 10)), http.StatusTooManyRequests, "preauth")
 	if !strings.Contains(got.Error.Message, "will work then") {
