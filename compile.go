@@ -468,6 +468,9 @@ func compileGroup(p *policy, h *Handler) error {
 	if h.Group.Key == "" {
 		return fmt.Errorf("group: key placeholder is required")
 	}
+	if key, ok := readsServerSide(h.Group.Key); ok {
+		return fmt.Errorf("group key %q: {%s} reads the server's side of the request or the connection, which a caller may vary (a method token, a new connection) without changing its organization, so each value would be a fresh group; leave it out", h.Group.Key, key)
+	}
 	if err := perCaller("group key", h.Group.Key, "every caller would be in one group", "{http.auth.user.org}"); err != nil {
 		return err
 	}

@@ -122,7 +122,7 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"identity":["{http.request.header.A}","{http.request.proto}"]}`, "fresh identity"},
 		{`{"identity":["{http.request.header.A}{http.request.cookie.b}"]}`, "run together"},
 		{`{"group":{"key":"{http.auth.user.org}/{http.auth.user.id}","rate":"5/s"}}`, "run together"},
-		{`{"group":{"key":"{http.request.orig_method}","rate":"1/s"}}`, "same for every caller"},
+		{`{"group":{"key":"{http.request.orig_method}","rate":"1/s"}}`, "fresh group"},
 		{`{"costs":{"x":1},"tools":{"x":{"cost":2}}}`, "tool x"},
 		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}","values":["b"]}}]}`, "tier x"},
 		{`{"tiers":[{"name":"x","match":{"placeholder":"{a}"},"tenant":{"rate":"1/s"}}]}`, "tier x"},
