@@ -1086,9 +1086,10 @@ func TestRepeatedIdentityInputsAreRefused(t *testing.T) {
 // A request refused for naming its identity more than once pays its
 // pre-auth token as an unproven one does, even when the value Caddy's
 // placeholder reads is proven: else a spelling beside a proven key would
-// buy refusals for nothing, a flood the address budget never stops.
+// buy refusals for nothing, a flood the address budget never stops. With
+// the budget spent it is still refused as sent: no wait lets it pass.
 func TestAmbiguousIdentityBesideAProvenOnePaysPreauth(t *testing.T) {
-	e := start(t, "identity {http.request.uri.query.token} {http.request.cookie.token}\npreauth 1/h burst 1")
+	e := start(t, "identity {http.request.uri.query.token} {http.request.cookie.token}\npreauth 1/h burst 2")
 	call := func(query string, hdr ...string) *harness.Response {
 		t.Helper()
 		return harness.Post(t, e.mcp+"?"+query, harness.ToolCall(1, "echo", nil), hdr...)
@@ -1105,8 +1106,12 @@ func TestAmbiguousIdentityBesideAProvenOnePaysPreauth(t *testing.T) {
 		{"token=valid-p&token[]=x2", proven},
 		{"token=valid-p", []string{"Cookie", "token=c1; TOKEN=x3"}},
 	} {
-		refusal(t, call(c.query, c.hdr...), http.StatusTooManyRequests, "preauth")
+		if r := call(c.query, c.hdr...); r.Status != http.StatusBadRequest {
+			t.Fatalf("%s %v: %d %s, want 400", c.query, c.hdr, r.Status, r.Body)
+		}
 	}
+	// The first of them took the address's last token.
+	refusal(t, call("token=valid-other", "Cookie", "token=c2"), http.StatusTooManyRequests, "preauth")
 	if r := call("token=valid-p", proven...); r.Status != http.StatusOK {
 		t.Fatalf("the proven identity itself: %d %s", r.Status, r.Body)
 	}
@@ -1610,7 +1615,8 @@ func TestRequestTrailersDoNotReachTheBackend(t *testing.T) {
 
 // A request refused because its identity headers are unreadable pays its
 // pre-auth token first, like any unproven request: a flood of them costs
-// the sender its address's budget, not one body read each for free.
+// the sender its address's budget. Once it is spent they are still
+// refused as sent (no wait lets them pass), and other unproven calls wait.
 func TestUnreadableIdentityPaysPreauth(t *testing.T) {
 	e := start(t, "zone unreadable-preauth\npreauth 1/m burst 2")
 	twice := func(id int) *harness.Response {
@@ -1622,12 +1628,12 @@ func TestUnreadableIdentityPaysPreauth(t *testing.T) {
 		req.Header.Add("Authorization", "Bearer b")
 		return harness.Do(t, req)
 	}
-	for i := range 2 {
+	for i := range 3 {
 		if r := twice(i); r.Status != http.StatusBadRequest {
 			t.Fatalf("request %d with two Authorization headers: %d %s, want 400", i, r.Status, r.Body)
 		}
 	}
-	refusal(t, twice(2), http.StatusTooManyRequests, "preauth")
+	refusal(t, e.call(3), http.StatusTooManyRequests, "preauth")
 	if n := e.backend.Requests(); n != 0 {
 		t.Fatalf("%d requests reached the backend", n)
 	}
