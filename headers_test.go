@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -104,6 +105,27 @@ func TestRateLimitHeadersOfATenantRefusalResetWithRetryAfter(t *testing.T) {
 	ra := r.Header.Get("Retry-After")
 	if f := rateLimit(t, r)["tenant"]; f[0] != 0 || strconv.FormatInt(f[1], 10) != ra || ra != "60" {
 		t.Errorf("tenant refusal: RateLimit %q with Retry-After %s, want r=0 and t=Retry-After=60", r.Header.Get("RateLimit"), ra)
+	}
+}
+
+// A batch larger than the tenant's burst needs no wait before the smaller
+// one it is told to send passes, when the bucket holds that size: here
+// the quota's remainder makes it smaller than the burst. Retry-After is
+// the least, 1, and the tenant's t reads the same.
+func TestRateLimitHeadersOfANeverPassingRefusalNeedingNoWait(t *testing.T) {
+	e := start(t, "tenant 60/s burst 3\nquota 5/day")
+	auth := []string{"Authorization", "Bearer valid-tenantfull"}
+	e.prove("valid-tenantfull")
+	if r := e.post(batch(1, 3), auth...); r.Status != http.StatusOK { // 2 of the quota left
+		t.Fatalf("batch of 3: %d %s", r.Status, r.Body)
+	}
+	time.Sleep(100 * time.Millisecond) // the bucket full again
+	r := e.post(batch(1, 4), auth...)
+	if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "TENANT_RATE_LIMITED") || !strings.Contains(string(r.Body), `"maxPerRequest":2`) {
+		t.Fatalf("batch of 4 over a full burst of 3 with 2 left today: %d %s", r.Status, r.Body)
+	}
+	if f := rateLimit(t, r)["tenant"]; f[0] != 3 || f[1] != 1 || r.Header.Get("Retry-After") != "1" {
+		t.Errorf("RateLimit %q with Retry-After %s, want tenant r=3 and t=Retry-After=1", r.Header.Get("RateLimit"), r.Header.Get("Retry-After"))
 	}
 }
 
