@@ -64,6 +64,15 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
 		b = append(b, "). Retry in "...)
 		b = strconv.AppendInt(b, ceilSeconds(ref.wait), 10)
+		if c := ref.busy; c.max > 0 {
+			// Too many calls are in flight as well: when one ends is
+			// anyone's guess.
+			b = append(b, "s or later, once one of the calls in flight"...)
+			b = append(b, inFlightScope(c.perID)...)
+			b = append(b, " has finished too (limit "...)
+			b = strconv.AppendInt(b, int64(c.max), 10)
+			return append(b, ")."...)
+		}
 		return append(b, "s; the same call will work then."...)
 	case ref.kind == kindQuota:
 		return ref.appendQuotaMessage(b)
@@ -223,8 +232,12 @@ func (ref *refusal) quotaLeft() int64 {
 }
 
 // concurrencyScope says whose in-flight calls a concurrency refusal counts.
-func (ref *refusal) concurrencyScope() string {
-	if ref.perID {
+func (ref *refusal) concurrencyScope() string { return inFlightScope(ref.perID) }
+
+// inFlightScope says whose in-flight calls a cap counts: the identity's
+// (perID) or the zone's.
+func inFlightScope(perID bool) string {
+	if perID {
 		return " for this API key"
 	}
 	return " on this server"

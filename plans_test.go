@@ -616,6 +616,25 @@ func (e *env) slowInBackground(millis int, hdr ...string) <-chan int {
 	return done
 }
 
+// A bucket's refusal given while a concurrency cap is full as well
+// promises nothing: after its wait the same call passes only once a call
+// in flight has ended, which no one can time.
+func TestRateRefusalBesideAFullConcurrencyCapPromisesNothing(t *testing.T) {
+	e := start(t, "zone busycap\ntenant 1/m burst 2\nquota off\nconcurrency 1")
+	auth := []string{"Authorization", "Bearer valid-busycap"}
+	e.prove("valid-busycap")
+	e.spend("valid-busycap", 1)
+	done := e.slowInBackground(3000, auth...) // the last token, and the one slot
+	harness.Eventually(t, 5*time.Second, "the slow call in flight", func() bool { return e.inflight("busycap") == 1 })
+	got := refusal(t, e.call(2, auth...), http.StatusTooManyRequests, "tenant")
+	if m := got.Error.Message; strings.Contains(m, "will work then") || !strings.Contains(m, "once one of the calls in flight on this server has finished too (limit 1)") {
+		t.Fatalf("tenant refusal with the concurrency cap full: %q", m)
+	}
+	if status := <-done; status != http.StatusOK {
+		t.Fatalf("the slow call: %d", status)
+	}
+}
+
 // A plan's concurrency caps its identities; it never raises the zone-wide
 // cap, which is the server's, and a lone number in a tier is the
 // identity's cap, not a zone-wide one.

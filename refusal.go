@@ -40,6 +40,16 @@ type refusal struct {
 	max   int         // kindConcurrency
 	perID bool        // kindConcurrency
 	cap   int64       // never passing: less than its own bound fits the request's other limits; 0 none
+	// busy is a concurrency cap also full for the request when another
+	// layer's refusal is given (its cap and perID): the wait named is
+	// then no promise, as no one knows when a call in flight ends.
+	busy busyCap
+}
+
+// busyCap is a concurrency cap that refused too, for refusal.busy.
+type busyCap struct {
+	max   int // 0: none
+	perID bool
 }
 
 // refusalKind selects how appendMessage words a refusal.
@@ -245,6 +255,9 @@ func longestOf(refs []refusal) refusal {
 	for i := range refs {
 		if i != best {
 			r.lengthen(&refs[i])
+			if refs[i].kind == kindConcurrency && !refs[i].never() && r.kind == kindRate {
+				r.busy = busyCap{max: refs[i].max, perID: refs[i].perID}
+			}
 		}
 	}
 	return r
