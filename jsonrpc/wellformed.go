@@ -57,8 +57,9 @@ func WellFormedCall(body []byte) bool {
 
 // maxProvingDepth is the deepest nesting of a body that proves: serde's
 // default limit, the lowest of common parsers' (Python's is about 1000,
-// Go's 10000).
-const maxProvingDepth = 128
+// Go's 10000). serde_json counts down from 128 and fails at 0, so the
+// 128th container is refused: 127 nest.
+const maxProvingDepth = 127
 
 // strictValues reports whether every value of body, one JSON value, is one
 // that common parsers read alike: nested at most maxProvingDepth deep,
@@ -255,9 +256,23 @@ func wellFormed(raw json.RawMessage) messageKind {
 		return call
 	}
 	if hasID && result != failed {
+		if e, _ := member("error"); failed && !errorObject(e) {
+			return notMessage
+		}
 		return answer
 	}
 	return notMessage
+}
+
+// errorObject reports whether v is a JSON-RPC error object: an object
+// with an integer code and a string message.
+func errorObject(v json.RawMessage) bool {
+	var e map[string]json.RawMessage
+	if json.Unmarshal(v, &e) != nil || e == nil {
+		return false
+	}
+	code, message := e["code"], e["message"]
+	return isNumber(code) && !bytes.ContainsAny(code, ".eE") && isString(message)
 }
 
 func isKind(v json.RawMessage, first byte) bool { return len(v) > 0 && v[0] == first }

@@ -71,8 +71,19 @@ func TestWellFormedCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"arguments":{"q":1,"q":2}}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":{"q":1},"b":{"q":2}}}`, true},
 		{`{"jsonrpc":"2.0","id":1,"method":"t","params":[{"q":1},{"q":2}]}`, true},
-		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":` + strings.Repeat("[", 126) + strings.Repeat("]", 126) + `}}`, true},
-		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":` + strings.Repeat("[", 127) + strings.Repeat("]", 127) + `}}`, false},
+		// 127 containers deep, and 128: serde refuses the 128th.
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":` + strings.Repeat("[", 125) + strings.Repeat("]", 125) + `}}`, true},
+		{`{"jsonrpc":"2.0","id":1,"method":"t","params":{"a":` + strings.Repeat("[", 126) + strings.Repeat("]", 126) + `}}`, false},
+		// A batch's responses must be messages too: an error is an
+		// object with an integer code and a string message.
+		{`[{"jsonrpc":"2.0","id":9,"error":{"code":-32600,"message":"x"}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, true},
+		{`[{"jsonrpc":"2.0","id":9,"error":"x"},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
+		{`[{"jsonrpc":"2.0","id":9,"error":{}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
+		{`[{"jsonrpc":"2.0","id":9,"error":null},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
+		{`[{"jsonrpc":"2.0","id":9,"error":{"message":"x"}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
+		{`[{"jsonrpc":"2.0","id":9,"error":{"code":"x","message":"x"}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
+		{`[{"jsonrpc":"2.0","id":9,"error":{"code":1.5,"message":"x"}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
+		{`[{"jsonrpc":"2.0","id":9,"error":{"code":1,"message":5}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`, false},
 		// A method beside a result or an error reads as a response too.
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","result":{}}`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/list","error":{"code":1,"message":"x"}}`, false},
