@@ -127,6 +127,8 @@ func (d *decision) headersAllowBody(r *http.Request) bool {
 	return true
 }
 
+// encodingRefusal refuses a body sent with a content coding: a backend
+// would decode a message the limiter never read.
 func encodingRefusal(coding string) refusal {
 	return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies with Content-Encoding "+coding+" are not accepted here; send the JSON-RPC body unencoded.")
 }
@@ -138,6 +140,8 @@ func charsetRefusal(charset string) refusal {
 	return bodyRefusal(http.StatusUnsupportedMediaType, "Request bodies must be UTF-8 JSON; charset "+charset+" is not accepted here.")
 }
 
+// tooLargeRefusal refuses a body over limit bytes, which was not read
+// whole: nothing could say what it costs.
 func tooLargeRefusal(limit int64) refusal {
 	return bodyRefusal(http.StatusRequestEntityTooLarge, "Request body too large: the limit is "+itoa(limit)+" bytes.")
 }
