@@ -233,11 +233,12 @@ func (ref *refusal) outlasts(o *refusal) bool {
 // of one request: the first that no later one outlasts, with what every
 // other says folded in when it says the request never passes as sent:
 // the request of the size it names must pass the other layers too, and
-// after its Retry-After. So their bounds come first (bound), then their
-// waits, for a request of the size the bounds leave (lengthen). Folding them two by
-// two would lose one that a refusal given up later had not taken in: a
-// tenant bucket's wait behind a quota refusal that a concurrency cap then
-// outlasts.
+// after its Retry-After. So their bounds come first (bound), then its own
+// wait for that size (shortenToCap) and theirs (lengthen). A bucket's
+// refusal given over a full concurrency cap's notes the cap (busy): its
+// wait is then no promise. Folding them two by two would lose one that a
+// refusal given up later had not taken in: a tenant bucket's wait behind
+// a quota refusal that a concurrency cap then outlasts.
 func longestOf(refs []refusal) refusal {
 	best := 0
 	for i := 1; i < len(refs); i++ {
