@@ -132,14 +132,12 @@ func appendBucketLeft(b []byte, name string, l bucketLimit, tokens float64, refu
 }
 
 // bucketWait is the wait ref names when layer l's bucket refused the
-// request as a rate, 0 otherwise (or without a refusal). A refusal that
-// needs no wait (a request larger than a full bucket) still names the
-// least Retry-After, 1s: its t must read the same.
+// request as a rate, 0 otherwise (or without a refusal).
 func (ref *refusal) bucketWait(l layer) time.Duration {
 	if ref == nil || ref.layer != l || ref.kind != kindRate {
 		return 0
 	}
-	return max(ref.wait, time.Nanosecond)
+	return ref.wait
 }
 
 // writeRateLimitHeaders sets RateLimit-Policy and RateLimit: for a

@@ -169,13 +169,15 @@ func (ref *refusal) bound(o *refusal) {
 // shortenToCap makes the wait of ref, a bucket's refusal saying the
 // request never passes as sent, the wait for the size another layer's
 // bound lowered it to: the bucket holds that many tokens sooner than its
-// whole burst, which its wait was for.
+// whole burst, which its wait was for. Like every bucket's refusal, it
+// keeps a wait of at least 1ns, which its RateLimit t reads as the
+// Retry-After (1s), not as the bucket's time to full.
 func (ref *refusal) shortenToCap() {
 	if ref.kind != kindRate || !ref.never() || ref.cap <= 0 || ref.cap >= int64(ref.lim.burst) || ref.lim.rate <= 0 {
 		return
 	}
 	short := time.Duration(float64(int64(ref.lim.burst)-ref.cap) / float64(ref.lim.rate) * float64(time.Second))
-	ref.wait = max(ref.wait-short, 0)
+	ref.wait = max(ref.wait-short, time.Nanosecond)
 }
 
 // lengthen makes the wait of ref, a refusal saying the request never
