@@ -85,9 +85,7 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	// The cost is known before any rule refuses, so that a refusal
 	// carries the RateLimit fields of what the request would have spent.
 	d.cost = d.requestCost()
-	// No reading holds more messages than the entries scanned: most
-	// bodies are spared counting them.
-	tooLong := d.req.Scanned() > pol.maxBatch && d.req.Largest() > pol.maxBatch
+	tooLong := d.batchTooLong()
 	if tooLong && !pol.dryRun {
 		return d.refused(batchRefusal(pol.maxBatch))
 	}
@@ -187,13 +185,20 @@ func (d *decision) peekRefusedAsSent() bool {
 		d.ref = tooLargeRefusal(d.pol.maxBody)
 	case jsonrpc.WideEncoding(b):
 		d.ref = wideRefusal()
-	case d.req.Scanned() > d.pol.maxBatch && d.req.Largest() > d.pol.maxBatch:
+	case d.batchTooLong():
 		d.ref = batchRefusal(d.pol.maxBatch)
 	case !d.checkArgs():
 	default:
 		return false
 	}
 	return true
+}
+
+// batchTooLong reports whether some reading of d's parsed body holds more
+// entries than max_batch. No reading holds more messages than the entries
+// scanned: most bodies are spared counting them.
+func (d *decision) batchTooLong() bool {
+	return d.req.Scanned() > d.pol.maxBatch && d.req.Largest() > d.pol.maxBatch
 }
 
 // recordAsSent records in dry run a refusal of the request as sent, which
