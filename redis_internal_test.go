@@ -358,7 +358,13 @@ func serveTool(t *testing.T, h *Handler, tool, auth string, status int, hdr ...s
 // serveRecorded is serveTool that returns the whole answer.
 func serveRecorded(t *testing.T, h *Handler, tool, auth string, status int, hdr ...string) *httptest.ResponseRecorder {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":`+strconv.Quote(tool)+`}}`))
+	return serveBody(t, h, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":`+strconv.Quote(tool)+`}}`, auth, status, hdr...)
+}
+
+// serveBody is serveRecorded for a body of any JSON-RPC request.
+func serveBody(t *testing.T, h *Handler, body, auth string, status int, hdr ...string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader(body))
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}

@@ -3,14 +3,10 @@ package mcplimit
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/caddyserver/caddy/v2"
-	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // When several of the items decided in Redis refuse a batch, the refusal
@@ -41,18 +37,8 @@ func TestRedisRefusalFoldsEveryItemThatRefuses(t *testing.T) {
 	for i := range calls {
 		calls[i] = `{"jsonrpc":"2.0","id":` + strconv.Itoa(i+1) + `,"method":"tools/call","params":{"name":"echo"}}`
 	}
-	req := httptest.NewRequest(http.MethodPost, "http://test/mcp", strings.NewReader("["+strings.Join(calls, ",")+"]"))
-	req.Header.Set("Authorization", token)
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
-	rec := httptest.NewRecorder()
-	next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
-		t.Error("the batch reached the backend")
-		return nil
-	})
-	if err := h.ServeHTTP(rec, req, next); err != nil {
-		t.Fatal(err)
-	}
+	// Were the batch forwarded, it would be answered 200.
+	rec := serveBody(t, h, "["+strings.Join(calls, ",")+"]", token, http.StatusOK)
 	var answers []struct {
 		Error struct {
 			Message string `json:"message"`
