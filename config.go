@@ -114,6 +114,10 @@ type ToolPolicy struct {
 	// Args bounds numeric arguments: a call whose
 	// `params.arguments.<name>` is present, not null, and either exceeds
 	// the bound or is not a number gets HTTP 400 with JSON-RPC -32602.
+	// Values compare as doubles, as JavaScript reads them, however long
+	// they are written; an integer without fraction or exponent compares
+	// exactly, as Python and Go integer fields read it. A bound is itself
+	// a double: past 2^53 it is in force as the nearest one.
 	Args ArgBounds `json:"args,omitempty"`
 
 	// FailClosed refuses calls of this tool with HTTP 503

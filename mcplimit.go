@@ -143,7 +143,11 @@ type Handler struct {
 	MaxBatch int `json:"max_batch,omitempty"`
 
 	// Preauth is the per-client-address bucket charged by every request
-	// whose identity is not proven. Default: 1/s, burst 5.
+	// whose identity is not proven. With the bucket empty, a request that
+	// no wait lets pass as far as is read of it (a content coding or
+	// charset, a length over max_body, two credentials, a protocol
+	// upgrade, a batch over max_batch, an arg bound exceeded) gets that
+	// refusal instead of the wait. Default: 1/s, burst 5.
 	Preauth *RateLimit `json:"preauth,omitempty"`
 
 	// Gateways give listed addresses a larger pre-auth budget. A client is
@@ -206,8 +210,9 @@ type Handler struct {
 	// RefuseWith is how refusals are answered: `status` (HTTP 429/503 with
 	// a JSON-RPC error), `jsonrpc` (HTTP 200 with the same error) or
 	// `tool_result` (HTTP 200; a refused tools/call gets an `isError` tool
-	// result). Legacy HTTP+SSE POSTs and GETs are always answered as
-	// `status`.
+	// result; one whose id JSON-RPC does not allow gets the error, which
+	// alone may carry id null). Legacy HTTP+SSE POSTs and GETs are always
+	// answered as `status`.
 	// Default: status.
 	RefuseWith string `json:"refuse_with,omitempty"`
 
