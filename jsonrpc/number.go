@@ -75,21 +75,19 @@ func signed(f float64, neg bool) float64 {
 // sign). One of more than 15 digits is past any that can matter: huge is
 // then +1 or -1, the direction the value goes (to Inf, or to 0).
 func exponent(b []byte) (e int64, huge int) {
-	sign := int64(1)
-	if len(b) > 0 && (b[0] == '+' || b[0] == '-') {
-		if b[0] == '-' {
-			sign = -1
+	if len(b) == 0 {
+		return 0, 0
+	}
+	neg := b[0] == '-'
+	digits := bytes.TrimLeft(bytes.TrimLeft(b, "+-"), "0")
+	if len(digits) > 15 {
+		if neg {
+			return 0, -1
 		}
-		b = b[1:]
+		return 0, 1
 	}
-	b = bytes.TrimLeft(b, "0")
-	if len(b) > 15 {
-		return 0, int(sign)
-	}
-	for _, c := range b {
-		e = e*10 + int64(c-'0')
-	}
-	return sign * e, 0
+	e, _ = strconv.ParseInt(string(b), 10, 64) // "+007" and "-0" included
+	return e, 0
 }
 
 // integerCeiling returns f, the double nearest to raw, a JSON number, or

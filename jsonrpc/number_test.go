@@ -20,6 +20,8 @@ func TestLongNumberReadsAsJavaScriptReadsIt(t *testing.T) {
 		{"2049" + zeros(797) + "e-797", 2049},
 		{"-1500" + zeros(5000) + "e-5000", -1500},
 		{"1500" + zeros(5000) + "E-5000", 1500},
+		{"1500" + zeros(5000) + "E-" + zeros(30) + "5000", 1500},
+		{"15" + zeros(900) + "e+" + zeros(30) + "0", math.Inf(1)},
 		{"0." + zeros(900) + "1e901", 1},
 		{"15" + zeros(801) + ".5e-802", 1.5},
 		{strings.Repeat("9", 1000) + "e-1000", 1},
