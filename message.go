@@ -45,7 +45,7 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		case layerPreauth:
 			b = append(b, "requests from this network address without an accepted credential exceeded their "...)
 		case layerGroup:
-			b = append(b, "this API key's organization exceeded its shared "...)
+			b = append(b, "this caller's organization exceeded its shared "...)
 		case layerGlobal:
 			b = append(b, "this server is at its total "...)
 		case layerAnonymous:
@@ -131,7 +131,7 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 	}
 	b = append(b, "Quota exhausted: "...)
 	if ref.layer == layerGroupQuota {
-		b = append(b, "this API key's organization used its "...)
+		b = append(b, "this caller's organization used its "...)
 	} else {
 		b = append(b, "this API key used its "...)
 	}
@@ -178,7 +178,7 @@ func (ref *refusal) appendQuotaCost(b []byte) []byte {
 // quota (5000)", with prefix before the period.
 func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
 	if ref.layer == layerGroupQuota {
-		b = append(b, "this API key's organization's "...)
+		b = append(b, "this caller's organization's "...)
 	} else {
 		b = append(b, "this API key's "...)
 	}

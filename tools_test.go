@@ -37,8 +37,8 @@ func TestGroupRateIsSharedByTheOrganization(t *testing.T) {
 	before := e.backend.ToolCalls()
 	for i, h := range [][]string{p2, p1, p2, p1} {
 		got := refusal(t, e.callTool(i, "echo", h...), http.StatusTooManyRequests, "group")
-		if got.Error.Data.Code != "GROUP_RATE_LIMITED" {
-			t.Fatalf("code %s", got.Error.Data.Code)
+		if got.Error.Data.Code != "GROUP_RATE_LIMITED" || !strings.Contains(got.Error.Message, "this caller's organization exceeded") {
+			t.Fatalf("code %s: %s", got.Error.Data.Code, got.Error.Message)
 		}
 	}
 	if e.backend.ToolCalls() != before {
