@@ -624,6 +624,9 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\"\nparams:{\"name\":\"slow\"}}",
 		"{\n jsonrpc: 2.0\n id: 2\n method: tools/call\n params: {\n  name: slow\n }\n}",
 		`{"jsonrpc":"2.0",id":2,"method":"tools/call","params":{"name":"slow"}}`,
+		// A form, as Express's extended form parser hands it to a
+		// TypeScript SDK that checks its Content-Type by substring.
+		"jsonrpc=2.0&id=2&method=tools%2Fcall&params%5Bname%5D=slow",
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

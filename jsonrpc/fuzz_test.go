@@ -28,6 +28,7 @@ var sdkBodies = []string{
 
 // fuzzSeeds are the shapes the rules are about.
 var fuzzSeeds = []string{
+	"jsonrpc=2.0&id=1&method=tools%2Fcall&params[name]=big&params%5Barguments%5D[limit]=5+0&x[]=%C3",
 	"{\n jsonrpc: 2.0\n id: 1\n method: tools/call\n params: {\n  name: big\n  arguments: {\n   limit: 50.\n  }\n }\n}",
 	"method: '''tools/call'''\nparams: {name: '''\n    big\n    '''\n}\n# c\n// c\n/* c */",
 	"[\n {\n  \"method\": \"tools/call\"\n  id\": 1\n }\n {a: 'x\\'y', b: true , c: 1e5}\n]",
@@ -355,6 +356,16 @@ func checkCost(t *testing.T, r *Request, data []byte) {
 		}
 		if ref := parse(t, string(text)).Cost(toolsCallMeter, tableCost); !valid && cost < ref {
 			t.Fatalf("Cost %d < Hjson reading %d: %q", cost, ref, data)
+		}
+	}
+
+	// So is what qs reads of a form.
+	if text, ok := formJSON(nil, data); ok {
+		if !json.Valid(text) {
+			t.Fatalf("the form reading of %q is no JSON: %q", data, text)
+		}
+		if ref := parse(t, string(text)).Cost(toolsCallMeter, tableCost); !valid && cost < ref {
+			t.Fatalf("Cost %d < form reading %d: %q", cost, ref, data)
 		}
 	}
 

@@ -28,7 +28,9 @@ import (
 //   - as Hjson reads it (see hjsonJSON), when it does: members separated
 //     by line breaks, keys and strings without quotes, multiline strings;
 //     and, for a body holding a NUL (or U+0085 or U+FEFF), once more as
-//     hjson-go reads it, to which a NUL ends the input.
+//     hjson-go reads it, to which a NUL ends the input;
+//   - as a form, as Express's extended form parser reads it (see
+//     formJSON), when it holds a field.
 //
 // The first reading is still needed: to a lenient reading of unquoted
 // strings (kotlinx.serialization's) a//b holds no comment, and a quote is
@@ -62,20 +64,23 @@ func (r *Request) Parse(body []byte) {
 		}
 		r.read(quoted, true)
 	}
-	r.readHjson(0, body, false)
+	text, ok := hjsonJSON(r.hjsonText[0][:0], body, false)
+	r.readAs(0, text, ok)
 	if bytes.IndexByte(body, 0) >= 0 || bytes.Contains(body, nel) || bytes.Contains(body, bom) {
-		r.readHjson(1, body, true) // hjson-go reads such bodies otherwise
+		text, ok = hjsonJSON(r.hjsonText[1][:0], body, true) // hjson-go reads such bodies otherwise
+		r.readAs(1, text, ok)
 	}
+	text, ok = formJSON(r.hjsonText[2][:0], body)
+	r.readAs(2, text, ok)
 }
 
 // nel and bom are U+0085 and U+FEFF in UTF-8: after true, false or null,
 // hjson-go reads the first as whitespace and hjson-js the second.
 var nel, bom = []byte("\u0085"), []byte("\uFEFF")
 
-// readHjson reads body as Hjson reads it (with goNUL, as hjson-go does:
-// see hjsonJSON), when Hjson reads it at all, into r.hjson[i].
-func (r *Request) readHjson(i int, body []byte, goNUL bool) {
-	text, ok := hjsonJSON(r.hjsonText[i][:0], body, goNUL)
+// readAs reads text, the JSON another parser reads the body as (see
+// Parse), into r.hjson[i], when ok says that parser reads it at all.
+func (r *Request) readAs(i int, text []byte, ok bool) {
 	if !ok {
 		return
 	}

@@ -35,11 +35,12 @@ type Request struct {
 	// order (see Parse); copies hold the copies of the body they scan.
 	readings []reading
 	copies   [3][]byte
-	// hjson holds the Hjson readings of an invalid body (see Parse), as
-	// hjson-js and as hjson-go read it, each parsed from the JSON in its
-	// hjsonText; their hjsonCount entries follow r's own.
-	hjson      [2]*Request
-	hjsonText  [2][]byte
+	// hjson holds the readings of an invalid body by other parsers (see
+	// Parse): as hjson-js and as hjson-go read it, and as a form, each
+	// parsed from the JSON in its hjsonText; their hjsonCount entries
+	// follow r's own.
+	hjson      [3]*Request
+	hjsonText  [3][]byte
 	hjsonCount int
 }
 

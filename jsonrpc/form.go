@@ -1,0 +1,210 @@
+package jsonrpc
+
+import (
+	"bytes"
+	"unicode/utf8"
+)
+
+// formJSON appends to dst the body b as a form (application/x-www-form-
+// urlencoded) reads as qs 6 reads it, written as JSON, and reports whether
+// b holds a field at all. qs is the parser of Express's
+// express.urlencoded({extended: true}) (body-parser's extended form
+// parser), which builds nested objects from bracketed keys: an Express
+// app that parses forms so for every route, with the TypeScript SDK
+// handed req.body, runs
+//
+//	jsonrpc=2.0&id=1&method=tools/call&params[name]=photo&params[arguments][limit]=500
+//
+// as a call of photo when the request's Content-Type names
+// application/json (the SDK's own check, which a parameter such as
+// "application/x-www-form-urlencoded; x=application/json" passes), a body
+// no JSON reading finds a call in. As qs reads it, the body is split at
+// each &, %5B and %5D are brackets first, a field's key ends at its first
+// "]=" (after the bracket) or else at its first "=", a field without
+// "=" is an empty string, + is a space, and a %-escape that is not UTF-8
+// leaves its field's key or value undecoded. A key is a name followed by
+// [segments] (qs skips the text between them, and a key that starts with
+// one has no name): each opens an object, or an array for [] and a
+// numeric index; a __proto__ segment drops its field. Every value is a
+// string.
+//
+// Each field is written as a member of its own, so fields with one name
+// are duplicate keys, as every JSON reading of the body already weighs
+// them (qs merges them into one object, or into an array that no SDK
+// runs): params[name] and params[arguments][limit] are one call's tool
+// and argument, as they are of the one params object qs builds.
+func formJSON(dst, b []byte) (out []byte, ok bool) {
+	if bytes.IndexByte(b, '=') < 0 {
+		return dst, false
+	}
+	dst = append(dst, '{')
+	var key, val []byte
+	for field := range bytes.SplitSeq(b, []byte{'&'}) {
+		k, v, hasValue := formField(field)
+		key, val = formDecode(key[:0], k), val[:0]
+		if hasValue {
+			val = formDecode(val, v)
+		}
+		dst = appendFormField(dst, key, val)
+	}
+	if len(dst) == 1 {
+		return dst[:0], false
+	}
+	dst[len(dst)-1] = '}' // the last field's comma
+	return dst, true
+}
+
+// formField splits one field at the "=" qs ends its key at: the one
+// after the first "]=" (with %5D read as a bracket), or else the first.
+func formField(f []byte) (key, value []byte, hasValue bool) {
+	eq := -1
+	for i := range f {
+		if n := closingAt(f, i); n > 0 && i+n < len(f) && f[i+n] == '=' {
+			eq = i + n
+			break
+		}
+	}
+	if eq < 0 {
+		eq = bytes.IndexByte(f, '=')
+	}
+	if eq < 0 {
+		return f, nil, false
+	}
+	return f[:eq], f[eq+1:], true
+}
+
+// closingAt returns the length of the closing bracket at b[i] as qs
+// reads it before decoding: ']' (1) or %5D in either case (3); 0 if there
+// is none.
+func closingAt(b []byte, i int) int {
+	switch {
+	case b[i] == ']':
+		return 1
+	case escapeAt(b, i) && b[i+1] == '5' && b[i+2]|0x20 == 'd':
+		return 3
+	}
+	return 0
+}
+
+// escapeAt reports whether a %-escape with two hex digits starts at b[i].
+func escapeAt(b []byte, i int) bool {
+	return b[i] == '%' && i+2 < len(b) && isHex(b[i+1]) && isHex(b[i+2])
+}
+
+// formDecode appends s decoded as qs decodes a key or a value: + as a
+// space, then %-escapes as JavaScript's decodeURIComponent reads them.
+// Where that throws (a % without two hex digits, or a run of escapes that
+// is not UTF-8), qs keeps the text with only its + replaced, and its %5B
+// and %5D, which it replaced before anything else.
+func formDecode(dst, s []byte) []byte {
+	start := len(dst)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+':
+			dst = append(dst, ' ')
+		case escapeAt(s, i):
+			run := len(dst)
+			for ; i < len(s) && escapeAt(s, i); i += 3 {
+				dst = append(dst, byte(hexDigit(s[i+1])<<4|hexDigit(s[i+2])))
+			}
+			i--
+			if !utf8.Valid(dst[run:]) {
+				return formUndecoded(dst[:start], s)
+			}
+		case c == '%':
+			return formUndecoded(dst[:start], s)
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// formUndecoded appends s with + as a space and only %5B and %5D decoded.
+func formUndecoded(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '+':
+			dst = append(dst, ' ')
+		case escapeAt(s, i) && s[i+1] == '5' && s[i+2]|0x20 == 'b':
+			dst = append(dst, '[')
+			i += 2
+		case closingAt(s, i) == 3:
+			dst = append(dst, ']')
+			i += 2
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
+}
+
+// appendFormField appends the decoded field key=val as a member of the
+// top-level object, followed by a comma: the key's name, then an object
+// for each of its segments (qs makes an array of [] and of a numeric
+// index, which no SDK reads as a method, a params, a name or an
+// arguments object, nor as a number). A field with an empty key, or with
+// a __proto__ name or segment, adds nothing, as qs drops them.
+func appendFormField(dst, key, val []byte) []byte {
+	name, segs := formSegments(key)
+	if len(name) == 0 {
+		if len(segs) == 0 {
+			return dst
+		}
+		// qs reads the first segment as the name ([] as 0: a top-level
+		// array merges into the object by index).
+		name, segs = segs[0], segs[1:]
+		if len(name) == 0 {
+			name = []byte{'0'}
+		}
+	}
+	if string(name) == "__proto__" {
+		return dst
+	}
+	for _, s := range segs {
+		if string(s) == "__proto__" {
+			return dst
+		}
+	}
+	dst = appendJSONString(dst, name)
+	for _, s := range segs {
+		dst = append(dst, ":{"...)
+		dst = appendJSONString(dst, s)
+	}
+	dst = append(dst, ':')
+	dst = appendJSONString(dst, val)
+	for range segs {
+		dst = append(dst, '}')
+	}
+	return append(dst, ',')
+}
+
+// formSegments splits a decoded key as qs does: its name is the text
+// before its first segment, a '[' whose next bracket is a ']', and its
+// segments are the contents of each such bracket pair, the text between
+// them skipped.
+func formSegments(key []byte) (name []byte, segs [][]byte) {
+	name = key
+	for i := 0; ; {
+		open := bytes.IndexByte(key[i:], '[')
+		if open < 0 {
+			return name, segs
+		}
+		open += i
+		next := bytes.IndexAny(key[open+1:], "[]")
+		if next < 0 {
+			return name, segs
+		}
+		next += open + 1
+		if key[next] == ']' {
+			if segs == nil {
+				name = key[:open]
+			}
+			segs = append(segs, key[open+1:next])
+		}
+		i = next + 1
+		if key[next] == '[' {
+			i = next
+		}
+	}
+}

@@ -1,0 +1,55 @@
+package jsonrpc
+
+import "testing"
+
+// The conversion agrees with qs 6.13 (qs.parse with body-parser's options:
+// allowPrototypes, depth Infinity) on these bodies, but for arrays, which
+// are objects here (no SDK reads one as a method, params, a tool's name or
+// arguments, nor as a number).
+func TestFormJSONReadsAsQsDoes(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"a=1&b", `{"a":"1","b":""}`},
+		{"a[b][c]=d&a[e]=f", `{"a":{"b":{"c":"d"}},"a":{"e":"f"}}`},
+		{"a%5Bb%5d=c", `{"a":{"b":"c"}}`},
+		{"a[b=c]=d", `{"a":{"b=c":"d"}}`},            // the key ends at "]="
+		{"a%5Bb=c%5D=d", `{"a":{"b=c":"d"}}`},        // %5D too
+		{"a[b]x[c]=1", `{"a":{"b":{"c":"1"}}}`},      // text between segments is skipped
+		{"a[[b]]=1", `{"a[":{"b":"1"}}`},             // a '[' before the next ']' opens no segment
+		{"a[b=1", `{"a[b":"1"}`},                     // no closing bracket: one name
+		{"[x][y]=1&[]=2", `{"x":{"y":"1"},"0":"2"}`}, // no name: the first segment is one
+		{"a=b+c%20d%2B", `{"a":"b c d+"}`},
+		{"%E2%82%AC=%ZZ+1", `{"€":"%ZZ 1"}`}, // a bad escape leaves the value undecoded
+		{"a=%C3+%5B", `{"a":"%C3 ["}`},       // as does a run of escapes that is not UTF-8
+		{"a=%C3%A9%41", `{"a":"éA"}`},
+		{"a\"=b\\%0A", `{"a\"":"b\\\u000a"}`},
+		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"k":"v"}`},
+		{"a=1&a=2", `{"a":"1","a":"2"}`},
+	} {
+		got, ok := formJSON(nil, []byte(c.in))
+		if !ok || string(got) != c.want {
+			t.Errorf("formJSON(%q) = %s, %v; want %s", c.in, got, ok, c.want)
+		}
+	}
+	for _, in := range []string{"", "abc", "a&b", "=1&=2", "{\"method\":\"tools/call\"}", "__proto__=1"} {
+		if got, ok := formJSON(nil, []byte(in)); ok {
+			t.Errorf("formJSON(%q) = %s; it holds no field qs keeps", in, got)
+		}
+	}
+}
+
+// A form an Express app parses with qs (express.urlencoded({extended:
+// true})) and hands to the TypeScript SDK as the message runs its call:
+// the body costs the call's tool, and its arguments meet their bounds.
+func TestFormReadingIsCharged(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"tool_call", "jsonrpc=2.0&id=1&method=tools/call&params[name]=big", 5, false},
+		{"escaped", "jsonrpc=2.0&id=1&method=tools%2Fcall&params%5Bname%5D=photo", 3, false},
+		{"plus_is_a_space", "method=tools/call&params[name]=big+", 1, false},
+		{"first_segment_is_the_name", "[method]=tools/call&[params][name]=big", 5, false},
+		{"proto_is_dropped", "method=tools/call&params[__proto__][name]=big", 1, false},
+		{"not_a_call", "method=tools/list&params[name]=big", 1, false},
+	})
+	runLenientArgCases(t, []lenientArgCase{
+		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
+	})
+}
