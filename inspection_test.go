@@ -1,11 +1,14 @@
 package mcplimit_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -434,7 +437,7 @@ func TestOversizeBodyIs413(t *testing.T) {
 	check(e.post(big, "Authorization", "Bearer "+tok), "with Content-Length")
 
 	// Chunked: no Content-Length, the limit still holds.
-	check(postChunked(t, e.mcp, big, "Authorization", "Bearer "+tok), "chunked")
+	check(postChunkedAtOnce(t, e.mcp, big, "Authorization", "Bearer "+tok), "chunked")
 
 	// A chunked body under the limit is charged and handed on whole.
 	small := harness.ToolCall(4, "echo", map[string]any{"text": "chunked héllo ✓"})
@@ -476,6 +479,49 @@ func postChunked(t *testing.T, url, body string, hdr ...string) *harness.Respons
 		t.Fatalf("request has a Content-Length (%d); it must be chunked", req.ContentLength)
 	}
 	return harness.Do(t, req)
+}
+
+// postChunkedAtOnce posts body in chunks of 300 bytes, as postChunked
+// does, but writes the whole request before it reads the answer, over a
+// connection of its own: a server that refuses the body before its end
+// and closes the connection would otherwise fail a client's write of the
+// next chunk, and Go's client then drops the answer it was sent.
+func postChunkedAtOnce(t *testing.T, url, body string, hdr ...string) *harness.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw bytes.Buffer
+	fmt.Fprintf(&raw, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n", req.URL.RequestURI(), req.URL.Host)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		fmt.Fprintf(&raw, "%s: %s\r\n", hdr[i], hdr[i+1])
+	}
+	raw.WriteString("\r\n")
+	for len(body) > 0 {
+		n := min(300, len(body))
+		fmt.Fprintf(&raw, "%x\r\n%s\r\n", n, body[:n])
+		body = body[n:]
+	}
+	raw.WriteString("0\r\n\r\n")
+	conn, err := net.Dial("tcp", req.URL.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(raw.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness.Response{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
 func TestEncodedBodyIs415(t *testing.T) {
@@ -746,7 +792,7 @@ func TestBodyOverAnEarlierRequestBodyLimitIs413(t *testing.T) {
 	e := startSite(t, "request_body {\n\tmax_size 1KB\n}\nmcp_ratelimit {\n\tzone rb\n\ttenant 10/s burst 100\n\tquota off\n}\nreverse_proxy $BACKEND")
 	e.prove(tok)
 	before := e.backend.ToolCalls()
-	r := postChunked(t, e.mcp, harness.ToolCall(3, "echo", map[string]any{"text": strings.Repeat("a", 2048)}), "Authorization", "Bearer "+tok)
+	r := postChunkedAtOnce(t, e.mcp, harness.ToolCall(3, "echo", map[string]any{"text": strings.Repeat("a", 2048)}), "Authorization", "Bearer "+tok)
 	var got rpcError
 	r.JSON(t, &got)
 	if r.Status != http.StatusRequestEntityTooLarge || got.Error == nil || !strings.Contains(got.Error.Message, "the limit is 1000 bytes") {
