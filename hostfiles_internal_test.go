@@ -230,3 +230,47 @@ func TestZombieProcessIsGone(t *testing.T) {
 		t.Fatal("this process is taken as gone")
 	}
 }
+
+// While a push waits for a held storage lock, the host's copy of the
+// counts not yet pushed is written again every flush interval, with the
+// counts made during the wait: a wait longer than an interval then loses
+// no more than one interval to a crash.
+func TestCopyIsKeptAgainWhileAPushWaits(t *testing.T) {
+	z := &zone{name: "wait"}
+	z.logger.Store(zap.NewNop())
+	z.pol.Store(&policy{flush: 20 * time.Millisecond})
+	z.unpushed = unpushedCopy{
+		files:   hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("wait")), owner: newOwner()},
+		counter: quota.New(quota.Config{Storage: &certmagic.FileStorage{Path: t.TempDir()}}),
+	}
+	now := time.Now()
+	count := func(n int64) {
+		z.unpushed.counter.Add([]quota.Item{{Key: []byte("i/waiting"), Period: quota.Day, Limit: 100, N: n}}, now)
+	}
+	kept := func() int64 {
+		cs, err := readCounts(z.unpushed.files.path())
+		if err != nil || len(cs) != 1 {
+			return -1
+		}
+		return cs[0].N
+	}
+	count(2)
+	waited := z.keepWhileWaiting(&z.unpushed)
+	if got := kept(); got != 2 {
+		t.Fatalf("copy holds %d before the wait, want 2", got)
+	}
+	count(3)
+	deadline := time.Now().Add(5 * time.Second)
+	for kept() != 5 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	waited()
+	if got := kept(); got != 5 {
+		t.Fatalf("copy holds %d during the wait, want the 5 counted by then", got)
+	}
+	count(1)
+	time.Sleep(100 * time.Millisecond)
+	if got := kept(); got != 5 {
+		t.Fatalf("copy holds %d after the wait ended, want it left to the flush (5)", got)
+	}
+}

@@ -803,6 +803,42 @@ func TestStaleLockShowsAsDegraded(t *testing.T) {
 	})
 }
 
+// A push that finds its lock held (another instance pushing) keeps the
+// counts not yet pushed on the host before it waits, so that a crash
+// during the wait, which can outlast a short flush interval, loses no
+// more than one: the copy is there while the zone is not yet degraded,
+// and goes once the counts are pushed.
+func TestPushWaitingForALockKeepsItsCountsOnTheHost(t *testing.T) {
+	const zone, token = "lock_wait_copy", "valid-lock-wait-copy"
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	e, storage, lock := provenBesideLock(t, zone, token)
+	now := time.Now()
+	meta, _ := json.Marshal(map[string]time.Time{"created": now, "updated": now})
+	if err := os.WriteFile(lock, meta, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.spend(token, 2)
+	fp := onlyIdentity(t, e, zone)
+	files := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
+	harness.Eventually(t, 6*time.Second, "the counts kept on the host while the push waits, before the zone is degraded", func() bool {
+		names, _ := filepath.Glob(files)
+		if len(names) != 1 {
+			return false
+		}
+		if b, _ := os.ReadFile(names[0]); !bytes.HasPrefix(b, []byte("i/"+fp+" ")) || !bytes.HasSuffix(b, []byte(" 2\n")) {
+			return false
+		}
+		return !harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded
+	})
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	harness.Eventually(t, 10*time.Second, "the counts pushed and the host's copy removed", func() bool {
+		names, _ := filepath.Glob(files)
+		return len(names) == 0 && harness.StoredDayCounts(t, storage, zone)["i/"+fp] == 2
+	})
+}
+
 // certmagic's file storage can keep a crashed instance's lock fresh
 // forever (the goroutine refreshing a lock this process took and released
 // refreshes whatever file has its name when it wakes): a lock every push

@@ -202,17 +202,18 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	stor.set(st)
 	stored, keyErr := startKey(stor, pol.zone, logger)
 	var z *zone // the counters' callbacks run from flushes, once z is made
-	counter := func(prefix string, onDegraded func(z *zone, degraded bool, err error)) *quota.Counter {
+	counter := func(prefix string, onDegraded func(z *zone, degraded bool, err error), kept func(z *zone) *unpushedCopy) *quota.Counter {
 		return quota.New(quota.Config{
 			Storage:     stor,
 			Prefix:      prefix,
 			Clock:       time.Now,
 			OnDegraded:  func(degraded bool, err error) { onDegraded(z, degraded, err) },
 			LockTimeout: lockWait(pol.flush),
+			OnLockWait:  func() func() { return z.keepWhileWaiting(kept(z)) },
 		})
 	}
-	bound := counter(redisBoundPrefix(pol.zone), (*zone).onBoundDegraded)
-	counts := counter(storagePrefix(pol.zone), (*zone).onDegraded)
+	bound := counter(redisBoundPrefix(pol.zone), (*zone).onBoundDegraded, func(z *zone) *unpushedCopy { return &z.boundUnpushed })
+	counts := counter(storagePrefix(pol.zone), (*zone).onDegraded, func(z *zone) *unpushedCopy { return &z.unpushed })
 	rz, key, err := openRedis(pol, stored, redisCounters{bound: bound, counts: counts}, logger)
 	if err != nil {
 		return nil, err

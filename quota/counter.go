@@ -27,6 +27,13 @@ type Config struct {
 	// LockTimeout bounds the wait for a storage lock. Default
 	// DefaultLockTimeout.
 	LockTimeout time.Duration
+	// OnLockWait, when set, is called when a push finds its lock held,
+	// before it waits for it (Caddy's file storage looks again once a
+	// second), and the function it returns once the wait is over: what
+	// it keeps meanwhile of the counts not yet pushed (Unpushed) then
+	// outlives a crash during the wait. Both are called from Flush and
+	// must not call back into it.
+	OnLockWait func() (waited func())
 	// Periods lists the period kinds this zone counts. Flush reads the
 	// current object of each even when nothing was counted locally, so an
 	// idle instance sees the others' counts. Default: Day and Month.
@@ -42,6 +49,7 @@ type Counter struct {
 	clock       func() time.Time
 	onDegraded  func(bool, error)
 	lockTimeout time.Duration
+	onLockWait  func() (waited func())
 	periods     []Period
 	held        Locks // locks whose Unlock failed
 
@@ -220,6 +228,7 @@ func New(cfg Config) *Counter {
 		clock:       cfg.Clock,
 		onDegraded:  cfg.OnDegraded,
 		lockTimeout: cfg.LockTimeout,
+		onLockWait:  cfg.OnLockWait,
 		buckets:     map[bucketID]*bucket{},
 	}
 	if c.clock == nil {

@@ -261,3 +261,46 @@ func TestLockHeldAtEveryTryIsBroken(t *testing.T) {
 		t.Errorf("stored = %d, want 5", got)
 	}
 }
+
+// A push that finds its lock held (another instance pushing) calls
+// OnLockWait before it waits, with the counts it is about to push still
+// unpushed, so that the owner keeps them where a crash during the wait
+// cannot take them, and what it returned once the wait is over; a push
+// that takes its lock at once calls neither.
+func TestPushCallsOnLockWaitBeforeWaitingForAHeldLock(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var c *Counter
+	var waits, ends int
+	var kept []Count
+	c = New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, Periods: []Period{Day}, LockTimeout: 5 * time.Second,
+		OnLockWait: func() func() {
+			waits++
+			kept = c.Unpushed()
+			return func() { ends++ }
+		}})
+	key := objKey(Day, t0)
+	add(c, "k", Day, 2, t0)
+	if err := c.Flush(t.Context()); err != nil || waits != 0 {
+		t.Fatalf("flush with the lock free: err %v, %d waits, want none", err, waits)
+	}
+	add(c, "k", Day, 3, t0)
+	if err := st.Lock(t.Context(), key); err != nil { // another instance's push
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.Flush(t.Context()) }()
+	time.Sleep(200 * time.Millisecond)
+	if err := st.Unlock(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("flush after the wait: %v", err)
+	}
+	if waits != 1 || ends != 1 || len(kept) != 1 || kept[0].Key != "k" || kept[0].N != 3 {
+		t.Fatalf("%d waits (%d ended) keeping %+v; want one, keeping the 3 calls not yet pushed", waits, ends, kept)
+	}
+	if got := st.counts(key)["k"]; got != 5 {
+		t.Errorf("stored = %d, want 5", got)
+	}
+}

@@ -124,8 +124,7 @@ func (c *Counter) read(ctx context.Context, j *job) {
 // pushed, so they are never added twice.
 func (c *Counter) push(ctx context.Context, j *job) {
 	key := c.objectKey(j.b)
-	err := c.held.Lock(ctx, c.storage, key, c.lockTimeout, c.clock())
-	if err != nil {
+	if err := c.lockToPush(ctx, key); err != nil {
 		j.err = fmt.Errorf("quota: lock %s: %w", key, err)
 		return
 	}
@@ -143,6 +142,21 @@ func (c *Counter) push(ctx context.Context, j *job) {
 		err = uerr
 	}
 	j.err = err
+}
+
+// lockToPush takes the lock of the object key for a push. With
+// onLockWait set, a first try takes it at once or finds it held, and the
+// wait runs between onLockWait and the function it returns.
+func (c *Counter) lockToPush(ctx context.Context, key string) error {
+	if c.onLockWait == nil {
+		return c.held.Lock(ctx, c.storage, key, c.lockTimeout, c.clock())
+	}
+	if c.held.TryLock(ctx, c.storage, key) {
+		return nil
+	}
+	waited := c.onLockWait()
+	defer waited()
+	return c.held.Lock(ctx, c.storage, key, c.lockTimeout, c.clock())
 }
 
 // load reads key; an absent key is empty.

@@ -68,6 +68,26 @@ func (h *Locks) Lock(ctx context.Context, st Storage, name string, timeout time.
 	return fmt.Errorf("%w; the lock, held at every try for %v, is broken", err, now.Sub(since).Round(time.Second))
 }
 
+// firstTry bounds TryLock's wait: a storage's first try to take a lock
+// (creating certmagic's lock file) runs before any wait, and a held lock
+// then makes it wait for the context.
+const firstTry = 10 * time.Millisecond
+
+// TryLock takes the lock name if one try finds it free, and reports
+// whether it did; Lock then takes it when it did not.
+func (h *Locks) TryLock(ctx context.Context, st Storage, name string) bool {
+	tctx, cancel := context.WithTimeout(ctx, firstTry)
+	err := st.Lock(tctx, name)
+	cancel()
+	if err != nil {
+		return false
+	}
+	h.mu.Lock()
+	delete(h.waited, name)
+	h.mu.Unlock()
+	return true
+}
+
 // Unlock releases the lock name, remembering it when that fails. Unlock
 // runs even when ctx is done, so the lock is not left to go stale.
 func (h *Locks) Unlock(ctx context.Context, st Storage, name string, timeout time.Duration) error {
