@@ -778,6 +778,18 @@ func provenBesideLock(t *testing.T, zone, token string) (*env, string, string) {
 	return e, storage, lock
 }
 
+// holdLock writes the file-storage lock file lock as a live holder's,
+// fresh until certmagic takes it for stale (10s), and returns when.
+func holdLock(t *testing.T, lock string) time.Time {
+	t.Helper()
+	now := time.Now()
+	meta, _ := json.Marshal(map[string]time.Time{"created": now, "updated": now})
+	if err := os.WriteFile(lock, meta, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return now
+}
+
 // A storage lock left by a crashed instance holds every push until it
 // goes stale (certmagic: 10s). A flush waits for it no longer than
 // max(2s, flush_interval), then fails, so the stall shows as degraded
@@ -786,11 +798,7 @@ func provenBesideLock(t *testing.T, zone, token string) (*env, string, string) {
 func TestStaleLockShowsAsDegraded(t *testing.T) {
 	const zone, token = "stale_lock", "valid-stale-lock"
 	e, storage, lock := provenBesideLock(t, zone, token)
-	now := time.Now()
-	meta, _ := json.Marshal(map[string]time.Time{"created": now, "updated": now})
-	if err := os.WriteFile(lock, meta, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	now := holdLock(t, lock)
 	e.spend(token, 2)
 	harness.Eventually(t, 6*time.Second, "the zone to report degraded while the lock is fresh", func() bool {
 		return adminZone(t, e.caddy, zone)["quota_store"].(map[string]any)["degraded"].(bool)
@@ -812,11 +820,7 @@ func TestPushWaitingForALockKeepsItsCountsOnTheHost(t *testing.T) {
 	const zone, token = "lock_wait_copy", "valid-lock-wait-copy"
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	e, storage, lock := provenBesideLock(t, zone, token)
-	now := time.Now()
-	meta, _ := json.Marshal(map[string]time.Time{"created": now, "updated": now})
-	if err := os.WriteFile(lock, meta, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	holdLock(t, lock)
 	e.spend(token, 2)
 	fp := onlyIdentity(t, e, zone)
 	files := filepath.Join(caddy.AppDataDir(), "mcp_ratelimit-unpushed", hex.EncodeToString([]byte(zone))+".*.counts")
