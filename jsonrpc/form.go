@@ -16,17 +16,18 @@ import (
 //	jsonrpc=2.0&id=1&method=tools/call&params[name]=photo&params[arguments][limit]=500
 //
 // as a call of photo when the request's Content-Type names
-// application/json (the SDK's own check, which a parameter such as
-// "application/x-www-form-urlencoded; x=application/json" passes), a body
-// no JSON reading finds a call in. As qs reads it, the body is split at
+// application/json (the check of SDK releases that look for it as a
+// substring, which a parameter such as
+// `application/x-www-form-urlencoded; x="application/json"` passes), a
+// body no JSON reading finds a call in. As qs reads it, the body is split at
 // each &, %5B and %5D are brackets first, a field's key ends at its first
 // "]=" (after the bracket) or else at its first "=", a field without
 // "=" is an empty string, + is a space, and a %-escape that is not UTF-8
 // leaves its field's key or value undecoded. A key is a name followed by
 // [segments] (qs skips the text between them, and a key that starts with
-// one has no name): each opens an object, or an array for [] and a
-// numeric index; a __proto__ segment drops its field. Every value is a
-// string.
+// one has no name): each opens an object (see appendFormField for the
+// arrays qs makes of some); a __proto__ segment drops its field. Every
+// value is a string.
 //
 // Each field is written as a member of its own, so fields with one name
 // are duplicate keys, as every JSON reading of the body already weighs
