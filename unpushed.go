@@ -92,14 +92,14 @@ func (z *zone) mirrorUnpushed(u *unpushedCopy, pushed bool) {
 
 // keepWhileWaiting keeps the counts of u not yet pushed on the host when
 // a push finds its storage lock held, before it waits, and again every
-// flush interval until the returned function ends the wait: Caddy's file
-// storage looks at a held lock again once a second, so with several
-// instances flushing often a push can wait longer than an interval, and a
-// crash during the wait then still loses no more than one interval of
-// counts, as during an outage. The flush's mirrorUnpushed removes the
-// copy once they are pushed.
+// flush interval until the returned function ends the wait, as
+// mirrorUnpushed keeps them after a failed flush: Caddy's file storage
+// looks at a held lock again once a second, so with several instances
+// flushing often a push can wait longer than an interval, and a crash
+// during the wait then still loses no more than one interval of counts.
+// The flush's own mirrorUnpushed removes the copy once they are pushed.
 func (z *zone) keepWhileWaiting(u *unpushedCopy) (waited func()) {
-	z.keepUnpushedCopy(u)
+	z.mirrorUnpushed(u, false)
 	stop, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -110,26 +110,13 @@ func (z *zone) keepWhileWaiting(u *unpushedCopy) (waited func()) {
 			case <-stop:
 				return
 			case <-tick.C:
-				z.keepUnpushedCopy(u)
+				z.mirrorUnpushed(u, false)
 			}
 		}
 	}()
 	return func() {
 		close(stop)
 		<-stopped
-	}
-}
-
-// keepUnpushedCopy writes the counts of u not yet pushed to the host's
-// copy, if there are any.
-func (z *zone) keepUnpushedCopy(u *unpushedCopy) {
-	us := u.counter.Unpushed()
-	if len(us) == 0 {
-		return
-	}
-	if err := u.save(us); err != nil {
-		z.logger.Load().Error("counts waiting for a storage lock could not be kept on this host: a crash before they are pushed would lose them",
-			zap.String("zone", z.name), zap.String("counts", u.what), zap.Int("keys", len(us)), zap.Error(err))
 	}
 }
 

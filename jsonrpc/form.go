@@ -197,15 +197,14 @@ func formSegments(key []byte) (name []byte, segs [][]byte) {
 			return name, segs
 		}
 		next += open + 1
-		if key[next] == ']' {
-			if segs == nil {
-				name = key[:open]
-			}
-			segs = append(segs, key[open+1:next])
-		}
-		i = next + 1
 		if key[next] == '[' {
-			i = next
+			i = next // this '[' may open the segment
+			continue
 		}
+		if segs == nil {
+			name = key[:open]
+		}
+		segs = append(segs, key[open+1:next])
+		i = next + 1
 	}
 }
