@@ -91,7 +91,7 @@ func (r *Request) Calls(m Meter) int {
 	if !m.Enabled() {
 		return 0
 	}
-	if r.count+r.hjsonCount <= 1 { // one entry at most: no reading counts more than the minimum
+	if r.count+r.altCount <= 1 { // one entry at most: no reading counts more than the minimum
 		return 1
 	}
 	n := r.mostOver(func(records []Entry) int64 { return int64(entriesCalls(m, records)) })

@@ -64,13 +64,13 @@ func (r *Request) Parse(body []byte) {
 		}
 		r.read(quoted, true)
 	}
-	text, ok := hjsonJSON(r.hjsonText[0][:0], body, false)
+	text, ok := hjsonJSON(r.altText[0][:0], body, false)
 	r.readAs(0, text, ok)
 	if bytes.IndexByte(body, 0) >= 0 || bytes.Contains(body, nel) || bytes.Contains(body, bom) {
-		text, ok = hjsonJSON(r.hjsonText[1][:0], body, true) // hjson-go reads such bodies otherwise
+		text, ok = hjsonJSON(r.altText[1][:0], body, true) // hjson-go reads such bodies otherwise
 		r.readAs(1, text, ok)
 	}
-	text, ok = formJSON(r.hjsonText[2][:0], body)
+	text, ok = formJSON(r.altText[2][:0], body)
 	r.readAs(2, text, ok)
 }
 
@@ -79,17 +79,17 @@ func (r *Request) Parse(body []byte) {
 var nel, bom = []byte("\u0085"), []byte("\uFEFF")
 
 // readAs reads text, the JSON another parser reads the body as (see
-// Parse), into r.hjson[i], when ok says that parser reads it at all.
+// Parse), into r.alt[i], when ok says that parser reads it at all.
 func (r *Request) readAs(i int, text []byte, ok bool) {
 	if !ok {
 		return
 	}
-	r.hjsonText[i] = text
-	if r.hjson[i] == nil {
-		r.hjson[i] = new(Request)
+	r.altText[i] = text
+	if r.alt[i] == nil {
+		r.alt[i] = new(Request)
 	}
-	r.hjson[i].Parse(text)
-	r.hjsonCount += r.hjson[i].count
+	r.alt[i].Parse(text)
+	r.altCount += r.alt[i].count
 }
 
 // read scans b, a further reading of the body (see Parse), with '...' as

@@ -35,13 +35,13 @@ type Request struct {
 	// order (see Parse); copies hold the copies of the body they scan.
 	readings []reading
 	copies   [3][]byte
-	// hjson holds the readings of an invalid body by other parsers (see
+	// alt holds the readings of an invalid body by other parsers (see
 	// Parse): as hjson-js and as hjson-go read it, and as a form, each
-	// parsed from the JSON in its hjsonText; their hjsonCount entries
+	// parsed from the JSON in its altText; their altCount entries
 	// follow r's own.
-	hjson      [3]*Request
-	hjsonText  [3][]byte
-	hjsonCount int
+	alt      [3]*Request
+	altText  [3][]byte
+	altCount int
 }
 
 // reading is one reading of an invalid body after the first: what it
@@ -118,9 +118,9 @@ func (r *Request) Trim() {
 			r.copies[i] = nil
 		}
 	}
-	for i, h := range r.hjson {
-		if cap(r.hjsonText[i]) > keepBytes {
-			r.hjsonText[i] = nil
+	for i, h := range r.alt {
+		if cap(r.altText[i]) > keepBytes {
+			r.altText[i] = nil
 		}
 		if h != nil {
 			h.Trim()
@@ -157,14 +157,14 @@ func (r *Request) Reset() {
 	r.arena = r.arena[:0]
 	clear(r.readings) // drop the references to the body
 	r.readings = r.readings[:0]
-	if r.hjsonCount > 0 {
-		for _, h := range r.hjson {
+	if r.altCount > 0 {
+		for _, h := range r.alt {
 			if h != nil {
 				h.Reset()
 			}
 		}
 	}
-	r.hjsonCount = 0
+	r.altCount = 0
 }
 
 // beginEntry counts a new entry and, for an object, opens its record,
@@ -224,7 +224,7 @@ func (r *Request) Len() int {
 // or not: for an invalid body, the entries of every value Parse could scan,
 // which a lenient or streaming parser may still run, in every reading of
 // it. Entry accepts 0 <= i < Scanned().
-func (r *Request) Scanned() int { return r.count + r.hjsonCount }
+func (r *Request) Scanned() int { return r.count + r.altCount }
 
 // Largest returns the number of JSON-RPC messages (requests,
 // notifications and responses) of the reading of the body that holds the
@@ -252,15 +252,15 @@ func messages(records []Entry) int {
 
 // oneReading reports whether the body was read one way only, as every
 // valid body is.
-func (r *Request) oneReading() bool { return len(r.readings) == 0 && r.hjsonCount == 0 }
+func (r *Request) oneReading() bool { return len(r.readings) == 0 && r.altCount == 0 }
 
 // mostOver returns the most f gives over the readings of the body, each
 // given as the records of its entries: the first reading, each further
-// one (see Parse) and the Hjson readings.
+// one (see Parse) and the readings by other parsers (r.alt).
 func (r *Request) mostOver(f func(records []Entry) int64) int64 {
 	var most int64
-	for _, h := range r.hjson {
-		if hjsonRead(h) {
+	for _, h := range r.alt {
+		if altRead(h) {
 			most = max(most, f(h.entries))
 		}
 	}
@@ -272,20 +272,20 @@ func (r *Request) mostOver(f func(records []Entry) int64) int64 {
 	return max(most, f(r.entries[entries:]))
 }
 
-// hjsonRead reports whether h is an Hjson reading of this body holding
+// altRead reports whether h is another parser's reading of this body holding
 // entries: a Request that read none, or none since the last Reset, holds
 // none.
-func hjsonRead(h *Request) bool { return h != nil && h.count > 0 }
+func altRead(h *Request) bool { return h != nil && h.count > 0 }
 
 // Entry returns entry i, 0 <= i < Scanned(). It is valid until the next
 // Reset. Entries without any reading (such as non-objects) may share a
 // pointer.
 func (r *Request) Entry(i int) *Entry {
 	if uint(i) >= uint(r.count) {
-		if i >= r.count && i-r.count < r.hjsonCount {
+		if i >= r.count && i-r.count < r.altCount {
 			i -= r.count
-			for _, h := range r.hjson {
-				if !hjsonRead(h) {
+			for _, h := range r.alt {
+				if !altRead(h) {
 					continue
 				}
 				if i < h.count {
