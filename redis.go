@@ -411,15 +411,16 @@ func (z *zone) failClosedDegraded() bool {
 
 // storeRetryWait is how long until the store failClosedDegraded found
 // degraded may be back: Redis, at its next probe (probes run each second,
-// backing off to 5 s); storage, at the next flush.
+// backing off to 5 s); storage, at the next flush, a flush interval after
+// the last. A second more covers the tick that runs either and its I/O.
 func (z *zone) storeRetryWait(now time.Time, flush time.Duration) time.Duration {
+	next := time.Unix(0, z.flushedAt.Load()).Add(flush)
 	if r := z.redis.Load(); r != nil {
 		r.mu.Lock()
-		next := r.nextProbe
+		next = r.nextProbe
 		r.mu.Unlock()
-		return max(next.Sub(now), 0) + time.Second
 	}
-	return flush
+	return max(next.Sub(now), 0) + time.Second
 }
 
 // setDegradedGauge sets mcp_ratelimit_quota_degraded from both stores.

@@ -1,6 +1,7 @@
 package mcplimit_test
 
 import (
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -483,6 +484,41 @@ func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 	// Storage returns: the tool works again.
 	repair()
 	harness.Eventually(t, 10*time.Second, "the quota store to recover", func() bool { return !degraded() })
+	e.passes(1, "analyze_photo", h...)
+}
+
+// A fail_closed refusal's Retry-After is the wait until the next flush
+// tries storage again, counting down, not a whole flush interval each
+// time; and the call works once that wait has passed with storage back.
+func TestFailClosedRetryAfterIsTheWaitForTheNextFlush(t *testing.T) {
+	const interval = 5 // seconds
+	dir := harness.TempDir(t, "quota-store")
+	e := start(t, fmt.Sprintf("zone failclosed_wait\nflush_interval %ds\ntenant off\nquota 1000/day\ntool analyze_photo {\n fail_closed\n}", interval), harness.Options{Storage: dir})
+	h := []string{"Authorization", "Bearer valid-failclosed-wait"}
+	e.prove("valid-failclosed-wait")
+	repair := harness.BreakStorage(t, dir)
+	e.passes(1, "echo", h...) // a pending count to push
+	harness.Eventually(t, 2*interval*time.Second, "the quota store to be degraded", func() bool {
+		return harness.GetZone(t, e.caddy.Admin, "failclosed_wait").QuotaStore.Degraded
+	})
+	retryAfter := func() int {
+		t.Helper()
+		r := e.callTool(1, "analyze_photo", h...)
+		refusal(t, r, http.StatusServiceUnavailable, "store")
+		n, err := strconv.Atoi(r.Header.Get("Retry-After"))
+		if err != nil {
+			t.Fatalf("Retry-After %q: %v", r.Header.Get("Retry-After"), err)
+		}
+		return n
+	}
+	first := retryAfter()
+	time.Sleep(2 * time.Second)
+	second := retryAfter()
+	if first > interval+1 || second > first-1 {
+		t.Fatalf("Retry-After %d, then %d two seconds later; want at most the interval and a second (%d), counting down", first, second, interval+1)
+	}
+	repair()
+	time.Sleep(time.Duration(second) * time.Second)
 	e.passes(1, "analyze_photo", h...)
 }
 

@@ -72,6 +72,10 @@ type zone struct {
 	// totalsSaved is when the host's copy of the totals was last written
 	// (Unix nanoseconds; the zone's start before the first).
 	totalsSaved atomic.Int64
+	// flushedAt is when the run loop last flushed (Unix nanoseconds; the
+	// loop's start before the first flush): a degraded storage is tried
+	// again at the next flush, a flush interval later.
+	flushedAt atomic.Int64
 
 	forgetMu sync.Mutex
 	forgets  map[string]int64
@@ -408,6 +412,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 	tick := time.NewTicker(readTick)
 	defer tick.Stop()
 	lastFlush, lastRead, lastSweep := time.Now(), time.Now(), time.Now()
+	z.flushedAt.Store(lastFlush.UnixNano())
 	for {
 		select {
 		case <-ctx.Done():
@@ -445,6 +450,7 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			switch {
 			case now.Sub(lastFlush)+readTick/2 >= interval:
 				lastFlush, lastRead = now, now
+				z.flushedAt.Store(now.UnixNano())
 				z.flushTick(ctx, now)
 			case now.Sub(lastRead)+readTick/2 >= max(interval/readsPerFlush, readTick):
 				// Between flushes, read the shared totals again: the others'
