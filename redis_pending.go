@@ -93,25 +93,22 @@ func (z *zone) takeSavedRedisPending(ctx context.Context, r *zoneRedis) {
 
 // takePending takes the saved object name into r, under its lock, and
 // deletes it; *push says Redis answers, and becomes false once a push
-// fails. Counts pushed (or left pending by a failed push) before the
-// deletion failed are not taken again when it is tried again.
+// fails. Counts left pending (Redis unreachable, or a failed push) are
+// written to the host's copy before the deletion, so that a crash right
+// after it finds them there. Counts pushed or kept before the deletion
+// failed are not taken again when it is tried again.
 func (z *zone) takePending(ctx context.Context, r *zoneRedis, name string, push *bool) error {
 	if !z.pendingTaken[name] {
 		data, err := z.storage.Load(ctx, name)
 		if err != nil {
 			return err
 		}
-		cs := parseCounts(data)
-		if !*push {
-			if err := z.storage.Delete(ctx, name); err != nil {
-				return err
-			}
-			r.addCounts(cs)
-			return nil
-		}
-		r.addCounts(cs)
-		if r.push(ctx) != nil {
+		r.addCounts(parseCounts(data))
+		if *push && r.push(ctx) != nil {
 			*push = false // left pending, for the run loop to push once Redis answers
+		}
+		if !*push {
+			z.mirrorRedisPending(r)
 		}
 		z.pendingTaken[name] = true
 	}

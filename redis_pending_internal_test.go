@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"context"
 	"errors"
+	"os"
 	"path"
 	"path/filepath"
 	"sync/atomic"
@@ -86,6 +87,42 @@ func savedCountsPushedOnce(t *testing.T, zone string, unlock bool) {
 	}
 	if n, pending := used(), r.pendingLen(); n != 2 || pending != 0 || st.Exists(ctx, name) {
 		t.Fatalf("Redis holds %d with %d pending, object left: %v; want 2, none, removed", n, pending, st.Exists(ctx, name))
+	}
+}
+
+// deleteWatched is a storage that calls deleting before each Delete.
+type deleteWatched struct {
+	certmagic.Storage
+	deleting func(key string)
+}
+
+func (s *deleteWatched) Delete(ctx context.Context, key string) error {
+	s.deleting(key)
+	return s.Storage.Delete(ctx, key)
+}
+
+// Counts an outage saved in storage, taken by a start while Redis is
+// still unreachable, are in the host's copy before their object leaves
+// storage: a crash of that process right after its start loses none.
+func TestSavedOutageCountsReachTheHostBeforeStorageLetsGo(t *testing.T) {
+	h := onRedis(t, &Handler{Zone: "redis-pending-host-first", Quota: &QuotaLimit{Day: 100}})
+	z, r := h.zone, h.zone.redis.Load()
+	t.Cleanup(func() { _ = os.Remove(z.redisHost.path()) })
+	now := time.Now()
+	name := saveOutageCounts(t, z, now)
+	var onHost []quota.Count
+	deleted := false
+	z.storage.set(&deleteWatched{Storage: *z.storage.cur.Load(), deleting: func(key string) {
+		if key == name {
+			deleted = true
+			onHost, _ = readCounts(z.redisHost.path())
+		}
+	}})
+	if err := z.loadRedisPending(context.Background(), r, false); err != nil {
+		t.Fatal(err)
+	}
+	if !deleted || len(onHost) != 1 || onHost[0].Key != "i/saved" || onHost[0].N != 2 {
+		t.Fatalf("when the saved object was deleted (%v) the host's copy held %v; want the 2 saved counts", deleted, onHost)
 	}
 }
 
