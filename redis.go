@@ -343,7 +343,7 @@ func (z *zone) closeRedis(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	if err := r.push(ctx); err != nil {
+	if err := z.pushRedis(ctx, r); err != nil {
 		if serr := z.saveRedisPending(ctx, r); serr != nil {
 			z.logger.Load().Error("redis store: counts made during the outage could be neither pushed nor saved at shutdown",
 				zap.String("zone", z.name), zap.Error(err), zap.NamedError("save_error", serr))
@@ -446,7 +446,7 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		// Stragglers counted locally by requests that saw the flag just
 		// before it cleared.
 		if r.pendingLen() > 0 {
-			if err := r.push(ctx); err != nil {
+			if err := z.pushRedis(ctx, r); err != nil {
 				z.redisFailed(r, err)
 			}
 		}
@@ -489,7 +489,7 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		z.readRedisPendingAgain(ctx, r, true)
 	}
 	if err == nil {
-		err = r.push(ctx)
+		err = z.pushRedis(ctx, r)
 	}
 	if err == nil && r.unseeded.Load() && z.seedable(r) {
 		// After the push: the counts kept for Redis during the outage are

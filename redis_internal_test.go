@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -111,12 +112,12 @@ func TestPushThatTimedOutButRanIsNotCountedTwice(t *testing.T) {
 	// A first push loads the script, so that the one cut short below runs
 	// as it was sent once Redis thaws.
 	add("i/first", 1)
-	if err := r.push(ctx); err != nil || count("i/first") != 1 {
+	if err := r.push(ctx, nil); err != nil || count("i/first") != 1 {
 		t.Fatalf("first push: %v, count %d", err, count("i/first"))
 	}
 	add("i/doubt", 3)
 	signal(syscall.SIGSTOP) // Redis freezes, and answers nothing until it thaws
-	err = r.push(ctx)
+	err = r.push(ctx, nil)
 	signal(syscall.SIGCONT)
 	if err == nil {
 		t.Fatal("a push to a frozen Redis succeeded")
@@ -130,7 +131,7 @@ func TestPushThatTimedOutButRanIsNotCountedTwice(t *testing.T) {
 		t.Fatalf("%d counts kept to push, want the one in doubt", n)
 	}
 	add("i/later", 2)
-	if err := r.push(ctx); err != nil {
+	if err := r.push(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if got, later := count("i/doubt"), count("i/later"); got != 3 || later != 2 {
@@ -217,6 +218,57 @@ func TestReloadCarriesTheBatchInDoubt(t *testing.T) {
 	}
 }
 
+// The host's copy of an outage's counts holds the batch in flight while
+// its push runs, and loses each batch once Redis took it: a crash in the
+// middle of a long push leaves the next process neither less nor, but
+// for the batch in flight, more than Redis lacks.
+func TestTheHostsCopyFollowsEachPushedBatch(t *testing.T) {
+	url, proc := localRedis(t)
+	st, err := redisstore.New(redisstore.Config{URL: url, Zone: "push-mirrored", Timeout: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	r := &zoneRedis{store: st, redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
+	day := quota.Day.Start(time.Now())
+	const tenants = 2*pushChunk + 500
+	cs := make([]quota.Count, tenants)
+	for i := range cs {
+		cs[i] = quota.Count{Key: "i/m" + strconv.Itoa(i), Period: quota.Day, Start: day, N: 1}
+	}
+	r.addCounts(cs)
+	ctx := context.Background()
+	copied := func() int {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.allLocked())
+	}
+	if err := proc.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan error, 1)
+	go func() { failed <- r.push(ctx, nil) }()
+	time.Sleep(100 * time.Millisecond) // the first batch is on its way to the frozen Redis
+	inFlight := copied()
+	err = <-failed
+	if serr := proc.Signal(syscall.SIGCONT); serr != nil {
+		t.Fatal(serr)
+	}
+	if err == nil {
+		t.Fatal("a push to a frozen Redis succeeded")
+	}
+	if inFlight != tenants {
+		t.Fatalf("while a batch was on its way the copy would hold %d counts, want all %d", inFlight, tenants)
+	}
+	var after []int
+	if err := r.push(ctx, func() { after = append(after, copied()) }); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int{tenants - pushChunk, tenants - 2*pushChunk, 0}; !slices.Equal(after, want) {
+		t.Fatalf("after each pushed batch the copy would hold %v, want %v", after, want)
+	}
+}
+
 // After a long outage of many tenants the counts go in chunks, each a
 // push of its own, so that none outgrows the store's timeout; all arrive.
 func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
@@ -235,7 +287,7 @@ func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
 	}
 	r.addCounts(cs)
 	ctx := context.Background()
-	if err := r.push(ctx); err != nil {
+	if err := r.push(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := r.pendingLen(); n != 0 {
@@ -446,7 +498,7 @@ func TestProvingCallIsCountedInRedis(t *testing.T) {
 	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "QUOTA_EXHAUSTED") {
 		t.Fatalf("third call against a quota of 2: %d %s, want it refused", code, body)
 	}
-	if err := r.push(t.Context()); err != nil {
+	if err := r.push(t.Context(), nil); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := r.store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 2 {

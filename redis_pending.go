@@ -104,7 +104,7 @@ func (z *zone) takePending(ctx context.Context, r *zoneRedis, name string, push 
 			return err
 		}
 		r.addCounts(parseCounts(data))
-		if *push && r.push(ctx) != nil {
+		if *push && z.pushRedis(ctx, r) != nil {
 			*push = false // left pending, for the run loop to push once Redis answers
 		}
 		if !*push {

@@ -40,8 +40,13 @@ const pushChunk = 1000
 // whose answer is lost (a timeout) may still have run there: its batch is
 // kept apart, as it was, and sent again first under the same id, which
 // Redis adds once, so a slow Redis never gets an outage's counts twice.
-// Counts made while a batch is in doubt go in later ones.
-func (r *zoneRedis) push(ctx context.Context) error {
+// Counts made while a batch is in doubt go in later ones. A batch is in
+// doubt from the moment it is sent until Redis took it, so the host's copy
+// (mirrorRedisPending) holds it meanwhile; after each batch Redis took,
+// mirror (when not nil) rewrites that copy without it: a crash in the
+// middle of a long push leaves the next process only the counts Redis
+// lacks, and the batch in flight.
+func (r *zoneRedis) push(ctx context.Context, mirror func()) error {
 	// The batch in doubt, then the pending counts as they are now; any
 	// made meanwhile wait for the next push.
 	for n := r.pendingLen()/pushChunk + 2; n > 0; n-- {
@@ -55,21 +60,32 @@ func (r *zoneRedis) push(ctx context.Context) error {
 		}
 		r.unbind(b)
 		r.mu.Lock()
+		if r.doubt == b {
+			r.doubt = nil
+		}
 		r.pushed += uint64(len(b.counts))
 		r.mu.Unlock()
+		if mirror != nil {
+			mirror()
+		}
 	}
 	return nil
 }
 
+// pushRedis pushes r's pending counts, rewriting the host's copy of them
+// after each batch Redis took (see zoneRedis.push).
+func (z *zone) pushRedis(ctx context.Context, r *zoneRedis) error {
+	return r.push(ctx, func() { z.mirrorRedisPending(r) })
+}
+
 // nextPush takes the next batch to push: the one in doubt, or else up to
-// pushChunk pending counts under a new id; nil when there is nothing to
-// push.
+// pushChunk pending counts under a new id, which becomes the one in doubt;
+// nil when there is nothing to push.
 func (r *zoneRedis) nextPush() *pushBatch {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if b := r.doubt; b != nil {
-		r.doubt = nil
-		return b
+	if r.doubt != nil {
+		return r.doubt
 	}
 	if len(r.pending) == 0 {
 		return nil
@@ -87,7 +103,8 @@ func (r *zoneRedis) nextPush() *pushBatch {
 			}
 		}
 	}
-	return &pushBatch{id: newPushID(), counts: counts}
+	r.doubt = &pushBatch{id: newPushID(), counts: counts}
+	return r.doubt
 }
 
 // keepInDoubt keeps a batch whose push failed to be sent again as it was.
@@ -96,7 +113,7 @@ func (r *zoneRedis) nextPush() *pushBatch {
 func (r *zoneRedis) keepInDoubt(b *pushBatch) {
 	r = r.lockLive() // a reload may have replaced r during the push
 	defer r.mu.Unlock()
-	if r.doubt == nil {
+	if r.doubt == nil || r.doubt == b {
 		r.doubt = b
 		return
 	}
