@@ -218,25 +218,38 @@ func TestReloadCarriesTheBatchInDoubt(t *testing.T) {
 	}
 }
 
-// The host's copy of an outage's counts holds the batch in flight while
-// its push runs, and loses each batch once Redis took it: a crash in the
-// middle of a long push leaves the next process neither less nor, but
-// for the batch in flight, more than Redis lacks.
-func TestTheHostsCopyFollowsEachPushedBatch(t *testing.T) {
+// outageTenants is how many tenants the push tests' outage counted: more
+// than two pushes' worth.
+const outageTenants = 2*pushChunk + 500
+
+// outageCounts returns a zoneRedis on a Redis of its own, for zone, holding
+// outageTenants pending counts of today (tenant i counted n(i) calls), with
+// the counts and that Redis's URL and process.
+func outageCounts(t *testing.T, zone string, timeout time.Duration, n func(i int) int64) (*zoneRedis, []quota.Count, string, *os.Process) {
+	t.Helper()
 	url, proc := localRedis(t)
-	st, err := redisstore.New(redisstore.Config{URL: url, Zone: "push-mirrored", Timeout: 500 * time.Millisecond})
+	st, err := redisstore.New(redisstore.Config{URL: url, Zone: zone, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	r := &zoneRedis{store: st, redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
 	day := quota.Day.Start(time.Now())
-	const tenants = 2*pushChunk + 500
-	cs := make([]quota.Count, tenants)
+	cs := make([]quota.Count, outageTenants)
 	for i := range cs {
-		cs[i] = quota.Count{Key: "i/m" + strconv.Itoa(i), Period: quota.Day, Start: day, N: 1}
+		cs[i] = quota.Count{Key: "i/t" + strconv.Itoa(i), Period: quota.Day, Start: day, N: n(i)}
 	}
 	r.addCounts(cs)
+	return r, cs, url, proc
+}
+
+// The host's copy of an outage's counts holds the batch in flight while
+// its push runs, and loses each batch once Redis took it: after a crash in
+// the middle of a long push, the next process pushes again only the batch
+// that was on its way.
+func TestTheHostsCopyFollowsEachPushedBatch(t *testing.T) {
+	r, _, _, proc := outageCounts(t, "push-mirrored", 500*time.Millisecond, func(int) int64 { return 1 })
+	const tenants = outageTenants
 	ctx := context.Background()
 	copied := func() int {
 		r.mu.Lock()
@@ -250,7 +263,7 @@ func TestTheHostsCopyFollowsEachPushedBatch(t *testing.T) {
 	go func() { failed <- r.push(ctx, nil) }()
 	time.Sleep(100 * time.Millisecond) // the first batch is on its way to the frozen Redis
 	inFlight := copied()
-	err = <-failed
+	err := <-failed
 	if serr := proc.Signal(syscall.SIGCONT); serr != nil {
 		t.Fatal(serr)
 	}
@@ -272,20 +285,8 @@ func TestTheHostsCopyFollowsEachPushedBatch(t *testing.T) {
 // After a long outage of many tenants the counts go in chunks, each a
 // push of its own, so that none outgrows the store's timeout; all arrive.
 func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
-	url, _ := localRedis(t)
-	st, err := redisstore.New(redisstore.Config{URL: url, Zone: "push-chunks", Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	r := &zoneRedis{store: st, redisCounters: freshCounters(), pending: map[deltaKey]int64{}}
-	day := quota.Day.Start(time.Now())
-	const tenants = 2*pushChunk + 500
-	cs := make([]quota.Count, tenants)
-	for i := range cs {
-		cs[i] = quota.Count{Key: "i/t" + strconv.Itoa(i), Period: quota.Day, Start: day, N: int64(i%7 + 1)}
-	}
-	r.addCounts(cs)
+	r, cs, url, _ := outageCounts(t, "push-chunks", time.Second, func(i int) int64 { return int64(i%7 + 1) })
+	st, day := r.store, cs[0].Start
 	ctx := context.Background()
 	if err := r.push(ctx, nil); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,10 @@ import (
 )
 
 // While Redis is unreachable, the quota counts made locally are also kept
-// on the host, rewritten every second and before each flush, so that a
-// crash during the outage loses about the last second of them, and none
+// on the host, rewritten every second, before each flush, after each
+// batch a push got into Redis, and before a start deletes the counts a
+// stop saved in storage, so that a crash during the outage loses about
+// the last second of them, and none
 // that storage marks as bound for Redis (which no raise carries): the
 // next process of the zone to look (see hostFiles) takes them over and
 // pushes them once Redis answers.
