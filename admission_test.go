@@ -515,6 +515,36 @@ func TestAnonymousBucketChargesUnmeteredRequestsToo(t *testing.T) {
 	}
 }
 
+// A keyless request that costs nothing meets the anonymous layer after
+// pre-auth as well: a pre-auth refusal of it names the longer wait of the
+// two. Told to retry in a second, the caller would be refused again by the
+// anonymous bucket for the rest of its minute.
+func TestPreauthRefusalOfAKeylessFreeRequestWeighsTheAnonymousWait(t *testing.T) {
+	e := start(t, "zone anonwait\npreauth 1/s burst 1\nanonymous 1/m burst 1\nquota off", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	if r := e.post(list, "X-Forwarded-For", "198.51.100.1"); r.Status != http.StatusOK {
+		t.Fatalf("keyless tools/list draining the anonymous bucket: %d %s", r.Status, r.Body)
+	}
+	// The second address spends its pre-auth token on a credential the
+	// backend rejects: it is not proven, and its next request finds both
+	// its pre-auth bucket (a second) and the anonymous one (a minute) empty.
+	if r := e.post(list, "X-Forwarded-For", "198.51.100.2", "Authorization", "Bearer rejected", "X-Demo-Status", "401"); r.Status != http.StatusUnauthorized {
+		t.Fatalf("rejected credential: %d %s", r.Status, r.Body)
+	}
+	check := func(what string, r *harness.Response) {
+		t.Helper()
+		got := refusal(t, r, http.StatusTooManyRequests, "anonymous")
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 50 || got.Error.Data.RetryAfterSeconds != ra {
+			t.Fatalf("%s: Retry-After %q, data.retryAfterSeconds %d: want the anonymous bucket's wait of about a minute", what, r.Header.Get("Retry-After"), got.Error.Data.RetryAfterSeconds)
+		}
+	}
+	check("keyless tools/list", e.post(list, "X-Forwarded-For", "198.51.100.2"))
+	req, _ := http.NewRequest(http.MethodGet, e.mcp, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("X-Forwarded-For", "198.51.100.2")
+	check("keyless GET stream", harness.Do(t, req))
+}
+
 // An identity of several placeholders, all of them empty, is no
 // identity: such requests are anonymous, not one shared identity that a
 // first 2xx would prove for every caller without a credential.

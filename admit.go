@@ -218,12 +218,15 @@ func (d *decision) dryRunLook(h *Handler, w http.ResponseWriter) bool {
 // layers before from may have taken for this request, so they are not
 // asked again.
 func (d *decision) probe(from int, ref refusal) refusal {
+	steps := admissionSteps[from:]
 	if d.cost <= 0 {
-		return ref
+		// A request that costs nothing (unmetered, a GET stream, a body
+		// not read) meets only the anonymous layer after pre-auth.
+		steps = unmeteredSteps
 	}
 	d.probing = true
 	refs := d.refs[:0]
-	for _, step := range admissionSteps[from:] {
+	for _, step := range steps {
 		if !step(d) {
 			if len(refs) == 0 {
 				refs = append(refs, ref)
@@ -248,15 +251,15 @@ func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal)
 
 // preauthWholeCost turns a pre-auth refusal for the first token into one
 // for the request's whole cost, when peekIDs could read the body: the
-// wait it names must be enough for the same request, and the layers after
-// pre-auth look too, for a longer one.
+// wait it names must be enough for the same request. The layers after
+// pre-auth look too, for a longer one, those an unread body or a request
+// without one meets included.
 func (d *decision) preauthWholeCost(ref refusal) refusal {
-	if d.req == nil {
-		return ref
-	}
-	d.cost = d.requestCost()
-	if d.cost > 1 {
-		ref = d.wholeCostRefusal(ref)
+	if d.req != nil {
+		d.cost = d.requestCost()
+		if d.cost > 1 {
+			ref = d.wholeCostRefusal(ref)
+		}
 	}
 	return d.probe(0, ref)
 }
@@ -300,6 +303,10 @@ var admissionSteps = []func(*decision) bool{
 	(*decision).admitAnonymous,
 	(*decision).admitConcurrency,
 }
+
+// unmeteredSteps are the layers after inspection that a request costing
+// nothing meets: the anonymous bucket charges it 1, as pre-auth does.
+var unmeteredSteps = []func(*decision) bool{(*decision).admitAnonymous}
 
 // refuse handles a layer's refusal: in dry run it is recorded and the
 // request goes on; otherwise everything reserved so far is given back and
