@@ -545,6 +545,32 @@ func TestPreauthRefusalOfAKeylessFreeRequestWeighsTheAnonymousWait(t *testing.T)
 	check("keyless GET stream", harness.Do(t, req))
 }
 
+// Under `meter *` a request without a body costs 1 too, so a pre-auth
+// refusal of a GET stream or a DELETE weighs the layers after pre-auth
+// it meets: here the global bucket's longer wait. Told pre-auth's two
+// seconds, the caller would be refused again by the global bucket.
+func TestPreauthRefusalOfABodilessRequestUnderMeterAllWeighsTheLayersAfter(t *testing.T) {
+	e := start(t, "zone meterallwait\nmeter *\npreauth 30/m burst 1\nglobal 6/m burst 2\ntenant off\nquota off", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	// Two addresses drain the global bucket (a token every 10s); the
+	// second has spent its pre-auth token (one every 2s) as well.
+	for _, addr := range []string{"198.51.100.1", "198.51.100.2"} {
+		if r := e.post(list, "X-Forwarded-For", addr); r.Status != http.StatusOK {
+			t.Fatalf("keyless tools/list from %s: %d %s", addr, r.Status, r.Body)
+		}
+	}
+	for _, method := range []string{http.MethodGet, http.MethodDelete} {
+		req, _ := http.NewRequest(method, e.mcp, nil)
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Forwarded-For", "198.51.100.2")
+		r := harness.Do(t, req)
+		got := refusal(t, r, http.StatusTooManyRequests, "global")
+		if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 5 || got.Error.Data.RetryAfterSeconds != ra {
+			t.Fatalf("%s: Retry-After %q, data.retryAfterSeconds %d: want the global bucket's wait, up to 10s", method, r.Header.Get("Retry-After"), got.Error.Data.RetryAfterSeconds)
+		}
+	}
+}
+
 // An identity of several placeholders, all of them empty, is no
 // identity: such requests are anonymous, not one shared identity that a
 // first 2xx would prove for every caller without a credential.

@@ -255,11 +255,16 @@ func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal)
 // pre-auth look too, for a longer one, those an unread body or a request
 // without one meets included.
 func (d *decision) preauthWholeCost(ref refusal) refusal {
-	if d.req != nil {
+	switch {
+	case d.req != nil:
 		d.cost = d.requestCost()
 		if d.cost > 1 {
 			ref = d.wholeCostRefusal(ref)
 		}
+	case d.pol.meter.All:
+		// Under `meter *` every request costs 1 at least, one without a
+		// body (a GET stream, a DELETE) or whose body was not read too.
+		d.cost = 1
 	}
 	return d.probe(0, ref)
 }
