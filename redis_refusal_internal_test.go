@@ -59,3 +59,44 @@ func TestRedisRefusalFoldsEveryItemThatRefuses(t *testing.T) {
 		t.Fatalf("Retry-After %q, want the tenant's 50 to 60 seconds for 2 tokens", rec.Header().Get("Retry-After"))
 	}
 }
+
+// A refusal answered from memory weighs what this instance's own last
+// admission of the caller left its tenant bucket: x's two calls empty it
+// (a token every 10s at 6/m), then w's calls are refused by the global
+// bucket, which is remembered; x's next call, answered from memory, names
+// x's 10s, not the global bucket's second, after which x would be refused
+// again by its own bucket.
+func TestRedisLocalRefusalNamesTheTenantWaitItsAdmissionLeft(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-local-weighs-admitted", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "6/m", Burst: 2}, Quota: &QuotaLimit{Off: true},
+		Global: &RateLimit{Rate: "1/s", Burst: 4},
+	})
+	const x, w = "Bearer valid-weighs-x", "Bearer valid-weighs-w"
+	for i := range 3 { // the first proves x, charged to pre-auth
+		if code, body := serveCall(t, h, x, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("x's call %d: %d %s", i+1, code, body)
+		}
+	}
+	code, body := serveCall(t, h, w, http.StatusOK)
+	for range 3 {
+		if code != http.StatusOK {
+			break
+		}
+		code, body = serveCall(t, h, w, http.StatusOK)
+	}
+	if code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"global"`) {
+		t.Fatalf("w never refused by the global bucket: %d %s", code, body)
+	}
+	before := storeRoundTrips(t, h)
+	rec := serveRecorded(t, h, "echo", x, http.StatusOK)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"limit":"tenant"`) {
+		t.Fatalf("x's call: %d %s, want its tenant bucket named", rec.Code, rec.Body)
+	}
+	if ra, _ := strconv.Atoi(rec.Header().Get("Retry-After")); ra < 8 {
+		t.Fatalf("Retry-After %q, want x's own wait for a token, about 10s", rec.Header().Get("Retry-After"))
+	}
+	if n := storeRoundTrips(t, h) - before; n != 0 {
+		t.Fatalf("x's call cost %d round trips, want it answered from memory", n)
+	}
+}

@@ -33,7 +33,8 @@ const QueueTimeout = time.Second
 const ttlMargin = 60 * time.Second
 
 // maxOver caps the short-circuit map; beyond it expired entries are swept
-// on insertion and, if still full, new refusals are not remembered.
+// on insertion and, if still full, a new refusal takes the place of a
+// level an admission left (see overEntry.seen), or is not remembered.
 const maxOver = 100000
 
 // Kind says what an Item is.
@@ -162,6 +163,12 @@ type overEntry struct {
 	burst, lim int64
 	held       float64 // what the item held when Redis refused it
 	at         time.Time
+	// seen says the entry holds what a call Redis admitted left the key,
+	// short of that call's cost, rather than a refusal: its wait is named
+	// beside a refusal remembered for another key of a call, as the
+	// longer one, but it refuses nothing alone (the call after an
+	// admission is decided in Redis).
+	seen bool
 }
 
 // CheckURL reports whether New would accept url.
@@ -389,7 +396,7 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 		// Admitted: none of its keys is over its limit (a refusal
 		// remembered under other limits, raised and lowered again since,
 		// must not come back).
-		s.forgetAdmitted(items)
+		s.admitted(items, levels, now)
 		return Result{OK: true, Refused: -1, After: levels}, nil
 	}
 	i := int(vals[0] - 1)
@@ -604,14 +611,14 @@ func overKeyOf(it *Item) overKey {
 }
 
 // shortCircuit refuses items known to be over their limit, naming the one
-// that stays over it longest.
+// that stays over it longest (among those an admission left short too).
 func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if len(s.over) == 0 {
 		return Result{}, false
 	}
-	r, found := Result{}, false
+	r, found, refused := Result{}, false, false
 	for i := range items {
 		it := &items[i]
 		e, ok := s.over[overKeyOf(it)]
@@ -627,12 +634,13 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 				wait = max(wait, OverWait(it, held, now))
 			}
 		}
+		refused = refused || !e.seen
 		if found && wait <= r.Wait {
 			continue
 		}
 		r, found = Result{Refused: i, Wait: wait, Local: true, Held: held}, true
 	}
-	return r, found
+	return r, found && refused
 }
 
 // KnownRefusal returns, without a round trip, the refusal of items that
@@ -649,14 +657,29 @@ func ceilSecond(d time.Duration) time.Duration {
 	return d
 }
 
-// forgetAdmitted drops the remembered refusals of the keys of items Redis
-// admitted, taking the write lock only when any refusal is remembered.
-func (s *Store) forgetAdmitted(items []Item) {
+// admitted drops the remembered refusals of the keys of items Redis
+// admitted, and remembers as seen (see overEntry) those its levels show
+// short of the same call's cost, until they refill: a refusal remembered
+// for another key of a later call then names their longer wait. It takes
+// the write lock only when it has anything to change.
+func (s *Store) admitted(items []Item, levels []float64, now time.Time) {
+	short := false
+	for k := range items {
+		short = short || OverWait(&items[k], levels[k], now) > 0
+	}
 	s.mu.RLock()
 	n := len(s.over)
 	s.mu.RUnlock()
-	if n > 0 {
-		s.forget(items)
+	if n == 0 && !short {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range items {
+		delete(s.over, overKeyOf(&items[k]))
+		if wait := OverWait(&items[k], levels[k], now); wait > 0 {
+			s.rememberLocked(&items[k], now, now.Add(wait), levels[k], true)
+		}
 	}
 }
 
@@ -674,13 +697,28 @@ func (s *Store) forget(items []Item) {
 func (s *Store) remember(it *Item, now, until time.Time, held float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.rememberLocked(it, now, until, held, false)
+}
+
+// rememberLocked is remember with s.mu held; seen marks what an admission
+// left (see overEntry). A full map makes room for a refusal by dropping
+// what an admission left, never the other way round.
+func (s *Store) rememberLocked(it *Item, now, until time.Time, held float64, seen bool) {
 	if len(s.over) >= maxOver {
 		s.sweepLocked(s.clock())
-		if len(s.over) >= maxOver {
-			return
+	}
+	if len(s.over) >= maxOver && !seen {
+		for k, e := range s.over {
+			if e.seen {
+				delete(s.over, k)
+				break
+			}
 		}
 	}
-	s.over[overKeyOf(it)] = overEntry{until: until, recheck: now.Add(RecheckAfter), n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit, held: held, at: now}
+	if len(s.over) >= maxOver {
+		return
+	}
+	s.over[overKeyOf(it)] = overEntry{until: until, recheck: now.Add(RecheckAfter), n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit, held: held, at: now, seen: seen}
 }
 
 // Sweep forgets remembered refusals whose wait has passed.
@@ -698,9 +736,16 @@ func (s *Store) sweepLocked(now time.Time) {
 	}
 }
 
-// Remembered returns how many refusals the short-circuit holds.
+// Remembered returns how many refusals the short-circuit holds (not the
+// levels admissions left).
 func (s *Store) Remembered() int {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return len(s.over)
+	n := 0
+	for _, e := range s.over {
+		if !e.seen {
+			n++
+		}
+	}
+	return n
 }

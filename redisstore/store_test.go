@@ -832,6 +832,39 @@ func TestAdmissionForgetsRememberedRefusals(t *testing.T) {
 	}
 }
 
+// A call Redis admits may leave a key short of that call's cost: the
+// next such call is decided in Redis all the same, but when a refusal
+// remembered for another key of it answers it locally, the wait named is
+// the longer of the two. Else a caller whose own bucket its last call
+// emptied would be told the shared bucket's second, and refused again by
+// its own bucket then.
+func TestShortCircuitNamesTheWaitAnAdmissionLeft(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	global := bucket("global", 1, 1, 1)
+	x := []redisstore.Item{bucket("t/x", 0.1, 1, 1), global}
+	if res := decide(t, s, x...); !res.OK {
+		t.Fatalf("x's call refused: %+v", res)
+	}
+	// What the admission left does not refuse alone: another caller's
+	// call, short of the global token, is decided in Redis.
+	w := decide(t, s, bucket("t/w", 0.1, 1, 1), global)
+	if w.OK || w.Local || w.Refused != 1 {
+		t.Fatalf("w's call %+v, want the global bucket refused by Redis", w)
+	}
+	before := r.Calls(t)
+	res := decide(t, s, x...)
+	if res.OK || !res.Local || res.Refused != 0 || res.Wait < 8*time.Second || res.Held >= 1 {
+		t.Fatalf("x's next call %+v, want a local refusal naming x's own bucket, about 10s from a token", res)
+	}
+	if n := harness.CallsBetween(before, r.Calls(t)); n != 0 {
+		t.Fatalf("the local refusal cost %d Redis commands", n)
+	}
+	if n := s.Remembered(); n != 1 {
+		t.Fatalf("Remembered() = %d, want 1: the global bucket's refusal, not what x's admission left", n)
+	}
+}
+
 // Preload puts the decision scripts in a Redis that never ran them.
 func TestPreloadLoadsTheDecisionScripts(t *testing.T) {
 	r := harness.StartRedis(t)
