@@ -412,9 +412,11 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 			wait = OverWait(&items[k], levels[k], now)
 		}
 		if wait > 0 {
-			// Until the Retry-After the caller is told, whole seconds: a
-			// flood that ignores it is answered here all that time.
-			s.remember(&items[k], now, now.Add(ceilSecond(wait)), levels[k])
+			// Until the key fits again, to the moment: a flood that
+			// ignores the wait is answered here all that time, and a
+			// caller told its whole-second Retry-After, here or by another
+			// instance, finds Redis asked again by then.
+			s.remember(&items[k], now, now.Add(wait), levels[k])
 		}
 	}
 	return r, nil
@@ -627,8 +629,8 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		}
 		held, wait := e.held, e.until.Sub(now)
 		if it.Kind == Bucket {
-			// Short of the call's cost until the Retry-After ends, past
-			// the exact refill its rounding up may outlast.
+			// Short of the call's cost while remembered: the refill the
+			// levels show ends the entry.
 			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst), math.Nextafter(float64(e.n), 0))
 			if it.N > e.n { // a costlier call waits for its own cost
 				wait = max(wait, OverWait(it, held, now))
@@ -647,14 +649,6 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 // this Store already knows of (see Decide), if any.
 func (s *Store) KnownRefusal(items []Item) (Result, bool) {
 	return s.shortCircuit(items, s.clock())
-}
-
-// ceilSecond rounds d up to whole seconds, as Retry-After does.
-func ceilSecond(d time.Duration) time.Duration {
-	if r := d % time.Second; r != 0 {
-		return d - r + time.Second
-	}
-	return d
 }
 
 // admitted drops the remembered refusals of the keys of items Redis
