@@ -571,6 +571,30 @@ func TestPreauthRefusalOfABodilessRequestUnderMeterAllWeighsTheLayersAfter(t *te
 	}
 }
 
+// A body too large to read before a pre-auth refusal (over 64 KiB) is
+// weighed as one call: the layers after pre-auth look at that cost, here
+// the group bucket's longer wait, and the message promises a single call,
+// not the same request, since a batch may need longer.
+func TestPreauthRefusalOfAnUnreadBodyWeighsOneCall(t *testing.T) {
+	e := start(t, "zone unreadwait\npreauth 30/m burst 2\ngroup {http.request.header.X-Org} 15/m burst 1\nmax_body 2MB\nquota off")
+	e.prove("valid-unread", "X-Org", "acme") // a pre-auth token; the group's is left
+	if r := e.call(1, "Authorization", "Bearer valid-unread", "X-Org", "acme"); r.Status != http.StatusOK {
+		t.Fatalf("call emptying the group bucket: %d %s", r.Status, r.Body)
+	}
+	if r := e.call(2, "Authorization", "Bearer rejected", "X-Demo-Status", "401"); r.Status != http.StatusUnauthorized {
+		t.Fatalf("call spending the last pre-auth token: %d %s", r.Status, r.Body)
+	}
+	big := harness.ToolCall(3, "echo", map[string]any{"text": strings.Repeat("x", 100<<10)})
+	r := e.post(big, "Authorization", "Bearer rejected", "X-Org", "acme")
+	got := refusal(t, r, http.StatusTooManyRequests, "group")
+	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 3 {
+		t.Fatalf("Retry-After %q, want the group bucket's wait of up to 4s", r.Header.Get("Retry-After"))
+	}
+	if !strings.Contains(got.Error.Message, "a single call will work then") || strings.Contains(got.Error.Message, "the same call") {
+		t.Fatalf("message %q: want a single call promised, not the same (unread) request", got.Error.Message)
+	}
+}
+
 // An identity of several placeholders, all of them empty, is no
 // identity: such requests are anonymous, not one shared identity that a
 // first 2xx would prove for every caller without a credential.

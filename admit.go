@@ -253,7 +253,8 @@ func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal)
 // for the request's whole cost, when peekIDs could read the body: the
 // wait it names must be enough for the same request. The layers after
 // pre-auth look too, for a longer one, those an unread body or a request
-// without one meets included.
+// without one meets included. A body left unread is weighed as one call,
+// and its refusal says that a costlier request waits longer (unread).
 func (d *decision) preauthWholeCost(ref refusal) refusal {
 	switch {
 	case d.req != nil:
@@ -261,12 +262,15 @@ func (d *decision) preauthWholeCost(ref refusal) refusal {
 		if d.cost > 1 {
 			ref = d.wholeCostRefusal(ref)
 		}
-	case d.pol.meter.All:
+	case d.pol.meter.All || d.unread:
 		// Under `meter *` every request costs 1 at least, one without a
-		// body (a GET stream, a DELETE) or whose body was not read too.
+		// body (a GET stream, a DELETE) or whose body was not read too;
+		// an unread body may well hold a tool call.
 		d.cost = 1
 	}
-	return d.probe(0, ref)
+	ref = d.probe(0, ref)
+	ref.unread = d.unread
+	return ref
 }
 
 // wholeCostRefusal makes a pre-auth refusal speak of the request's whole

@@ -242,6 +242,7 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return
 	}
+	d.unread = true // until it is read below
 	if r.ContentLength > peekLimit {
 		// Not read, and not waited for either: net/http would otherwise
 		// drain up to 256 KiB of it before sending the refusal.
@@ -261,7 +262,7 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setReadDeadline(w, time.Time{})
-	d.body, d.bodyOwn = buf, true
+	d.body, d.bodyOwn, d.unread = buf, true, false
 	d.parse(buf.Bytes())
 }
 

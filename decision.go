@@ -47,6 +47,9 @@ type decision struct {
 	cost    int64
 	header  http.Header // the request's header, for the Accept values a refusal answers by
 	post    bool        // the request is a POST, which may carry JSON-RPC messages
+	// unread says peekIDs left a body it found unread (too large, too
+	// slow): what the request costs is not known.
+	unread bool
 	// probing makes the layers after a refusal decide without taking
 	// anything, to find the refusal that holds the request back longest.
 	probing bool

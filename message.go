@@ -73,6 +73,9 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 			b = strconv.AppendInt(b, int64(c.max), 10)
 			return append(b, ")."...)
 		}
+		if ref.unread {
+			return append(b, "s; a single call will work then (this request's body was not read, so a batch or a costlier tool call may need longer)."...)
+		}
 		return append(b, "s; the same call will work then."...)
 	case ref.kind == kindQuota:
 		return ref.appendQuotaMessage(b)

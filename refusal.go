@@ -44,6 +44,9 @@ type refusal struct {
 	// layer's refusal is given (its cap and perID): the wait named is
 	// then no promise, as no one knows when a call in flight ends.
 	busy busyCap
+	// unread says the request's body was not read (see decision.unread):
+	// the wait is for one call, and only such a call is promised it.
+	unread bool
 }
 
 // busyCap is a concurrency cap that refused too, for refusal.busy.
