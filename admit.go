@@ -253,20 +253,16 @@ func (h *Handler) refuseRequest(d *decision, w http.ResponseWriter, ref refusal)
 // for the request's whole cost, when peekIDs could read the body: the
 // wait it names must be enough for the same request. The layers after
 // pre-auth look too, for a longer one, those an unread body or a request
-// without one meets included. A body left unread is weighed as one call,
-// and its refusal says that a costlier request waits longer (unread).
+// without one meets included. A body left unread, which may well hold a
+// tool call, is weighed as one call, and its refusal says that a costlier
+// request waits longer (unread).
 func (d *decision) preauthWholeCost(ref refusal) refusal {
-	switch {
-	case d.req != nil:
-		d.cost = d.requestCost()
-		if d.cost > 1 {
-			ref = d.wholeCostRefusal(ref)
-		}
-	case d.pol.meter.All || d.unread:
-		// Under `meter *` every request costs 1 at least, one without a
-		// body (a GET stream, a DELETE) or whose body was not read too;
-		// an unread body may well hold a tool call.
-		d.cost = 1
+	d.cost = d.requestCost()
+	if d.unread {
+		d.cost = max(d.cost, 1)
+	}
+	if d.cost > 1 {
+		ref = d.wholeCostRefusal(ref)
 	}
 	ref = d.probe(0, ref)
 	ref.unread = d.unread
@@ -283,13 +279,18 @@ func (d *decision) wholeCostRefusal(ref refusal) refusal {
 	return ref
 }
 
-// requestCost is what the parsed request costs under the handler's meter.
+// requestCost is what the request costs under the handler's meter: the
+// parsed body's cost, nothing for a request without one (a GET stream, a
+// DELETE) or not parsed, and 1 at least for every request under `meter *`.
 func (d *decision) requestCost() int64 {
-	toolCost := d.toolCost
-	if len(d.lim.costs) == 0 {
-		toolCost = nil // every tool costs 1: no name to look up
+	var cost int64
+	if d.req != nil {
+		toolCost := d.toolCost
+		if len(d.lim.costs) == 0 {
+			toolCost = nil // every tool costs 1: no name to look up
+		}
+		cost = d.req.Cost(d.pol.meter, toolCost)
 	}
-	cost := d.req.Cost(d.pol.meter, toolCost)
 	if d.pol.meter.All && cost < 1 {
 		cost = 1
 	}

@@ -21,9 +21,7 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	pol := d.pol
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	if !hasBody && (!d.post || r.Body == nil) {
-		if pol.meter.All {
-			d.cost = 1
-		}
+		d.cost = d.requestCost()
 		return true
 	}
 	// The header rules of headersAllowBody, written out: this is the path
@@ -75,9 +73,7 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		// A GET or DELETE whose framing left its length open (chunked,
 		// or an HTTP/2 stream ended by an empty DATA frame) has no body
 		// all the same, and costs what one without a body does.
-		if pol.meter.All {
-			d.cost = 1
-		}
+		d.cost = d.requestCost()
 		_ = r.Body.Close()
 		return true
 	}

@@ -671,6 +671,9 @@ func (s *Store) admitted(items []Item, levels []float64, now time.Time) {
 	defer s.mu.Unlock()
 	for k := range items {
 		delete(s.over, overKeyOf(&items[k]))
+		if !short {
+			continue
+		}
 		if wait := OverWait(&items[k], levels[k], now); wait > 0 {
 			s.rememberLocked(&items[k], now, now.Add(wait), levels[k], true)
 		}
