@@ -673,6 +673,8 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		// A form, as Express's extended form parser hands it to a
 		// TypeScript SDK that checks its Content-Type by substring.
 		"jsonrpc=2.0&id=2&method=tools%2Fcall&params%5Bname%5D=slow",
+		// body-parser drops a BOM before qs reads the form.
+		"\xef\xbb\xbfmethod=tools%2Fcall&params[name]=slow&jsonrpc=2.0&id=2",
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

@@ -34,7 +34,11 @@ import (
 // them (qs merges them into one object, or into an array that no SDK
 // runs): params[name] and params[arguments][limit] are one call's tool
 // and argument, as they are of the one params object qs builds.
+//
+// body-parser decodes the body with iconv-lite before qs reads it, which
+// drops a leading UTF-8 BOM: the first field's key is read without it.
 func formJSON(dst, b []byte) (out []byte, ok bool) {
+	b = bytes.TrimPrefix(b, bom)
 	if bytes.IndexByte(b, '=') < 0 {
 		return dst, false
 	}

@@ -24,6 +24,7 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"a\"=b\\%0A", `{"a\"":"b\\\u000a"}`},
 		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"k":"v"}`},
 		{"a=1&a=2", `{"a":"1","a":"2"}`},
+		{"\xef\xbb\xbfa=1&\xef\xbb\xbfb=2", "{\"a\":\"1\",\"\xef\xbb\xbfb\":\"2\"}"}, // the body's BOM is dropped first
 	} {
 		got, ok := formJSON(nil, []byte(c.in))
 		if !ok || string(got) != c.want {
@@ -48,6 +49,7 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"first_segment_is_the_name", "[method]=tools/call&[params][name]=big", 5, false},
 		{"proto_is_dropped", "method=tools/call&params[__proto__][name]=big", 1, false},
 		{"not_a_call", "method=tools/list&params[name]=big", 1, false},
+		{"after_a_bom", "\xef\xbb\xbfmethod=tools%2Fcall&params[name]=big&jsonrpc=2.0&id=1", 5, false},
 	})
 	runLenientArgCases(t, []lenientArgCase{
 		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
