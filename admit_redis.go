@@ -136,7 +136,7 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	d.levelsInRedis(slots, res.Now)
 	ref := d.redisRefusal(slots[res.Refused], res)
 	if !d.pol.dryRun {
-		return d.outlastingInRedis(ref, items, slots, res.Now), false, nil
+		return d.outlastingInRedis(ref, items, slots, res), false, nil
 	}
 	d.recordInRedis(ref, items, slots, res)
 	return refusal{}, true, nil
@@ -194,7 +194,7 @@ func (d *decision) recordInRedis(ref refusal, items []redisstore.Item, slots []r
 		if seen&(1<<l) != 0 {
 			continue
 		}
-		its, wait := ref, redisstore.OverWait(&items[k], res.Now[k], d.now)
+		its, wait := ref, res.ItemWait(items, k, d.now)
 		switch q := slots[k].quota; {
 		case k != res.Refused && wait == 0:
 			continue
@@ -316,16 +316,16 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 }
 
 // outlastingInRedis returns, of ref and the refusals of the other items
-// levels say cannot fit either, the one that outlasts the others, with
-// what they say folded in (see longestOf): Redis reports only the first
-// item that did not fit.
-func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots []redisSlot, levels []float64) refusal {
-	if len(levels) != len(items) {
+// Redis's answer res says cannot fit either, the one that outlasts the
+// others, with what they say folded in (see longestOf): Redis reports
+// only the first item that did not fit.
+func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots []redisSlot, res redisstore.Result) refusal {
+	if len(res.Now) != len(items) {
 		return ref
 	}
 	d.refs = append(d.refs[:0], ref)
 	for k := range items {
-		wait := redisstore.OverWait(&items[k], levels[k], d.now)
+		wait := res.ItemWait(items, k, d.now)
 		if wait == 0 {
 			continue
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 // When several of the items decided in Redis refuse a batch, the refusal
@@ -98,5 +100,81 @@ func TestRedisLocalRefusalNamesTheTenantWaitItsAdmissionLeft(t *testing.T) {
 	}
 	if n := storeRoundTrips(t, h) - before; n != 0 {
 		t.Fatalf("x's call cost %d round trips, want it answered from memory", n)
+	}
+}
+
+// midwayInRedis returns two instances of one zone on one Redis, midway
+// through a live change: the fast one has the rate of the layer set by
+// with raised to 60/m, the slow one still gives 6/m, both at burst 2
+// unless with changes it.
+func midwayInRedis(t *testing.T, zone string, with func(h *Handler, l *RateLimit)) (fast, slow *Handler) {
+	t.Helper()
+	url, _ := localRedis(t)
+	awayFromMidnight(t)
+	instance := func(rate string) *Handler {
+		h := &Handler{
+			Zone: zone, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+			Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Off: true}, Global: &RateLimit{Off: true},
+			Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
+		}
+		with(h, &RateLimit{Rate: rate, Burst: 2})
+		return provisionForTest(t, h)
+	}
+	return instance("60/m"), instance("6/m")
+}
+
+// A bucket the slow instance drained earns its last charge's rate (a
+// token every 10s) until a call is admitted under the new one, so the fast
+// instance's refusal names that wait, not the second its own rate would
+// take, after which the call was refused again, nine times over.
+func TestRedisRefusalNamesTheRateTheBucketEarns(t *testing.T) {
+	fast, slow := midwayInRedis(t, "redis-earned-rate", func(h *Handler, l *RateLimit) { h.Tenant = l })
+	const token = "Bearer valid-earned-rate"
+	for i, h := range []*Handler{fast, slow, slow, slow} { // each proves it first, charged to pre-auth
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	rec := serveRecorded(t, fast, "echo", token, http.StatusOK)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"limit":"tenant"`) {
+		t.Fatalf("the fast instance's call: %d %s, want a tenant refusal", rec.Code, rec.Body)
+	}
+	if ra, _ := strconv.Atoi(rec.Header().Get("Retry-After")); ra < 9 || ra > 10 {
+		t.Fatalf("Retry-After %q, want the 10s a token takes at the rate the bucket earns", rec.Header().Get("Retry-After"))
+	}
+}
+
+// So too for a bucket behind the one Redis refused first: the caller's
+// own tenant bucket (12/m, burst 1, on both instances) refuses the fast
+// instance's call for 5s, and the global bucket (burst 3) the slow one
+// drained names its 10s, the longer wait, not the second its own rate
+// would take, and remembers it so. The proving calls take global tokens
+// too.
+func TestRedisRefusalWeighsTheRateABucketBehindEarns(t *testing.T) {
+	fast, slow := midwayInRedis(t, "redis-earned-rate-behind", func(h *Handler, l *RateLimit) {
+		l.Burst = 3
+		h.Tenant, h.Global = &RateLimit{Rate: "12/m", Burst: 1}, l
+	})
+	const token = "Bearer valid-earned-rate-behind"
+	for i, h := range []*Handler{fast, slow, slow} { // each proves it first, charged to pre-auth
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	rec := serveRecorded(t, fast, "echo", token, http.StatusOK)
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"limit":"global"`) {
+		t.Fatalf("the fast instance's call: %d %s, want the global bucket's longer refusal", rec.Code, rec.Body)
+	}
+	if ra, _ := strconv.Atoi(rec.Header().Get("Retry-After")); ra < 8 {
+		t.Fatalf("Retry-After %q, want the global bucket's 10s at 6/m", rec.Header().Get("Retry-After"))
+	}
+	// Remembered so: the next call, answered from memory, names it too.
+	before := storeRoundTrips(t, fast)
+	rec = serveRecorded(t, fast, "echo", token, http.StatusOK)
+	if ra, _ := strconv.Atoi(rec.Header().Get("Retry-After")); rec.Code != http.StatusTooManyRequests || ra < 8 {
+		t.Fatalf("the next call: %d, Retry-After %q, want the global bucket's wait again", rec.Code, rec.Header().Get("Retry-After"))
+	}
+	if n := storeRoundTrips(t, fast) - before; n != 0 {
+		t.Fatalf("the next call cost %d round trips, want it answered from memory", n)
 	}
 }

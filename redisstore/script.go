@@ -67,6 +67,26 @@ local function level(h, a, b, since, now)
   end
   return math.min(b, tokens + math.max(now - split, 0) * a / 1000000)
 end
+-- need returns the milliseconds until the bucket hash h, holding tokens
+-- at now (see level), holds cost (a cost above the burst b: b), at the
+-- rates level credits from now on; 0 when it holds cost now. A bucket
+-- charged under other limits after since earns them until full under
+-- them (then it is full under b); one whose change comes later (since
+-- after now, on Redis's clock) earns them until then.
+local function need(h, a, b, since, now, tokens, cost)
+  if tokens >= cost then return 0 end
+  local target, ts = math.min(cost, b), tonumber(h[2])
+  local r0, b0 = tonumber(h[3]) or a, tonumber(h[4]) or b
+  local before = 0
+  if ts ~= nil and (r0 ~= a or b0 ~= b) and (since <= ts or since > now) then
+    local dt = (math.min(target, b0) - tokens) / r0 * 1000000
+    if since <= ts or now + dt <= since then
+      return math.max(math.ceil(dt / 1000), 1)
+    end
+    tokens, before = tokens + (since - now) * r0 / 1000000, since - now
+  end
+  return math.max(math.ceil((before + (target - tokens) / a * 1000000) / 1000), 1)
+end
 `
 
 // luaDecide is shared by decideScript and peekScript: it reads what every
@@ -82,17 +102,17 @@ end
 // for a quota).
 //
 // It leaves refused, the first item that does not fit (0 when all do),
-// and wait, its wait in milliseconds (-1 for a bucket whose burst is
-// below the cost); cur[i], what item i holds (a bucket's tokens in
-// thousandths, a quota's count); and for the items that fit, what
-// charging them takes.
+// and wait, its wait in milliseconds; cur[i], what item i holds (a
+// bucket's tokens in thousandths, a quota's count); waits[i], for a
+// bucket the milliseconds until it holds item i's cost (see need), 0 for
+// a quota; and for the items that fit, what charging them takes.
 const luaDecide = `
 local t = redis.call('TIME')
 local sec = tonumber(t[1])
 local now = sec * 1000000 + tonumber(t[2])
 local margin = tonumber(ARGV[1])
 local n = #KEYS
-local left, qkeys, resets, after, cur = {}, {}, {}, {}, {}
+local left, qkeys, resets, after, cur, waits = {}, {}, {}, {}, {}, {}
 local adds = {}
 local refused, wait = 0, 0
 for i = 1, n do
@@ -102,10 +122,10 @@ for i = 1, n do
     local h = redis.call('HMGET', KEYS[i], 'tokens', 'ts', 'rate', 'burst')
     local tokens = level(h, a, b, tonumber(ARGV[base + 4]), now)
     cur[i] = math.floor(tokens * 1000)
+    waits[i] = need(h, a, b, tonumber(ARGV[base + 4]), now, tokens, cost)
     if refused == 0 then
       if tokens < cost then
-        refused, wait = i, math.ceil((cost - tokens) / a * 1000)
-        if cost > b then wait = -1 end
+        refused, wait = i, waits[i]
       else
         left[i] = tokens - cost
         after[i] = math.floor(left[i] * 1000)
@@ -116,7 +136,7 @@ for i = 1, n do
     local qk = KEYS[i] .. suffix
     local raw = redis.call('GET', qk)
     local stored = tonumber(raw or '0')
-    cur[i] = stored
+    cur[i], waits[i] = stored, 0
     if kind == 3 and not raw then
       cur[i], after[i] = -1, -1
     elseif refused == 0 then
@@ -144,13 +164,13 @@ end
 // It returns {0, 0, after_1, ..., after_n} when every item fits (and
 // charges them all), where after_i is what item i holds once charged: a
 // bucket's tokens in thousandths, a quota's count. Otherwise it returns
-// {i, wait_ms, now_1, ..., now_n} for the first item i that does not fit,
-// having written nothing: now_j is what item j holds (uncharged), and
-// wait_ms is -1 for a bucket whose burst is below the cost.
+// {i, wait_ms, now_1, ..., now_n, wait_1, ..., wait_n} for the first item
+// i that does not fit, having written nothing: now_j is what item j holds
+// (uncharged), and wait_j is luaDecide's waits[j].
 var decideScript = redis.NewScript(luaDate + luaLevel + luaDecide + `
 if refused > 0 then
   local reply = {refused, wait}
-  for i = 1, n do reply[2 + i] = cur[i] end
+  for i = 1, n do reply[2 + i], reply[2 + n + i] = cur[i], waits[i] end
   return reply
 end
 for i = 1, n do
@@ -170,11 +190,11 @@ return reply
 `)
 
 // peekScript decides as decideScript does but charges nothing, whether
-// every item fits or not: it returns {i, wait_ms, now_1, ..., now_n},
-// with i 0 when every item fits.
+// every item fits or not: it returns {i, wait_ms, now_1, ..., now_n,
+// wait_1, ..., wait_n}, with i 0 when every item fits.
 var peekScript = redis.NewScript(luaDate + luaLevel + luaDecide + `
 local reply = {refused, wait}
-for i = 1, n do reply[2 + i] = cur[i] end
+for i = 1, n do reply[2 + i], reply[2 + n + i] = cur[i], waits[i] end
 return reply
 `)
 

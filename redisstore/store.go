@@ -89,9 +89,9 @@ type Result struct {
 	// Refused is the index of the first item that did not fit, -1 when OK.
 	Refused int
 	// Wait is how long until the refused item fits: for a bucket until
-	// enough tokens are back (for a cost above its burst, which never
-	// fits, until a call of the burst's size does), for a quota until its
-	// period ends.
+	// enough tokens are back at the rate it earns (see Refill; for a cost
+	// above its burst, which never fits, until a call of the burst's size
+	// does), for a quota until its period ends.
 	Wait time.Duration
 	// Local is true when the refusal came from the short-circuit, without
 	// a round trip.
@@ -104,6 +104,12 @@ type Result struct {
 	// holds there (nothing was charged; -1 for a QuotaIfCounted it holds
 	// no count for); nil for a Local refusal.
 	Now []float64
+	// Refill holds, where Now does, how long until each bucket item fits,
+	// at the rates its level earns in Redis (those of its last charge,
+	// for one charged under other limits since these came into force:
+	// another instance's, or a tier its key left); 0 for a quota, and for
+	// an item that fits. See ItemWait.
+	Refill []time.Duration
 	// Held is, after a Local refusal, what the refused item held when Redis
 	// refused it, brought up to now: a bucket's tokens, a quota's count.
 	Held float64
@@ -379,37 +385,46 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 	if err != nil {
 		return Result{}, fmt.Errorf("deciding in redis: %w", err)
 	}
-	if len(vals) != 2+len(items) || vals[0] < 0 || vals[0] > int64(len(items)) {
+	// An admission's reply holds each item's level, a refusal's or a
+	// peek's each one's refill wait as well.
+	n := len(items)
+	charged := len(vals) > 0 && vals[0] == 0 && script != peekScript
+	want := 2 + 2*n
+	if charged {
+		want = 2 + n
+	}
+	if len(vals) != want || vals[0] < 0 || vals[0] > int64(n) {
 		return Result{}, fmt.Errorf("deciding in redis: unexpected reply %v", vals)
 	}
-	levels := make([]float64, len(items))
-	for i, v := range vals[2:] {
+	levels := make([]float64, n)
+	for i, v := range vals[2 : 2+n] {
 		levels[i] = float64(v)
 		if items[i].Kind == Bucket {
 			levels[i] /= 1000
 		}
 	}
-	switch {
-	case vals[0] == 0 && script == peekScript:
-		return Result{OK: true, Refused: -1, Now: levels}, nil
-	case vals[0] == 0:
+	if charged {
 		// Admitted: none of its keys is over its limit (a refusal
 		// remembered under other limits, raised and lowered again since,
 		// must not come back).
 		s.admitted(items, levels, now)
 		return Result{OK: true, Refused: -1, After: levels}, nil
 	}
-	i := int(vals[0] - 1)
-	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond, Now: levels}
-	if vals[1] < 0 { // above the burst: until a call of the burst's size fits
-		r.Wait = OverWait(&items[i], levels[i], now)
+	refill := make([]time.Duration, n)
+	for i, v := range vals[2+n:] {
+		refill[i] = time.Duration(v) * time.Millisecond
 	}
+	if vals[0] == 0 {
+		return Result{OK: true, Refused: -1, Now: levels, Refill: refill}, nil
+	}
+	i := int(vals[0] - 1)
+	r := Result{Refused: i, Wait: time.Duration(vals[1]) * time.Millisecond, Now: levels, Refill: refill}
 	// Every item the levels show over its limit is remembered, not only
 	// the first: a later local refusal must still name the longest wait.
 	for k := range items {
 		wait := r.Wait
 		if k != i {
-			wait = OverWait(&items[k], levels[k], now)
+			wait = r.ItemWait(items, k, now)
 		}
 		if wait > 0 {
 			// Until the key fits again, to the moment: a flood that
@@ -420,6 +435,16 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 		}
 	}
 	return r, nil
+}
+
+// ItemWait is how long until items[k] fits, by what Redis reported with
+// a refusal or a Peek (r.Now): a bucket's wait as Redis reckons it
+// (Refill), a quota's until its period ends (see OverWait).
+func (r *Result) ItemWait(items []Item, k int, now time.Time) time.Duration {
+	if items[k].Kind == Bucket && r.Refill != nil {
+		return r.Refill[k]
+	}
+	return OverWait(&items[k], r.Now[k], now)
 }
 
 // OverWait is how long until it fits, by the level Redis reported for it:

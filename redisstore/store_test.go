@@ -153,8 +153,8 @@ func TestDecideBucketsAndQuotas(t *testing.T) {
 	}
 	// A cost above the burst never fits; its wait is until a call of the
 	// burst's size does: none to speak of for a full bucket.
-	if res := decide(t, s, bucket("t/y", 1, 3, 4)); res.OK || res.Wait != time.Nanosecond {
-		t.Fatalf("cost above burst: %+v, want a refusal waiting 1ns (the bucket is full)", res)
+	if res := decide(t, s, bucket("t/y", 1, 3, 4)); res.OK || res.Wait <= 0 || res.Wait > time.Millisecond {
+		t.Fatalf("cost above burst: %+v, want a refusal waiting at most 1ms (the bucket is full)", res)
 	}
 	// Quotas count exactly, per period, with several items of the same
 	// key adding up within one decision.
@@ -594,7 +594,7 @@ func TestLimitChangeCreditsIdleTimeAtTheOldLimit(t *testing.T) {
 		it.Key, it.Since = key, since
 		return it
 	}
-	for _, key := range []string{"t/changed", "t/moved", "t/unknown", "t/split", "t/full"} {
+	for _, key := range []string{"t/changed", "t/moved", "t/unknown", "t/split", "t/full", "t/ahead", "t/first"} {
 		if res := decide(t, s, at(key, old, time.Time{})); !res.OK {
 			t.Fatalf("%s: draining refused: %+v", key, res)
 		}
@@ -604,8 +604,25 @@ func TestLimitChangeCreditsIdleTimeAtTheOldLimit(t *testing.T) {
 		t.Fatalf("after 55s at 1/h and a raise to 10/m: %+v, want a refusal holding ~0.015 tokens", res)
 	}
 	idle(t, r, s, "t/moved", 55*time.Second)
-	if res := decide(t, s, at("t/moved", raised, now.Add(-time.Hour))); res.OK || res.Now[0] > 0.02 {
+	moved := at("t/moved", raised, now.Add(-time.Hour))
+	if res := decide(t, s, moved); res.OK || res.Now[0] > 0.02 {
 		t.Fatalf("charged under other limits after the change (its key moved to a tier with these): %+v, want the old rate's ~0.015 tokens", res)
+	} else if res.Wait < 3500*time.Second || res.Wait > time.Hour || res.Refill[0] != res.Wait {
+		// It earns those limits until a call is admitted under these: its
+		// wait is the old rate's, not the 6s the new one would take.
+		t.Fatalf("its wait %v (refill %v), want the ~3545s a token takes at 1/h", res.Wait, res.Refill)
+	}
+	// So too where another item refused first, and in the wait it names.
+	first := at("t/first", old, time.Time{})
+	if res, err := s.Ask(context.Background(), []redisstore.Item{first, moved}); err != nil || res.OK || res.Refused != 0 ||
+		res.Refill[1] < 3500*time.Second || res.Refill[1] > time.Hour {
+		t.Fatalf("behind another refusal: %+v (%v), want item 1 to wait ~3545s", res, err)
+	}
+	// A change to come (on Redis's clock: the instance's runs ahead)
+	// leaves the old rate in force until then.
+	idle(t, r, s, "t/ahead", 55*time.Second)
+	if res := decide(t, s, at("t/ahead", raised, now.Add(30*time.Second))); res.OK || res.Wait < 34*time.Second || res.Wait > 37*time.Second {
+		t.Fatalf("the raise 29-30s ahead: %+v, want those seconds at 1/h and then ~5.9s at 10/m", res)
 	}
 	idle(t, r, s, "t/unknown", 55*time.Second)
 	if res := decide(t, s, at("t/unknown", raised, time.Time{})); res.OK || res.Now[0] > 0.02 {
