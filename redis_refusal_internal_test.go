@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/caddyserver/caddy/v2"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // When several of the items decided in Redis refuse a batch, the refusal
@@ -176,5 +178,36 @@ func TestRedisRefusalWeighsTheRateABucketBehindEarns(t *testing.T) {
 	}
 	if n := storeRoundTrips(t, fast) - before; n != 0 {
 		t.Fatalf("the next call cost %d round trips, want it answered from memory", n)
+	}
+}
+
+// A dry run records it so too: the fast instance, in dry run, logs the
+// global bucket's would-be refusal with its 10s at 6/m beside the tenant
+// bucket's, not the second its own rate would take.
+func TestRedisDryRunRecordsTheRateABucketBehindEarns(t *testing.T) {
+	fast, slow := midwayInRedis(t, "redis-earned-rate-dry", func(h *Handler, l *RateLimit) {
+		h.DryRun = l.Rate == "60/m"
+		l.Burst = 3
+		h.Tenant, h.Global = &RateLimit{Rate: "12/m", Burst: 1}, l
+	})
+	core, logs := observer.New(zap.InfoLevel)
+	fast.logger = zap.New(core)
+	const token = "Bearer valid-earned-rate-dry"
+	for i, h := range []*Handler{fast, slow, slow, fast} { // the last one admitted in dry run
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	var global []observer.LoggedEntry
+	for _, e := range logs.FilterMessage("would refuse (dry run)").All() {
+		if e.ContextMap()["layer"] == "global" {
+			global = append(global, e)
+		}
+	}
+	if len(global) != 1 {
+		t.Fatalf("want one would-be global refusal logged, got %d of %v", len(global), logs.All())
+	}
+	if ra, _ := global[0].ContextMap()["retry_after"].(int64); ra < 8 {
+		t.Fatalf("would-be global refusal with retry_after %v, want its 10s at 6/m", global[0].ContextMap()["retry_after"])
 	}
 }
