@@ -288,10 +288,12 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 	}
 	// A form, as Express's extended form parser reads it, holds the
 	// argument as a string: no number.
-	// So does one after a BOM, which body-parser drops before qs reads it.
+	// So does one after a BOM, which body-parser drops before qs reads it,
+	// and one whose key Koa's body parsers (co-body) read at a dot.
 	for _, body := range []string{
 		"jsonrpc=2.0&id=7&method=tools/call&params[name]=echo&params[arguments][limit]=1",
 		"\xef\xbb\xbfmethod=tools%2Fcall&params[name]=echo&params[arguments][limit]=5000&jsonrpc=2.0&id=7",
+		"jsonrpc=2.0&id=7&method=tools%2Fcall&params[name]=echo&params[arguments].limit=5000",
 	} {
 		form := e.post(body, h...)
 		var formAnswer rpcError

@@ -36,14 +36,16 @@ import (
 // and argument, as they are of the one params object qs builds.
 //
 // body-parser decodes the body with iconv-lite before qs reads it, which
-// drops a leading UTF-8 BOM: the first field's key is read without it.
+// drops a leading UTF-8 BOM: the first field's key is read without it. A
+// key with dots is also read as qs reads it with allowDots (see
+// dotsAsBrackets), as a member of its own beside the first.
 func formJSON(dst, b []byte) (out []byte, ok bool) {
 	b = bytes.TrimPrefix(b, bom)
 	if bytes.IndexByte(b, '=') < 0 {
 		return dst, false
 	}
 	dst = append(dst, '{')
-	var key, val []byte
+	var key, val, dotted []byte
 	for field := range bytes.SplitSeq(b, []byte{'&'}) {
 		k, v, hasValue := formField(field)
 		key, val = formDecode(key[:0], k), val[:0]
@@ -51,12 +53,42 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 			val = formDecode(val, v)
 		}
 		dst = appendFormField(dst, key, val)
+		if bytes.IndexByte(key, '.') >= 0 {
+			// Koa's body parsers (co-body) set qs's allowDots, and
+			// Hono's parseBody({dot: true}) nests at dots too: the
+			// field is also the member they read.
+			if dotted = dotsAsBrackets(dotted[:0], key); !bytes.Equal(dotted, key) {
+				dst = appendFormField(dst, dotted, val)
+			}
+		}
 	}
 	if len(dst) == 1 {
 		return dst[:0], false
 	}
 	dst[len(dst)-1] = '}' // the last field's comma
 	return dst, true
+}
+
+// dotsAsBrackets appends the decoded key as qs reads it with allowDots:
+// each dot followed by text up to the next dot or '[' makes that text a
+// segment (key.replace(/\.([^.[]+)/g, '[$1]')), so params.name is
+// params[name] and params[arguments].limit is params[arguments][limit].
+func dotsAsBrackets(dst, key []byte) []byte {
+	for i := 0; i < len(key); i++ {
+		end := i + 1
+		for key[i] == '.' && end < len(key) && key[end] != '.' && key[end] != '[' {
+			end++
+		}
+		if end == i+1 {
+			dst = append(dst, key[i])
+			continue
+		}
+		dst = append(dst, '[')
+		dst = append(dst, key[i+1:end]...)
+		dst = append(dst, ']')
+		i = end - 1
+	}
+	return dst
 }
 
 // formField splits one field at the "=" qs ends its key at: the one

@@ -25,6 +25,12 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"k":"v"}`},
 		{"a=1&a=2", `{"a":"1","a":"2"}`},
 		{"\xef\xbb\xbfa=1&\xef\xbb\xbfb=2", "{\"a\":\"1\",\"\xef\xbb\xbfb\":\"2\"}"}, // the body's BOM is dropped first
+		// With allowDots (co-body's default) too: a dot followed by text
+		// up to the next dot or '[' makes a segment, even in brackets.
+		{"a.b.c=1", `{"a.b.c":"1","a":{"b":{"c":"1"}}}`},
+		{"p[x].y%2Ez=1", `{"p":{"x":"1"},"p":{"x":{"y":{"z":"1"}}}}`},
+		{"a[b.c]=1", `{"a":{"b.c":"1"},"a[b":{"c":"1"}}`}, // a[b[c]]
+		{"a..b=1&.c=2&d.=3", `{"a..b":"1","a.":{"b":"1"},".c":"2","c":"2","d.":"3"}`},
 	} {
 		got, ok := formJSON(nil, []byte(c.in))
 		if !ok || string(got) != c.want {
@@ -50,8 +56,11 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"proto_is_dropped", "method=tools/call&params[__proto__][name]=big", 1, false},
 		{"not_a_call", "method=tools/list&params[name]=big", 1, false},
 		{"after_a_bom", "\xef\xbb\xbfmethod=tools%2Fcall&params[name]=big&jsonrpc=2.0&id=1", 5, false},
+		{"dotted_as_koa_reads_it", "jsonrpc=2.0&id=1&method=tools%2Fcall&params.name=big", 5, false},
+		{"dotted_escaped", "jsonrpc=2.0&id=1&method=tools%2Fcall&params%2Ename=big", 5, false},
 	})
 	runLenientArgCases(t, []lenientArgCase{
 		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
+		{"argument_after_a_dot", "method=tools/call&params[name]=search&params[arguments].limit=1000", 0, false},
 	})
 }
