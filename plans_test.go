@@ -179,6 +179,39 @@ func tierMoveKeepsTheLevel(t *testing.T, e *env, tok string) {
 	}
 }
 
+// A tenant moving to another tier is moved by its first request there,
+// admitted or not: drained as slow (a token every 6s) and refused as fast
+// (a token a second), it is told to wait a second and the same call works
+// then, also where every layer looks before any takes (a group layer).
+func TestTierMoveRefusedRetryWorksAfterTheWaitItNames(t *testing.T) {
+	const block = "preauth 100/s burst 100\nquota off\n" +
+		"tier slow {\nmatch {http.request.header.X-Plan} slow\ntenant 10/m burst 2\n}\n" +
+		"tier fast {\nmatch {http.request.header.X-Plan} fast\ntenant 60/m burst 1\n}"
+	for _, c := range []struct{ name, extra string }{
+		{"reserving", ""},
+		{"looking_first", "\ngroup {http.request.header.X-Org} 100/s burst 100"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := start(t, "zone tiermove_"+c.name+"\n"+block+c.extra)
+			tok := "valid-tiermove-retry-" + c.name
+			slow := []string{"Authorization", "Bearer " + tok, "X-Plan", "slow", "X-Org", "acme"}
+			fast := []string{"Authorization", "Bearer " + tok, "X-Plan", "fast", "X-Org", "acme"}
+			e.prove(tok, slow[2:]...)
+			e.passes(2, "echo", slow...)
+			r := e.callTool(1, "echo", fast...)
+			refusal(t, r, http.StatusTooManyRequests, "tenant")
+			ra, _ := strconv.Atoi(r.Header.Get("Retry-After"))
+			if ra != 1 {
+				t.Fatalf("Retry-After %q, want the fast tier's 1s", r.Header.Get("Retry-After"))
+			}
+			time.Sleep(time.Duration(ra) * time.Second)
+			if r := e.callTool(2, "echo", fast...); r.Status != http.StatusOK {
+				t.Fatalf("the same call after Retry-After: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+}
+
 func TestOverrideRaisesOneTenantsQuotaLive(t *testing.T) {
 	const block = "tenant off\nquota 3/day"
 	e := start(t, block)

@@ -137,7 +137,10 @@ func (s *Set[K]) Reserve(key K, lim Limit, n int, now time.Time) (res Reservatio
 
 // Wait reports how long until n tokens would be in key's bucket under lim
 // at now (0 and ok when they are there now), as Reserve would, but takes
-// nothing and creates no bucket: a key without one has a full bucket.
+// nothing and creates no bucket: a key without one has a full bucket. A
+// bucket under other limits moves to lim, as Reserve moves it whether it
+// admits or not (see retune): the key's request came under lim now, and
+// the wait is at the rate its bucket earns from here.
 func (s *Set[K]) Wait(key K, lim Limit, n int, now time.Time) (wait time.Duration, ok bool) {
 	if n <= 0 || lim.Rate == rate.Inf {
 		return 0, true
@@ -149,8 +152,8 @@ func (s *Set[K]) Wait(key K, lim Limit, n int, now time.Time) (wait time.Duratio
 	lim.Burst = max(lim.Burst, 0)
 	b := bucket{tokens: float64(lim.Burst), last: at, rate: lim.Rate, burst: lim.Burst}
 	if idx, found := sh.index[key]; found {
+		sh.slab[idx].retune(lim, at, sh.changed)
 		b = sh.slab[idx] // a copy: taking from it changes nothing
-		b.retune(lim, at, sh.changed)
 	}
 	return b.take(n, at)
 }

@@ -488,6 +488,25 @@ func TestWaitTakesNothing(t *testing.T) {
 	}
 }
 
+// A key whose request comes under other limits moves to them when Wait
+// decides it, as when Reserve does, whether it fits or not: drained at
+// 1 token per 6s, then asked under 1/s, it is told 1s and has the token
+// then, not a sixth of one earned at its old rate.
+func TestWaitMovesTheKeyToItsLimits(t *testing.T) {
+	slow, fast := Limit{Rate: 1.0 / 6, Burst: 2}, Limit{Rate: 1, Burst: 1}
+	s := New(10, HashFingerprint)
+	if _, _, ok, _ := s.Reserve(fp(1), slow, 2, t0); !ok {
+		t.Fatal("draining reservation refused")
+	}
+	wait, ok := s.Wait(fp(1), fast, 1, t0)
+	if ok || wait != time.Second {
+		t.Fatalf("Wait under the new limits = %v, %v; want 1s", wait, ok)
+	}
+	if _, _, ok, _ := s.Reserve(fp(1), fast, 1, t0.Add(wait)); !ok {
+		t.Fatal("refused after the wait Wait named")
+	}
+}
+
 // A bucket not used since a limits change does not know its new limits:
 // it is not dropped as full on the old rate's word (its next use under a
 // slower rate would find it recreated full, a fresh burst), only once it
