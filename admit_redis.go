@@ -319,13 +319,21 @@ func (d *decision) redisRefusal(slot redisSlot, res redisstore.Result) refusal {
 // Redis's answer res says cannot fit either, the one that outlasts the
 // others, with what they say folded in (see longestOf): Redis reports
 // only the first item that did not fit.
+//
+// A refusal answered from memory comes without the levels: of the others,
+// it weighs the buckets whose burst the request exceeds, which never
+// admit it as sent (a smaller request asks Redis, after a second).
 func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots []redisSlot, res redisstore.Result) refusal {
-	if len(res.Now) != len(items) {
-		return ref
-	}
+	levels := len(res.Now) == len(items)
 	d.refs = append(d.refs[:0], ref)
 	for k := range items {
-		wait := res.ItemWait(items, k, d.now)
+		var wait time.Duration
+		switch {
+		case levels:
+			wait = res.ItemWait(items, k, d.now)
+		case items[k].Kind == redisstore.Bucket && items[k].N > items[k].Burst:
+			wait = time.Second
+		}
 		if wait == 0 {
 			continue
 		}
@@ -334,6 +342,9 @@ func (d *decision) outlastingInRedis(ref refusal, items []redisstore.Item, slots
 			other = d.quotasRefusal(q)
 		}
 		d.refs = append(d.refs, other)
+	}
+	if !levels && len(d.refs) == 1 {
+		return ref // from memory, and nothing to weigh beside it
 	}
 	return longestOf(d.refs)
 }

@@ -211,3 +211,33 @@ func TestRedisDryRunRecordsTheRateABucketBehindEarns(t *testing.T) {
 		t.Fatalf("would-be global refusal with retry_after %v, want its 10s at 6/m", global[0].ContextMap()["retry_after"])
 	}
 }
+
+// A refusal answered from memory names a bucket whose burst the request
+// exceeds ahead of the remembered wait: after the global bucket's refusal
+// (1/m, remembered), a batch of two calls from a tenant of burst 1 can
+// never pass as sent, and is told so, not to retry in a minute.
+func TestRedisLocalRefusalNamesABurstTheRequestExceeds(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-local-never", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Tenant: &RateLimit{Rate: "100/s", Burst: 1}, Quota: &QuotaLimit{Off: true},
+		Global: &RateLimit{Rate: "1/m", Burst: 2},
+	})
+	const token = "Bearer valid-local-never"
+	for i := range 2 { // the first proves it; each takes a global token
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i+1, code, body)
+		}
+	}
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, `"limit":"global"`) {
+		t.Fatalf("third call: %d %s, want the global refusal Redis gives", code, body)
+	}
+	before := storeRoundTrips(t, h)
+	call := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo"}}`
+	rec := serveBody(t, h, "["+strings.ReplaceAll(call, "%d", "1")+","+strings.ReplaceAll(call, "%d", "2")+"]", token, http.StatusOK)
+	if n := storeRoundTrips(t, h) - before; n != 0 {
+		t.Fatalf("the batch cost %d round trips, want it answered from memory", n)
+	}
+	if rec.Code != http.StatusTooManyRequests || !strings.Contains(rec.Body.String(), `"limit":"tenant"`) || !strings.Contains(rec.Body.String(), "never be admitted") {
+		t.Fatalf("the batch: %d %s, want the tenant bucket's refusal of a request above its burst", rec.Code, rec.Body)
+	}
+}
