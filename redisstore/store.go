@@ -649,19 +649,36 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 	for i := range items {
 		it := &items[i]
 		e, ok := s.over[overKeyOf(it)]
-		if !ok || !now.Before(e.until) || !now.Before(e.recheck) || it.N < e.n || e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
+		if !ok || !now.Before(e.until) || !now.Before(e.recheck) {
 			continue
 		}
+		if e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
+			// Known under other limits, changed since: what the key
+			// holds under these is Redis's to say, and a refusal from
+			// memory could not weigh it.
+			return Result{}, false
+		}
 		held, wait := e.held, e.until.Sub(now)
+		cheaper := it.N < e.n
 		if it.Kind == Bucket {
-			// Short of the call's cost while remembered: the refill the
-			// levels show ends the entry.
-			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst), math.Nextafter(float64(e.n), 0))
+			// Short of the remembered call's cost while remembered: the
+			// refill the levels show ends the entry.
+			held = min(held+now.Sub(e.at).Seconds()*e.rate, float64(e.burst))
+			if !cheaper {
+				held = min(held, math.Nextafter(float64(e.n), 0))
+			}
 			if it.N > e.n { // a costlier call waits for its own cost
 				wait = max(wait, OverWait(it, held, now))
 			}
 		}
-		refused = refused || !e.seen
+		if cheaper {
+			// It may fit: weighed beside a refusal, it refuses nothing
+			// alone (Redis decides it).
+			if wait = OverWait(it, held, now); wait == 0 {
+				continue
+			}
+		}
+		refused = refused || !e.seen && !cheaper
 		if found && wait <= r.Wait {
 			continue
 		}

@@ -758,6 +758,51 @@ func TestShortCircuitLetsACheaperCallThrough(t *testing.T) {
 	}
 }
 
+// A remembered key whose limits changed since is not known under the new
+// ones: a call of it is decided in Redis, though another of its keys is
+// remembered refused, whose wait alone a refusal from memory would name.
+func TestShortCircuitAsksRedisOfAKeyUnderChangedLimits(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	short, long := bucket("t/short", 1, 1, 1), bucket("t/long", 1.0/3600, 1, 1)
+	if res := decide(t, s, short, long); !res.OK {
+		t.Fatalf("draining call refused: %+v", res)
+	}
+	if res := decide(t, s, short, long); res.OK || res.Local {
+		t.Fatalf("second call %+v, want Redis to refuse it and both keys remembered", res)
+	}
+	changed := long
+	changed.Rate = 1.0 / 1800
+	if res := decide(t, s, short, changed); res.OK || res.Local {
+		t.Fatalf("a call with t/long's rate changed: %+v, want it decided in Redis", res)
+	}
+}
+
+// A cheaper call of a remembered key may fit, so it refuses nothing
+// alone; beside another key's remembered refusal it is weighed, with
+// what its level shows: a bucket left short of one token for a minute
+// outlasts the other key's second.
+func TestShortCircuitWeighsACheaperCallOfARememberedKey(t *testing.T) {
+	r := harness.StartRedis(t)
+	s := newStore(t, r, "z")
+	slow, fast := bucket("t/slow", 1.0/60, 2, 2), bucket("t/fast", 1, 1, 1)
+	if res := decide(t, s, slow, fast); !res.OK {
+		t.Fatalf("draining call refused: %+v", res)
+	}
+	if res := decide(t, s, slow, fast); res.OK || res.Local {
+		t.Fatalf("second call %+v, want Redis to refuse it and both keys remembered", res)
+	}
+	cheaper := slow
+	cheaper.N = 1
+	res := decide(t, s, cheaper, fast)
+	if res.OK || !res.Local || res.Refused != 0 || res.Wait < 50*time.Second {
+		t.Fatalf("a call of cost 1 of t/slow beside t/fast: %+v, want a local refusal naming t/slow's minute", res)
+	}
+	if res := decide(t, s, cheaper); res.Local {
+		t.Fatalf("a call of cost 1 of t/slow alone: %+v, want it decided in Redis", res)
+	}
+}
+
 // A bucket item without a positive rate and burst is an error, not a
 // bucket that never admits or always does.
 func TestBucketWithoutRateOrBurstIsAnError(t *testing.T) {
