@@ -167,7 +167,8 @@ type overEntry struct {
 	n          int64
 	rate       float64
 	burst, lim int64
-	held       float64 // what the item held when Redis refused it
+	since      time.Time // the item's Since: a later change of its limits makes it stale
+	held       float64   // what the item held when Redis refused it
 	at         time.Time
 	// seen says the entry holds what a call Redis admitted left the key,
 	// short of that call's cost, rather than a refusal: its wait is named
@@ -652,10 +653,11 @@ func (s *Store) shortCircuit(items []Item, now time.Time) (Result, bool) {
 		if !ok || !now.Before(e.until) || !now.Before(e.recheck) {
 			continue
 		}
-		if e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit {
-			// Known under other limits, changed since: what the key
-			// holds under these is Redis's to say, and a refusal from
-			// memory could not weigh it.
+		if e.rate != it.Rate || e.burst != it.Burst || e.lim != it.Limit || !e.since.Equal(it.Since) {
+			// Known under other limits, or before a change of them
+			// (which credits the time since at the limits in force
+			// then): what the key holds now is Redis's to say, and a
+			// refusal from memory could not weigh it.
 			return Result{}, false
 		}
 		held, wait := e.held, e.until.Sub(now)
@@ -757,7 +759,10 @@ func (s *Store) rememberLocked(it *Item, now, until time.Time, held float64, see
 	if len(s.over) >= maxOver {
 		return
 	}
-	s.over[overKeyOf(it)] = overEntry{until: until, recheck: now.Add(RecheckAfter), n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit, held: held, at: now, seen: seen}
+	s.over[overKeyOf(it)] = overEntry{
+		until: until, recheck: now.Add(RecheckAfter), n: it.N, rate: it.Rate, burst: it.Burst, lim: it.Limit,
+		since: it.Since, held: held, at: now, seen: seen,
+	}
 }
 
 // Sweep forgets remembered refusals whose wait has passed.

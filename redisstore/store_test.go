@@ -776,6 +776,19 @@ func TestShortCircuitAsksRedisOfAKeyUnderChangedLimits(t *testing.T) {
 	if res := decide(t, s, short, changed); res.OK || res.Local {
 		t.Fatalf("a call with t/long's rate changed: %+v, want it decided in Redis", res)
 	}
+	// So too after a change that left its limits as they were but moved
+	// the time they are in force since (a reload that changed others):
+	// the time since is credited at them, whatever the bucket was last
+	// charged under.
+	for i, local := range []bool{false, true} { // the first remembers t/long under its limits again
+		if res := decide(t, s, short, long); res.OK || res.Local != local {
+			t.Fatalf("call %d under t/long's limits again: %+v, want Local %v", i+1, res, local)
+		}
+	}
+	long.Since = time.Now()
+	if res := decide(t, s, short, long); res.OK || res.Local {
+		t.Fatalf("a call with t/long's limits in force since later: %+v, want it decided in Redis", res)
+	}
 }
 
 // A cheaper call of a remembered key may fit, so it refuses nothing
