@@ -675,8 +675,10 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		"jsonrpc=2.0&id=2&method=tools%2Fcall&params%5Bname%5D=slow",
 		// body-parser drops a BOM before qs reads the form.
 		"\xef\xbb\xbfmethod=tools%2Fcall&params[name]=slow&jsonrpc=2.0&id=2",
-		// Koa's body parsers (co-body) read a dot as a bracket.
+		// Koa's body parsers (co-body) read a dot as a bracket, and
+		// URLSearchParams (Hono's parseBody) drops a leading '?'.
 		"jsonrpc=2.0&id=2&method=tools%2Fcall&params.name=slow",
+		"?method=tools%2Fcall&params.name=slow&jsonrpc=2.0&id=2",
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

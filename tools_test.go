@@ -294,6 +294,10 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		"jsonrpc=2.0&id=7&method=tools/call&params[name]=echo&params[arguments][limit]=1",
 		"\xef\xbb\xbfmethod=tools%2Fcall&params[name]=echo&params[arguments][limit]=5000&jsonrpc=2.0&id=7",
 		"jsonrpc=2.0&id=7&method=tools%2Fcall&params[name]=echo&params[arguments].limit=5000",
+		// The argument an empty object (qs drops the __proto__ segment,
+		// Hono sets it as a member).
+		"jsonrpc=2.0&id=7&method=tools%2Fcall&params[name]=echo&params[arguments][limit][__proto__]=5000",
+		"jsonrpc=2.0&id=7&method=tools%2Fcall&params.name=echo&params.arguments.limit.__proto__=5000",
 	} {
 		form := e.post(body, h...)
 		var formAnswer rpcError

@@ -26,8 +26,8 @@ import (
 // leaves its field's key or value undecoded. A key is a name followed by
 // [segments] (qs skips the text between them, and a key that starts with
 // one has no name): each opens an object (see appendFormField for the
-// arrays qs makes of some); a __proto__ segment drops its field. Every
-// value is a string.
+// arrays qs makes of some); a __proto__ segment ends its field's key
+// with an empty object. Every other value is a string.
 //
 // Each field is written as a member of its own, so fields with one name
 // are duplicate keys, as every JSON reading of the body already weighs
@@ -41,6 +41,10 @@ import (
 // dotsAsBrackets), as a member of its own beside the first.
 func formJSON(dst, b []byte) (out []byte, ok bool) {
 	b = bytes.TrimPrefix(b, bom)
+	// URLSearchParams (Hono's parseBody, through undici's formData) drops
+	// a leading '?' as well; to qs it is part of the first key, which no
+	// SDK reads.
+	b = bytes.TrimPrefix(b, []byte{'?'})
 	if bytes.IndexByte(b, '=') < 0 {
 		return dst, false
 	}
@@ -181,7 +185,8 @@ func formUndecoded(dst, s []byte) []byte {
 // for each of its segments (qs makes an array of [] and of a numeric
 // index, which no SDK reads as a method, a params, a name or an
 // arguments object, nor as a number). A field with an empty key, or with
-// a __proto__ name or segment, adds nothing, as qs drops them.
+// a __proto__ name, adds nothing, as qs drops them; one with a __proto__
+// segment is an empty object where that segment starts.
 func appendFormField(dst, key, val []byte) []byte {
 	name, segs := formSegments(key)
 	if len(name) == 0 {
@@ -198,9 +203,14 @@ func appendFormField(dst, key, val []byte) []byte {
 	if string(name) == "__proto__" {
 		return dst
 	}
-	for _, s := range segs {
+	empty := false
+	for i, s := range segs {
 		if string(s) == "__proto__" {
-			return dst
+			// qs drops the segment and what follows it but keeps the
+			// object it was to be set in, empty (Hono sets it there as a
+			// member): either way the member before it is an object.
+			segs, empty = segs[:i], true
+			break
 		}
 	}
 	dst = appendJSONString(dst, name)
@@ -209,7 +219,11 @@ func appendFormField(dst, key, val []byte) []byte {
 		dst = appendJSONString(dst, s)
 	}
 	dst = append(dst, ':')
-	dst = appendJSONString(dst, val)
+	if empty {
+		dst = append(dst, "{}"...)
+	} else {
+		dst = appendJSONString(dst, val)
+	}
 	for range segs {
 		dst = append(dst, '}')
 	}

@@ -22,7 +22,8 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"a=%C3+%5B", `{"a":"%C3 ["}`},       // as does a run of escapes that is not UTF-8
 		{"a=%C3%A9%41", `{"a":"éA"}`},
 		{"a\"=b\\%0A", `{"a\"":"b\\\u000a"}`},
-		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"k":"v"}`},
+		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"a":{},"k":"v"}`},
+		{"a[b][__proto__]=1&c.__proto__=2", `{"a":{"b":{}},"c.__proto__":"2","c":{}}`}, // an empty object where __proto__ starts
 		{"a=1&a=2", `{"a":"1","a":"2"}`},
 		{"\xef\xbb\xbfa=1&\xef\xbb\xbfb=2", "{\"a\":\"1\",\"\xef\xbb\xbfb\":\"2\"}"}, // the body's BOM is dropped first
 		// With allowDots (co-body's default) too: a dot followed by text
@@ -58,9 +59,12 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"after_a_bom", "\xef\xbb\xbfmethod=tools%2Fcall&params[name]=big&jsonrpc=2.0&id=1", 5, false},
 		{"dotted_as_koa_reads_it", "jsonrpc=2.0&id=1&method=tools%2Fcall&params.name=big", 5, false},
 		{"dotted_escaped", "jsonrpc=2.0&id=1&method=tools%2Fcall&params%2Ename=big", 5, false},
+		{"after_a_question_mark", "?method=tools%2Fcall&params.name=big&jsonrpc=2.0&id=1", 5, false},
 	})
 	runLenientArgCases(t, []lenientArgCase{
 		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
 		{"argument_after_a_dot", "method=tools/call&params[name]=search&params[arguments].limit=1000", 0, false},
+		{"argument_emptied_by_proto", "method=tools/call&params[name]=search&params[arguments][limit][__proto__]=1000", 0, false},
+		{"argument_holding_proto", "method=tools/call&params.name=search&params.arguments.limit.__proto__=1000", 0, false},
 	})
 }
