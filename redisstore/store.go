@@ -442,7 +442,7 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 // a refusal or a Peek (r.Now): a bucket's wait as Redis reckons it
 // (Refill), a quota's until its period ends (see OverWait).
 func (r *Result) ItemWait(items []Item, k int, now time.Time) time.Duration {
-	if items[k].Kind == Bucket && r.Refill != nil {
+	if items[k].Kind == Bucket {
 		return r.Refill[k]
 	}
 	return OverWait(&items[k], r.Now[k], now)
