@@ -268,6 +268,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"zone with a space", `zone "my zone"`, "zone", "space"},
 		{"zone dot dot", "zone ..", "zone ..", "directory"},
 		{"zone dot", "zone .", "zone .", "directory"},
+		{"zone with a byte that is not UTF-8", "zone a\xffb", "zone", "UTF-8"},
 		{"zone empty", `zone ""`, "zone", "empty"},
 		{"identity without a placeholder", "identity notaplaceholder", "identity", "no placeholder"},
 		{"identity with an unclosed brace", "identity {http.request.header.X-Key", "identity", "no placeholder"},

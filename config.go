@@ -245,9 +245,13 @@ func checkZone(zone string) error {
 	switch {
 	case strings.ContainsAny(zone, "/\\ \t\n"):
 		return fmt.Errorf("zone %q: must not contain slashes or spaces", zone)
-	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsGraphic(r) }):
+	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, func(r rune) bool {
+		return unicode.IsSpace(r) || !unicode.IsGraphic(r) || r == utf8.RuneError
+	}):
 		// It names storage keys and files, and labels metrics: two
-		// names must not look alike.
+		// names must not look alike. U+FFFD is what the Caddyfile's
+		// and JSON's readers make of any byte that is not UTF-8, so two
+		// names written with different such bytes would be one zone.
 		return fmt.Errorf("zone %q: must be UTF-8 text without spaces, control or invisible characters", zone)
 	case zone == "." || zone == "..":
 		return fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", zone)

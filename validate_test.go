@@ -74,6 +74,7 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"zone":"a\u007fb"}`, "control"},
 		{`{"zone":"paid\u00a0plan"}`, "spaces"},
 		{`{"zone":"a\u200bb"}`, "invisible"},
+		{`{"zone":"a\ufffdb"}`, "UTF-8"},
 		{`{"tools":{"photo":null}}`, "photo"},
 		{`{"identity":["{http.request.header.A}","{http.request.tls.version}"]}`, "fresh identity"},
 		{`{"meter":["*","tools/call"]}`, "meter"},
