@@ -99,7 +99,7 @@ func (h *Handler) parseBlock(d *caddyfile.Dispenser, check bool) error {
 		name := d.Val()
 		parse, ok := subdirectives[name]
 		if !ok {
-			return d.Errf("unknown subdirective %q", name)
+			return unknownSubdirective(d, "", name)
 		}
 		if !repeatable[name] {
 			if seen[name] {
@@ -125,6 +125,16 @@ func (h *Handler) parseBlock(d *caddyfile.Dispenser, check bool) error {
 		return fmt.Errorf("group_quota requires group (the layer it counts for), at %s", groupQuotaAt)
 	}
 	return nil
+}
+
+// unknownSubdirective is the error for a block's line that starts with
+// name, which no subdirective of the block (named by prefix) has. A "{"
+// there is a block opened after a subdirective that takes none.
+func unknownSubdirective(d *caddyfile.Dispenser, prefix, name string) error {
+	if name == "{" {
+		return d.Errf("%sa block where none belongs: the subdirective before it takes no block", prefix)
+	}
+	return d.Errf("%sunknown subdirective %q", prefix, name)
 }
 
 // repeatable lists the subdirectives that may appear more than once
@@ -600,7 +610,7 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			}
 			tp.FailClosed = true
 		default:
-			return d.Errf("tool %s: unknown subdirective %q", name, sub)
+			return unknownSubdirective(d, "tool "+name+": ", sub)
 		}
 	}
 	h.Tools[name] = tp
@@ -623,7 +633,7 @@ func parseStore(d *caddyfile.Dispenser, h *Handler) error {
 				return err
 			}
 		default:
-			return d.Errf("store: unknown subdirective %q", d.Val())
+			return unknownSubdirective(d, "store: ", d.Val())
 		}
 	}
 	h.Store = &Store{Redis: rs}
@@ -659,7 +669,7 @@ func parseLimitsBlock(d *caddyfile.Dispenser, what string, l *Limits, extra func
 				handled, err = extra(sub)
 			}
 			if !handled && err == nil {
-				return d.Errf("%s: unknown subdirective %q", what, sub)
+				return unknownSubdirective(d, what+": ", sub)
 			}
 		}
 		if err != nil {

@@ -232,6 +232,11 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 	}{
 		{"unknown subdirective", "tenant 5/s\nbogus 1", "bogus", "unknown subdirective"},
 		{"typo of a subdirective", "tennant 5/s", "tennant", "unknown subdirective"},
+		{"a block after zone", "zone a {\n}", "zone a", "takes no block"},
+		{"a block after dry_run", "dry_run {\n}", "dry_run", "takes no block"},
+		{"a block after fail_closed", "tool t {\nfail_closed {\n}\n}", "fail_closed", "takes no block"},
+		{"a block after a tier's tenant", "tier t {\nmatch {http.auth.user.plan} x\ntenant 5/s {\n}\n}", "tenant 5/s", "takes no block"},
+		{"a block after the store's timeout", "store redis redis://127.0.0.1:6379 {\ntimeout 10ms {\n}\n}", "timeout 10ms", "takes no block"},
 		{"repeated tenant", "tenant 1/s\ntenant 2/s", "tenant 2/s", "more than once"},
 		{"repeated zone", "zone a\nzone b", "zone b", "more than once"},
 		{"repeated dry_run", "dry_run\ndry_run ", "dry_run ", "more than once"},
