@@ -12,8 +12,10 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
 
-// dotPaths are paths Caddy's path matcher cleans out of /mcp* while a
-// backend that routes by the raw path sends them to its /mcp mount.
+// dotPaths are paths Caddy's path matcher cleans out of /mcp* (or that
+// it never matches, where Tomcat drops the ';' parameter and merges the
+// slashes) while a backend that routes by the raw path sends them to its
+// /mcp mount.
 var dotPaths = []string{
 	"/mcp/messages/../..",
 	"/mcp/messages/%2e%2e/%2E%2E",
@@ -21,6 +23,9 @@ var dotPaths = []string{
 	"/mcp/.%2e",
 	"/mcp/x/../..",
 	"/health/..;/mcp/messages",
+	"/;x/mcp",
+	"/;/mcp/messages",
+	"/%3bx/mcp",
 }
 
 // readmeDotRecipe returns the lines of the README's dot-segment snippet
@@ -109,7 +114,7 @@ func TestReadmeDotSegmentRecipe(t *testing.T) {
 			t.Fatalf("with the recipe, %s: %d, backend saw %q; want 400 and nothing forwarded", p, r.Status, got)
 		}
 	}
-	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/a..b/c"} {
+	for _, p := range []string{"/.well-known/oauth-protected-resource/mcp", "/a..b/c", "/", "/a;b/c"} {
 		if r := harness.Post(t, c.URL+p, call); r.Status != http.StatusOK || len(be.got()) != 1 {
 			t.Fatalf("with the recipe, %s: %d; want it served as before", p, r.Status)
 		}
