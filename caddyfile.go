@@ -58,7 +58,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    group          <placeholder> <rate> [burst <n>]
 //	    group_quota    <n>/<day|month>
 //	    tool           <name> { cost <n>; quota <n>/<day|month>; arg <name> max <n>; fail_closed }
-//	    store          redis <url> [{ timeout <duration> }]
+//	    store          redis <url> [{ timeout <duration>; cluster }]
 //	    tier           <name> { match <placeholder> <value>...; tenant ...; quota ...; concurrency ...; cost <tool> <n> }
 //	    override       <fingerprint> { tenant ...; quota ...; concurrency ...; cost <tool> <n> }
 //	    dry_run
@@ -632,6 +632,14 @@ func parseStore(d *caddyfile.Dispenser, h *Handler) error {
 			if err := durationArg(d, &rs.Timeout); err != nil {
 				return err
 			}
+		case "cluster":
+			if rs.Cluster {
+				return d.Err("store: cluster given more than once")
+			}
+			if d.NextArg() {
+				return d.ArgErr()
+			}
+			rs.Cluster = true
 		default:
 			return unknownSubdirective(d, "store: ", d.Val())
 		}

@@ -326,7 +326,7 @@ func compile(h *Handler) (*policy, error) {
 			return nil, fmt.Errorf("store redis: url is required")
 		}
 		if u := h.Store.Redis.URL; !strings.Contains(u, "{") { // a placeholder is read at start
-			if err := redisstore.CheckURL(u); err != nil {
+			if err := redisstore.CheckURL(u, h.Store.Redis.Cluster); err != nil {
 				return nil, fmt.Errorf("store redis: %w", err)
 			}
 		}

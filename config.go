@@ -221,6 +221,14 @@ type RedisStore struct {
 	// placeholders such as `{env.REDIS_URL}` are expanded at provision time.
 	URL string `json:"url,omitempty"`
 
+	// Cluster treats URL as one node of a Redis Cluster: the store learns
+	// the cluster from it (and from further nodes given as
+	// `?addr=host:port`, repeated, for when that one is down) and sends
+	// each zone's calls to the master of the zone's hash slot, following
+	// the slot when it moves or its master fails over. The URL then
+	// names no DB (a cluster has DB 0 alone).
+	Cluster bool `json:"cluster,omitempty"`
+
 	// Timeout bounds one round trip; past it the request is decided
 	// locally (fail open). Waiting for a free pooled connection
 	// (`?pool_size=N` in the URL, 10 per CPU by default) is not part of it:

@@ -97,6 +97,12 @@ func expandRedisURL(rs *RedisStore) string {
 	return caddy.NewReplacer().ReplaceAll(rs.URL, "")
 }
 
+// storeConfig is the configuration of rs's store for zone, its URL
+// expanded.
+func (rs *RedisStore) storeConfig(zone string, timeout time.Duration) redisstore.Config {
+	return redisstore.Config{URL: expandRedisURL(rs), Cluster: rs.Cluster, Zone: zone, Timeout: timeout}
+}
+
 // checkRedisStore refuses a Redis configuration that cannot work: a bad
 // timeout, or a URL that is not redis:// or rediss:// once expanded.
 func checkRedisStore(rs *RedisStore, zone string) error {
@@ -104,11 +110,11 @@ func checkRedisStore(rs *RedisStore, zone string) error {
 	if err != nil {
 		return err
 	}
-	url := expandRedisURL(rs)
-	if url == "" {
+	cfg := rs.storeConfig(zone, timeout)
+	if cfg.URL == "" {
 		return fmt.Errorf("store redis: url %q is empty once expanded", rs.URL)
 	}
-	s, err := redisstore.New(redisstore.Config{URL: url, Zone: zone, Timeout: timeout})
+	s, err := redisstore.New(cfg)
 	if err != nil {
 		return fmt.Errorf("store redis: %w", err)
 	}
@@ -188,7 +194,7 @@ func newZoneRedis(pol *policy, cs redisCounters, logger *zap.Logger) (*zoneRedis
 	if err != nil {
 		return nil, err
 	}
-	st, err := redisstore.New(redisstore.Config{URL: expandRedisURL(pol.redis), Zone: pol.zone, Timeout: timeout})
+	st, err := redisstore.New(pol.redis.storeConfig(pol.zone, timeout))
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}

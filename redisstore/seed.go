@@ -43,10 +43,8 @@ func (s *Store) Seed(ctx context.Context, counts []Delta) error {
 		if len(keys) == 0 {
 			continue
 		}
-		err := s.held(ctx, func() error {
-			cctx, cancel := context.WithTimeout(ctx, s.timeout*4)
-			defer cancel()
-			return seedScript.Run(cctx, s.client, keys, args...).Err()
+		err := s.held(ctx, s.timeout*4, func(ctx context.Context, c *redis.Client) error {
+			return seedScript.Run(ctx, c, keys, args...).Err()
 		})
 		if err != nil {
 			return fmt.Errorf("seeding %d quota counts in redis: %w", len(keys), err)

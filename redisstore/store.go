@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -124,6 +125,10 @@ type Delta = quota.Count
 type Config struct {
 	// URL is redis://[[user]:password@]host:port[/db] or rediss://….
 	URL string
+	// Cluster treats URL as a node of a Redis Cluster (further nodes to
+	// learn the cluster from as ?addr=host:port, repeated; no db): each
+	// call goes to the master of the zone's hash slot.
+	Cluster bool
 	// Zone names the key space: every key is mcprl:{<zone>}:…, one hash
 	// tag per zone, so one decision's keys share a cluster slot.
 	Zone string
@@ -135,7 +140,8 @@ type Config struct {
 
 // Store decides requests in Redis. It is safe for concurrent use.
 type Store struct {
-	client  *redis.Client
+	client  *redis.Client        // the URL's node; nil in a cluster
+	cluster *redis.ClusterClient // nil unless Config.Cluster
 	prefix  string
 	timeout time.Duration
 	clock   func() time.Time
@@ -178,9 +184,15 @@ type overEntry struct {
 	seen bool
 }
 
-// CheckURL reports whether New would accept url.
-func CheckURL(url string) error {
-	_, err := parseURL(url)
+// CheckURL reports whether New would accept url, of a cluster's node
+// with cluster.
+func CheckURL(url string, cluster bool) error {
+	var err error
+	if cluster {
+		_, err = parseClusterURL(url)
+	} else {
+		_, err = parseURL(url)
+	}
 	return err
 }
 
@@ -200,49 +212,89 @@ func parseURL(rawURL string) (*redis.Options, error) {
 		return nil, fmt.Errorf("parsing redis URL: DB index %d: must be 0 to %d", opts.DB, math.MaxInt32)
 	}
 	if opts.Network == "tcp" {
-		_, port, err := net.SplitHostPort(opts.Addr)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-			return nil, fmt.Errorf("parsing redis URL: port %q: must be 1 to 65535", port)
+		if err := checkPort(opts.Addr); err != nil {
+			return nil, err
 		}
 	}
 	return opts, nil
 }
 
+// parseClusterURL parses the URL of a Redis Cluster's node into cluster
+// options, refusing a DB (a cluster has DB 0 alone, and go-redis would
+// ignore it) and a port outside 1-65535, of the URL's node or of one of
+// its ?addr= nodes. An error never quotes the URL.
+func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
+	opts, err := redis.ParseClusterURL(rawURL)
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = ue.Err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parsing redis cluster URL: %w", err)
+	}
+	if u, err := url.Parse(rawURL); err == nil {
+		if db := strings.Trim(u.Path, "/"); db != "" && db != "0" {
+			return nil, errors.New("parsing redis cluster URL: a cluster has DB 0 alone: leave the DB out of the path")
+		}
+	}
+	for _, addr := range opts.Addrs {
+		if err := checkPort(addr); err != nil {
+			return nil, err
+		}
+	}
+	return opts, nil
+}
+
+// checkPort refuses an address whose port is not 1 to 65535.
+func checkPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("parsing redis URL: port %q: must be 1 to 65535", port)
+	}
+	return nil
+}
+
 // New parses cfg.URL and returns a Store. It does not connect: the first
 // call does, and the client reconnects by itself after failures.
 func New(cfg Config) (*Store, error) {
-	opts, err := parseURL(cfg.URL)
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	// A decision that misses its deadline is decided locally: retrying
-	// past it is pointless, and the context's deadline must be honoured.
-	// Dialing once per call, too, makes a connection's own error (an
-	// untrusted certificate) the call's, where go-redis's dial retries
-	// would outlast the deadline and leave only "deadline exceeded"; the
-	// zone's probe reconnects with its own backoff.
-	opts.MaxRetries = -1
-	opts.DialerRetries = 1
-	opts.ContextTimeoutEnabled = true
-	opts.DisableIdentity = true
-	opts.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-	if opts.PoolSize <= 0 {
-		opts.PoolSize = 10 * runtime.GOMAXPROCS(0) // go-redis's default, made explicit
-	}
-	return &Store{
-		client:  redis.NewClient(opts),
+	s := &Store{
 		prefix:  "mcprl:{" + cfg.Zone + "}:",
 		timeout: cfg.Timeout,
 		clock:   cfg.Clock,
-		conns:   make(chan struct{}, opts.PoolSize),
 		over:    map[overKey]overEntry{},
-	}, nil
+	}
+	var poolSize int
+	if cfg.Cluster {
+		opts, err := parseClusterURL(cfg.URL)
+		if err != nil {
+			return nil, err
+		}
+		if opts.PoolSize <= 0 {
+			opts.PoolSize = defaultPoolSize() // per node, as tune's
+		}
+		poolSize = opts.PoolSize
+		opts.ContextTimeoutEnabled = true // reading the slot map, too
+		opts.NewClient = func(o *redis.Options) *redis.Client {
+			tune(o)
+			return redis.NewClient(o)
+		}
+		s.cluster = redis.NewClusterClient(opts)
+	} else {
+		opts, err := parseURL(cfg.URL)
+		if err != nil {
+			return nil, err
+		}
+		tune(opts)
+		poolSize = opts.PoolSize
+		s.client = redis.NewClient(opts)
+	}
+	s.conns = make(chan struct{}, poolSize)
+	return s, nil
 }
 
 // acquire waits, up to QueueTimeout or ctx's end, until a pooled
@@ -267,18 +319,74 @@ func (s *Store) acquire(ctx context.Context) error {
 
 func (s *Store) release() { <-s.conns }
 
-// held runs call holding one of the pool's connections (see acquire), so
-// that background calls never leave a request's call without one.
-func (s *Store) held(ctx context.Context, call func() error) error {
+// tune sets what every client of the store runs with, a cluster's nodes'
+// included. A decision that misses its deadline is decided locally:
+// retrying past it is pointless, and the context's deadline must be
+// honoured. Dialing once per call, too, makes a connection's own error (an
+// untrusted certificate) the call's, where go-redis's dial retries would
+// outlast the deadline and leave only "deadline exceeded"; the zone's
+// probe reconnects with its own backoff. In a cluster the calls go to the
+// slot's master's own client (see on), never through the cluster client's
+// redirects and retries, which would run a charge again after a
+// connection lost with its answer.
+func tune(o *redis.Options) {
+	o.MaxRetries = -1
+	o.DialerRetries = 1
+	o.ContextTimeoutEnabled = true
+	o.DisableIdentity = true
+	o.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	if o.PoolSize <= 0 {
+		o.PoolSize = defaultPoolSize()
+	}
+}
+
+// defaultPoolSize is go-redis's default pool size, made explicit: the
+// store's calls are bounded by it (see acquire).
+func defaultPoolSize() int { return 10 * runtime.GOMAXPROCS(0) }
+
+// held runs call on the node holding the zone's keys (see on), holding
+// one of the pool's connections (see acquire), so that background calls
+// never leave a request's call without one. A positive timeout bounds
+// the call from there; otherwise ctx alone does.
+func (s *Store) held(ctx context.Context, timeout time.Duration, call func(ctx context.Context, c *redis.Client) error) error {
 	if err := s.acquire(ctx); err != nil {
 		return err
 	}
 	defer s.release()
-	return call()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	return s.on(ctx, call)
+}
+
+// on runs call with the client of the node holding the zone's keys: the
+// URL's, or in a cluster the master of the zone's hash slot (every key of
+// a zone shares it). In a cluster a failed call has the slot map read
+// again, so that a later call finds a slot that moved, or the replica
+// promoted in place of a failed master.
+func (s *Store) on(ctx context.Context, call func(ctx context.Context, c *redis.Client) error) error {
+	if s.cluster == nil {
+		return call(ctx, s.client)
+	}
+	c, err := s.cluster.MasterForKey(ctx, s.prefix)
+	if err == nil {
+		err = call(ctx, c)
+	}
+	if err != nil {
+		s.cluster.ReloadState(ctx)
+	}
+	return err
 }
 
 // Close closes the connections.
-func (s *Store) Close() error { return s.client.Close() }
+func (s *Store) Close() error {
+	if s.cluster != nil {
+		return s.cluster.Close()
+	}
+	return s.client.Close()
+}
 
 // Timeout returns the bound of each call.
 func (s *Store) Timeout() time.Duration { return s.timeout }
@@ -376,13 +484,11 @@ func (s *Store) run(ctx context.Context, items []Item, script *redis.Script, now
 	if err != nil {
 		return Result{}, err
 	}
-	if err := s.acquire(ctx); err != nil {
-		return Result{}, fmt.Errorf("deciding in redis: %w", err)
-	}
-	defer s.release()
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	vals, err := script.Run(ctx, s.client, keys, argv...).Int64Slice()
+	var vals []int64
+	err = s.held(ctx, s.timeout, func(ctx context.Context, c *redis.Client) error {
+		vals, err = script.Run(ctx, c, keys, argv...).Int64Slice()
+		return err
+	})
 	if err != nil {
 		return Result{}, fmt.Errorf("deciding in redis: %w", err)
 	}
@@ -480,13 +586,10 @@ func (s *Store) Refund(ctx context.Context, items []Item) error {
 	if err != nil {
 		return err
 	}
-	if err := s.acquire(ctx); err != nil {
-		return fmt.Errorf("refunding in redis: %w", err)
-	}
-	defer s.release()
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if err := refundScript.Run(ctx, s.client, keys, argv...).Err(); err != nil {
+	err = s.held(ctx, s.timeout, func(ctx context.Context, c *redis.Client) error {
+		return refundScript.Run(ctx, c, keys, argv...).Err()
+	})
+	if err != nil {
 		return fmt.Errorf("refunding in redis: %w", err)
 	}
 	return nil
@@ -517,10 +620,8 @@ func (s *Store) Push(ctx context.Context, id string, deltas []Delta) (added bool
 	if len(keys) == 1 {
 		return false, nil
 	}
-	err = s.held(ctx, func() error {
-		ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
-		defer cancel()
-		n, err := pushScript.Run(ctx, s.client, keys, argv...).Int64()
+	err = s.held(ctx, s.timeout*4, func(ctx context.Context, c *redis.Client) error {
+		n, err := pushScript.Run(ctx, c, keys, argv...).Int64()
 		added = n == 1
 		return err
 	})
@@ -532,10 +633,8 @@ func (s *Store) Push(ctx context.Context, id string, deltas []Delta) (added bool
 
 // Ping checks that Redis answers within the timeout.
 func (s *Store) Ping(ctx context.Context) error {
-	err := s.held(ctx, func() error {
-		ctx, cancel := context.WithTimeout(ctx, s.timeout*4)
-		defer cancel()
-		return s.client.Ping(ctx).Err()
+	err := s.held(ctx, s.timeout*4, func(ctx context.Context, c *redis.Client) error {
+		return c.Ping(ctx).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("pinging redis: %w", err)
@@ -549,9 +648,9 @@ func (s *Store) Ping(ctx context.Context) error {
 // ran them (just started, or restarted) that first call could outlast the
 // timeout and mark the store degraded.
 func (s *Store) Preload(ctx context.Context) error {
-	return s.held(ctx, func() error {
+	return s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
 		for _, script := range []*redis.Script{decideScript, peekScript} {
-			if err := script.Load(ctx, s.client).Err(); err != nil {
+			if err := script.Load(ctx, c).Err(); err != nil {
 				return fmt.Errorf("loading redis scripts: %w", err)
 			}
 		}
@@ -573,8 +672,8 @@ func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, e
 	}
 	name := s.prefix + "fpkey"
 	var key []byte
-	err := s.held(ctx, func() error {
-		k, err := fpKeyScript.Run(ctx, s.client, []string{name}, candidate).Text()
+	err := s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
+		k, err := fpKeyScript.Run(ctx, c, []string{name}, candidate).Text()
 		if err != nil {
 			return fmt.Errorf("fingerprint key in redis: %w", err)
 		}
@@ -594,9 +693,9 @@ func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, e
 // t, as Redis holds it.
 func (s *Store) Used(ctx context.Context, key string, p quota.Period, t time.Time) (int64, error) {
 	var n int64
-	err := s.held(ctx, func() error {
+	err := s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
 		var err error
-		n, err = s.client.Get(ctx, s.QuotaKey(key, p, t)).Int64()
+		n, err = c.Get(ctx, s.QuotaKey(key, p, t)).Int64()
 		return err
 	})
 	if errors.Is(err, redis.Nil) {
@@ -613,9 +712,9 @@ func (s *Store) Used(ctx context.Context, key string, p quota.Period, t time.Tim
 // Redis holds the bucket.
 func (s *Store) Tokens(ctx context.Context, key string) (tokens float64, at time.Time, ok bool, err error) {
 	var v []any
-	err = s.held(ctx, func() error {
+	err = s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
 		var err error
-		v, err = s.client.HMGet(ctx, s.BucketKey(key), "tokens", "ts").Result()
+		v, err = c.HMGet(ctx, s.BucketKey(key), "tokens", "ts").Result()
 		return err
 	})
 	if err != nil {

@@ -832,12 +832,29 @@ func TestBucketWithoutRateOrBurstIsAnError(t *testing.T) {
 // Redis URLs take are accepted.
 func TestCheckURL(t *testing.T) {
 	for _, u := range []string{"redis://127.0.0.1:6379", "redis://localhost", "rediss://:pw@cache.example:6380/3", "redis://user:pw@[::1]:6379/0", "unix:///run/redis.sock?db=2", "redis://127.0.0.1:6379/2147483647"} {
-		if err := redisstore.CheckURL(u); err != nil {
+		if err := redisstore.CheckURL(u, false); err != nil {
 			t.Errorf("%s: %v", u, err)
 		}
 	}
 	for _, u := range []string{"redis://127.0.0.1:6379/-1", "redis://127.0.0.1:6379/2147483648", "redis://127.0.0.1:99999", "redis://127.0.0.1:0", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/x"} {
-		if err := redisstore.CheckURL(u); err == nil {
+		if err := redisstore.CheckURL(u, false); err == nil {
+			t.Errorf("%s accepted", u)
+		}
+	}
+}
+
+// A cluster's URL names one node, and further ones as addr parameters; it
+// names no DB but 0, the only one a cluster has.
+func TestCheckClusterURL(t *testing.T) {
+	for _, u := range []string{"redis://127.0.0.1:7000", "redis://127.0.0.1:7000/", "redis://127.0.0.1:7000/0", "rediss://user:pw@node.example:6380",
+		"redis://:pw@127.0.0.1:7000?addr=127.0.0.1:7001&addr=[::1]:7002"} {
+		if err := redisstore.CheckURL(u, true); err != nil {
+			t.Errorf("%s: %v", u, err)
+		}
+	}
+	for _, u := range []string{"redis://127.0.0.1:7000/3", "redis://127.0.0.1:99999", "redis://127.0.0.1:7000?addr=127.0.0.1:0", "redis://127.0.0.1:7000?addr=nope",
+		"unix:///run/redis.sock", "http://127.0.0.1:7000", "redis://127.0.0.1:7000?db=2"} {
+		if err := redisstore.CheckURL(u, true); err == nil {
 			t.Errorf("%s accepted", u)
 		}
 	}
@@ -847,12 +864,14 @@ func TestCheckURL(t *testing.T) {
 // and the answer to an admin API load.
 func TestCheckURLErrorHidesThePassword(t *testing.T) {
 	for _, u := range []string{"redis://:topsecretpw@127.0.0.1:notaport", "redis://user:topsecretpw@127.0.0.1:6379/x", "redis://:topsecretpw@127.0.0.1:99999", "redis://:topsecretpw@[::1", "redis://:topsecretpw@127.0.0.1:6379/?nope=1"} {
-		err := redisstore.CheckURL(u)
-		if err == nil {
-			t.Fatalf("%s accepted", u)
-		}
-		if strings.Contains(err.Error(), "topsecretpw") {
-			t.Errorf("the error for %s quotes the password: %v", u, err)
+		for _, cluster := range []bool{false, true} {
+			err := redisstore.CheckURL(u, cluster)
+			if err == nil {
+				t.Fatalf("%s accepted (cluster %v)", u, cluster)
+			}
+			if strings.Contains(err.Error(), "topsecretpw") {
+				t.Errorf("the error for %s (cluster %v) quotes the password: %v", u, cluster, err)
+			}
 		}
 	}
 }

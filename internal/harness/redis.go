@@ -26,6 +26,9 @@ type Redis struct {
 	URL  string
 	Port int
 	dir  string
+	// args are the server's arguments beyond its port and persistence,
+	// given the port: those of a cluster's node (see StartRedisCluster).
+	args func(port int) []string
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	// exited is closed once cmd has exited and its output is complete.
@@ -36,10 +39,16 @@ type Redis struct {
 // missing redis-server fails the test (CI installs Debian's package).
 func StartRedis(t testing.TB) *Redis {
 	t.Helper()
+	return startRedis(t, nil)
+}
+
+// startRedis starts redis-server with args (see Redis.args), nil for none.
+func startRedis(t testing.TB, args func(port int) []string) *Redis {
+	t.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		t.Fatalf("redis-server is not installed (apt-get install -y redis-server; .ci/run does it): %v", err)
 	}
-	r := &Redis{dir: t.TempDir()}
+	r := &Redis{dir: t.TempDir(), args: args}
 	t.Cleanup(r.Kill)
 	// A port free in this process may be taken by another test process
 	// (go test runs packages in parallel) between FreePort and the
@@ -78,8 +87,12 @@ func (r *Redis) start() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := &bytes.Buffer{}
-	cmd := exec.Command("redis-server", "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--enable-debug-command", "local")
+	args := []string{"--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--enable-debug-command", "local"}
+	if r.args != nil {
+		args = append(args, r.args(r.Port)...)
+	}
+	cmd := exec.Command("redis-server", args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting redis-server: %w", err)
@@ -181,7 +194,12 @@ func (r *Redis) do(args ...string) (string, error) {
 	if _, err := c.Write([]byte(b.String())); err != nil {
 		return "", err
 	}
-	rd := bufio.NewReader(c)
+	return readReply(bufio.NewReader(c))
+}
+
+// readReply reads one reply: an array's elements are its replies' text,
+// one per line.
+func readReply(rd *bufio.Reader) (string, error) {
 	line, err := rd.ReadString('\n')
 	if err != nil {
 		return "", err
@@ -202,6 +220,17 @@ func (r *Redis) do(args ...string) (string, error) {
 			return "", err
 		}
 		return string(buf[:n]), nil
+	case '*':
+		n, _ := strconv.Atoi(line[1:])
+		elems := make([]string, 0, max(n, 0))
+		for range n {
+			e, err := readReply(rd)
+			if err != nil {
+				return "", err
+			}
+			elems = append(elems, e)
+		}
+		return strings.Join(elems, "\n"), nil
 	}
 	return line, nil
 }

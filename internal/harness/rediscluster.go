@@ -1,0 +1,143 @@
+package harness
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// clusterSlots is the number of hash slots of a Redis Cluster.
+const clusterSlots = 16384
+
+// RedisCluster is a Redis Cluster of masters without replicas, each a
+// redis-server started for one test (see StartRedis) with cluster mode on.
+type RedisCluster struct {
+	// Nodes are the masters: Nodes[i] starts with the i-th of len(Nodes)
+	// equal ranges of the slots.
+	Nodes []*Redis
+}
+
+// StartRedisCluster starts n masters, gives each a range of the slots, has
+// them meet, and waits until every one of them sees the whole cluster.
+func StartRedisCluster(t testing.TB, n int) *RedisCluster {
+	t.Helper()
+	c := &RedisCluster{}
+	var bus []int
+	for range n {
+		port := 0
+		r := startRedis(t, func(int) []string {
+			port = FreePort(t)
+			return []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+				"--cluster-node-timeout", "2000", "--cluster-port", strconv.Itoa(port)}
+		})
+		c.Nodes = append(c.Nodes, r)
+		bus = append(bus, port)
+	}
+	for i, r := range c.Nodes {
+		lo, hi := i*clusterSlots/n, (i+1)*clusterSlots/n-1
+		r.Do(t, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi))
+	}
+	for i, r := range c.Nodes[1:] {
+		c.Nodes[0].Do(t, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(r.Port), strconv.Itoa(bus[i+1]))
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, r := range c.Nodes {
+		for {
+			info, err := r.Command("CLUSTER", "INFO")
+			if err == nil && strings.Contains(info, "cluster_state:ok\r\n") &&
+				strings.Contains(info, "cluster_known_nodes:"+strconv.Itoa(n)+"\r\n") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redis cluster: node %s did not see the cluster: %q %v", r.Addr, info, err)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c
+}
+
+// URL returns the URL of node i, without a DB (a cluster has DB 0 alone).
+func (c *RedisCluster) URL(i int) string { return "redis://" + c.Nodes[i].Addr }
+
+// Slot returns key's hash slot.
+func (c *RedisCluster) Slot(t testing.TB, key string) int {
+	t.Helper()
+	n, err := strconv.Atoi(c.Nodes[0].Do(t, "CLUSTER", "KEYSLOT", key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Owner returns the index of the node serving slot, as node 0 sees it.
+func (c *RedisCluster) Owner(t testing.TB, slot int) int {
+	t.Helper()
+	for _, line := range strings.Split(c.Nodes[0].Do(t, "CLUSTER", "NODES"), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 9 || !strings.Contains(f[2], "master") {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		for _, r := range f[8:] {
+			lo, hi, isRange := strings.Cut(r, "-")
+			if !isRange {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 == nil && err2 == nil && a <= slot && slot <= b {
+				return c.index(t, addr)
+			}
+		}
+	}
+	t.Fatalf("redis cluster: no node serves slot %d", slot)
+	return -1
+}
+
+// index returns the index of the node at addr.
+func (c *RedisCluster) index(t testing.TB, addr string) int {
+	t.Helper()
+	for i, r := range c.Nodes {
+		if r.Addr == addr {
+			return i
+		}
+	}
+	t.Fatalf("redis cluster: no node at %s", addr)
+	return -1
+}
+
+// MoveSlot moves slot, with its keys, to node to, as a resharding does,
+// and tells every node. It returns how many keys moved.
+func (c *RedisCluster) MoveSlot(t testing.TB, slot, to int) int {
+	t.Helper()
+	from := c.Owner(t, slot)
+	if from == to {
+		t.Fatalf("redis cluster: slot %d is on node %d already", slot, to)
+	}
+	s := strconv.Itoa(slot)
+	fromID := c.Nodes[from].Do(t, "CLUSTER", "MYID")
+	toID := c.Nodes[to].Do(t, "CLUSTER", "MYID")
+	c.Nodes[to].Do(t, "CLUSTER", "SETSLOT", s, "IMPORTING", fromID)
+	c.Nodes[from].Do(t, "CLUSTER", "SETSLOT", s, "MIGRATING", toID)
+	moved := 0
+	for {
+		keys := c.Nodes[from].Do(t, "CLUSTER", "GETKEYSINSLOT", s, "100")
+		if keys == "" {
+			break
+		}
+		for _, k := range strings.Split(keys, "\n") {
+			c.Nodes[from].Do(t, "MIGRATE", "127.0.0.1", strconv.Itoa(c.Nodes[to].Port), k, "0", "5000")
+			moved++
+		}
+	}
+	c.Nodes[to].Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
+	c.Nodes[from].Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
+	for i, r := range c.Nodes {
+		if i != from && i != to {
+			r.Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
+		}
+	}
+	return moved
+}

@@ -1,0 +1,117 @@
+package redisstore_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
+)
+
+// clusterStore opens a store of zone on the cluster that the node at url
+// belongs to.
+func clusterStore(t *testing.T, url, zone string) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(redisstore.Config{URL: url, Cluster: true, Zone: zone, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// zoneSlot returns the hash slot of zone's keys and the node serving it.
+func zoneSlot(t *testing.T, c *harness.RedisCluster, zone string) (slot, owner int) {
+	t.Helper()
+	slot = c.Slot(t, "mcprl:{"+zone+"}:")
+	return slot, c.Owner(t, slot)
+}
+
+// A store of a cluster given a node that does not serve its zone's slot
+// makes every call on the node that does: the fingerprint key, the
+// decisions, refunds, pushes, seeds and reads, none failing with a
+// redirect (a plain client on that node gets MOVED for each).
+func TestClusterStoreCallsTheMasterOfTheZonesSlot(t *testing.T) {
+	c := harness.StartRedisCluster(t, 3)
+	const zone = "z"
+	slot, owner := zoneSlot(t, c, zone)
+	s := clusterStore(t, c.URL((owner+1)%3), zone)
+	ctx := context.Background()
+	if err := s.Preload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	key, err := s.FingerprintKey(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := s.FingerprintKey(ctx, nil); err != nil || string(again) != string(key) {
+		t.Fatalf("fingerprint key read again: %x %v, want %x", again, err, key)
+	}
+	items := []redisstore.Item{bucket("t/a", 1.0/3600, 2, 1), quotaItem("i/a", quota.Day, 100, 1)}
+	for i, want := range []bool{true, true, false} {
+		if res := decide(t, s, items...); res.OK != want {
+			t.Fatalf("call %d: %+v, want admitted %v (burst 2)", i+1, res, want)
+		}
+	}
+	if err := s.Refund(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Push(ctx, "push-1", []redisstore.Delta{{Key: "i/a", Period: quota.Day, Start: quota.Day.Start(time.Now()), N: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Seed(ctx, []redisstore.Delta{{Key: "i/b", Period: quota.Day, Start: quota.Day.Start(time.Now()), N: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	for k, want := range map[string]int64{"i/a": 4, "i/b": 4} { // 2 charged, 1 refunded, 3 pushed; 4 seeded
+		if n, err := s.Used(ctx, k, quota.Day, time.Now()); err != nil || n != want {
+			t.Fatalf("used of %s: %d %v, want %d", k, n, err, want)
+		}
+	}
+	if tokens, _, ok, err := s.Tokens(ctx, "t/a"); err != nil || !ok || tokens < 0.99 || tokens > 1.01 {
+		t.Fatalf("tokens of t/a: %v %v %v, want 1 (2 charged, 1 refunded)", tokens, ok, err)
+	}
+	if n := c.Nodes[owner].Do(t, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)); n == "0" {
+		t.Fatalf("the slot's master holds no key of the zone")
+	}
+}
+
+// When the zone's slot moves to another node (a resharding), the store
+// follows it: a call that meets the old node's redirect fails (the
+// request is decided locally), and the next ones are made on the new
+// node, where the bucket moved with its level (1 token, short of a
+// second call's 2). Without the slot map read
+// again at once, the store would keep calling the old node for as long as
+// go-redis keeps a map (10 s).
+func TestClusterStoreFollowsTheZonesSlotWhenItMoves(t *testing.T) {
+	c := harness.StartRedisCluster(t, 3)
+	const zone = "moving"
+	slot, owner := zoneSlot(t, c, zone)
+	s := clusterStore(t, c.URL(owner), zone)
+	item := bucket("t/a", 1.0/3600, 3, 2)
+	if res := decide(t, s, item); !res.OK {
+		t.Fatalf("%+v, want admitted (2 of burst 3)", res)
+	}
+	if moved := c.MoveSlot(t, slot, (owner+1)%3); moved == 0 {
+		t.Fatal("the zone's slot held no key to move")
+	}
+	var res redisstore.Result
+	var err error
+	for range 100 {
+		if res, err = s.Decide(context.Background(), []redisstore.Item{item}); err == nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the store did not follow the moved slot within 2s: %v", err)
+	}
+	if res.OK {
+		t.Fatalf("%+v: admitted by a fresh bucket, want the moved one's refusal", res)
+	}
+}
