@@ -306,7 +306,11 @@ func zoneHandler(cfg []byte, zone string) (*Handler, []string, error) {
 // redisFingerprintKey returns the zone's fingerprint key from its Redis
 // store, as the handler does at start with candidate from storage.
 func redisFingerprintKey(rs *RedisStore, zone string, candidate []byte) ([]byte, error) {
-	s, err := redisstore.New(rs.storeConfig(zone, 0))
+	cfg, err := rs.storeConfig(zone, 0)
+	if err != nil {
+		return nil, err
+	}
+	s, err := redisstore.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}

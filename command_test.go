@@ -270,6 +270,21 @@ func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
 	}
 }
 
+// A store URL that its variable leaves empty is named as such, as
+// `caddy validate` names it, not as a URL without a scheme.
+func TestFingerprintCommandNamesAnEmptyStoreURL(t *testing.T) {
+	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone unset-url\n\t\tstore redis {env.MCPRL_TEST_UNSET_REDIS_URL}\n\t}\n}\n", t.TempDir())
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, notes bytes.Buffer
+	err := runFingerprint("unset-url", cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes)
+	if err == nil || !strings.Contains(err.Error(), "empty once expanded") {
+		t.Fatalf("err = %v, want the URL named empty once expanded", err)
+	}
+}
+
 // The command refuses a zone name the handler refuses, and writes
 // nothing: such a name would put a key file outside the zone's own
 // directory of the storage, or outside the storage. An empty name is the

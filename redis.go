@@ -98,9 +98,13 @@ func expandRedisURL(rs *RedisStore) string {
 }
 
 // storeConfig is the configuration of rs's store for zone, its URL
-// expanded.
-func (rs *RedisStore) storeConfig(zone string, timeout time.Duration) redisstore.Config {
-	return redisstore.Config{URL: expandRedisURL(rs), Cluster: rs.Cluster, Zone: zone, Timeout: timeout}
+// expanded: an error when that leaves it empty (an unset variable).
+func (rs *RedisStore) storeConfig(zone string, timeout time.Duration) (redisstore.Config, error) {
+	cfg := redisstore.Config{URL: expandRedisURL(rs), Cluster: rs.Cluster, Zone: zone, Timeout: timeout}
+	if cfg.URL == "" {
+		return cfg, fmt.Errorf("store redis: url %q is empty once expanded", rs.URL)
+	}
+	return cfg, nil
 }
 
 // checkRedisStore refuses a Redis configuration that cannot work: a bad
@@ -110,9 +114,9 @@ func checkRedisStore(rs *RedisStore, zone string) error {
 	if err != nil {
 		return err
 	}
-	cfg := rs.storeConfig(zone, timeout)
-	if cfg.URL == "" {
-		return fmt.Errorf("store redis: url %q is empty once expanded", rs.URL)
+	cfg, err := rs.storeConfig(zone, timeout)
+	if err != nil {
+		return err
 	}
 	s, err := redisstore.New(cfg)
 	if err != nil {
@@ -194,7 +198,11 @@ func newZoneRedis(pol *policy, cs redisCounters, logger *zap.Logger) (*zoneRedis
 	if err != nil {
 		return nil, err
 	}
-	st, err := redisstore.New(pol.redis.storeConfig(pol.zone, timeout))
+	cfg, err := pol.redis.storeConfig(pol.zone, timeout)
+	if err != nil {
+		return nil, err
+	}
+	st, err := redisstore.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}

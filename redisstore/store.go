@@ -201,10 +201,7 @@ func CheckURL(url string, cluster bool) error {
 // would use DB 0) or beyond Redis's 32-bit range, and a port outside
 // 1-65535. An error never quotes the URL, which may hold a password.
 func parseURL(rawURL string) (*redis.Options, error) {
-	opts, err := redis.ParseURL(rawURL)
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		err = ue.Err
-	}
+	opts, err := parseHidingCredentials(rawURL, redis.ParseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis URL: %w", err)
 	}
@@ -224,10 +221,7 @@ func parseURL(rawURL string) (*redis.Options, error) {
 // ignore it) and a port outside 1-65535, of the URL's node or of one of
 // its ?addr= nodes. An error never quotes the URL.
 func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
-	opts, err := redis.ParseClusterURL(rawURL)
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		err = ue.Err
-	}
+	opts, err := parseHidingCredentials(rawURL, redis.ParseClusterURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis cluster URL: %w", err)
 	}
@@ -242,6 +236,43 @@ func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
 		}
 	}
 	return opts, nil
+}
+
+// parseHidingCredentials parses rawURL with parse, and returns an error
+// that holds no part of the URL's user name and password. A character a
+// URL must percent-encode there (# / ? % or a space) makes the parser end
+// the host early and quote the pieces ("invalid port \":Xk7\"", an
+// "unexpected option" or a path holding the rest of the password). The
+// credentials are what lies between "://" and the URL's last "@": when the
+// URL does not parse, or parses without reading them as credentials of the
+// host after them, it is parsed again with them replaced, and that error
+// is returned, or one saying the credentials need encoding.
+func parseHidingCredentials[T any](rawURL string, parse func(string) (T, error)) (T, error) {
+	opts, err := parse(rawURL)
+	scheme, rest, ok := strings.Cut(rawURL, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return opts, urlErrorCause(err)
+	}
+	host, _, _ := strings.Cut(rest[at+1:], "/")
+	host, _, _ = strings.Cut(host, "?")
+	if u, perr := url.Parse(rawURL); err == nil && perr == nil && u.User != nil && u.Host == host {
+		return opts, nil
+	}
+	var zero T
+	if _, err := parse(scheme + "://user:password@" + rest[at+1:]); err != nil {
+		return zero, urlErrorCause(err)
+	}
+	return zero, errors.New("the user name or password holds a character a URL must percent-encode (# / ? % @ or a space, say): encode it, %23 for #")
+}
+
+// urlErrorCause is err without the url.Error around it, which quotes the
+// whole URL.
+func urlErrorCause(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
 }
 
 // checkPort refuses an address whose port is not 1 to 65535.

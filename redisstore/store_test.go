@@ -874,6 +874,34 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 			}
 		}
 	}
+	// A password holding a character a URL must percent-encode makes the
+	// parser split the URL inside it: no piece of it may be quoted.
+	for _, c := range []struct {
+		url    string
+		pieces []string
+	}{
+		{"redis://:Xk7#q2Zt9@127.0.0.1:6379/0", []string{"Xk7", "q2Zt9"}},
+		{"redis://:4711?Secret9@127.0.0.1:6379/0", []string{"4711", "Secret9"}},
+		{"redis://:4711/Secret9@127.0.0.1:6379/0", []string{"4711", "Secret9"}},
+		{"redis://:Pa55%wo@127.0.0.1:6379", []string{"Pa55", "%wo"}},
+		{"redis://admin:Pa55 zq9@127.0.0.1:6379", []string{"Pa55", "zq9"}},
+		{"rediss://admin:a#b/c?d@cache.example:6380/2", []string{"a#b", "c?d"}},
+	} {
+		for _, cluster := range []bool{false, true} {
+			err := redisstore.CheckURL(c.url, cluster)
+			if err == nil {
+				t.Fatalf("%s accepted (cluster %v)", c.url, cluster)
+			}
+			for _, p := range c.pieces {
+				if strings.Contains(err.Error(), p) {
+					t.Errorf("the error for %s (cluster %v) quotes %q of the password: %v", c.url, cluster, p, err)
+				}
+			}
+			if !strings.Contains(err.Error(), "percent-encode") {
+				t.Errorf("the error for %s (cluster %v) does not say to encode the password: %v", c.url, cluster, err)
+			}
+		}
+	}
 }
 
 // A refusal is remembered until the key fits again, to the moment, not
