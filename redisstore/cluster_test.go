@@ -115,3 +115,29 @@ func TestClusterStoreFollowsTheZonesSlotWhenItMoves(t *testing.T) {
 		t.Fatalf("%+v: admitted by a fresh bucket, want the moved one's refusal", res)
 	}
 }
+
+// When the zone's master dies, the probe's ping that fails while no node
+// serves the slot has the map read again, and a ping after a replica has
+// taken the slot over finds it at once: it does not call the dead master
+// from the map read before the takeover and wait for the next probe.
+func TestClusterStorePingFindsTheMasterThatTookOver(t *testing.T) {
+	c := harness.StartRedisCluster(t, 3)
+	const zone = "failover"
+	slot, owner := zoneSlot(t, c, zone)
+	s := clusterStore(t, c.URL((owner+1)%3), zone)
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[owner].Kill()
+	if err := s.Ping(ctx); err == nil {
+		t.Fatal("ping answered with the slot's master dead")
+	}
+	c.TakeOver(t, slot, (owner+2)%3)
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("the first ping after the takeover: %v, want the new master's answer", err)
+	}
+	if res := decide(t, s, bucket("t/a", 1, 2, 1)); !res.OK {
+		t.Fatalf("%+v, want a decision on the new master", res)
+	}
+}

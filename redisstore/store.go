@@ -221,6 +221,14 @@ func parseURL(rawURL string) (*redis.Options, error) {
 // ignore it) and a port outside 1-65535, of the URL's node or of one of
 // its ?addr= nodes. An error never quotes the URL.
 func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
+	if u, err := url.Parse(rawURL); err == nil {
+		for _, addr := range u.Query()["addr"] {
+			if strings.Contains(addr, "@") {
+				// go-redis would quote it, credentials and all.
+				return nil, errors.New("parsing redis cluster URL: an addr parameter is host:port alone: every node is reached with the URL's user and password")
+			}
+		}
+	}
 	opts, err := parseHidingCredentials(rawURL, redis.ParseClusterURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis cluster URL: %w", err)
@@ -662,11 +670,28 @@ func (s *Store) Push(ctx context.Context, id string, deltas []Delta) (added bool
 	return added, nil
 }
 
-// Ping checks that Redis answers within the timeout.
+// ClusterReread is how long a failed Ping of a cluster's store waits for
+// the slot map read again (see on) before it pings once more: go-redis
+// reads it in the background, in milliseconds, once per 200ms at most.
+const ClusterReread = 500 * time.Millisecond
+
+// Ping checks that Redis answers within the timeout. In a cluster, a
+// failed ping pings again once the slot map has been read again: the map
+// in hand was read when the zone's master failed, before a replica took
+// its place, so the probe that runs once one has would otherwise call the
+// dead node once more and recover only at the next, a backoff later.
 func (s *Store) Ping(ctx context.Context) error {
-	err := s.held(ctx, s.timeout*4, func(ctx context.Context, c *redis.Client) error {
-		return c.Ping(ctx).Err()
-	})
+	ping := func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() }
+	err := s.held(ctx, s.timeout*4, ping)
+	if err != nil && s.cluster != nil {
+		t := time.NewTimer(ClusterReread)
+		select {
+		case <-t.C:
+			err = s.held(ctx, s.timeout*4, ping)
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("pinging redis: %w", err)
 	}

@@ -853,7 +853,7 @@ func TestCheckClusterURL(t *testing.T) {
 		}
 	}
 	for _, u := range []string{"redis://127.0.0.1:7000/3", "redis://127.0.0.1:99999", "redis://127.0.0.1:7000?addr=127.0.0.1:0", "redis://127.0.0.1:7000?addr=nope",
-		"unix:///run/redis.sock", "http://127.0.0.1:7000", "redis://127.0.0.1:7000?db=2"} {
+		"unix:///run/redis.sock", "http://127.0.0.1:7000", "redis://127.0.0.1:7000?db=2", "redis://127.0.0.1:7000?addr=u:pw@127.0.0.1:7001"} {
 		if err := redisstore.CheckURL(u, true); err == nil {
 			t.Errorf("%s accepted", u)
 		}
@@ -872,6 +872,15 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 			if strings.Contains(err.Error(), "topsecretpw") {
 				t.Errorf("the error for %s (cluster %v) quotes the password: %v", u, cluster, err)
 			}
+		}
+	}
+	// A cluster's further nodes are host:port alone: credentials given
+	// there are not quoted back.
+	for _, u := range []string{"redis://:topsecretpw@127.0.0.1:7000?addr=user:topsecretpw@127.0.0.1:7001",
+		"redis://127.0.0.1:7000?addr=127.0.0.1:7001&addr=:topsecretpw@127.0.0.1:7002"} {
+		err := redisstore.CheckURL(u, true)
+		if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "addr parameter") {
+			t.Errorf("%s: %v, want an error naming the addr parameter without the password", u, err)
 		}
 	}
 	// A password holding a character a URL must percent-encode makes the

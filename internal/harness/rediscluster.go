@@ -71,10 +71,21 @@ func (c *RedisCluster) Slot(t testing.TB, key string) int {
 	return n
 }
 
-// Owner returns the index of the node serving slot, as node 0 sees it.
+// Owner returns the index of the node serving slot, as the first node
+// that answers sees it.
 func (c *RedisCluster) Owner(t testing.TB, slot int) int {
 	t.Helper()
-	for _, line := range strings.Split(c.Nodes[0].Do(t, "CLUSTER", "NODES"), "\n") {
+	var nodes string
+	var err error
+	for _, r := range c.Nodes {
+		if nodes, err = r.Command("CLUSTER", "NODES"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("redis cluster: no node answers: %v", err)
+	}
+	for _, line := range strings.Split(nodes, "\n") {
 		f := strings.Fields(line)
 		if len(f) < 9 || !strings.Contains(f[2], "master") {
 			continue
@@ -134,10 +145,28 @@ func (c *RedisCluster) MoveSlot(t testing.TB, slot, to int) int {
 	}
 	c.Nodes[to].Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
 	c.Nodes[from].Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
+	c.tellOwner(t, slot, to, from)
+	return moved
+}
+
+// TakeOver gives slot, without its keys, to node to, on every node but
+// the one serving it, which is down: what a failover does, a replica
+// taking the place of a dead master, in a cluster that has none.
+func (c *RedisCluster) TakeOver(t testing.TB, slot, to int) {
+	t.Helper()
+	from := c.Owner(t, slot)
+	c.tellOwner(t, slot, to, from)
+}
+
+// tellOwner tells every node but skip that node to serves slot.
+func (c *RedisCluster) tellOwner(t testing.TB, slot, to, skip int) {
+	t.Helper()
+	toID := c.Nodes[to].Do(t, "CLUSTER", "MYID")
+	s := strconv.Itoa(slot)
+	c.Nodes[to].Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
 	for i, r := range c.Nodes {
-		if i != from && i != to {
+		if i != skip && i != to {
 			r.Do(t, "CLUSTER", "SETSLOT", s, "NODE", toID)
 		}
 	}
-	return moved
 }
