@@ -256,6 +256,7 @@ type Handler struct {
 	pol    *policy
 	zone   *zone
 	logger *zap.Logger
+	use    *handlerUse
 	// forwarded holds the zone's forwardedState for this handler's
 	// server, once a request has carried X-Forwarded-For.
 	forwarded *atomic.Pointer[forwardedState]
@@ -291,11 +292,12 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		}
 	}
 	h.pol = pol
-	z, err := acquireZone(ctx, pol, h.logger)
+	z, err := acquireZone(ctx.Storage(), ctx.GetMetricsRegistry(), pol, h.logger)
 	if err != nil {
 		return fmt.Errorf("zone %q: %w", pol.zone, err)
 	}
 	h.zone = z
+	h.use = &handlerUse{letGo: h.letGo}
 	h.forwarded = new(atomic.Pointer[forwardedState])
 	return nil
 }
@@ -309,17 +311,30 @@ func (h *Handler) Validate() error {
 	return err
 }
 
-// Cleanup releases the handler's hold on its zone.
+// Cleanup takes the handler's settings out of its zone, and lets go of
+// the zone once the handler's requests still running have finished (see
+// handlerUse).
 func (h *Handler) Cleanup() error {
 	if h.zone != nil {
-		return releaseZone(h.zone, h.pol)
+		h.zone.unhold(h.pol)
+		h.use.cleanup()
 	}
 	return nil
+}
+
+// letGo drops the handler's hold on its zone's life: the zone goes with
+// the last handler that holds it.
+func (h *Handler) letGo() {
+	if err := dropZone(h.zone); err != nil {
+		h.logger.Error("releasing zone", zap.String("zone", h.zone.name), zap.Error(err))
+	}
 }
 
 // ServeHTTP admits or refuses the request, then forwards admitted ones and
 // learns from the backend's answer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
+	h.use.enter()
+	defer h.use.leave()
 	start := time.Now()
 	d := h.newDecision(r, start)
 	defer d.release()

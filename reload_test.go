@@ -694,3 +694,32 @@ func loadRejected(t *testing.T, e *env, site, bad string) []byte {
 	}
 	return js
 }
+
+// A call in flight when a reload removes its zone still proves its caller
+// and is still counted: Caddy stops the old config's servers without
+// waiting for their requests, then cleans its handlers up, so the zone
+// outlives a handler until the handler's requests have finished. It did
+// not: the zone flushed and went while the backend still ran the call,
+// and what the answer taught it was lost.
+func TestReloadRemovingTheZoneKeepsWhatItsCallsInFlightLearn(t *testing.T) {
+	const zone, token = "reload_inflight_learn", "valid-inflight-learn"
+	skipNearReset(t, nextDay)
+	block := "zone " + zone + "\nquota 100/day\nflush_interval 1s"
+	e := start(t, block)
+	done := e.slowInBackground(1500, "Authorization", "Bearer "+token)
+	harness.Eventually(t, 5*time.Second, "the slow call at the backend", func() bool { return e.backend.ToolCalls() == 1 })
+	e.caddy.Load(t, harness.Config("reverse_proxy $BACKEND", e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
+	if s := <-done; s != http.StatusOK {
+		t.Fatalf("the slow call: status %d, want 200", s)
+	}
+	e.reloadWith(t, block)
+	fp := fingerprintOf(t, e.caddy.Storage, zone, "Bearer "+token)
+	var id map[string]any
+	e.caddy.AdminJSON(t, "/mcp_ratelimit/"+zone+"/identities/"+fp, &id)
+	if id["proven"] != true {
+		t.Fatalf("identity %v: want it proven by the call that ended after its zone was unloaded", id)
+	}
+	if used, _ := id["quota_used"].(map[string]any); used["day"] != float64(1) {
+		t.Fatalf("identity quota_used %v, want day 1", id["quota_used"])
+	}
+}

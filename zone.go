@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/certmagic"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
@@ -28,6 +29,14 @@ import (
 // the handlers (and config loads) that use it and is destroyed when the
 // last of them is cleaned up.
 var zones = caddy.NewUsagePool()
+
+// zoneEnds orders a zone's end before the start of the next of its name.
+// The pool forgets a zone before destroying it, so a zone of the same
+// name started meanwhile (a handler that let go after its config was
+// unloaded, while the next load names the zone again) would read storage
+// before the going zone's final flush wrote it, and miss what it parks:
+// releases hold it, starts wait for them.
+var zoneEnds sync.RWMutex
 
 // globalKey and anonymousKey key the zone-wide buckets (global,
 // anonymous) and the zone's concurrency gauge. They are fingerprint-shaped
@@ -130,18 +139,21 @@ type zone struct {
 	beat   chan struct{} // closed when keepHostFiles has returned
 }
 
-// acquireZone returns the zone named by pol, creating it on first use, and
-// applies pol's limits to it.
-func acquireZone(ctx caddy.Context, pol *policy, logger *zap.Logger) (*zone, error) {
+// acquireZone returns the zone named by pol, creating it on first use on
+// st, and applies pol's limits to it; its metrics join reg, the registry
+// of the config loading.
+func acquireZone(st certmagic.Storage, reg *prometheus.Registry, pol *policy, logger *zap.Logger) (*zone, error) {
 	val, _, err := zones.LoadOrNew(pol.zone, func() (caddy.Destructor, error) {
-		return newZone(ctx.Storage(), pol, logger)
+		zoneEnds.RLock() // a zone of this name ending now has ended
+		zoneEnds.RUnlock()
+		return newZone(st, pol, logger)
 	})
 	if err != nil {
 		return nil, err
 	}
 	z := val.(*zone)
-	z.hold(&holder{pol: pol, storage: ctx.Storage(), logger: logger})
-	if err := z.metrics.register(ctx.GetMetricsRegistry()); err != nil {
+	z.hold(&holder{pol: pol, storage: st, logger: logger})
+	if err := z.metrics.register(reg); err != nil {
 		_ = releaseZone(z, pol)
 		return nil, err
 	}
@@ -197,6 +209,14 @@ func (z *zone) unhold(pol *policy) {
 // releaseZone drops the hold on z of the handler whose policy is pol.
 func releaseZone(z *zone, pol *policy) error {
 	z.unhold(pol)
+	return dropZone(z)
+}
+
+// dropZone drops one hold on z's life: the last one destroys it (see
+// zoneEnds).
+func dropZone(z *zone) error {
+	zoneEnds.Lock()
+	defer zoneEnds.Unlock()
 	_, err := zones.Delete(z.name)
 	return err
 }
