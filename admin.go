@@ -46,7 +46,7 @@ func (a *AdminAPI) Provision(ctx caddy.Context) error {
 	reg := ctx.GetMetricsRegistry()
 	zones.Range(func(_, v any) bool {
 		if z, ok := v.(*zone); ok {
-			_ = z.metrics.register(reg)
+			z.metrics.serveAdmin(reg)
 		}
 		return true
 	})

@@ -2,7 +2,6 @@ package mcplimit
 
 import (
 	"errors"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,8 +31,13 @@ type zoneMetrics struct {
 	refreshed func(*zoneMetrics)
 
 	regsMu sync.Mutex
-	regs   []*prometheus.Registry // the registries m is registered in
-	gone   bool                   // unregistered for good: the zone is gone
+	// regs holds the registries m is registered in, with how many hold it
+	// there: the zone's handlers of each config (one registry per config
+	// load), and the admin endpoint (admin). A registry no one holds is
+	// let go: each is a config's whole set of metrics.
+	regs  map[*prometheus.Registry]int
+	admin *prometheus.Registry // the one the admin endpoint serves
+	gone  bool                 // unregistered for good: the zone is gone
 
 	// The counts themselves, which the admin API reads too; admitted,
 	// upstream and in-flight are exported from them at scrape time, so a
@@ -144,24 +148,69 @@ func (m *zoneMetrics) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// register adds m to reg unless a handler of the same zone already did.
+// register adds m to reg, a handler's (of the config loading): it stays
+// there until the handler lets go of it (release).
 func (m *zoneMetrics) register(reg *prometheus.Registry) error {
-	if reg == nil {
-		return nil
-	}
 	m.regsMu.Lock()
 	defer m.regsMu.Unlock()
-	if m.gone || slices.Contains(m.regs, reg) {
+	return m.holdLocked(reg)
+}
+
+// holdLocked adds a hold of m in reg, registering it there at the first.
+func (m *zoneMetrics) holdLocked(reg *prometheus.Registry) error {
+	if reg == nil || m.gone {
 		return nil
 	}
-	err := reg.Register(m)
-	if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); ok {
-		err = nil
+	if m.regs[reg] == 0 {
+		err := reg.Register(m)
+		if _, ok := errors.AsType[prometheus.AlreadyRegisteredError](err); !ok && err != nil {
+			return err
+		}
+		if m.regs == nil {
+			m.regs = map[*prometheus.Registry]int{}
+		}
 	}
-	if err == nil {
-		m.regs = append(m.regs, reg)
+	m.regs[reg]++
+	return nil
+}
+
+// release drops a hold of m in reg; at the last, m leaves reg, and m no
+// longer keeps the registry, whose config is gone, from being freed.
+func (m *zoneMetrics) release(reg *prometheus.Registry) {
+	m.regsMu.Lock()
+	defer m.regsMu.Unlock()
+	m.releaseLocked(reg)
+}
+
+func (m *zoneMetrics) releaseLocked(reg *prometheus.Registry) {
+	n, ok := m.regs[reg]
+	if !ok {
+		return
 	}
-	return err
+	if n > 1 {
+		m.regs[reg] = n - 1
+		return
+	}
+	delete(m.regs, reg)
+	reg.Unregister(m)
+}
+
+// serveAdmin adds m to reg, the registry the admin endpoint serves from
+// now on (that of the config loading, even one Caddy then rejects), and
+// lets go of the one it served before.
+func (m *zoneMetrics) serveAdmin(reg *prometheus.Registry) {
+	m.regsMu.Lock()
+	defer m.regsMu.Unlock()
+	if reg == m.admin || m.gone {
+		return
+	}
+	if err := m.holdLocked(reg); err != nil {
+		return
+	}
+	if m.admin != nil {
+		m.releaseLocked(m.admin)
+	}
+	m.admin = reg
 }
 
 // unregister takes m out of every registry it was added to: its zone is
@@ -169,10 +218,10 @@ func (m *zoneMetrics) register(reg *prometheus.Registry) error {
 func (m *zoneMetrics) unregister() {
 	m.regsMu.Lock()
 	defer m.regsMu.Unlock()
-	for _, reg := range m.regs {
+	for reg := range m.regs {
 		reg.Unregister(m)
 	}
-	m.regs, m.gone = nil, true
+	m.regs, m.admin, m.gone = nil, nil, true
 }
 
 // revive lets m be registered again: a zone started anew took it up

@@ -152,11 +152,11 @@ func acquireZone(st certmagic.Storage, reg *prometheus.Registry, pol *policy, lo
 		return nil, err
 	}
 	z := val.(*zone)
-	z.hold(&holder{pol: pol, storage: st, logger: logger})
 	if err := z.metrics.register(reg); err != nil {
-		_ = releaseZone(z, pol)
+		_ = dropZone(z)
 		return nil, err
 	}
+	z.hold(&holder{pol: pol, storage: st, logger: logger, reg: reg})
 	return z, nil
 }
 
@@ -166,6 +166,7 @@ type holder struct {
 	pol     *policy
 	storage certmagic.Storage
 	logger  *zap.Logger
+	reg     *prometheus.Registry // the metrics registry of its config
 }
 
 // hold makes h's settings the zone's.
@@ -188,6 +189,7 @@ func (z *zone) unhold(pol *policy) {
 		if h.pol != pol {
 			continue
 		}
+		z.metrics.release(h.reg)
 		z.holders = slices.Delete(z.holders, i, i+1)
 		z.noteCapacity()
 		switch n := len(z.holders); {
