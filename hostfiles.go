@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -59,12 +60,23 @@ func hostID() string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// newOwner returns a fresh owner of this process. Each zone object has
-// its own, so a zone that a reload removes and a later one adds again
-// takes its earlier self's files over once they are released.
+// newOwner returns a fresh owner of this process, live until endOwner.
+// Each zone object has its own, so a zone that a reload removes and a
+// later one adds again takes its earlier self's files over once they are
+// released, or once it has ended.
 func newOwner() string {
-	return thisHost + "-" + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:8]
+	o := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-" + rand.Text()[:8]
+	liveOwners.Store(o, struct{}{})
+	return o
 }
+
+// liveOwners holds the owners of this process's zones that have not ended.
+var liveOwners sync.Map
+
+// endOwner marks owner, of a zone that has ended (its last files
+// written), gone: its files are another process's that stopped, for the
+// zones that start after it, rather than left until this one stops.
+func endOwner(owner string) { liveOwners.Delete(owner) }
 
 func newHostFiles(kind, zone, owner string) hostFiles {
 	return hostFiles{dir: filepath.Join(caddy.AppDataDir(), kind), zone: hex.EncodeToString([]byte(zone)), owner: owner}
@@ -221,13 +233,20 @@ func orphaned(owner string, mtime, now time.Time) bool {
 	return now.Sub(mtime) >= orphanAfter || ownerGone(owner)
 }
 
-// ownerGone reports whether owner ran on this host and its process is
-// gone.
+// ownerGone reports whether owner ran on this host and is gone: its
+// process, or, in this process, its zone (see endOwner).
 func ownerGone(owner string) bool {
 	host, rest, _ := strings.Cut(owner, "-")
 	pid, _, _ := strings.Cut(rest, "-")
 	n, err := strconv.Atoi(pid)
-	return host == thisHost && err == nil && processGone(n)
+	if host != thisHost || err != nil {
+		return false
+	}
+	if n == os.Getpid() {
+		_, live := liveOwners.Load(owner)
+		return !live
+	}
+	return processGone(n)
 }
 
 // processGone reports whether no process of this host has the id pid, or

@@ -46,13 +46,16 @@ func goneProcess(t *testing.T) int {
 }
 
 // A zone takes over the files of processes that stopped gracefully, that
-// ran on this host and are gone, or that went silent for orphanAfter; a
-// running owner's file, its own and other zones' stay.
+// ran on this host and are gone, or that went silent for orphanAfter, and
+// those of zones of this process that ended; a running owner's file, its
+// own and other zones' stay.
 func TestTakeOrphansTakesOnlyFilesNobodyWillPush(t *testing.T) {
 	now := time.Now()
 	dir := t.TempDir()
 	mine := hostFiles{dir: dir, zone: hex.EncodeToString([]byte("a")), owner: newOwner()}
-	alive := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-OTHERZON" // another zone object of this process
+	alive := newOwner() // another zone object of this process, running
+	ended := newOwner() // one that ended
+	endOwner(ended)
 	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
 	elsewhere := "00112233aabbccdd-1-REMOTE00" // another host
 	remoteCrashed := "00112233aabbccdd-2-REMOTE00"
@@ -66,6 +69,7 @@ func TestTakeOrphansTakesOnlyFilesNobodyWillPush(t *testing.T) {
 	}
 	hostFile(t, mine, alive+"X", "i/released", 16, time.Unix(0, 0))
 	hostFile(t, mine, gone, "i/gone", 32, now)
+	hostFile(t, mine, ended, "i/ended", 256, now)
 	hostFile(t, mine, remoteCrashed, "i/silent", 64, now.Add(-orphanAfter))
 	hostFile(t, mine, "", "i/legacy", 128, now)
 
@@ -80,7 +84,7 @@ func TestTakeOrphansTakesOnlyFilesNobodyWillPush(t *testing.T) {
 	for _, c := range cs {
 		got[c.Key] += c.N
 	}
-	want := map[string]int64{"i/released": 16, "i/gone": 32, "i/silent": 64, "i/legacy": 128}
+	want := map[string]int64{"i/released": 16, "i/gone": 32, "i/silent": 64, "i/legacy": 128, "i/ended": 256}
 	if len(got) != len(want) {
 		t.Fatalf("took %v, want %v", got, want)
 	}

@@ -419,6 +419,7 @@ func (z *zone) applyCapacities(applied zoneCapacity) zoneCapacity {
 func (z *zone) Destruct() error {
 	z.cancel()
 	<-z.done
+	endOwner(z.redisCounts.owner) // its files are written: the next start takes them
 	z.metrics.unregister()
 	z.park()
 	return nil
