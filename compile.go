@@ -325,7 +325,7 @@ func compile(h *Handler) (*policy, error) {
 		if h.Store.Redis.URL == "" {
 			return nil, fmt.Errorf("store redis: url is required")
 		}
-		if u := h.Store.Redis.URL; !strings.Contains(u, "{") { // a placeholder is read at start
+		if u := h.Store.Redis.URL; checkableNow(u) {
 			if err := redisstore.CheckURL(u, h.Store.Redis.Cluster); err != nil {
 				return nil, fmt.Errorf("store redis: %w", err)
 			}

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -92,9 +93,19 @@ func redisTimeout(rs *RedisStore) (time.Duration, error) {
 	return time.Duration(rs.Timeout), nil
 }
 
-// expandRedisURL expands placeholders such as {env.REDIS_URL}.
+// expandRedisURL expands placeholders such as {env.REDIS_URL}. Braces
+// that are no placeholder Caddy knows stay as written (a password's
+// `{x}`), and make the URL fail to parse: removed, they would have made
+// it another password.
 func expandRedisURL(rs *RedisStore) string {
-	return caddy.NewReplacer().ReplaceAll(rs.URL, "")
+	return caddy.NewReplacer().ReplaceKnown(rs.URL, "")
+}
+
+// checkableNow reports whether a store URL can be checked as the config
+// is compiled: it holds no placeholder (one is read at start), or a brace
+// that no placeholder takes, which stays and fails it then as now.
+func checkableNow(url string) bool {
+	return !strings.Contains(url, "{") || strings.Contains(caddy.NewReplacer().ReplaceKnown(url, ""), "{")
 }
 
 // storeConfig is the configuration of rs's store for zone, its URL

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -201,6 +202,9 @@ func CheckURL(url string, cluster bool) error {
 // would use DB 0) or beyond Redis's 32-bit range, and a port outside
 // 1-65535. An error never quotes the URL, which may hold a password.
 func parseURL(rawURL string) (*redis.Options, error) {
+	if err := checkShape(rawURL, false); err != nil {
+		return nil, fmt.Errorf("parsing redis URL: %w", err)
+	}
 	opts, err := parseHidingCredentials(rawURL, redis.ParseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parsing redis URL: %w", err)
@@ -209,11 +213,34 @@ func parseURL(rawURL string) (*redis.Options, error) {
 		return nil, fmt.Errorf("parsing redis URL: DB index %d: must be 0 to %d", opts.DB, math.MaxInt32)
 	}
 	if opts.Network == "tcp" {
-		if err := checkPort(opts.Addr); err != nil {
+		if err := checkAddr(opts.Addr); err != nil {
 			return nil, err
 		}
 	}
 	return opts, nil
+}
+
+// checkShape refuses what go-redis would take for another URL than the
+// one meant, before it parses: no "//" after the scheme (`redis::pw@host`
+// is an opaque URL, go-redis dials localhost without the password), and
+// addr parameters other than a cluster's nodes, host:port alone (go-redis
+// quotes a bad one, credentials and all; without cluster it is no option).
+func checkShape(rawURL string, cluster bool) error {
+	if _, rest, ok := strings.Cut(rawURL, ":"); ok && !strings.HasPrefix(rest, "//") {
+		return errors.New(`no "//" after the scheme: want redis://host:port, rediss://… or unix:///path`)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil // parseHidingCredentials names it
+	}
+	addrs := u.Query()["addr"]
+	switch {
+	case len(addrs) > 0 && !cluster:
+		return errors.New("an addr parameter names a Redis Cluster's nodes: say cluster in the store's block")
+	case slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "@") }):
+		return errors.New("an addr parameter is host:port alone: every node is reached with the URL's user and password")
+	}
+	return nil
 }
 
 // parseClusterURL parses the URL of a Redis Cluster's node into cluster
@@ -221,13 +248,8 @@ func parseURL(rawURL string) (*redis.Options, error) {
 // ignore it) and a port outside 1-65535, of the URL's node or of one of
 // its ?addr= nodes. An error never quotes the URL.
 func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
-	if u, err := url.Parse(rawURL); err == nil {
-		for _, addr := range u.Query()["addr"] {
-			if strings.Contains(addr, "@") {
-				// go-redis would quote it, credentials and all.
-				return nil, errors.New("parsing redis cluster URL: an addr parameter is host:port alone: every node is reached with the URL's user and password")
-			}
-		}
+	if err := checkShape(rawURL, true); err != nil {
+		return nil, fmt.Errorf("parsing redis cluster URL: %w", err)
 	}
 	opts, err := parseHidingCredentials(rawURL, redis.ParseClusterURL)
 	if err != nil {
@@ -239,7 +261,7 @@ func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
 		}
 	}
 	for _, addr := range opts.Addrs {
-		if err := checkPort(addr); err != nil {
+		if err := checkAddr(addr); err != nil {
 			return nil, err
 		}
 	}
@@ -271,7 +293,7 @@ func parseHidingCredentials[T any](rawURL string, parse func(string) (T, error))
 	if _, err := parse(scheme + "://user:password@" + rest[at+1:]); err != nil {
 		return zero, urlErrorCause(err)
 	}
-	return zero, errors.New("the user name or password holds a character a URL must percent-encode (# / ? % @ or a space, say): encode it, %23 for #")
+	return zero, errors.New("the user name or password holds a character a URL must percent-encode (# / ? % { } or a space, say): encode it, %23 for #")
 }
 
 // urlErrorCause is err without the url.Error around it, which quotes the
@@ -283,11 +305,16 @@ func urlErrorCause(err error) error {
 	return err
 }
 
-// checkPort refuses an address whose port is not 1 to 65535.
-func checkPort(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+// checkAddr refuses an address whose port is not 1 to 65535, or whose
+// host holds a colon without being an IPv6 address: go-redis reads
+// host:6379:9 as the host "host:6379", which no lookup finds.
+func checkAddr(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
 		return fmt.Errorf("parsing redis URL: port %q: must be 1 to 65535", port)
+	}
+	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
+		return errors.New("parsing redis URL: the host holds a colon and is no IPv6 address: one port after the host, and an IPv6 address in brackets")
 	}
 	return nil
 }

@@ -836,7 +836,8 @@ func TestCheckURL(t *testing.T) {
 			t.Errorf("%s: %v", u, err)
 		}
 	}
-	for _, u := range []string{"redis://127.0.0.1:6379/-1", "redis://127.0.0.1:6379/2147483648", "redis://127.0.0.1:99999", "redis://127.0.0.1:0", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/x"} {
+	for _, u := range []string{"redis://127.0.0.1:6379/-1", "redis://127.0.0.1:6379/2147483648", "redis://127.0.0.1:99999", "redis://127.0.0.1:0", "http://127.0.0.1:6379", "redis://127.0.0.1:6379/x",
+		"redis::pw@127.0.0.1", "redis:127.0.0.1:6379", "redis://:pw@127.0.0.1:6379:9", "redis://127.0.0.1:6379?addr=127.0.0.1:6380"} {
 		if err := redisstore.CheckURL(u, false); err == nil {
 			t.Errorf("%s accepted", u)
 		}
@@ -853,7 +854,8 @@ func TestCheckClusterURL(t *testing.T) {
 		}
 	}
 	for _, u := range []string{"redis://127.0.0.1:7000/3", "redis://127.0.0.1:99999", "redis://127.0.0.1:7000?addr=127.0.0.1:0", "redis://127.0.0.1:7000?addr=nope",
-		"unix:///run/redis.sock", "http://127.0.0.1:7000", "redis://127.0.0.1:7000?db=2", "redis://127.0.0.1:7000?addr=u:pw@127.0.0.1:7001"} {
+		"unix:///run/redis.sock", "http://127.0.0.1:7000", "redis://127.0.0.1:7000?db=2", "redis://127.0.0.1:7000?addr=u:pw@127.0.0.1:7001",
+		"redis::pw@127.0.0.1:7000", "redis://127.0.0.1:7000:9", "redis://127.0.0.1:7000?addr=127.0.0.1:7001:9"} {
 		if err := redisstore.CheckURL(u, true); err == nil {
 			t.Errorf("%s accepted", u)
 		}
@@ -882,6 +884,11 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "addr parameter") {
 			t.Errorf("%s: %v, want an error naming the addr parameter without the password", u, err)
 		}
+		// Without cluster, addr is no option at all: the error says so.
+		err = redisstore.CheckURL(u, false)
+		if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "cluster") {
+			t.Errorf("%s without cluster: %v, want an error saying addr is a cluster's, without the password", u, err)
+		}
 	}
 	// A password holding a character a URL must percent-encode makes the
 	// parser split the URL inside it: no piece of it may be quoted.
@@ -895,6 +902,7 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 		{"redis://:Pa55%wo@127.0.0.1:6379", []string{"Pa55", "%wo"}},
 		{"redis://admin:Pa55 zq9@127.0.0.1:6379", []string{"Pa55", "zq9"}},
 		{"rediss://admin:a#b/c?d@cache.example:6380/2", []string{"a#b", "c?d"}},
+		{"redis://:QzS3{crT}@127.0.0.1:6379/0", []string{"QzS3", "crT"}},
 	} {
 		for _, cluster := range []bool{false, true} {
 			err := redisstore.CheckURL(c.url, cluster)
