@@ -22,10 +22,11 @@ type handlerUse struct {
 // enter counts a request in.
 func (u *handlerUse) enter() { u.active.Add(1) }
 
-// leave counts a request out; the last one out of a cleaned-up handler
-// lets go of the zone, off the request (the zone's going flushes).
-func (u *handlerUse) leave() {
-	if u.active.Add(-1) == 0 && u.cleaned.Load() {
+// leave counts a request that entered out (when counted); the last one
+// out of a cleaned-up handler lets go of the zone, off the request (the
+// zone's going flushes).
+func (u *handlerUse) leave(counted bool) {
+	if counted && u.active.Add(-1) == 0 && u.cleaned.Load() {
 		go u.once.Do(u.letGo)
 	}
 }

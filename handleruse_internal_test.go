@@ -1,9 +1,14 @@
 package mcplimit
 
 import (
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
 )
 
 // A handler cleaned up while one of its requests runs lets go of its zone
@@ -17,13 +22,13 @@ func TestHandlerLetsGoOfItsZoneOnceItsRequestsHaveLeft(t *testing.T) {
 	u.enter()
 	u.enter()
 	u.cleanup()
-	u.leave()
+	u.leave(true)
 	select {
 	case <-gone:
 		t.Fatal("let go with a request running")
 	case <-time.After(50 * time.Millisecond):
 	}
-	u.leave()
+	u.leave(true)
 	select {
 	case <-gone:
 	case <-time.After(5 * time.Second):
@@ -60,5 +65,53 @@ func TestZoneStartWaitsForTheEndOfTheZoneOfItsName(t *testing.T) {
 	z := <-started
 	if z != nil {
 		_ = releaseZone(z, h.pol)
+	}
+}
+
+// A listen stream (a GET) does not hold its handler's zone back once the
+// handler is cleaned up: it stays open for as long as its client does and
+// learns nothing at its end, and a stop whose zone could not end would
+// not flush. A call (a POST) does.
+func TestAListenStreamDoesNotHoldItsZoneBack(t *testing.T) {
+	for _, c := range []struct {
+		method string
+		holds  bool
+	}{{http.MethodGet, false}, {http.MethodPost, true}} {
+		t.Run(c.method, func(t *testing.T) {
+			h := provisionForTest(t, &Handler{Zone: "listen-" + c.method, Preauth: &RateLimit{Rate: "100/s", Burst: 100}})
+			gone := make(chan struct{})
+			h.use = &handlerUse{letGo: func() { close(gone) }}
+			inside, release, served := make(chan struct{}), make(chan struct{}), make(chan struct{})
+			next := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+				close(inside)
+				<-release
+				return nil
+			})
+			req := slowCall(context.Background(), "listen")
+			req.Method = c.method
+			go func() {
+				_ = h.ServeHTTP(httptest.NewRecorder(), req, next)
+				close(served)
+			}()
+			<-inside
+			h.use.cleanup()
+			select {
+			case <-gone:
+				if c.holds {
+					t.Fatal("let go of the zone with a call running")
+				}
+			case <-time.After(100 * time.Millisecond):
+				if !c.holds {
+					t.Fatal("a listen stream held the zone back")
+				}
+			}
+			close(release)
+			<-served
+			select {
+			case <-gone:
+			case <-time.After(5 * time.Second):
+				t.Fatal("did not let go of the zone once the request ended")
+			}
+		})
 	}
 }

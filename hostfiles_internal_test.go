@@ -152,7 +152,7 @@ func TestClaimsOfGoneClaimersAreTakenOver(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	alive := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-LIVECLAI"
+	alive := newOwner() // a running zone of this process
 	claim(alive, now, "i/working", 1)
 	claim(thisHost+"-"+strconv.Itoa(goneProcess(t))+"-GONECLAI", now, "i/crashed", 2)
 	claim("00112233aabbccdd-7-REMOTECL", now.Add(-orphanAfter), "i/old", 4)

@@ -333,8 +333,14 @@ func (h *Handler) letGo() {
 // ServeHTTP admits or refuses the request, then forwards admitted ones and
 // learns from the backend's answer.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyhttp.Handler) error {
-	h.use.enter()
-	defer h.use.leave()
+	// A GET is a listen stream, open for as long as the client stays:
+	// it learns nothing at its end, and must not hold the zone's end
+	// back (a zone that a stop could not end would not flush).
+	counted := r.Method != http.MethodGet
+	if counted {
+		h.use.enter()
+	}
+	defer h.use.leave(counted)
 	start := time.Now()
 	d := h.newDecision(r, start)
 	defer d.release()

@@ -50,7 +50,7 @@ func TestSeedRedisCountsTakesTheLargestCopyAndTidiesUp(t *testing.T) {
 		return quota.Count{Key: key, Period: quota.Day, Start: quota.Day.Start(now), N: n}
 	}
 	yesterday := quota.Count{Key: "i/x", Period: quota.Day, Start: quota.Day.Start(now).AddDate(0, 0, -1), N: 50}
-	alive := thisHost + "-" + strconv.Itoa(os.Getpid()) + "-ALIVEZON"
+	alive := newOwner() // a running zone of this process
 	gone := thisHost + "-" + strconv.Itoa(goneProcess(t)) + "-GONEGONE"
 	remote := "00112233aabbccdd-1-REMOTE00"
 
