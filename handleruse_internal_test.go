@@ -64,7 +64,8 @@ func TestZoneStartWaitsForTheEndOfTheZoneOfItsName(t *testing.T) {
 	zoneEnds.Unlock()
 	z := <-started
 	if z != nil {
-		_ = releaseZone(z, h.pol)
+		z.unhold(h.pol)
+		_ = dropZone(z)
 	}
 }
 

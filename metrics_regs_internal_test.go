@@ -93,13 +93,15 @@ func TestHandlerCleanupTakesTheZoneOutOfItsConfigsRegistry(t *testing.T) {
 	if _, err := acquireZone(st, curReg, cur, zap.NewNop()); err != nil {
 		t.Fatal(err)
 	}
-	if err := releaseZone(z, old); err != nil {
+	z.unhold(old) // the old config's handler, cleaned up
+	if err := dropZone(z); err != nil {
 		t.Fatal(err)
 	}
 	if served(t, oldReg) || !served(t, curReg) {
 		t.Fatalf("old config's registry serves the zone: %v, the running one's: %v; want false, true", served(t, oldReg), served(t, curReg))
 	}
-	if err := releaseZone(z, cur); err != nil {
+	z.unhold(cur)
+	if err := dropZone(z); err != nil {
 		t.Fatal(err)
 	}
 }

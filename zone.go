@@ -208,12 +208,6 @@ func (z *zone) unhold(pol *policy) {
 	}
 }
 
-// releaseZone drops the hold on z of the handler whose policy is pol.
-func releaseZone(z *zone, pol *policy) error {
-	z.unhold(pol)
-	return dropZone(z)
-}
-
 // dropZone drops one hold on z's life: the last one destroys it (see
 // zoneEnds).
 func dropZone(z *zone) error {
