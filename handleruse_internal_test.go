@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // A handler cleaned up while one of its requests runs lets go of its zone
@@ -115,4 +117,29 @@ func TestAListenStreamDoesNotHoldItsZoneBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A handler cleaned up while a call runs flushes its zone then: the zone
+// ends only once the call has, and a stop whose grace period runs out
+// first would exit before that end's flush, losing what the zone counted
+// and proved since its last flush (the stop's own flush, before).
+func TestCleanupWithACallRunningFlushesTheZone(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "cleanup-flush", FlushInterval: caddy.Duration(time.Hour)})
+	h.use = &handlerUse{letGo: func() {}}
+	ok := func() float64 {
+		var m dto.Metric
+		if err := h.zone.metrics.flushes.WithLabelValues("ok").Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	before := ok()
+	h.use.enter()
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if n := ok() - before; n != 1 {
+		t.Fatalf("%v flushes at the cleanup with a call running, want 1", n)
+	}
+	h.use.leave(true)
 }

@@ -317,10 +317,19 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	if h.zone != nil {
 		h.zone.unhold(h.pol)
+		if h.use.active.Load() > 0 {
+			// Its calls hold the zone's end back: what was counted
+			// until now is saved now, in case the process stops first.
+			h.zone.flushSoon(cleanupFlushWait)
+		}
 		h.use.cleanup()
 	}
 	return nil
 }
+
+// cleanupFlushWait bounds how long a cleanup waits for the flush it asks
+// for (see flushSoon): a storage lock's wait, as a flush's own.
+const cleanupFlushWait = 10 * time.Second
 
 // letGo drops the handler's hold on its zone's life: the zone goes with
 // the last handler that holds it.

@@ -136,7 +136,10 @@ type zone struct {
 
 	cancel context.CancelFunc
 	done   chan struct{}
-	beat   chan struct{} // closed when keepHostFiles has returned
+	// flushNow asks the run loop for a flush, closing the channel sent
+	// once it is done (see flushSoon).
+	flushNow chan chan struct{}
+	beat     chan struct{} // closed when keepHostFiles has returned
 }
 
 // acquireZone returns the zone named by pol, creating it on first use on
@@ -266,6 +269,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		pendingWait:   lockWait(pol.flush),
 		beat:          make(chan struct{}),
 		done:          make(chan struct{}),
+		flushNow:      make(chan chan struct{}),
 	}
 	z.capacity.Store(&capacity)
 	z.totalsSaved.Store(time.Now().UnixNano())
@@ -419,6 +423,29 @@ func (z *zone) Destruct() error {
 	return nil
 }
 
+// flushSoon has the run loop flush the zone now (its counts, its proven
+// set), and waits for it up to wait: a handler cleaned up while its calls
+// run keeps the zone from ending until they have (handlerUse), and a
+// process that stops meanwhile, its grace period over, would exit before
+// the zone's final flush, losing what was counted since the last one.
+func (z *zone) flushSoon(wait time.Duration) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	flushed := make(chan struct{})
+	select {
+	case z.flushNow <- flushed:
+	case <-z.done:
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-flushed:
+	case <-z.done:
+	case <-t.C:
+	}
+}
+
 // run is the zone's single owner of background work: sweeping full
 // buckets and expired identities, draining sampled logs, and flushing
 // quota counts every flush interval. applied is the capacity newZone made
@@ -447,6 +474,9 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 			cancel()
 			z.drainSampler(true)
 			return
+		case flushed := <-z.flushNow:
+			z.flushTick(ctx, time.Now())
+			close(flushed)
 		case now := <-tick.C:
 			applied = z.applyCapacities(applied)
 			if now.Sub(lastSweep)+readTick/2 >= time.Second {
