@@ -516,6 +516,9 @@ func TestFaultsAreErrorsWithinTheTimeout(t *testing.T) {
 // names the one that stays over it longest: an exhausted quota behind an
 // empty bucket.
 func TestShortCircuitNamesTheLongestWait(t *testing.T) {
+	if now := time.Now(); quota.Day.Next(now).Sub(now) < 2*time.Minute {
+		t.Skip("the day's quota resets within the test: its wait would not be the longest")
+	}
 	r := harness.StartRedis(t)
 	s := newStore(t, r, "z")
 	items := []redisstore.Item{bucket("t/l", 1, 1, 1), quotaItem("i/l", quota.Day, 1, 1)}
