@@ -5,7 +5,8 @@ import (
 	"sync/atomic"
 )
 
-// handlerUse counts a handler's requests in ServeHTTP, so that a handler
+// handlerUse counts a handler's calls in ServeHTTP (every request but a
+// GET listen stream, see ServeHTTP), so that a handler
 // cleaned up while some still run lets go of its zone only once the last
 // has finished. Caddy unloads a config by stopping its servers without
 // waiting for their requests and then cleaning its modules up: a zone
