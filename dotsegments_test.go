@@ -14,8 +14,8 @@ import (
 
 // dotPaths are paths Caddy's path matcher cleans out of /mcp* (or that
 // it never matches, where Tomcat drops the ';' parameter and merges the
-// slashes) while a backend that routes by the raw path sends them to its
-// /mcp mount.
+// slashes, or where IIS turns a backslash into a slash) while a backend
+// that routes by the raw path sends them to its /mcp mount.
 var dotPaths = []string{
 	"/mcp/messages/../..",
 	"/mcp/messages/%2e%2e/%2E%2E",
@@ -26,6 +26,9 @@ var dotPaths = []string{
 	"/;x/mcp",
 	"/;/mcp/messages",
 	"/%3bx/mcp",
+	"/x%5c..%5cmcp",
+	"/x%5C..%5Cmcp/messages",
+	"/%5cmcp",
 }
 
 // readmeDotRecipe returns the lines of the README's dot-segment snippet
