@@ -240,6 +240,11 @@ func checkShape(rawURL string, cluster bool) error {
 	case slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "@") }):
 		return errors.New("an addr parameter is host:port alone: every node is reached with the URL's user and password")
 	}
+	for _, a := range addrs {
+		if err := checkAddr(a); err != nil {
+			return fmt.Errorf("an addr parameter: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -311,7 +316,7 @@ func urlErrorCause(err error) error {
 func checkAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("parsing redis URL: port %q: must be 1 to 65535", port)
+		return errors.New("parsing redis URL: want host:port, with a port of 1 to 65535")
 	}
 	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
 		return errors.New("parsing redis URL: the host holds a colon and is no IPv6 address: one port after the host, and an IPv6 address in brackets")

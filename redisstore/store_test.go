@@ -893,6 +893,16 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 			t.Errorf("%s without cluster: %v, want an error saying addr is a cluster's, without the password", u, err)
 		}
 	}
+	// A mistyped addr may hold a password where its port belongs, or be
+	// one: it is not quoted back either.
+	for _, u := range []string{"redis://127.0.0.1:7000?addr=127.0.0.1:7001:topsecretpw",
+		"redis://127.0.0.1:7000?addr=topsecretpw", "redis://127.0.0.1:7000?addr=127.0.0.1:7001/topsecretpw",
+		"redis://127.0.0.1:7000?addr=127.0.0.1:topsecretpw"} {
+		err := redisstore.CheckURL(u, true)
+		if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "addr parameter") {
+			t.Errorf("%s: %v, want an error naming the addr parameter without quoting it", u, err)
+		}
+	}
 	// A password holding a character a URL must percent-encode makes the
 	// parser split the URL inside it: no piece of it may be quoted.
 	for _, c := range []struct {
