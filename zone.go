@@ -233,6 +233,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 			OnDegraded:  func(degraded bool, err error) { onDegraded(z, degraded, err) },
 			LockTimeout: lockWait(pol.flush),
 			OnLockWait:  func() func() { return z.keepWhileWaiting(kept(z)) },
+			OnRepush:    func(object string, n int64) { z.onRepush(object, n) },
 		})
 	}
 	bound := counter(redisBoundPrefix(pol.zone), (*zone).onBoundDegraded, func(z *zone) *unpushedCopy { return &z.boundUnpushed })
@@ -751,6 +752,14 @@ func (z *zone) onDegraded(degraded bool, err error) {
 	}
 	z.setDegradedGauge() // stays 1 while a Redis store is degraded
 	log.Info("quota store available again: pending counts pushed", zap.String("zone", z.name))
+}
+
+// onRepush logs a push of this instance that another instance's store
+// overwrote (one that paused past its lock, see quota.Config.OnRepush):
+// the next flush pushes its counts again.
+func (z *zone) onRepush(object string, n int64) {
+	z.logger.Load().Warn("quota counts overwritten in storage by an instance that paused past its lock: pushing them again",
+		zap.String("zone", z.name), zap.String("object", object), zap.Int64("counts", n))
 }
 
 // knownRefresh is how often the known-good set is saved when only last

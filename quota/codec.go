@@ -64,14 +64,15 @@ func parseCounts(data []byte, extra int) (map[string]int64, int) {
 }
 
 // mergeCounts parses the stored totals in data, adds deltas and returns the
-// new totals with their encoding. The common case takes one pass: every line
-// is looked up in deltas and written out at once, so each key costs one
-// lookup and one insert. Keys whose total becomes 0 stay in totals but are not
-// written. A stored object with duplicate keys falls back to the plain path.
-func mergeCounts(data []byte, deltas deltas) (totals map[string]int64, out []byte, malformed int) {
+// new totals with their encoding, after head. The common case takes one
+// pass: every line is looked up in deltas and written out at once, so each
+// key costs one lookup and one insert. Keys whose total becomes 0 stay in
+// totals but are not written. A stored object with duplicate keys falls back
+// to the plain path.
+func mergeCounts(head, data []byte, deltas deltas) (totals map[string]int64, out []byte, malformed int) {
 	lines := bytes.Count(data, []byte{'\n'}) + 1
 	totals = make(map[string]int64, lines+lines/4+len(deltas)/4) // slack: avoid table splits
-	out = make([]byte, 0, len(data)+len(deltas)*8)
+	out = append(make([]byte, 0, len(head)+len(data)+len(deltas)*8), head...)
 	matched := 0
 	for s := string(data); s != ""; {
 		var line string
@@ -91,7 +92,7 @@ func mergeCounts(data []byte, deltas deltas) (totals map[string]int64, out []byt
 		n := len(totals)
 		totals[k] = v
 		if len(totals) == n {
-			return mergeCountsSlow(data, deltas)
+			return mergeCountsSlow(head, data, deltas)
 		}
 		if v != 0 {
 			out = appendLine(out, k, v)
@@ -112,12 +113,12 @@ func mergeCounts(data []byte, deltas deltas) (totals map[string]int64, out []byt
 
 // mergeCountsSlow is mergeCounts for objects with duplicate keys: it sums
 // the duplicates first.
-func mergeCountsSlow(data []byte, deltas deltas) (map[string]int64, []byte, int) {
+func mergeCountsSlow(head, data []byte, deltas deltas) (map[string]int64, []byte, int) {
 	totals, malformed := parseCounts(data, len(deltas))
 	for k, d := range deltas {
 		totals[k] += *d
 	}
-	out := make([]byte, 0, len(data)+len(deltas)*8)
+	out := append(make([]byte, 0, len(head)+len(data)+len(deltas)*8), head...)
 	for k, v := range totals {
 		if v != 0 {
 			out = appendLine(out, k, v)

@@ -105,7 +105,7 @@ func TestMergeCounts(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.rule, func(t *testing.T) {
-			totals, out, malformed := mergeCounts([]byte(tt.stored), deltasOf(tt.deltas))
+			totals, out, malformed := mergeCounts(nil, []byte(tt.stored), deltasOf(tt.deltas))
 			written, bad := parseCounts(out, 0)
 			if !maps.Equal(written, tt.want) || bad != 0 {
 				t.Errorf("written = %v (%d bad), want %v", written, bad, tt.want)

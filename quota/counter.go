@@ -34,6 +34,13 @@ type Config struct {
 	// outlives a crash during the wait. Both are called from Flush and
 	// must not call back into it.
 	OnLockWait func() (waited func())
+	// OnRepush, when set, is called when a flush finds that an earlier
+	// push of this Counter to object (e.g. "day-2026-11-30") was
+	// overwritten by a writer that merged before it (one that paused past
+	// its lock), with n, the counts it pushes again. It is called from
+	// Flush or Load with the Counter's lock held and must not call back
+	// into it.
+	OnRepush func(object string, n int64)
 	// Periods lists the period kinds this zone counts. Flush reads the
 	// current object of each even when nothing was counted locally, so an
 	// idle instance sees the others' counts. Default: Day and Month.
@@ -50,8 +57,11 @@ type Counter struct {
 	onDegraded  func(bool, error)
 	lockTimeout time.Duration
 	onLockWait  func() (waited func())
+	onRepush    func(object string, n int64)
 	periods     []Period
-	held        Locks // locks whose Unlock failed
+	held        Locks  // locks whose Unlock failed
+	writer      string // names this Counter's pushes in an object's history
+	seq         uint64 // guarded by flushMu: pushes made, for their writer names
 
 	// flushMu serializes Flush and Load. TryAdd never takes it.
 	flushMu    sync.Mutex
@@ -78,6 +88,7 @@ type bucket struct {
 	shared     map[string]int64 // totals of all instances, last adopted
 	pending    deltas           // counted here since the last successful push
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
+	sent       []sentPush       // pushes stored that no later read has shown yet
 	// observed is, per key, what the store deciding in this Counter's
 	// place last held, plus what was counted here since (see Observe);
 	// nil until it holds any.
@@ -229,6 +240,8 @@ func New(cfg Config) *Counter {
 		onDegraded:  cfg.OnDegraded,
 		lockTimeout: cfg.LockTimeout,
 		onLockWait:  cfg.OnLockWait,
+		onRepush:    cfg.OnRepush,
+		writer:      newID(),
 		buckets:     map[bucketID]*bucket{},
 	}
 	if c.clock == nil {

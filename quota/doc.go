@@ -31,7 +31,10 @@
 // mcp_ratelimit/default/quota/day-2026-11-30), holding the summed totals of
 // all instances as text lines "<key> <count>\n". A flush, for every period
 // with pending deltas, locks the object, loads it, adds the deltas, stores it
-// and unlocks, then adopts the stored totals. A period without pending deltas
+// and unlocks, then adopts the stored totals. The object starts with its
+// history, the writers of its last pushes, so that a push a paused writer
+// overwrote is found missing and pushed again (see history.go). A period
+// without pending deltas
 // is only read, so an idle instance still sees the others' counts. Storage
 // operations per flush depend on the number of periods, never on the number of
 // keys.

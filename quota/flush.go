@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"strconv"
 	"time"
 )
 
@@ -16,6 +17,8 @@ type job struct {
 	totals    map[string]int64 // stored totals, valid when done
 	done      bool             // totals can be adopted
 	malformed int              // malformed lines skipped while reading
+	history   history          // the object's history as read, when done
+	sent      *sentPush        // the push stored, when push and done
 	err       error
 }
 
@@ -113,7 +116,9 @@ func (c *Counter) read(ctx context.Context, j *job) {
 		j.err = err
 		return
 	}
-	j.totals, j.malformed = parseCounts(data, 0)
+	var rest []byte
+	j.history, rest = splitHistory(data)
+	j.totals, j.malformed = parseCounts(rest, 0)
 	j.done = true
 }
 
@@ -130,11 +135,16 @@ func (c *Counter) push(ctx context.Context, j *job) {
 	}
 	data, err := c.load(ctx, key)
 	if err == nil {
-		totals, buf, malformed := mergeCounts(data, j.b.inflight)
+		c.seq++
+		writer := c.writer + "-" + strconv.FormatUint(c.seq, 10)
+		read, rest := splitHistory(data)
+		stored, gen := read.next(writer)
+		totals, buf, malformed := mergeCounts(stored.append(nil), rest, j.b.inflight)
 		if err = c.storage.Store(ctx, key, buf); err != nil {
 			err = fmt.Errorf("quota: store %s: %w", key, err)
 		} else {
-			j.totals, j.malformed, j.done = totals, malformed, true
+			j.totals, j.malformed, j.history, j.done = totals, malformed, read, true
+			j.sent = &sentPush{lineage: stored.lineage, gen: gen, writer: writer, deltas: j.b.inflight}
 		}
 	}
 	if uerr := c.held.Unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
@@ -180,10 +190,16 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		j := &jobs[i]
 		b := j.b
 		c.status.malformed += uint64(j.malformed)
+		if j.done {
+			c.checkSent(b, j.history)
+		}
 		switch {
 		case j.done:
 			b.shared = j.totals // includes the inflight deltas just pushed
 			c.adopted = true
+			if j.sent != nil {
+				b.sent = append(b.sent, *j.sent)
+			}
 		case j.push:
 			mergeDeltas(b)
 		}
@@ -194,17 +210,45 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 	}
 }
 
-// mergeDeltas adds b.inflight back into b.pending, iterating the smaller map.
-func mergeDeltas(b *bucket) {
-	if len(b.pending) < len(b.inflight) {
-		b.pending, b.inflight = b.inflight, b.pending
+// checkSent looks for b's earlier pushes in h, the history of its object
+// as a later read found it: a push h shows overwritten has its deltas
+// counted again as pending, for the next flush to push; a push h holds, or
+// cannot tell about, is done with. The caller holds c.mu.
+func (c *Counter) checkSent(b *bucket, h history) {
+	for i := range b.sent {
+		p := &b.sent[i]
+		if !h.overwrote(p) {
+			continue
+		}
+		var n int64
+		for _, d := range p.deltas {
+			n += *d
+		}
+		addDeltas(&b.pending, p.deltas)
+		if c.onRepush != nil {
+			c.onRepush(b.name, n)
+		}
 	}
-	for k, d := range b.inflight {
-		switch p := b.pending[k]; {
+	b.sent = nil
+}
+
+// mergeDeltas adds b.inflight back into b.pending.
+func mergeDeltas(b *bucket) {
+	addDeltas(&b.pending, b.inflight)
+}
+
+// addDeltas adds from into *to, iterating the smaller map; from is not
+// used after.
+func addDeltas(to *deltas, from deltas) {
+	if len(*to) < len(from) {
+		*to, from = from, *to
+	}
+	for k, d := range from {
+		switch p := (*to)[k]; {
 		case p == nil:
-			b.pending[k] = d
+			(*to)[k] = d
 		case *p+*d == 0:
-			delete(b.pending, k)
+			delete(*to, k)
 		default:
 			*p += *d
 		}

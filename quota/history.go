@@ -1,0 +1,133 @@
+package quota
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"strconv"
+	"strings"
+)
+
+// A push is stored under a lock, but a lock does not fence a writer that
+// paused (a frozen VM, SIGSTOP, swap) past the time certmagic keeps its
+// lock: another instance breaks the lock and pushes, and the paused one,
+// waking, stores what it merged before the pause over that push. The
+// object therefore carries its history: a lineage, and the writers of its
+// last historyLen pushes, each with its generation. A writer whose push is
+// no longer in the history of a later copy of the same lineage, within the
+// generations it keeps, was overwritten, and pushes its deltas again.
+//
+// The history is the object's first lines, before the counts:
+//
+//	# lineage <hex>
+//	# w <generation> <writer>
+//
+// Versions before it read them as malformed lines and drop them when they
+// push; the next push starts a new lineage, where no earlier push can be
+// found missing.
+
+// historyLen is how many pushes an object remembers: far more than its
+// instances push between two flushes of one of them.
+const historyLen = 256
+
+// history is what an object holds of its own past.
+type history struct {
+	lineage string
+	entries []historyEntry // oldest first
+}
+
+// historyEntry is one push: the generation it stored and who pushed it.
+type historyEntry struct {
+	gen    int64
+	writer string
+}
+
+// sentPush is a push this Counter stored that no later read has shown yet.
+type sentPush struct {
+	lineage string
+	gen     int64
+	writer  string
+	deltas  deltas
+}
+
+// newID returns a random identifier for a lineage or a writer.
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// splitHistory returns the history at the start of data and the rest.
+// Data without one (an empty object, or one a version before it stored)
+// has an empty history.
+func splitHistory(data []byte) (history, []byte) {
+	var h history
+	s := string(data)
+	for strings.HasPrefix(s, "# ") {
+		line, rest := nextLine(s)
+		f := strings.Fields(line[2:])
+		switch {
+		case len(f) == 2 && f[0] == "lineage" && h.lineage == "":
+			h.lineage = f[1]
+		case len(f) == 3 && f[0] == "w" && h.lineage != "":
+			gen, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				return history{}, data
+			}
+			h.entries = append(h.entries, historyEntry{gen: gen, writer: f[2]})
+		default:
+			return history{}, data
+		}
+		s = rest
+	}
+	return h, data[len(data)-len(s):]
+}
+
+// next returns the history of a push by writer on top of h, and the
+// generation it stores.
+func (h history) next(writer string) (history, int64) {
+	if h.lineage == "" {
+		h = history{lineage: newID()}
+	}
+	var gen int64
+	if n := len(h.entries); n > 0 {
+		gen = h.entries[n-1].gen
+	}
+	gen++
+	keep := h.entries
+	if len(keep) >= historyLen {
+		keep = keep[len(keep)-historyLen+1:]
+	}
+	entries := make([]historyEntry, 0, len(keep)+1)
+	entries = append(append(entries, keep...), historyEntry{gen: gen, writer: writer})
+	return history{lineage: h.lineage, entries: entries}, gen
+}
+
+// append appends h's lines to buf.
+func (h history) append(buf []byte) []byte {
+	buf = append(buf, "# lineage "...)
+	buf = append(buf, h.lineage...)
+	buf = append(buf, '\n')
+	for _, e := range h.entries {
+		buf = append(buf, "# w "...)
+		buf = strconv.AppendInt(buf, e.gen, 10)
+		buf = append(buf, ' ')
+		buf = append(buf, e.writer...)
+		buf = append(buf, '\n')
+	}
+	return buf
+}
+
+// overwrote reports whether h shows that p was overwritten: h is of p's
+// lineage, keeps generations as old as p's, and p's writer is not among
+// them. Any other history cannot tell, and p is taken as stored.
+func (h history) overwrote(p *sentPush) bool {
+	if h.lineage != p.lineage || len(h.entries) == 0 || h.entries[0].gen > p.gen {
+		return false
+	}
+	for _, e := range h.entries {
+		if e.writer == p.writer {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,143 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// pausedStorage is a writer's view of fakeStorage while it pauses past its
+// lock: the lock it took was broken and others push meanwhile. Its Lock
+// and Unlock succeed without holding anything, and beforeStore runs once,
+// between its load and its store, as the others' pushes during the pause.
+type pausedStorage struct {
+	*fakeStorage
+	beforeStore func()
+}
+
+func (s *pausedStorage) Lock(context.Context, string) error   { return nil }
+func (s *pausedStorage) Unlock(context.Context, string) error { return nil }
+
+func (s *pausedStorage) Store(ctx context.Context, key string, value []byte) error {
+	if f := s.beforeStore; f != nil {
+		s.beforeStore = nil
+		f()
+	}
+	return s.fakeStorage.Store(ctx, key, value)
+}
+
+// repushCounter returns a Counter on st that records what it pushes again.
+func repushCounter(st Storage, clk *fakeClock, repushed *[]int64) *Counter {
+	return New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, Periods: []Period{Day},
+		LockTimeout: 5e9, OnRepush: func(_ string, n int64) { *repushed = append(*repushed, n) }})
+}
+
+func flushAll(t *testing.T, cs ...*Counter) {
+	t.Helper()
+	for i, c := range cs {
+		if err := c.Flush(t.Context()); err != nil {
+			t.Fatalf("flush %d: %v", i, err)
+		}
+	}
+}
+
+// TestPushOverwrittenByAPausedWriterIsPushedAgain: a writer paused between
+// its load and its store (a frozen VM, past the lock that others then
+// broke) stores its merge over the pushes made meanwhile; their makers
+// find their pushes missing from the object's history at their next flush
+// and push them again, so the stored total is the sum once more.
+func TestPushOverwrittenByAPausedWriterIsPushedAgain(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var ra, rb, rc []int64
+	a, b := repushCounter(st, clk, &ra), repushCounter(st, clk, &rb)
+	paused := &pausedStorage{fakeStorage: st}
+	c := repushCounter(paused, clk, &rc)
+	add(a, "k", Day, 100, t0)
+	flushAll(t, a)
+	add(c, "k", Day, 10, t0)
+	add(a, "k", Day, 20, t0)
+	add(b, "k", Day, 5, t0)
+	add(b, "other", Day, 3, t0)
+	paused.beforeStore = func() { flushAll(t, a, b) }
+	flushAll(t, c)
+	if got := st.counts(objKey(Day, t0))["k"]; got != 110 {
+		t.Fatalf("stored after the paused write = %d, want 110 (the others' 25 overwritten)", got)
+	}
+	flushAll(t, a, b, c, a, b, c, a) // finding it, pushing it again, reading it
+	want := map[string]int64{"k": 135, "other": 3}
+	got := st.counts(objKey(Day, t0))
+	if got["k"] != want["k"] || got["other"] != want["other"] {
+		t.Errorf("stored = %v, want %v: the overwritten pushes pushed again", got, want)
+	}
+	for i, ctr := range []*Counter{a, b, c} {
+		if u := ctr.Used([]byte("k"), Day, t0); u != 135 {
+			t.Errorf("counter %d: Used(k) = %d, want 135", i, u)
+		}
+	}
+	if !slices.Equal(ra, []int64{20}) || !slices.Equal(rb, []int64{8}) || len(rc) != 0 {
+		t.Errorf("pushed again: a %v, b %v, c %v; want [20], [8] and none", ra, rb, rc)
+	}
+	flushAll(t, a, b, c)
+	if got := st.counts(objKey(Day, t0)); got["k"] != 135 || len(ra)+len(rb)+len(rc) != 2 {
+		t.Errorf("after one more round: stored %v, pushed again a %v b %v c %v; want 135 and nothing more", got, ra, rb, rc)
+	}
+}
+
+// TestPushesNoHistoryCanTellAboutAreNotPushedAgain: an object a version
+// without history stored (which keeps the counts it read but not the
+// history), and one whose history no longer reaches back to a push, cannot
+// tell whether the push is in it: it is taken as stored, never pushed
+// twice.
+func TestPushesNoHistoryCanTellAboutAreNotPushedAgain(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var ra, rb []int64
+	a, b := repushCounter(st, clk, &ra), repushCounter(st, clk, &rb)
+	add(a, "k", Day, 7, t0)
+	flushAll(t, a)
+	st.put(objKey(Day, t0), "k 7\nx 1\n") // an older version's push of x
+	add(b, "y", Day, 1, t0)
+	flushAll(t, b, a) // b's push starts a new history
+	if len(rb) != 0 {
+		t.Fatalf("b pushed again %v", rb)
+	}
+	if got := st.counts(objKey(Day, t0))["k"]; got != 7 || len(ra) != 0 {
+		t.Fatalf("after an older version's write: stored %d, pushed again %v; want 7 and nothing", got, ra)
+	}
+
+	add(a, "k", Day, 1, t0)
+	flushAll(t, a)
+	for i := range historyLen + 10 {
+		add(b, fmt.Sprintf("b%d", i), Day, 1, t0)
+		flushAll(t, b)
+	}
+	flushAll(t, a)
+	if got := st.counts(objKey(Day, t0))["k"]; got != 8 || len(ra) != 0 || len(rb) != 0 {
+		t.Errorf("after %d pushes of another: stored %d, pushed again %v %v; want 8 and nothing", historyLen+10, got, ra, rb)
+	}
+}
+
+func TestHistoryRoundTrip(t *testing.T) {
+	h, gen := history{}.next("w1")
+	if gen != 1 || h.lineage == "" {
+		t.Fatalf("first push: gen %d, lineage %q", gen, h.lineage)
+	}
+	for i := range historyLen + 5 {
+		h, gen = h.next(fmt.Sprintf("w%d", i+2))
+	}
+	if len(h.entries) != historyLen || gen != historyLen+6 || h.entries[historyLen-1].gen != gen {
+		t.Fatalf("after %d pushes: %d entries, gen %d", historyLen+6, len(h.entries), gen)
+	}
+	data := append(h.append(nil), "k 3\n"...)
+	got, rest := splitHistory(data)
+	if got.lineage != h.lineage || !slices.Equal(got.entries, h.entries) || string(rest) != "k 3\n" {
+		t.Errorf("splitHistory read %+v and %q", got, rest)
+	}
+	for _, bad := range []string{"# w 1 x\nk 3\n", "# lineage a\n# w x y\nk 3\n", "# other\nk 3\n"} {
+		if got, rest := splitHistory([]byte(bad)); got.lineage != "" || string(rest) != bad {
+			t.Errorf("splitHistory(%q) = %+v, %q; want no history and the data as is", bad, got, rest)
+		}
+	}
+}
