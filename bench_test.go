@@ -40,7 +40,7 @@ func provisionForTest(b testing.TB, h *Handler) *Handler {
 	b.Cleanup(func() { _ = z.Destruct() })
 	h.pol, h.zone, h.logger = pol, z, zap.NewNop()
 	h.forwarded = new(atomic.Pointer[forwardedState])
-	h.use = &handlerUse{letGo: h.letGo}
+	h.use = &handlerUse{letGo: h.letGo, ended: z.hintFlush}
 	return h
 }
 

@@ -18,6 +18,9 @@ type handlerUse struct {
 	cleaned atomic.Bool
 	once    sync.Once
 	letGo   func()
+	// ended is called when a call of the cleaned-up handler ends and
+	// others still run.
+	ended func()
 }
 
 // enter counts a request in.
@@ -25,10 +28,18 @@ func (u *handlerUse) enter() { u.active.Add(1) }
 
 // leave counts a request that entered out (when counted); the last one
 // out of a cleaned-up handler lets go of the zone, off the request (the
-// zone's going flushes).
+// zone's going flushes), and the others call ended.
 func (u *handlerUse) leave(counted bool) {
-	if counted && u.active.Add(-1) == 0 && u.cleaned.Load() {
+	if !counted {
+		return
+	}
+	left := u.active.Add(-1)
+	switch {
+	case !u.cleaned.Load():
+	case left == 0:
 		go u.once.Do(u.letGo)
+	default:
+		u.ended()
 	}
 }
 

@@ -14,15 +14,20 @@ import (
 )
 
 // A handler cleaned up while one of its requests runs lets go of its zone
-// when that request leaves, not before; one cleaned up idle lets go at
-// once; each lets go once.
+// when that request leaves, not before, and says when one of them ends
+// before the last; one cleaned up idle lets go at once; each lets go once.
 func TestHandlerLetsGoOfItsZoneOnceItsRequestsHaveLeft(t *testing.T) {
-	var let atomic.Int32
+	var let, ended atomic.Int32
 	gone := make(chan struct{}, 2)
 	letGo := func() { let.Add(1); gone <- struct{}{} }
-	u := &handlerUse{letGo: letGo}
+	u := &handlerUse{letGo: letGo, ended: func() { ended.Add(1) }}
 	u.enter()
 	u.enter()
+	u.enter()
+	u.leave(true)
+	if n := ended.Load(); n != 0 {
+		t.Fatalf("ended called %d times before the cleanup", n)
+	}
 	u.cleanup()
 	u.leave(true)
 	select {
@@ -30,11 +35,17 @@ func TestHandlerLetsGoOfItsZoneOnceItsRequestsHaveLeft(t *testing.T) {
 		t.Fatal("let go with a request running")
 	case <-time.After(50 * time.Millisecond):
 	}
+	if n := ended.Load(); n != 1 {
+		t.Fatalf("ended called %d times for a request leaving the cleaned-up handler, want 1", n)
+	}
 	u.leave(true)
 	select {
 	case <-gone:
 	case <-time.After(5 * time.Second):
 		t.Fatal("did not let go once the last request left")
+	}
+	if n := ended.Load(); n != 1 {
+		t.Fatalf("ended called %d times, want none for the last request (the zone's going flushes)", n)
 	}
 	u.cleanup()
 	idle := &handlerUse{letGo: letGo}
@@ -126,13 +137,7 @@ func TestAListenStreamDoesNotHoldItsZoneBack(t *testing.T) {
 func TestCleanupWithACallRunningFlushesTheZone(t *testing.T) {
 	h := provisionForTest(t, &Handler{Zone: "cleanup-flush", FlushInterval: caddy.Duration(time.Hour)})
 	h.use = &handlerUse{letGo: func() {}}
-	ok := func() float64 {
-		var m dto.Metric
-		if err := h.zone.metrics.flushes.WithLabelValues("ok").Write(&m); err != nil {
-			t.Fatal(err)
-		}
-		return m.GetCounter().GetValue()
-	}
+	ok := func() float64 { return flushesOK(t, h.zone) }
 	before := ok()
 	h.use.enter()
 	if err := h.Cleanup(); err != nil {
@@ -140,6 +145,61 @@ func TestCleanupWithACallRunningFlushesTheZone(t *testing.T) {
 	}
 	if n := ok() - before; n != 1 {
 		t.Fatalf("%v flushes at the cleanup with a call running, want 1", n)
+	}
+	h.use.leave(true)
+}
+
+// flushesOK reads z's count of flushes that worked.
+func flushesOK(t *testing.T, z *zone) float64 {
+	t.Helper()
+	var m dto.Metric
+	if err := z.metrics.flushes.WithLabelValues("ok").Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetCounter().GetValue()
+}
+
+// A handler cleaned up with no call of its own running, while a call of
+// one cleaned up before it (a reload's) still runs, flushes the zone too:
+// that call holds the zone's end back, and a process that stops before it
+// ends would exit before the zone's final flush, losing what the running
+// config counted and proved since the last one.
+func TestCleanupWhileAnEarlierHandlersCallRunsFlushesTheZone(t *testing.T) {
+	old := provisionForTest(t, &Handler{Zone: "cleanup-flush-earlier", FlushInterval: caddy.Duration(time.Hour)})
+	cur := &Handler{pol: old.pol, zone: old.zone, logger: old.logger}
+	cur.use = &handlerUse{letGo: cur.letGo, ended: cur.zone.hintFlush}
+	old.use.enter()
+	if err := old.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	before := flushesOK(t, old.zone)
+	if err := cur.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	if n := flushesOK(t, old.zone) - before; n != 1 {
+		t.Fatalf("%v flushes at the cleanup with an earlier handler's call running, want 1", n)
+	}
+	old.use.leave(true)
+}
+
+// A call of a handler cleaned up ending while others still run has the
+// zone flush soon: what it taught must not wait for the zone's end, which
+// the process may not reach, nor for the flush interval.
+func TestACallEndingAfterItsHandlersCleanupHasTheZoneFlush(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "cleanup-call-ends", FlushInterval: caddy.Duration(time.Hour)})
+	h.use.enter()
+	h.use.enter()
+	if err := h.Cleanup(); err != nil {
+		t.Fatal(err)
+	}
+	before := flushesOK(t, h.zone)
+	h.use.leave(true)
+	deadline := time.Now().Add(10 * time.Second)
+	for flushesOK(t, h.zone) == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no flush after a call of the cleaned-up handler ended")
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	h.use.leave(true)
 }

@@ -297,7 +297,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 		return fmt.Errorf("zone %q: %w", pol.zone, err)
 	}
 	h.zone = z
-	h.use = &handlerUse{letGo: h.letGo}
+	h.use = &handlerUse{letGo: h.letGo, ended: h.zone.hintFlush}
 	h.forwarded = new(atomic.Pointer[forwardedState])
 	return nil
 }
@@ -317,11 +317,13 @@ func (h *Handler) Validate() error {
 func (h *Handler) Cleanup() error {
 	if h.zone != nil {
 		h.zone.unhold(h.pol)
-		if h.use.active.Load() > 0 {
-			// Its calls hold the zone's end back: what was counted
-			// until now is saved now, in case the process stops first.
+		if h.use.active.Load() > 0 || h.zone.lingering.Load() > 0 {
+			// Calls running, of this handler or of one cleaned up
+			// before, hold the zone's end back: what was counted until
+			// now is saved now, in case the process stops first.
 			h.zone.flushSoon(cleanupFlushWait)
 		}
+		h.zone.lingering.Add(1)
 		h.use.cleanup()
 	}
 	return nil
@@ -334,6 +336,7 @@ const cleanupFlushWait = 10 * time.Second
 // letGo drops the handler's hold on its zone's life: the zone goes with
 // the last handler that holds it.
 func (h *Handler) letGo() {
+	h.zone.lingering.Add(-1)
 	if err := dropZone(h.zone); err != nil {
 		h.logger.Error("releasing zone", zap.String("zone", h.zone.name), zap.Error(err))
 	}

@@ -139,7 +139,13 @@ type zone struct {
 	// flushNow asks the run loop for a flush, closing the channel sent
 	// once it is done (see flushSoon).
 	flushNow chan chan struct{}
-	beat     chan struct{} // closed when keepHostFiles has returned
+	// flushHint asks the run loop for a flush without waiting for it;
+	// requests made while one waits are one (see hintFlush).
+	flushHint chan struct{}
+	// lingering counts the handlers cleaned up whose calls still run,
+	// holding the zone's end back (see Handler.Cleanup).
+	lingering atomic.Int32
+	beat      chan struct{} // closed when keepHostFiles has returned
 }
 
 // acquireZone returns the zone named by pol, creating it on first use on
@@ -271,6 +277,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		beat:          make(chan struct{}),
 		done:          make(chan struct{}),
 		flushNow:      make(chan chan struct{}),
+		flushHint:     make(chan struct{}, 1),
 	}
 	z.capacity.Store(&capacity)
 	z.totalsSaved.Store(time.Now().UnixNano())
@@ -447,6 +454,17 @@ func (z *zone) flushSoon(wait time.Duration) {
 	}
 }
 
+// hintFlush asks the run loop for a flush soon and returns at once: a
+// call of a handler cleaned up has ended, and what it taught must not wait
+// for the flush interval, nor for the zone's end, which a process that
+// stops meanwhile may never reach.
+func (z *zone) hintFlush() {
+	select {
+	case z.flushHint <- struct{}{}:
+	default:
+	}
+}
+
 // run is the zone's single owner of background work: sweeping full
 // buckets and expired identities, draining sampled logs, and flushing
 // quota counts every flush interval. applied is the capacity newZone made
@@ -478,6 +496,8 @@ func (z *zone) run(ctx context.Context, applied zoneCapacity) {
 		case flushed := <-z.flushNow:
 			z.flushTick(ctx, time.Now())
 			close(flushed)
+		case <-z.flushHint:
+			z.flushTick(ctx, time.Now())
 		case now := <-tick.C:
 			applied = z.applyCapacities(applied)
 			if now.Sub(lastSweep)+readTick/2 >= time.Second {
