@@ -434,9 +434,12 @@ func (s *Store) held(ctx context.Context, timeout time.Duration, call func(ctx c
 
 // on runs call with the client of the node holding the zone's keys: the
 // URL's, or in a cluster the master of the zone's hash slot (every key of
-// a zone shares it). In a cluster a failed call has the slot map read
-// again, so that a later call finds a slot that moved, or the replica
-// promoted in place of a failed master.
+// a zone shares it). In a cluster a call that a node redirects (MOVED: the
+// slot is another master's, after a resharding; the node ran nothing) has
+// the slot map read again at once and runs once more on the slot's
+// master, and any other failed call has the map read again in the
+// background, so that a later call finds the replica promoted in place of
+// a failed master.
 func (s *Store) on(ctx context.Context, call func(ctx context.Context, c *redis.Client) error) error {
 	if s.cluster == nil {
 		return call(ctx, s.client)
@@ -444,6 +447,15 @@ func (s *Store) on(ctx context.Context, call func(ctx context.Context, c *redis.
 	c, err := s.cluster.MasterForKey(ctx, s.prefix)
 	if err == nil {
 		err = call(ctx, c)
+	}
+	if _, moved := redis.IsMovedError(err); moved {
+		// ForEachMaster reads the slot map before it goes through the
+		// masters: nothing else reads it while the caller waits.
+		if err = s.cluster.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil }); err == nil {
+			if c, err = s.cluster.MasterForKey(ctx, s.prefix); err == nil {
+				err = call(ctx, c)
+			}
+		}
 	}
 	if err != nil {
 		s.cluster.ReloadState(ctx)
