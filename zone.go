@@ -240,6 +240,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 			LockTimeout: lockWait(pol.flush),
 			OnLockWait:  func() func() { return z.keepWhileWaiting(kept(z)) },
 			OnRepush:    func(object string, n int64) { z.onRepush(object, n) },
+			OnDamage:    func(object string, malformed int, restored int64) { z.onDamage(object, malformed, restored) },
 		})
 	}
 	bound := counter(redisBoundPrefix(pol.zone), (*zone).onBoundDegraded, func(z *zone) *unpushedCopy { return &z.boundUnpushed })
@@ -780,6 +781,13 @@ func (z *zone) onDegraded(degraded bool, err error) {
 func (z *zone) onRepush(object string, n int64) {
 	z.logger.Load().Warn("quota counts overwritten in storage by an instance that paused past its lock: pushing them again",
 		zap.String("zone", z.name), zap.String("object", object), zap.Int64("counts", n))
+}
+
+// onDamage logs a quota object found damaged in storage (see
+// quota.Config.OnDamage): what this instance had read of it is kept.
+func (z *zone) onDamage(object string, malformed int, restored int64) {
+	z.logger.Load().Warn("quota counts in storage damaged (lines that do not read, or emptied): keeping the counts read before, restored to storage at the next push",
+		zap.String("zone", z.name), zap.String("object", object), zap.Int("unreadable_lines", malformed), zap.Int64("counts_kept", restored))
 }
 
 // knownRefresh is how often the known-good set is saved when only last

@@ -41,6 +41,11 @@ type Config struct {
 	// Flush or Load with the Counter's lock held and must not call back
 	// into it.
 	OnRepush func(object string, n int64)
+	// OnDamage, when set, is called when a flush reads an object with
+	// lines that do not read (malformed of them) or that lost its history,
+	// with the counts kept from what this Counter had read before (see
+	// damage.go). Called as OnRepush is.
+	OnDamage func(object string, malformed int, restored int64)
 	// Periods lists the period kinds this zone counts. Flush reads the
 	// current object of each even when nothing was counted locally, so an
 	// idle instance sees the others' counts. Default: Day and Month.
@@ -58,6 +63,7 @@ type Counter struct {
 	lockTimeout time.Duration
 	onLockWait  func() (waited func())
 	onRepush    func(object string, n int64)
+	onDamage    func(object string, malformed int, restored int64)
 	periods     []Period
 	held        Locks  // locks whose Unlock failed
 	writer      string // names this Counter's pushes in an object's history
@@ -89,6 +95,7 @@ type bucket struct {
 	pending    deltas           // counted here since the last successful push
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
 	sent       []sentPush       // pushes stored that no later read has shown yet
+	lineage    string           // the object's lineage as last read or stored
 	// observed is, per key, what the store deciding in this Counter's
 	// place last held, plus what was counted here since (see Observe);
 	// nil until it holds any.
@@ -241,6 +248,7 @@ func New(cfg Config) *Counter {
 		lockTimeout: cfg.LockTimeout,
 		onLockWait:  cfg.OnLockWait,
 		onRepush:    cfg.OnRepush,
+		onDamage:    cfg.OnDamage,
 		writer:      newID(),
 		buckets:     map[bucketID]*bucket{},
 	}

@@ -18,6 +18,7 @@ type job struct {
 	done      bool             // totals can be adopted
 	malformed int              // malformed lines skipped while reading
 	history   history          // the object's history as read, when done
+	absent    bool             // the object was not there, when done
 	sent      *sentPush        // the push stored, when push and done
 	err       error
 }
@@ -118,6 +119,7 @@ func (c *Counter) read(ctx context.Context, j *job) {
 	}
 	var rest []byte
 	j.history, rest = splitHistory(data)
+	j.absent = data == nil
 	j.totals, j.malformed = parseCounts(rest, 0)
 	j.done = true
 }
@@ -143,7 +145,7 @@ func (c *Counter) push(ctx context.Context, j *job) {
 		if err = c.storage.Store(ctx, key, buf); err != nil {
 			err = fmt.Errorf("quota: store %s: %w", key, err)
 		} else {
-			j.totals, j.malformed, j.history, j.done = totals, malformed, read, true
+			j.totals, j.malformed, j.history, j.absent, j.done = totals, malformed, read, data == nil, true
 			j.sent = &sentPush{lineage: stored.lineage, gen: gen, writer: writer, deltas: j.b.inflight}
 		}
 	}
@@ -169,7 +171,7 @@ func (c *Counter) lockToPush(ctx context.Context, key string) error {
 	return c.held.Lock(ctx, c.storage, key, c.lockTimeout, c.clock())
 }
 
-// load reads key; an absent key is empty.
+// load reads key; an absent key is nil.
 func (c *Counter) load(ctx context.Context, key string) ([]byte, error) {
 	data, err := c.storage.Load(ctx, key)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -192,6 +194,9 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		c.status.malformed += uint64(j.malformed)
 		if j.done {
 			c.checkSent(b, j.history)
+			if damaged(b, j) {
+				c.keepThroughDamage(b, j)
+			}
 		}
 		switch {
 		case j.done:
@@ -199,6 +204,9 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 			c.adopted = true
 			if j.sent != nil {
 				b.sent = append(b.sent, *j.sent)
+				b.lineage = j.sent.lineage
+			} else if j.history.lineage != "" {
+				b.lineage = j.history.lineage
 			}
 		case j.push:
 			mergeDeltas(b)
