@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -302,13 +303,21 @@ func parseHidingCredentials[T any](rawURL string, parse func(string) (T, error))
 }
 
 // urlErrorCause is err without the url.Error around it, which quotes the
-// whole URL.
+// whole URL, and without the values go-redis quotes in it: an option's
+// value that does not parse ("invalid pool_size number: strconv.Atoi:
+// parsing \"…\"") may be a password typed in the wrong place.
 func urlErrorCause(err error) error {
 	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		return ue.Err
+		err = ue.Err
 	}
-	return err
+	if err == nil || !strings.Contains(err.Error(), `"`) {
+		return err
+	}
+	return errors.New(quoted.ReplaceAllString(err.Error(), "(the value, not shown)"))
 }
+
+// quoted matches a quoted value in an error message.
+var quoted = regexp.MustCompile(`"[^"]*"`)
 
 // checkAddr refuses an address whose port is not 1 to 65535, or whose
 // host holds a colon without being an IPv6 address: go-redis reads

@@ -893,6 +893,18 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 			t.Errorf("%s without cluster: %v, want an error saying addr is a cluster's, without the password", u, err)
 		}
 	}
+	// An option's value that does not parse may be a password typed in
+	// the wrong place: go-redis quotes it, the error does not.
+	for _, u := range []string{"redis://:topsecretpw@127.0.0.1:7000?pool_size=topsecretpw",
+		"redis://127.0.0.1:7000?dial_timeout=topsecretpw", "redis://127.0.0.1:7000?read_timeout=topsecretpw",
+		"redis://127.0.0.1:7000?max_retries=topsecretpw", "redis://127.0.0.1:7000?protocol=topsecretpw"} {
+		for _, cluster := range []bool{false, true} {
+			err := redisstore.CheckURL(u, cluster)
+			if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "invalid") {
+				t.Errorf("%s (cluster %v): %v, want an error naming the option without its value", u, cluster, err)
+			}
+		}
+	}
 	// A mistyped addr may hold a password where its port belongs, or be
 	// one: it is not quoted back either.
 	for _, u := range []string{"redis://127.0.0.1:7000?addr=127.0.0.1:7001:topsecretpw",
