@@ -112,6 +112,38 @@ func TestClusterStoreFollowsTheZonesSlotWhenItMoves(t *testing.T) {
 	}
 }
 
+// After a resharding the nodes it did not involve name the slot's old
+// master until gossip tells them: a call redirected (MOVED) while the
+// slot map is read from one of them still runs once more, on the master
+// the redirect names. The map is read from a node picked at random, so
+// thirty zones each have their slot moved once, once the cluster settled
+// from the last (see Settle), and each first call after the move is
+// required to succeed.
+func TestClusterStoreFollowsTheRedirectBeforeEveryNodeKnows(t *testing.T) {
+	c := harness.StartRedisCluster(t, 3)
+	for i := range 30 {
+		c.Settle(t)
+		zone := "resharded" + strconv.Itoa(i)
+		slot, owner := zoneSlot(t, c, zone)
+		s := clusterStore(t, c.URL((owner+2)%3), zone)
+		item := bucket("t/a", 1.0/3600, 3, 1)
+		if res := decide(t, s, item); !res.OK {
+			t.Fatalf("%s: %+v, want admitted", zone, res)
+		}
+		if moved := c.MoveSlotUntold(t, slot, owner, (owner+1)%3); moved == 0 {
+			t.Fatalf("%s: its slot held no key to move", zone)
+		}
+		res, err := s.Decide(context.Background(), []redisstore.Item{item})
+		if err != nil {
+			t.Fatalf("%s: the first call after the move: %v, want it run on the master the redirect names", zone, err)
+		}
+		if !res.OK || res.After[0] > 1.5 {
+			t.Fatalf("%s: %+v, want the moved bucket charged once more", zone, res)
+		}
+		_ = s.Close()
+	}
+}
+
 // When the zone's master dies, the probe's ping that fails while no node
 // serves the slot has the map read again, and a ping after a replica has
 // taken the slot over finds it at once: it does not call the dead master

@@ -444,9 +444,8 @@ func (s *Store) held(ctx context.Context, timeout time.Duration, call func(ctx c
 // on runs call with the client of the node holding the zone's keys: the
 // URL's, or in a cluster the master of the zone's hash slot (every key of
 // a zone shares it). In a cluster a call that a node redirects (MOVED: the
-// slot is another master's, after a resharding; the node ran nothing) has
-// the slot map read again at once and runs once more on the slot's
-// master, and any other failed call has the map read again in the
+// slot is another master's, after a resharding; the node ran nothing) runs
+// once more on the master the redirect names (see movedTo), and any other failed call has the map read again in the
 // background, so that a later call finds the replica promoted in place of
 // a failed master.
 func (s *Store) on(ctx context.Context, call func(ctx context.Context, c *redis.Client) error) error {
@@ -457,19 +456,41 @@ func (s *Store) on(ctx context.Context, call func(ctx context.Context, c *redis.
 	if err == nil {
 		err = call(ctx, c)
 	}
-	if _, moved := redis.IsMovedError(err); moved {
-		// ForEachMaster reads the slot map before it goes through the
-		// masters: nothing else reads it while the caller waits.
-		if err = s.cluster.ForEachMaster(ctx, func(context.Context, *redis.Client) error { return nil }); err == nil {
-			if c, err = s.cluster.MasterForKey(ctx, s.prefix); err == nil {
-				err = call(ctx, c)
-			}
+	if addr, moved := redis.IsMovedError(err); moved {
+		if c, err = s.movedTo(ctx, addr); err == nil {
+			err = call(ctx, c)
 		}
 	}
 	if err != nil {
 		s.cluster.ReloadState(ctx)
 	}
 	return err
+}
+
+// movedTo is the client of the master a MOVED redirect names, found
+// among the masters of a slot map read again at once (ForEachMaster reads
+// it before it goes through them). The node that map is read from may not
+// know of the move yet, and name the slot's old master: the redirect's
+// address is the one that knows. A master the map does not list yet is
+// the slot's master by that map.
+func (s *Store) movedTo(ctx context.Context, addr string) (*redis.Client, error) {
+	var mu sync.Mutex
+	var to *redis.Client
+	err := s.cluster.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		if c.Options().Addr == addr {
+			mu.Lock()
+			to = c
+			mu.Unlock()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if to != nil {
+		return to, nil
+	}
+	return s.cluster.MasterForKey(ctx, s.prefix)
 }
 
 // Close closes the connections.
