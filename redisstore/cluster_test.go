@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
@@ -141,6 +143,54 @@ func TestClusterStoreFollowsTheRedirectBeforeEveryNodeKnows(t *testing.T) {
 			t.Fatalf("%s: %+v, want the moved bucket charged once more", zone, res)
 		}
 		_ = s.Close()
+	}
+}
+
+// A call a node redirects (MOVED) runs on the node the redirect names
+// whatever the slot map read again says, as read from a node that has not
+// heard of the change: the new master listed as the old one's replica (a
+// failover), or not listed at all (a master added to the cluster, then
+// given the slot). The store is given such a map, and the slot really
+// moved, so the first call after the move meets the old master.
+func TestClusterStoreRunsARedirectOnTheNodeItNamesWhateverTheMapSays(t *testing.T) {
+	for _, listed := range []bool{true, false} {
+		c := harness.StartRedisCluster(t, 3)
+		const zone = "redirected"
+		slot, owner := zoneSlot(t, c, zone)
+		to, other := (owner+1)%3, (owner+2)%3
+		s := clusterStore(t, c.URL(owner), zone)
+		item := bucket("t/a", 1.0/3600, 3, 1)
+		if res := decide(t, s, item); !res.OK {
+			t.Fatalf("%+v, want admitted", res)
+		}
+		c.MoveSlot(t, slot, to)
+		// The map of a node not told yet: the old owner serves the slot,
+		// and the new one is its replica or unknown; the slots the new
+		// one served are the third node's. Its nodes are named by host
+		// name, as a cluster announcing host names does (go-redis would
+		// rewrite a loopback address in a map read without a node).
+		named := func(i int) string { return "localhost:" + strconv.Itoa(c.Nodes[i].Port) }
+		redisstore.ReadSlotsWith(s, func(context.Context) ([]redis.ClusterSlot, error) {
+			var slots []redis.ClusterSlot
+			for i := range 3 {
+				nodes := []redis.ClusterNode{{Addr: named(i)}}
+				switch {
+				case i == to:
+					nodes[0].Addr = named(other)
+				case i == owner && listed:
+					nodes = append(nodes, redis.ClusterNode{Addr: named(to)})
+				}
+				slots = append(slots, redis.ClusterSlot{Start: i * 16384 / 3, End: (i+1)*16384/3 - 1, Nodes: nodes})
+			}
+			return slots, nil
+		})
+		res, err := s.Decide(context.Background(), []redisstore.Item{item})
+		if err != nil {
+			t.Fatalf("listed %v: the first call after the move: %v, want it run on the node the redirect names", listed, err)
+		}
+		if !res.OK || res.After[0] > 1.5 {
+			t.Fatalf("listed %v: %+v, want the moved bucket charged once more", listed, res)
+		}
 	}
 }
 

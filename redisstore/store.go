@@ -151,6 +151,9 @@ type Store struct {
 
 	mu   sync.RWMutex
 	over map[overKey]overEntry
+
+	redirectMu sync.Mutex
+	redirects  map[string]*redis.Client // see redirected
 }
 
 // overKey names a remembered refusal.
@@ -441,61 +444,14 @@ func (s *Store) held(ctx context.Context, timeout time.Duration, call func(ctx c
 	return s.on(ctx, call)
 }
 
-// on runs call with the client of the node holding the zone's keys: the
-// URL's, or in a cluster the master of the zone's hash slot (every key of
-// a zone shares it). In a cluster a call that a node redirects (MOVED: the
-// slot is another master's, after a resharding; the node ran nothing) runs
-// once more on the master the redirect names (see movedTo), and any other failed call has the map read again in the
-// background, so that a later call finds the replica promoted in place of
-// a failed master.
-func (s *Store) on(ctx context.Context, call func(ctx context.Context, c *redis.Client) error) error {
-	if s.cluster == nil {
-		return call(ctx, s.client)
-	}
-	c, err := s.cluster.MasterForKey(ctx, s.prefix)
-	if err == nil {
-		err = call(ctx, c)
-	}
-	if addr, moved := redis.IsMovedError(err); moved {
-		if c, err = s.movedTo(ctx, addr); err == nil {
-			err = call(ctx, c)
-		}
-	}
-	if err != nil {
-		s.cluster.ReloadState(ctx)
-	}
-	return err
-}
-
-// movedTo is the client of the master a MOVED redirect names, found
-// among the masters of a slot map read again at once (ForEachMaster reads
-// it before it goes through them). The node that map is read from may not
-// know of the move yet, and name the slot's old master: the redirect's
-// address is the one that knows. A master the map does not list yet is
-// the slot's master by that map.
-func (s *Store) movedTo(ctx context.Context, addr string) (*redis.Client, error) {
-	var mu sync.Mutex
-	var to *redis.Client
-	err := s.cluster.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
-		if c.Options().Addr == addr {
-			mu.Lock()
-			to = c
-			mu.Unlock()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if to != nil {
-		return to, nil
-	}
-	return s.cluster.MasterForKey(ctx, s.prefix)
-}
-
 // Close closes the connections.
 func (s *Store) Close() error {
 	if s.cluster != nil {
+		s.redirectMu.Lock()
+		defer s.redirectMu.Unlock()
+		for _, c := range s.redirects {
+			_ = c.Close()
+		}
 		return s.cluster.Close()
 	}
 	return s.client.Close()
