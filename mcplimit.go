@@ -4,6 +4,7 @@
 package mcplimit
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -273,6 +274,12 @@ func (Handler) CaddyModule() caddy.ModuleInfo {
 // Provision compiles the configuration and attaches the handler to its
 // zone, creating the zone on first use.
 func (h *Handler) Provision(ctx caddy.Context) error {
+	if caddy.Exiting() {
+		// Caddy's admin API still loads a config while a stop waits for
+		// the running one's calls; that config is never stopped, so what
+		// it counts would never be flushed.
+		return errors.New("caddy is exiting: a config loaded now would never be stopped, and what it counts would never be saved; load it once Caddy has started again")
+	}
 	h.logger = ctx.Logger()
 	pol, err := compile(h)
 	if err != nil {

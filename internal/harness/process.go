@@ -172,6 +172,15 @@ func (p *Process) Stop() {
 	p.cmd = nil
 }
 
+// Interrupt sends the process SIGINT and returns: a graceful stop starts,
+// which Stop waits for.
+func (p *Process) Interrupt(t testing.TB) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Kill ends the process with SIGKILL: no final flush.
 func (p *Process) Kill() {
 	if p.cmd == nil || p.cmd.Process == nil {
