@@ -240,7 +240,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 			LockTimeout: lockWait(pol.flush),
 			OnLockWait:  func() func() { return z.keepWhileWaiting(kept(z)) },
 			OnRepush:    func(object string, n int64) { z.onRepush(object, n) },
-			OnDamage:    func(object string, malformed int, restored int64) { z.onDamage(object, malformed, restored) },
+			OnDamage: func(object string, malformed int, counts int64, restored bool) {
+				z.onDamage(object, malformed, counts, restored)
+			},
 		})
 	}
 	bound := counter(redisBoundPrefix(pol.zone), (*zone).onBoundDegraded, func(z *zone) *unpushedCopy { return &z.boundUnpushed })
@@ -367,6 +369,8 @@ func (z *zone) apply(h *holder) {
 	z.logger.Store(h.logger)
 	if old := z.storage.cur.Load(); old != nil && !sameStorage(*old, h.storage) {
 		z.storageMoved.Store(true)
+		z.quota.StorageMoved()
+		z.redisBound.StorageMoved()
 	}
 	z.storage.set(h.storage)
 	z.applyRedis(pol)
@@ -783,11 +787,16 @@ func (z *zone) onRepush(object string, n int64) {
 		zap.String("zone", z.name), zap.String("object", object), zap.Int64("counts", n))
 }
 
-// onDamage logs a quota object found damaged in storage (see
-// quota.Config.OnDamage): what this instance had read of it is kept.
-func (z *zone) onDamage(object string, malformed int, restored int64) {
-	z.logger.Load().Warn("quota counts in storage damaged (lines that do not read, or emptied): keeping the counts read before, restored to storage at the next push",
-		zap.String("zone", z.name), zap.String("object", object), zap.Int("unreadable_lines", malformed), zap.Int64("counts_kept", restored))
+// onDamage logs a quota object found damaged in storage, and its repair
+// (see quota.Config.OnDamage).
+func (z *zone) onDamage(object string, malformed int, counts int64, restored bool) {
+	if restored {
+		z.logger.Load().Warn("quota counts in storage were damaged: restored from the counts this instance had read",
+			zap.String("zone", z.name), zap.String("object", object), zap.Int("unreadable_lines", malformed), zap.Int64("counts_restored", counts))
+		return
+	}
+	z.logger.Load().Warn("quota counts in storage damaged (lines that do not read, emptied, deleted): keeping the counts read before, restored to storage at the next flush",
+		zap.String("zone", z.name), zap.String("object", object), zap.Int("unreadable_lines", malformed), zap.Int64("counts_kept", counts))
 }
 
 // knownRefresh is how often the known-good set is saved when only last

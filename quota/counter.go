@@ -41,11 +41,12 @@ type Config struct {
 	// Flush or Load with the Counter's lock held and must not call back
 	// into it.
 	OnRepush func(object string, n int64)
-	// OnDamage, when set, is called when a flush reads an object with
-	// lines that do not read (malformed of them) or that lost its history,
-	// with the counts kept from what this Counter had read before (see
-	// damage.go). Called as OnRepush is.
-	OnDamage func(object string, malformed int, restored int64)
+	// OnDamage, when set, is called when a flush finds an object damaged
+	// (see damage.go): with restored false when a read finds it, with the
+	// counts kept above it from what this Counter had read before; with
+	// restored true when a push repairs it, with the counts it restored.
+	// malformed is the lines that did not read. Called as OnRepush is.
+	OnDamage func(object string, malformed int, counts int64, restored bool)
 	// Periods lists the period kinds this zone counts. Flush reads the
 	// current object of each even when nothing was counted locally, so an
 	// idle instance sees the others' counts. Default: Day and Month.
@@ -63,7 +64,7 @@ type Counter struct {
 	lockTimeout time.Duration
 	onLockWait  func() (waited func())
 	onRepush    func(object string, n int64)
-	onDamage    func(object string, malformed int, restored int64)
+	onDamage    func(object string, malformed int, counts int64, restored bool)
 	periods     []Period
 	held        Locks  // locks whose Unlock failed
 	writer      string // names this Counter's pushes in an object's history
@@ -74,6 +75,7 @@ type Counter struct {
 	cleanedDay time.Time // guarded by flushMu: day of the last full cleanup
 
 	mu      sync.Mutex // guards everything below
+	moves   uint64     // StorageMoved calls: a flush begun before one adopts no history
 	buckets map[bucketID]*bucket
 	latest  [Month + 1]*bucket // newest bucket per kind: TryAdd fast path
 	status  status
@@ -94,8 +96,9 @@ type bucket struct {
 	shared     map[string]int64 // totals of all instances, last adopted
 	pending    deltas           // counted here since the last successful push
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
-	sent       []sentPush       // pushes stored that no later read has shown yet
+	sent       []sentPush       // the last pushes stored, watched for overwrites (see checkSent)
 	lineage    string           // the object's lineage as last read or stored
+	keeping    bool             // a read found the object damaged and kept shared; the next flush pushes
 	// observed is, per key, what the store deciding in this Counter's
 	// place last held, plus what was counted here since (see Observe);
 	// nil until it holds any.

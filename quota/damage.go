@@ -1,43 +1,83 @@
 package quota
 
 // An object whose lines do not all read (damaged, truncated, edited by
-// hand: a count that is no number) or that is there but lost its history
-// (emptied, or rewritten by a version before it) may have lost counts.
-// The Counters that read it keep, per key, what they last adopted as a
-// floor, so that an identity that used up its quota is not handed it
-// again; the first that pushes to it then finds the damage under the lock
-// (a push rewrites the object with the lines that read) and pushes what
-// its floor holds above the object's counts at its next flush, once. An
-// object that is not there (a zone moved to another storage) is no damage:
-// quotas count on from what that storage holds.
+// hand: a count that is no number), or that lost the history this Counter
+// read in it (emptied, deleted, rewritten by a version before it, or
+// started again by another instance after one of those), may have lost
+// counts. The Counter keeps, per key, what it last adopted as a floor, so
+// that an identity that used up its quota is not handed it again: a read
+// keeps the floor, and the next flush pushes even with nothing counted,
+// restoring under the object's lock what the floor holds above the
+// object's counts (none, when another instance restored them first). A
+// zone moved to another storage forgets the history it read (see
+// Counter.StorageMoved): quotas count on from what that storage holds.
 
-// damaged reports whether j's read of b's object found it damaged.
-func damaged(b *bucket, j *job) bool {
-	return j.malformed > 0 || b.lineage != "" && j.history.lineage == "" && !j.absent
+// damaged reports whether an object read with history h and malformed
+// lines lost counts a Counter that had read lineage in it held.
+func damaged(lineage string, h history, malformed int) bool {
+	return malformed > 0 || lineage != "" && h.lineage != lineage
 }
 
-// keepThroughDamage adopts j's totals of b's damaged object as described
-// above: a read keeps the floor, a push counts what the floor holds above
-// the object as pending. It returns the counts restored. The caller holds
-// c.mu, and b.inflight is still the pushed deltas.
-func (c *Counter) keepThroughDamage(b *bucket, j *job) int64 {
-	var restored int64
-	for k, v := range b.shared {
-		stored := j.totals[k]
-		if !j.push {
-			if stored < v {
-				j.totals[k] = v
-				restored += v - stored
+// aboveFloor returns, per key, what floor holds above the object's counts,
+// given totals, the object's counts plus the deltas being pushed.
+func aboveFloor(floor, totals map[string]int64, pushed deltas) deltas {
+	var extra deltas
+	for k, v := range floor {
+		stored := totals[k]
+		if d := pushed[k]; d != nil {
+			stored -= *d
+		}
+		if v > stored {
+			if extra == nil {
+				extra = deltas{}
 			}
-			continue
-		}
-		if d := v - (stored - b.inflight.get([]byte(k))); d > 0 {
-			b.pending.add([]byte(k), d)
-			restored += d
+			d := v - stored
+			extra[k] = &d
 		}
 	}
-	if c.onDamage != nil {
-		c.onDamage(b.name, j.malformed, restored)
+	return extra
+}
+
+// withExtra returns pushed and extra added together, in a new map: pushed
+// is read by TryAdd while the push runs.
+func withExtra(pushed, extra deltas) deltas {
+	sum := make(deltas, len(pushed)+len(extra))
+	for k, d := range pushed {
+		v := *d
+		sum[k] = &v
 	}
-	return restored
+	for k, d := range extra {
+		if p := sum[k]; p != nil {
+			*p += *d
+		} else {
+			sum[k] = d
+		}
+	}
+	return sum
+}
+
+// StorageMoved tells the Counter that its storage is another one now: the
+// histories it read are of objects that storage does not hold, so an
+// object missing there is no damage, and quotas count on from what it
+// holds. A flush running meanwhile adopts no history.
+func (c *Counter) StorageMoved() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.moves++
+	for _, b := range c.buckets {
+		b.lineage, b.sent, b.keeping = "", nil, false
+	}
+}
+
+// keepFloor raises j's totals of b's damaged object, read without a push,
+// to what b had adopted, and returns the counts kept above the object.
+func keepFloor(b *bucket, j *job) int64 {
+	var kept int64
+	for k, v := range b.shared {
+		if stored := j.totals[k]; stored < v {
+			j.totals[k] = v
+			kept += v - stored
+		}
+	}
+	return kept
 }

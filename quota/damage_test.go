@@ -2,10 +2,16 @@ package quota
 
 import "testing"
 
+// damageMet is what a Counter reported of the damage it met.
+type damageMet struct {
+	counts   int64
+	restored bool
+}
+
 // damageCounter returns a Counter on st that records the damage it meets.
-func damageCounter(st Storage, clk *fakeClock, seen *[]int64) *Counter {
-	return New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, Periods: []Period{Day},
-		LockTimeout: 5e9, OnDamage: func(_ string, _ int, restored int64) { *seen = append(*seen, restored) }})
+func damageCounter(st Storage, clk *fakeClock, seen *[]damageMet) *Counter {
+	return New(Config{Storage: st, Prefix: testPrefix, Clock: clk.Now, Periods: []Period{Day}, LockTimeout: 5e9,
+		OnDamage: func(_ string, _ int, counts int64, restored bool) { *seen = append(*seen, damageMet{counts, restored}) }})
 }
 
 // storedHistory returns the history lines at the start of the object.
@@ -18,61 +24,100 @@ func storedHistory(st *fakeStorage, key string) string {
 }
 
 // TestDamagedObjectKeepsTheCountsReadBefore: an object that lost lines (a
-// truncated one, a count that is no number) or its whole content is no
-// reason to hand a tenant its quota again: the Counters that read it keep
-// what they had read, and the first to push restores the object from it,
-// once. An object that is not there (a zone moved to another storage) is
-// no damage.
+// truncated one, a count that is no number), its whole content, or itself
+// is no reason to hand a tenant its quota again: a Counter that read it
+// keeps what it had read, logs it once, and its next flush restores the
+// object from it, even with nothing counted (a graceful stop's flush
+// included). Another Counter that read it before pushes on top of the
+// restored object without restoring it twice.
 func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 	for _, c := range []struct {
 		name   string
-		damage func(history string) string
+		damage func(st *fakeStorage, key, history string)
 	}{
-		{"truncated mid-line", func(h string) string { return h + "x 5\ni/tru" }},
-		{"a count that is no number", func(h string) string { return h + "x 5\nk abc\n" }},
-		{"emptied", func(string) string { return "" }},
+		{"truncated mid-line", func(st *fakeStorage, key, h string) { st.put(key, h+"x 5\ni/tru") }},
+		{"a count that is no number", func(st *fakeStorage, key, h string) { st.put(key, h+"x 5\nk abc\n") }},
+		{"emptied", func(st *fakeStorage, key, _ string) { st.put(key, "") }},
+		{"deleted", func(st *fakeStorage, key, _ string) {
+			if err := st.Delete(t.Context(), key); err != nil {
+				t.Fatal(err)
+			}
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			st := newFakeStorage()
 			clk := newFakeClock(t0)
-			var da, db []int64
+			var da, db []damageMet
 			a, b := damageCounter(st, clk, &da), damageCounter(st, clk, &db)
 			key := objKey(Day, t0)
 			add(a, "k", Day, 50, t0)
 			add(a, "x", Day, 5, t0)
 			flushAll(t, a, b)
-			st.put(key, c.damage(storedHistory(st, key)))
-			flushAll(t, b) // a read
+			c.damage(st, key, storedHistory(st, key))
+			for range 3 { // reads between flushes: the damage is met once
+				if err := b.Refresh(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if u := b.Used([]byte("k"), Day, t0); u != 50 {
 				t.Fatalf("b read the damaged object: Used(k) = %d, want the 50 it read before", u)
 			}
+			if len(db) != 1 || db[0].restored || db[0].counts < 50 {
+				t.Fatalf("b met the damage: %v, want it once, keeping 50 or more", db)
+			}
+			flushAll(t, b) // nothing counted: the flush restores
+			if got := st.counts(key); got["k"] != 50 || got["x"] != 5 {
+				t.Fatalf("stored after b's flush = %v, want k 50 and x 5 restored", got)
+			}
+			if len(db) != 2 || !db[1].restored || db[1].counts < 50 {
+				t.Fatalf("b met the damage: %v, want a restoring of 50 or more after the first", db)
+			}
 			add(a, "x", Day, 1, t0)
-			flushAll(t, a, a, b, b) // a's push finds the damage, the next restores
+			flushAll(t, a, b)
 			if got := st.counts(key); got["k"] != 50 || got["x"] != 6 {
-				t.Errorf("stored after the restoring push = %v, want k 50 and x 6", got)
+				t.Errorf("stored after a's push = %v, want k 50 and x 6: restored once", got)
 			}
 			for i, ctr := range []*Counter{a, b} {
 				if u := ctr.Used([]byte("k"), Day, t0); u != 50 {
 					t.Errorf("counter %d: Used(k) = %d, want 50", i, u)
 				}
 			}
-			if len(da) != 1 || da[0] < 50 || len(db) != 1 {
-				t.Errorf("damage met: a %v, b %v; want once each, a restoring 50 or more", da, db)
+			if len(da) != 0 || len(db) != 2 {
+				t.Errorf("damage met: a %v, b %v; want none more", da, db)
+			}
+			h := storedHistory(st, key)
+			flushAll(t, a, b)
+			if storedHistory(st, key) != h {
+				t.Errorf("a flush with nothing counted pushed, once the object was restored")
 			}
 		})
 	}
 
-	st := newFakeStorage()
-	clk := newFakeClock(t0)
-	var seen []int64
-	a := damageCounter(st, clk, &seen)
-	add(a, "k", Day, 50, t0)
-	flushAll(t, a)
-	if err := st.Delete(t.Context(), objKey(Day, t0)); err != nil {
-		t.Fatal(err)
-	}
-	flushAll(t, a)
-	if u := a.Used([]byte("k"), Day, t0); u != 0 || len(seen) != 0 {
-		t.Errorf("an object gone: Used(k) = %d, damage %v; want 0 and none (counting on from the storage)", u, seen)
+	// A zone moved to another storage counts on from what it holds, the
+	// move landing between flushes or during one (whose read is of the
+	// storage left).
+	for _, during := range []bool{false, true} {
+		st := &pausedStorage{fakeStorage: newFakeStorage()}
+		clk := newFakeClock(t0)
+		var seen []damageMet
+		a := damageCounter(st, clk, &seen)
+		add(a, "k", Day, 50, t0)
+		flushAll(t, a)
+		moved := func() {
+			if err := st.Delete(t.Context(), objKey(Day, t0)); err != nil {
+				t.Fatal(err)
+			}
+			a.StorageMoved()
+		}
+		if during {
+			st.afterLoad = moved
+			flushAll(t, a)
+		} else {
+			moved()
+		}
+		flushAll(t, a, a)
+		if u := a.Used([]byte("k"), Day, t0); u != 0 || len(seen) != 0 {
+			t.Errorf("another storage (moved during a flush: %v), without the object: Used(k) = %d, damage %v; want 0 and none", during, u, seen)
+		}
 	}
 }

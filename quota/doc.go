@@ -33,7 +33,8 @@
 // with pending deltas, locks the object, loads it, adds the deltas, stores it
 // and unlocks, then adopts the stored totals. The object starts with its
 // history, the writers of its last pushes, so that a push a paused writer
-// overwrote is found missing and pushed again (see history.go). A period
+// overwrote is found missing and pushed again (see history.go), and a
+// push paused past pushLease stores nothing (see flush.go). A period
 // without pending deltas
 // is only read, so an idle instance still sees the others' counts. Storage
 // operations per flush depend on the number of periods, never on the number of

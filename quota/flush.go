@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -14,13 +15,40 @@ import (
 type job struct {
 	b         *bucket
 	push      bool             // push b.inflight under lock; else read only
+	floor     map[string]int64 // b.shared, for a push: restored if the object is damaged
+	lineage   string           // b.lineage, for a push
+	moves     uint64           // the Counter's moves when the flush began
 	totals    map[string]int64 // stored totals, valid when done
 	done      bool             // totals can be adopted
 	malformed int              // malformed lines skipped while reading
 	history   history          // the object's history as read, when done
-	absent    bool             // the object was not there, when done
 	sent      *sentPush        // the push stored, when push and done
+	restored  int64            // counts a push restored to a damaged object
+	damaged   bool             // the push found the object damaged
 	err       error
+}
+
+// pushLease bounds the time from taking an object's lock to storing it.
+// A lock does not fence a writer that pauses (a frozen VM, SIGSTOP, swap):
+// once the pause outlasts the lock's freshness (certmagic's file storage
+// takes a lock untouched for 10s as stale), another instance breaks it and
+// pushes, and the paused one, waking, would store what it merged before
+// over that push. A push that finds this much time gone since it took the
+// lock stores nothing: its deltas stay pending for the next flush, which
+// merges them on top of whatever was stored meanwhile. A pause after this
+// check, inside the store itself, is caught by the object's history (see
+// checkSent).
+const pushLease = 5 * time.Second
+
+// heldFor is how long ago, at now, a lock was taken at: the longer of the
+// monotonic and the wall-clock readings, since a frozen VM may stop the
+// first while the second jumps ahead when it wakes.
+func heldFor(at, now time.Time) time.Duration {
+	d := now.Sub(at)
+	if w := now.Round(0).Sub(at.Round(0)); w > d {
+		d = w
+	}
+	return d
 }
 
 // Flush pushes this instance's pending deltas and adopts the shared totals.
@@ -78,13 +106,13 @@ func (c *Counter) beginFlush(now time.Time) []job {
 			// Older than the previous period: its object is garbage
 			// collected and its counts can no longer refuse anything.
 			c.dropLocked(b)
-		case len(b.pending) > 0:
+		case len(b.pending) > 0 || b.keeping:
 			b.inflight, b.pending = b.pending, deltas{}
-			jobs = append(jobs, job{b: b, push: true})
+			jobs = append(jobs, job{b: b, push: true, floor: b.shared, lineage: b.lineage, moves: c.moves})
 		case b.start.Before(cur):
 			c.dropLocked(b) // ended and fully pushed
 		default:
-			jobs = append(jobs, job{b: b})
+			jobs = append(jobs, job{b: b, moves: c.moves})
 		}
 	}
 	return jobs
@@ -119,34 +147,49 @@ func (c *Counter) read(ctx context.Context, j *job) {
 	}
 	var rest []byte
 	j.history, rest = splitHistory(data)
-	j.absent = data == nil
 	j.totals, j.malformed = parseCounts(rest, 0)
 	j.done = true
 }
 
-// push adds j.b.inflight to the object of j.b under its lock. j.b.inflight is
-// only read here: TryAdd reads it concurrently, nobody writes it. A Store
-// that returns an error is taken as not done, so its deltas are kept; an
-// Unlock error after a successful Store is reported but the deltas count as
-// pushed, so they are never added twice.
+// push adds j.b.inflight to the object of j.b under its lock, and to a
+// damaged object what j.floor holds above it (see damage.go).
+// j.b.inflight is only read here: TryAdd reads it concurrently, nobody
+// writes it. A Store that returns an error, or that pushLease forbids, is
+// taken as not done, so its deltas are kept; an Unlock error after a
+// successful Store is reported but the deltas count as pushed, so they are
+// never added twice.
 func (c *Counter) push(ctx context.Context, j *job) {
 	key := c.objectKey(j.b)
 	if err := c.lockToPush(ctx, key); err != nil {
 		j.err = fmt.Errorf("quota: lock %s: %w", key, err)
 		return
 	}
+	locked := c.clock()
 	data, err := c.load(ctx, key)
 	if err == nil {
 		c.seq++
 		writer := c.writer + "-" + strconv.FormatUint(c.seq, 10)
 		read, rest := splitHistory(data)
 		stored, gen := read.next(writer)
-		totals, buf, malformed := mergeCounts(stored.append(nil), rest, j.b.inflight)
-		if err = c.storage.Store(ctx, key, buf); err != nil {
+		head := stored.append(nil)
+		pushed := j.b.inflight
+		totals, buf, malformed := mergeCounts(head, rest, pushed)
+		j.damaged = damaged(j.lineage, read, malformed)
+		if extra := aboveFloor(j.floor, totals, pushed); j.damaged && extra != nil {
+			for _, d := range extra {
+				j.restored += *d
+			}
+			pushed = withExtra(pushed, extra)
+			totals, buf, malformed = mergeCounts(head, rest, pushed)
+		}
+		if held := heldFor(locked, c.clock()); held > pushLease {
+			err = fmt.Errorf("quota: push to %s not stored: %v since its lock was taken, more than %v (a pause past the lock, which another instance may have broken); pushed again at the next flush",
+				key, held.Round(time.Millisecond), pushLease)
+		} else if err = c.storage.Store(ctx, key, buf); err != nil {
 			err = fmt.Errorf("quota: store %s: %w", key, err)
 		} else {
-			j.totals, j.malformed, j.history, j.absent, j.done = totals, malformed, read, data == nil, true
-			j.sent = &sentPush{lineage: stored.lineage, gen: gen, writer: writer, deltas: j.b.inflight}
+			j.totals, j.malformed, j.history, j.done = totals, malformed, read, true
+			j.sent = &sentPush{lineage: stored.lineage, gen: gen, writer: writer, deltas: pushed}
 		}
 	}
 	if uerr := c.held.Unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
@@ -192,20 +235,33 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		j := &jobs[i]
 		b := j.b
 		c.status.malformed += uint64(j.malformed)
-		if j.done {
+		fresh := j.moves == c.moves // else the storage this history is from is gone
+		if j.done && fresh {
 			c.checkSent(b, j.history)
-			if damaged(b, j) {
-				c.keepThroughDamage(b, j)
+			if !j.push && damaged(b.lineage, j.history, j.malformed) {
+				kept := keepFloor(b, j)
+				if !b.keeping && c.onDamage != nil {
+					c.onDamage(b.name, j.malformed, kept, false)
+				}
+				b.keeping = true
 			}
 		}
 		switch {
 		case j.done:
 			b.shared = j.totals // includes the inflight deltas just pushed
 			c.adopted = true
-			if j.sent != nil {
+			switch {
+			case !fresh:
+			case j.sent != nil:
 				b.sent = append(b.sent, *j.sent)
-				b.lineage = j.sent.lineage
-			} else if j.history.lineage != "" {
+				if n := len(b.sent) - keepSent; n > 0 {
+					b.sent = slices.Delete(b.sent, 0, n)
+				}
+				b.lineage, b.keeping = j.sent.lineage, false
+				if j.damaged && (j.restored > 0 || j.malformed > 0) && c.onDamage != nil {
+					c.onDamage(b.name, j.malformed, j.restored, true)
+				}
+			case !b.keeping:
 				b.lineage = j.history.lineage
 			}
 		case j.push:
@@ -218,26 +274,36 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 	}
 }
 
-// checkSent looks for b's earlier pushes in h, the history of its object
-// as a later read found it: a push h shows overwritten has its deltas
-// counted again as pending, for the next flush to push; a push h holds, or
-// cannot tell about, is done with. The caller holds c.mu.
+// keepSent is how many of its last pushes to an object a Counter watches
+// for an overwrite, keeping their deltas: a writer that paused inside its
+// store (after pushLease's check) overwrites every push made since its
+// load, however many reads have shown them since.
+const keepSent = 8
+
+// checkSent looks for b's last pushes in h, the history of its object as a
+// later read found it: a push h shows overwritten has its deltas counted
+// again as pending, for the next flush to push; a push h holds stays
+// watched; one h cannot tell about (another lineage, or older than h
+// keeps) is done with. The caller holds c.mu.
 func (c *Counter) checkSent(b *bucket, h history) {
-	for i := range b.sent {
-		p := &b.sent[i]
-		if !h.overwrote(p) {
-			continue
-		}
-		var n int64
-		for _, d := range p.deltas {
-			n += *d
-		}
-		addDeltas(&b.pending, p.deltas)
-		if c.onRepush != nil {
-			c.onRepush(b.name, n)
+	kept := b.sent[:0]
+	for _, p := range b.sent {
+		switch covers, present := h.tells(&p); {
+		case covers && present:
+			kept = append(kept, p)
+		case covers:
+			var n int64
+			for _, d := range p.deltas {
+				n += *d
+			}
+			addDeltas(&b.pending, withExtra(p.deltas, nil)) // a copy: p's deltas stay p's
+			if c.onRepush != nil {
+				c.onRepush(b.name, n)
+			}
 		}
 	}
-	b.sent = nil
+	clear(b.sent[len(kept):])
+	b.sent = kept
 }
 
 // mergeDeltas adds b.inflight back into b.pending.

@@ -41,7 +41,7 @@ type historyEntry struct {
 	writer string
 }
 
-// sentPush is a push this Counter stored that no later read has shown yet.
+// sentPush is one of the last pushes a Counter stored (see checkSent).
 type sentPush struct {
 	lineage string
 	gen     int64
@@ -117,17 +117,17 @@ func (h history) append(buf []byte) []byte {
 	return buf
 }
 
-// overwrote reports whether h shows that p was overwritten: h is of p's
-// lineage, keeps generations as old as p's, and p's writer is not among
-// them. Any other history cannot tell, and p is taken as stored.
-func (h history) overwrote(p *sentPush) bool {
+// tells reports whether h can tell about p, being of p's lineage and
+// keeping generations as old as p's, and if so whether p's writer is among
+// them: when it is not, p was overwritten.
+func (h history) tells(p *sentPush) (covers, present bool) {
 	if h.lineage != p.lineage || len(h.entries) == 0 || h.entries[0].gen > p.gen {
-		return false
+		return false, false
 	}
 	for _, e := range h.entries {
 		if e.writer == p.writer {
-			return false
+			return true, true
 		}
 	}
-	return true
+	return true, false
 }

@@ -4,16 +4,29 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // pausedStorage is a writer's view of fakeStorage while it pauses past its
 // lock: the lock it took was broken and others push meanwhile. Its Lock
 // and Unlock succeed without holding anything, and beforeStore runs once,
-// between its load and its store, as the others' pushes during the pause.
+// inside its store, before the write, as the others' pushes during the
+// pause; afterLoad runs once, after its next load.
 type pausedStorage struct {
 	*fakeStorage
 	beforeStore func()
+	afterLoad   func()
+}
+
+func (s *pausedStorage) Load(ctx context.Context, key string) ([]byte, error) {
+	data, err := s.fakeStorage.Load(ctx, key)
+	if f := s.afterLoad; f != nil {
+		s.afterLoad = nil
+		f()
+	}
+	return data, err
 }
 
 func (s *pausedStorage) Lock(context.Context, string) error   { return nil }
@@ -82,6 +95,75 @@ func TestPushOverwrittenByAPausedWriterIsPushedAgain(t *testing.T) {
 	flushAll(t, a, b, c)
 	if got := st.counts(objKey(Day, t0)); got["k"] != 135 || len(ra)+len(rb)+len(rc) != 2 {
 		t.Errorf("after one more round: stored %v, pushed again a %v b %v c %v; want 135 and nothing more", got, ra, rb, rc)
+	}
+}
+
+// TestPushOverwrittenAfterItsMakerReadItIsPushedAgain: the pushes made
+// while a writer pauses inside its store may have been read back by their
+// makers many times before the paused writer's store lands over them: they
+// are still found missing, and pushed again.
+func TestPushOverwrittenAfterItsMakerReadItIsPushedAgain(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var ra, rb, rc []int64
+	a, b := repushCounter(st, clk, &ra), repushCounter(st, clk, &rb)
+	paused := &pausedStorage{fakeStorage: st}
+	c := repushCounter(paused, clk, &rc)
+	add(a, "k", Day, 100, t0)
+	flushAll(t, a)
+	add(c, "k", Day, 5, t0)
+	add(b, "k", Day, 10, t0)
+	paused.beforeStore = func() {
+		flushAll(t, b)
+		add(a, "k", Day, 1, t0)
+		flushAll(t, a, b, a, b, a, b) // pushed, and read back again and again
+		if got := st.counts(objKey(Day, t0))["k"]; got != 111 {
+			t.Fatalf("stored during the pause = %d, want 111", got)
+		}
+	}
+	flushAll(t, c)
+	flushAll(t, a, b, c, a, b, c)
+	if got := st.counts(objKey(Day, t0))["k"]; got != 116 {
+		t.Errorf("stored = %d, want 116: the overwritten pushes pushed again", got)
+	}
+	if !slices.Equal(ra, []int64{1}) || !slices.Equal(rb, []int64{10}) || len(rc) != 0 {
+		t.Errorf("pushed again: a %v, b %v, c %v; want [1], [10] and none", ra, rb, rc)
+	}
+}
+
+// TestAPushPausedPastItsLeaseIsNotStored: a writer that finds, before its
+// store, that more than pushLease went by since it took the lock (it
+// paused, and another instance may have broken the lock and pushed) stores
+// nothing: its flush fails, its deltas stay pending, and its next flush
+// adds them to what the others pushed meanwhile. Nothing is overwritten,
+// so nothing is pushed again.
+func TestAPushPausedPastItsLeaseIsNotStored(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var ra, rc []int64
+	a := repushCounter(st, clk, &ra)
+	paused := &pausedStorage{fakeStorage: st}
+	c := repushCounter(paused, clk, &rc)
+	add(a, "k", Day, 100, t0)
+	flushAll(t, a)
+	add(c, "k", Day, 10, t0)
+	add(a, "k", Day, 20, t0)
+	paused.afterLoad = func() {
+		clk.Set(clk.Now().Add(pushLease + time.Second))
+		flushAll(t, a)
+	}
+	if err := c.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "not stored") {
+		t.Fatalf("the paused push: %v, want it not stored", err)
+	}
+	if got := st.counts(objKey(Day, t0))["k"]; got != 120 {
+		t.Fatalf("stored after the paused push = %d, want the other's 120 left alone", got)
+	}
+	flushAll(t, c, a)
+	if got := st.counts(objKey(Day, t0))["k"]; got != 130 {
+		t.Errorf("stored = %d, want 130", got)
+	}
+	if u := c.Used([]byte("k"), Day, t0); u != 130 || len(ra)+len(rc) != 0 {
+		t.Errorf("Used(k) = %d, pushed again a %v c %v; want 130 and nothing pushed again", u, ra, rc)
 	}
 }
 

@@ -39,7 +39,7 @@ func (c *Counter) readCurrent(ctx context.Context, now time.Time) error {
 	c.mu.Lock()
 	jobs := make([]job, 0, len(c.periods))
 	for _, p := range c.periods {
-		jobs = append(jobs, job{b: c.bucketLocked(p, now, true)})
+		jobs = append(jobs, job{b: c.bucketLocked(p, now, true), moves: c.moves})
 	}
 	c.mu.Unlock()
 	err := c.runJobs(ctx, jobs, nil)
