@@ -174,13 +174,14 @@ func (c *Counter) push(ctx context.Context, j *job) {
 		head := stored.append(nil)
 		pushed := j.b.inflight
 		totals, buf, malformed := mergeCounts(head, rest, pushed)
-		j.damaged = damaged(j.lineage, read, malformed)
-		if extra := aboveFloor(j.floor, totals, pushed); j.damaged && extra != nil {
-			for _, d := range extra {
-				j.restored += *d
+		if j.damaged = damaged(j.lineage, read, malformed); j.damaged {
+			if extra := aboveFloor(j.floor, totals, pushed); extra != nil {
+				for _, d := range extra {
+					j.restored += *d
+				}
+				pushed = withExtra(pushed, extra)
+				totals, buf, malformed = mergeCounts(head, rest, pushed)
 			}
-			pushed = withExtra(pushed, extra)
-			totals, buf, malformed = mergeCounts(head, rest, pushed)
 		}
 		if held := heldFor(locked, c.clock()); held > pushLease {
 			err = fmt.Errorf("quota: push to %s not stored: %v since its lock was taken, more than %v (a pause past the lock, which another instance may have broken); pushed again at the next flush",
