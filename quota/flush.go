@@ -254,10 +254,7 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 			switch {
 			case !fresh:
 			case j.sent != nil:
-				b.sent = append(b.sent, *j.sent)
-				if n := len(b.sent) - keepSent; n > 0 {
-					b.sent = slices.Delete(b.sent, 0, n)
-				}
+				b.sent = trimSent(append(b.sent, *j.sent))
 				b.lineage, b.keeping = j.sent.lineage, false
 				if j.damaged && (j.restored > 0 || j.malformed > 0) && c.onDamage != nil {
 					c.onDamage(b.name, j.malformed, j.restored, true)
@@ -278,8 +275,24 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 // keepSent is how many of its last pushes to an object a Counter watches
 // for an overwrite, keeping their deltas: a writer that paused inside its
 // store (after pushLease's check) overwrites every push made since its
-// load, however many reads have shown them since.
-const keepSent = 8
+// load, however many reads have shown them since. Beyond the last push,
+// the ones kept hold at most keepSentCounts keys together, so that a
+// Counter pushing many keys per flush keeps one push's deltas, as many
+// as it pushes anyway, and not eight.
+const (
+	keepSent       = 8
+	keepSentCounts = 16384
+)
+
+// trimSent drops the oldest of sent beyond keepSent and keepSentCounts.
+func trimSent(sent []sentPush) []sentPush {
+	n, keys := len(sent)-1, 0 // the last is always kept
+	for n > 0 && len(sent)-n < keepSent && keys+len(sent[n-1].deltas) <= keepSentCounts {
+		keys += len(sent[n-1].deltas)
+		n--
+	}
+	return slices.Delete(sent, 0, n)
+}
 
 // checkSent looks for b's last pushes in h, the history of its object as a
 // later read found it: a push h shows overwritten has its deltas counted

@@ -201,6 +201,45 @@ func TestPushesNoHistoryCanTellAboutAreNotPushedAgain(t *testing.T) {
 	}
 }
 
+// TestWatchedPushesAreBounded: a Counter watches its last keepSent pushes
+// to an object, and beyond the last one no more than keepSentCounts keys
+// of them, however many it pushed.
+func TestWatchedPushesAreBounded(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var repushed []int64
+	c := repushCounter(st, clk, &repushed)
+	watched := func() (pushes, keys int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, b := range c.buckets {
+			for _, p := range b.sent {
+				pushes, keys = pushes+1, keys+len(p.deltas)
+			}
+		}
+		return pushes, keys
+	}
+	for i := range 3 * keepSent {
+		add(c, fmt.Sprintf("k%d", i), Day, 1, t0)
+		flushAll(t, c)
+	}
+	if n, _ := watched(); n != keepSent {
+		t.Fatalf("after %d pushes of a key: %d watched, want %d", 3*keepSent, n, keepSent)
+	}
+	for i := range 3 {
+		for k := range keepSentCounts/2 + 1 {
+			add(c, fmt.Sprintf("b%d-%d", i, k), Day, 1, t0)
+		}
+		flushAll(t, c)
+	}
+	if n, keys := watched(); n != 2 || keys != 2*(keepSentCounts/2+1) {
+		t.Fatalf("after pushes of %d keys: %d watched, %d keys; want the last and the one before it", keepSentCounts/2+1, n, keys)
+	}
+	if len(repushed) != 0 {
+		t.Fatalf("pushed again: %v", repushed)
+	}
+}
+
 func TestHistoryRoundTrip(t *testing.T) {
 	h, gen := history{}.next("w1")
 	if gen != 1 || h.lineage == "" {
