@@ -254,7 +254,7 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 			switch {
 			case !fresh:
 			case j.sent != nil:
-				b.sent = trimSent(append(b.sent, *j.sent))
+				b.sent = trimSent(append(b.sent, *j.sent), true)
 				b.lineage, b.keeping = j.sent.lineage, false
 				if j.damaged && (j.restored > 0 || j.malformed > 0) && c.onDamage != nil {
 					c.onDamage(b.name, j.malformed, j.restored, true)
@@ -275,18 +275,22 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 // keepSent is how many of its last pushes to an object a Counter watches
 // for an overwrite, keeping their deltas: a writer that paused inside its
 // store (after pushLease's check) overwrites every push made since its
-// load, however many reads have shown them since. Beyond the last push,
-// the ones kept hold at most keepSentCounts keys together, so that a
-// Counter pushing many keys per flush keeps one push's deltas, as many
-// as it pushes anyway, and not eight.
+// load, however many reads have shown them since. The ones kept hold at
+// most keepSentCounts keys together, but for the last push until the next
+// read: a Counter pushing many keys per flush keeps their deltas no longer
+// than it did pushing them.
 const (
 	keepSent       = 8
 	keepSentCounts = 16384
 )
 
-// trimSent drops the oldest of sent beyond keepSent and keepSentCounts.
-func trimSent(sent []sentPush) []sentPush {
-	n, keys := len(sent)-1, 0 // the last is always kept
+// trimSent drops the oldest of sent beyond keepSent and keepSentCounts,
+// keeping the last whatever its size when keepLast.
+func trimSent(sent []sentPush, keepLast bool) []sentPush {
+	n, keys := len(sent), 0
+	if keepLast && n > 0 {
+		keys = -len(sent[n-1].deltas) // not counted
+	}
 	for n > 0 && len(sent)-n < keepSent && keys+len(sent[n-1].deltas) <= keepSentCounts {
 		keys += len(sent[n-1].deltas)
 		n--
@@ -317,7 +321,7 @@ func (c *Counter) checkSent(b *bucket, h history) {
 		}
 	}
 	clear(b.sent[len(kept):])
-	b.sent = kept
+	b.sent = trimSent(kept, false)
 }
 
 // mergeDeltas adds b.inflight back into b.pending.

@@ -202,8 +202,8 @@ func TestPushesNoHistoryCanTellAboutAreNotPushedAgain(t *testing.T) {
 }
 
 // TestWatchedPushesAreBounded: a Counter watches its last keepSent pushes
-// to an object, and beyond the last one no more than keepSentCounts keys
-// of them, however many it pushed.
+// to an object, no more than keepSentCounts keys of them, but for its last
+// push until it reads the object again, however many it pushed.
 func TestWatchedPushesAreBounded(t *testing.T) {
 	st := newFakeStorage()
 	clk := newFakeClock(t0)
@@ -234,6 +234,17 @@ func TestWatchedPushesAreBounded(t *testing.T) {
 	}
 	if n, keys := watched(); n != 2 || keys != 2*(keepSentCounts/2+1) {
 		t.Fatalf("after pushes of %d keys: %d watched, %d keys; want the last and the one before it", keepSentCounts/2+1, n, keys)
+	}
+	for k := range keepSentCounts + 1 {
+		add(c, fmt.Sprintf("c%d", k), Day, 1, t0)
+	}
+	flushAll(t, c)
+	if n, keys := watched(); n != 2 || keys != keepSentCounts+1+keepSentCounts/2+1 {
+		t.Fatalf("after a push of %d keys: %d watched, %d keys; want that push and the one before", keepSentCounts+1, n, keys)
+	}
+	flushAll(t, c) // a read
+	if n, _ := watched(); n != 0 {
+		t.Fatalf("after a read: %d watched, want none: the last push is over the bound", n)
 	}
 	if len(repushed) != 0 {
 		t.Fatalf("pushed again: %v", repushed)
