@@ -46,6 +46,29 @@ func repushCounter(st Storage, clk *fakeClock, repushed *[]int64) *Counter {
 		LockTimeout: 5e9, OnRepush: func(_ string, n int64) { *repushed = append(*repushed, n) }})
 }
 
+// trio is two Counters on one storage and a third whose writes pause
+// there (see pausedStorage), each recording what it pushes again, after
+// the first pushed 100 for k.
+type trio struct {
+	st         *fakeStorage
+	clk        *fakeClock
+	paused     *pausedStorage
+	a, b, c    *Counter
+	ra, rb, rc []int64
+}
+
+func newTrio(t *testing.T) *trio {
+	t.Helper()
+	tr := &trio{st: newFakeStorage(), clk: newFakeClock(t0)}
+	clk := tr.clk
+	tr.paused = &pausedStorage{fakeStorage: tr.st}
+	tr.a, tr.b = repushCounter(tr.st, clk, &tr.ra), repushCounter(tr.st, clk, &tr.rb)
+	tr.c = repushCounter(tr.paused, clk, &tr.rc)
+	add(tr.a, "k", Day, 100, t0)
+	flushAll(t, tr.a)
+	return tr
+}
+
 func flushAll(t *testing.T, cs ...*Counter) {
 	t.Helper()
 	for i, c := range cs {
@@ -61,14 +84,8 @@ func flushAll(t *testing.T, cs ...*Counter) {
 // find their pushes missing from the object's history at their next flush
 // and push them again, so the stored total is the sum once more.
 func TestPushOverwrittenByAPausedWriterIsPushedAgain(t *testing.T) {
-	st := newFakeStorage()
-	clk := newFakeClock(t0)
-	var ra, rb, rc []int64
-	a, b := repushCounter(st, clk, &ra), repushCounter(st, clk, &rb)
-	paused := &pausedStorage{fakeStorage: st}
-	c := repushCounter(paused, clk, &rc)
-	add(a, "k", Day, 100, t0)
-	flushAll(t, a)
+	tr := newTrio(t)
+	st, paused, a, b, c := tr.st, tr.paused, tr.a, tr.b, tr.c
 	add(c, "k", Day, 10, t0)
 	add(a, "k", Day, 20, t0)
 	add(b, "k", Day, 5, t0)
@@ -89,12 +106,12 @@ func TestPushOverwrittenByAPausedWriterIsPushedAgain(t *testing.T) {
 			t.Errorf("counter %d: Used(k) = %d, want 135", i, u)
 		}
 	}
-	if !slices.Equal(ra, []int64{20}) || !slices.Equal(rb, []int64{8}) || len(rc) != 0 {
-		t.Errorf("pushed again: a %v, b %v, c %v; want [20], [8] and none", ra, rb, rc)
+	if !slices.Equal(tr.ra, []int64{20}) || !slices.Equal(tr.rb, []int64{8}) || len(tr.rc) != 0 {
+		t.Errorf("pushed again: a %v, b %v, c %v; want [20], [8] and none", tr.ra, tr.rb, tr.rc)
 	}
 	flushAll(t, a, b, c)
-	if got := st.counts(objKey(Day, t0)); got["k"] != 135 || len(ra)+len(rb)+len(rc) != 2 {
-		t.Errorf("after one more round: stored %v, pushed again a %v b %v c %v; want 135 and nothing more", got, ra, rb, rc)
+	if got := st.counts(objKey(Day, t0)); got["k"] != 135 || len(tr.ra)+len(tr.rb)+len(tr.rc) != 2 {
+		t.Errorf("after one more round: stored %v, pushed again a %v b %v c %v; want 135 and nothing more", got, tr.ra, tr.rb, tr.rc)
 	}
 }
 
@@ -103,14 +120,8 @@ func TestPushOverwrittenByAPausedWriterIsPushedAgain(t *testing.T) {
 // makers many times before the paused writer's store lands over them: they
 // are still found missing, and pushed again.
 func TestPushOverwrittenAfterItsMakerReadItIsPushedAgain(t *testing.T) {
-	st := newFakeStorage()
-	clk := newFakeClock(t0)
-	var ra, rb, rc []int64
-	a, b := repushCounter(st, clk, &ra), repushCounter(st, clk, &rb)
-	paused := &pausedStorage{fakeStorage: st}
-	c := repushCounter(paused, clk, &rc)
-	add(a, "k", Day, 100, t0)
-	flushAll(t, a)
+	tr := newTrio(t)
+	st, paused, a, b, c := tr.st, tr.paused, tr.a, tr.b, tr.c
 	add(c, "k", Day, 5, t0)
 	add(b, "k", Day, 10, t0)
 	paused.beforeStore = func() {
@@ -126,8 +137,8 @@ func TestPushOverwrittenAfterItsMakerReadItIsPushedAgain(t *testing.T) {
 	if got := st.counts(objKey(Day, t0))["k"]; got != 116 {
 		t.Errorf("stored = %d, want 116: the overwritten pushes pushed again", got)
 	}
-	if !slices.Equal(ra, []int64{1}) || !slices.Equal(rb, []int64{10}) || len(rc) != 0 {
-		t.Errorf("pushed again: a %v, b %v, c %v; want [1], [10] and none", ra, rb, rc)
+	if !slices.Equal(tr.ra, []int64{1}) || !slices.Equal(tr.rb, []int64{10}) || len(tr.rc) != 0 {
+		t.Errorf("pushed again: a %v, b %v, c %v; want [1], [10] and none", tr.ra, tr.rb, tr.rc)
 	}
 }
 
@@ -138,14 +149,8 @@ func TestPushOverwrittenAfterItsMakerReadItIsPushedAgain(t *testing.T) {
 // adds them to what the others pushed meanwhile. Nothing is overwritten,
 // so nothing is pushed again.
 func TestAPushPausedPastItsLeaseIsNotStored(t *testing.T) {
-	st := newFakeStorage()
-	clk := newFakeClock(t0)
-	var ra, rc []int64
-	a := repushCounter(st, clk, &ra)
-	paused := &pausedStorage{fakeStorage: st}
-	c := repushCounter(paused, clk, &rc)
-	add(a, "k", Day, 100, t0)
-	flushAll(t, a)
+	tr := newTrio(t)
+	st, paused, a, c, clk := tr.st, tr.paused, tr.a, tr.c, tr.clk
 	add(c, "k", Day, 10, t0)
 	add(a, "k", Day, 20, t0)
 	paused.afterLoad = func() {
@@ -162,8 +167,8 @@ func TestAPushPausedPastItsLeaseIsNotStored(t *testing.T) {
 	if got := st.counts(objKey(Day, t0))["k"]; got != 130 {
 		t.Errorf("stored = %d, want 130", got)
 	}
-	if u := c.Used([]byte("k"), Day, t0); u != 130 || len(ra)+len(rc) != 0 {
-		t.Errorf("Used(k) = %d, pushed again a %v c %v; want 130 and nothing pushed again", u, ra, rc)
+	if u := c.Used([]byte("k"), Day, t0); u != 130 || len(tr.ra)+len(tr.rc) != 0 {
+		t.Errorf("Used(k) = %d, pushed again a %v c %v; want 130 and nothing pushed again", u, tr.ra, tr.rc)
 	}
 }
 
