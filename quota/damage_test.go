@@ -1,6 +1,9 @@
 package quota
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // damageMet is what a Counter reported of the damage it met.
 type damageMet struct {
@@ -28,8 +31,9 @@ func storedHistory(st *fakeStorage, key string) string {
 // is no reason to hand a tenant its quota again: a Counter that read it
 // keeps what it had read, logs it once, and its next flush restores the
 // object from it, even with nothing counted (a graceful stop's flush
-// included). Another Counter that read it before pushes on top of the
-// restored object without restoring it twice.
+// included). Another Counter that read it too pushes on top of the
+// restored object without restoring it twice, nor taking its own pushes
+// that the damage cut from the history as overwritten.
 func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 	for _, c := range []struct {
 		name   string
@@ -38,6 +42,8 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 		{"truncated mid-line", func(st *fakeStorage, key, h string) { st.put(key, h+"x 5\ni/tru") }},
 		{"a count that is no number", func(st *fakeStorage, key, h string) { st.put(key, h+"x 5\nk abc\n") }},
 		{"emptied", func(st *fakeStorage, key, _ string) { st.put(key, "") }},
+		{"cut after its lineage line", func(st *fakeStorage, key, h string) { st.put(key, h[:strings.IndexByte(h, '\n')+1]) }},
+		{"cut inside its history", func(st *fakeStorage, key, h string) { st.put(key, h[:len(h)-3]) }},
 		{"deleted", func(st *fakeStorage, key, _ string) {
 			if err := st.Delete(t.Context(), key); err != nil {
 				t.Fatal(err)
@@ -55,8 +61,10 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 			flushAll(t, a, b)
 			c.damage(st, key, storedHistory(st, key))
 			for range 3 { // reads between flushes: the damage is met once
-				if err := b.Refresh(t.Context()); err != nil {
-					t.Fatal(err)
+				for _, ctr := range []*Counter{a, b} {
+					if err := ctr.Refresh(t.Context()); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if u := b.Used([]byte("k"), Day, t0); u != 50 {
@@ -82,8 +90,8 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 					t.Errorf("counter %d: Used(k) = %d, want 50", i, u)
 				}
 			}
-			if len(da) != 0 || len(db) != 2 {
-				t.Errorf("damage met: a %v, b %v; want none more", da, db)
+			if len(da) != 1 || da[0].restored || len(db) != 2 {
+				t.Errorf("damage met: a %v, b %v; want a's read once, and none more", da, db)
 			}
 			h := storedHistory(st, key)
 			flushAll(t, a, b)
@@ -119,5 +127,32 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 		if u := a.Used([]byte("k"), Day, t0); u != 0 || len(seen) != 0 {
 			t.Errorf("another storage (moved during a flush: %v), without the object: Used(k) = %d, damage %v; want 0 and none", during, u, seen)
 		}
+	}
+}
+
+// TestRepairedObjectCutShortIsRestoredOnce: the pushes that repaired an
+// object are not pushed again when the object is later cut short, which
+// loses its history's newest entries as an overwrite would: it is damage,
+// restored as the larger count, never added.
+func TestRepairedObjectCutShortIsRestoredOnce(t *testing.T) {
+	st := newFakeStorage()
+	clk := newFakeClock(t0)
+	var da, db []damageMet
+	a, b := damageCounter(st, clk, &da), damageCounter(st, clk, &db)
+	key := objKey(Day, t0)
+	add(a, "k", Day, 5, t0)
+	flushAll(t, a, b)
+	for range 2 {
+		h := storedHistory(st, key)
+		st.put(key, h+"k xx\n"+endLine)
+		flushAll(t, a, b, a, b)
+		if got := st.counts(key)["k"]; got != 5 {
+			t.Fatalf("after a repair: stored %d, want 5", got)
+		}
+	}
+	st.put(key, storedHistory(st, key)[:40])
+	flushAll(t, a, b, a, b, a, b)
+	if got := st.counts(key)["k"]; got != 5 {
+		t.Errorf("after the cut: stored %d, want 5, restored once", got)
 	}
 }

@@ -146,8 +146,10 @@ func (c *Counter) read(ctx context.Context, j *job) {
 		return
 	}
 	var rest []byte
-	j.history, rest = splitHistory(data)
+	var cut int
+	j.history, rest, cut = splitObject(data)
 	j.totals, j.malformed = parseCounts(rest, 0)
+	j.malformed += cut
 	j.done = true
 }
 
@@ -169,20 +171,27 @@ func (c *Counter) push(ctx context.Context, j *job) {
 	if err == nil {
 		c.seq++
 		writer := c.writer + "-" + strconv.FormatUint(c.seq, 10)
-		read, rest := splitHistory(data)
+		read, rest, cut := splitObject(data)
 		stored, gen := read.next(writer)
-		head := stored.append(nil)
 		pushed := j.b.inflight
-		totals, buf, malformed := mergeCounts(head, rest, pushed)
-		if j.damaged = damaged(j.lineage, read, malformed); j.damaged {
+		totals, buf, malformed := mergeCounts(stored.append(nil), rest, pushed)
+		if j.damaged = damaged(j.lineage, read, malformed+cut); j.damaged {
+			if malformed+cut > 0 {
+				// A history cut short counts generations again from
+				// where it was cut, as if pushes made since were
+				// overwritten: the repaired object starts a new one.
+				stored, gen = history{}.next(writer)
+			}
 			if extra := aboveFloor(j.floor, totals, pushed); extra != nil {
 				for _, d := range extra {
 					j.restored += *d
 				}
 				pushed = withExtra(pushed, extra)
-				totals, buf, malformed = mergeCounts(head, rest, pushed)
 			}
+			totals, buf, malformed = mergeCounts(stored.append(nil), rest, pushed)
 		}
+		malformed += cut
+		buf = append(buf, endLine...)
 		if held := heldFor(locked, c.clock()); held > pushLease {
 			err = fmt.Errorf("quota: push to %s not stored: %v since its lock was taken, more than %v (a pause past the lock, which another instance may have broken); pushed again at the next flush",
 				key, held.Round(time.Millisecond), pushLease)
@@ -238,8 +247,11 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		c.status.malformed += uint64(j.malformed)
 		fresh := j.moves == c.moves // else the storage this history is from is gone
 		if j.done && fresh {
-			c.checkSent(b, j.history)
-			if !j.push && damaged(b.lineage, j.history, j.malformed) {
+			hurt := j.damaged || !j.push && damaged(b.lineage, j.history, j.malformed)
+			if !hurt { // else the floor restores what it lost, pushes of b's included
+				c.checkSent(b, j.history)
+			}
+			if !j.push && hurt {
 				kept := keepFloor(b, j)
 				if !b.keeping && c.onDamage != nil {
 					c.onDamage(b.name, j.malformed, kept, false)

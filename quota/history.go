@@ -16,10 +16,17 @@ import (
 // no longer in the history of a later copy of the same lineage, within the
 // generations it keeps, was overwritten, and pushes its deltas again.
 //
-// The history is the object's first lines, before the counts:
+// The history is the object's first lines, before the counts, and a push
+// ends the object with an end line:
 //
 //	# lineage <hex>
 //	# w <generation> <writer>
+//	<key> <count>
+//	# end
+//
+// An object with a history but without its end line was cut short (a
+// truncated file): it lost its counts, and maybe its history's newest
+// entries, and is damaged (see damage.go), not overwritten.
 //
 // Versions before it read them as malformed lines and drop them when they
 // push; the next push starts a new lineage, where no earlier push can be
@@ -56,13 +63,31 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
+// endLine is the last line of an object a push stored.
+const endLine = "# end\n"
+
+// splitObject returns the history at the start of data and its counts,
+// without the end line, and 1 for an object with a history that lacks the
+// end line (cut short), else 0: a malformed line more.
+func splitObject(data []byte) (history, []byte, int) {
+	h, rest := splitHistory(data)
+	n := len(rest) - len(endLine)
+	if n >= 0 && string(rest[n:]) == endLine && (n == 0 || rest[n-1] == '\n') {
+		return h, rest[:n], 0
+	}
+	if h.lineage != "" {
+		return h, rest, 1
+	}
+	return h, rest, 0
+}
+
 // splitHistory returns the history at the start of data and the rest.
 // Data without one (an empty object, or one a version before it stored)
 // has an empty history.
 func splitHistory(data []byte) (history, []byte) {
 	var h history
 	s := string(data)
-	for strings.HasPrefix(s, "# ") {
+	for strings.HasPrefix(s, "# ") && !strings.HasPrefix(s, endLine) {
 		line, rest := nextLine(s)
 		f := strings.Fields(line[2:])
 		switch {

@@ -272,6 +272,24 @@ func TestHistoryRoundTrip(t *testing.T) {
 	if got.lineage != h.lineage || !slices.Equal(got.entries, h.entries) || string(rest) != "k 3\n" {
 		t.Errorf("splitHistory read %+v and %q", got, rest)
 	}
+	// An object a push stored ends with the end line; one with a history
+	// and without it was cut short: one malformed line more.
+	for _, c := range []struct {
+		data, counts string
+		lineage      string
+		cut          int
+	}{
+		{string(h.append(nil)) + endLine, "", h.lineage, 0},
+		{string(h.append(nil)) + "k 3\n" + endLine, "k 3\n", h.lineage, 0},
+		{string(h.append(nil)) + "k 3\n", "k 3\n", h.lineage, 1},
+		{string(h.append(nil)), "", h.lineage, 1},
+		{"k 3\n", "k 3\n", "", 0},
+	} {
+		got, counts, cut := splitObject([]byte(c.data))
+		if string(counts) != c.counts || got.lineage != c.lineage || cut != c.cut {
+			t.Errorf("splitObject(%q) = %+v, %q, %d; want lineage %q, counts %q, %d", c.data, got, counts, cut, c.lineage, c.counts, c.cut)
+		}
+	}
 	for _, bad := range []string{"# w 1 x\nk 3\n", "# lineage a\n# w x y\nk 3\n", "# other\nk 3\n"} {
 		if got, rest := splitHistory([]byte(bad)); got.lineage != "" || string(rest) != bad {
 			t.Errorf("splitHistory(%q) = %+v, %q; want no history and the data as is", bad, got, rest)
