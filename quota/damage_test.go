@@ -17,6 +17,22 @@ func damageCounter(st Storage, clk *fakeClock, seen *[]damageMet) *Counter {
 		OnDamage: func(_ string, _ int, counts int64, restored bool) { *seen = append(*seen, damageMet{counts, restored}) }})
 }
 
+// damagePair is two Counters on one storage, recording the damage they
+// meet, and the key of their object of t0's day.
+type damagePair struct {
+	st     *fakeStorage
+	a, b   *Counter
+	da, db []damageMet
+	key    string
+}
+
+func newDamagePair() *damagePair {
+	p := &damagePair{st: newFakeStorage(), key: objKey(Day, t0)}
+	clk := newFakeClock(t0)
+	p.a, p.b = damageCounter(p.st, clk, &p.da), damageCounter(p.st, clk, &p.db)
+	return p
+}
+
 // storedHistory returns the history lines at the start of the object.
 func storedHistory(st *fakeStorage, key string) string {
 	st.mu.Lock()
@@ -51,11 +67,8 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			st := newFakeStorage()
-			clk := newFakeClock(t0)
-			var da, db []damageMet
-			a, b := damageCounter(st, clk, &da), damageCounter(st, clk, &db)
-			key := objKey(Day, t0)
+			p := newDamagePair()
+			st, a, b, key := p.st, p.a, p.b, p.key
 			add(a, "k", Day, 50, t0)
 			add(a, "x", Day, 5, t0)
 			flushAll(t, a, b)
@@ -70,15 +83,15 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 			if u := b.Used([]byte("k"), Day, t0); u != 50 {
 				t.Fatalf("b read the damaged object: Used(k) = %d, want the 50 it read before", u)
 			}
-			if len(db) != 1 || db[0].restored || db[0].counts < 50 {
-				t.Fatalf("b met the damage: %v, want it once, keeping 50 or more", db)
+			if len(p.db) != 1 || p.db[0].restored || p.db[0].counts < 50 {
+				t.Fatalf("b met the damage: %v, want it once, keeping 50 or more", p.db)
 			}
 			flushAll(t, b) // nothing counted: the flush restores
 			if got := st.counts(key); got["k"] != 50 || got["x"] != 5 {
 				t.Fatalf("stored after b's flush = %v, want k 50 and x 5 restored", got)
 			}
-			if len(db) != 2 || !db[1].restored || db[1].counts < 50 {
-				t.Fatalf("b met the damage: %v, want a restoring of 50 or more after the first", db)
+			if len(p.db) != 2 || !p.db[1].restored || p.db[1].counts < 50 {
+				t.Fatalf("b met the damage: %v, want a restoring of 50 or more after the first", p.db)
 			}
 			add(a, "x", Day, 1, t0)
 			flushAll(t, a, b)
@@ -90,8 +103,8 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 					t.Errorf("counter %d: Used(k) = %d, want 50", i, u)
 				}
 			}
-			if len(da) != 1 || da[0].restored || len(db) != 2 {
-				t.Errorf("damage met: a %v, b %v; want a's read once, and none more", da, db)
+			if len(p.da) != 1 || p.da[0].restored || len(p.db) != 2 {
+				t.Errorf("damage met: a %v, b %v; want a's read once, and none more", p.da, p.db)
 			}
 			h := storedHistory(st, key)
 			flushAll(t, a, b)
@@ -135,11 +148,8 @@ func TestDamagedObjectKeepsTheCountsReadBefore(t *testing.T) {
 // loses its history's newest entries as an overwrite would: it is damage,
 // restored as the larger count, never added.
 func TestRepairedObjectCutShortIsRestoredOnce(t *testing.T) {
-	st := newFakeStorage()
-	clk := newFakeClock(t0)
-	var da, db []damageMet
-	a, b := damageCounter(st, clk, &da), damageCounter(st, clk, &db)
-	key := objKey(Day, t0)
+	p := newDamagePair()
+	st, a, b, key := p.st, p.a, p.b, p.key
 	add(a, "k", Day, 5, t0)
 	flushAll(t, a, b)
 	for range 2 {
