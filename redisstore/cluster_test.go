@@ -163,7 +163,10 @@ func TestClusterStoreRunsARedirectOnTheNodeItNamesWhateverTheMapSays(t *testing.
 		if res := decide(t, s, item); !res.OK {
 			t.Fatalf("%+v, want admitted", res)
 		}
-		c.MoveSlot(t, slot, to)
+		if moved := c.MoveSlot(t, slot, to); moved == 0 {
+			t.Fatal("the zone's slot held no key to move")
+		}
+		c.Settle(t) // no epoch of a node that had not heard of another's gives the slot back
 		// The map of a node not told yet: the old owner serves the slot,
 		// and the new one is its replica or unknown; the slots the new
 		// one served are the third node's. Its nodes are named by host
