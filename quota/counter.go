@@ -45,7 +45,8 @@ type Config struct {
 	// (see damage.go): with restored false when a read finds it, with the
 	// counts kept above it from what this Counter had read before; with
 	// restored true when a push repairs it, with the counts it restored.
-	// malformed is the lines that did not read. Called as OnRepush is.
+	// malformed is the lines that did not read. Called as OnRepush is,
+	// from Refresh too.
 	OnDamage func(object string, malformed int, counts int64, restored bool)
 	// Periods lists the period kinds this zone counts. Flush reads the
 	// current object of each even when nothing was counted locally, so an
@@ -200,6 +201,27 @@ func (b *bucket) localPending(key []byte) (int64, *int64) {
 // present is found and updated from its bytes: TryAdd turns a key into a
 // string only the first time the key is counted in a flush interval.
 type deltas map[string]*int64
+
+// clone returns a copy of d whose counts are its own: d may be read
+// concurrently (a push's inflight), or kept (a watched push), while the
+// copy is added to.
+func (d deltas) clone() deltas {
+	c := make(deltas, len(d))
+	for k, p := range d {
+		v := *p
+		c[k] = &v
+	}
+	return c
+}
+
+// sum returns the total of d's counts.
+func (d deltas) sum() int64 {
+	var n int64
+	for _, p := range d {
+		n += *p
+	}
+	return n
+}
 
 // get returns the count of key.
 func (d deltas) get(key []byte) int64 {

@@ -38,24 +38,6 @@ func aboveFloor(floor, totals map[string]int64, pushed deltas) deltas {
 	return extra
 }
 
-// withExtra returns pushed and extra added together, in a new map: pushed
-// is read by TryAdd while the push runs.
-func withExtra(pushed, extra deltas) deltas {
-	sum := make(deltas, len(pushed)+len(extra))
-	for k, d := range pushed {
-		v := *d
-		sum[k] = &v
-	}
-	for k, d := range extra {
-		if p := sum[k]; p != nil {
-			*p += *d
-		} else {
-			sum[k] = d
-		}
-	}
-	return sum
-}
-
 // StorageMoved tells the Counter that its storage is another one now: the
 // histories it read are of objects that storage does not hold, so an
 // object missing there is no damage, and quotas count on from what it

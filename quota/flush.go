@@ -183,10 +183,9 @@ func (c *Counter) push(ctx context.Context, j *job) {
 				stored, gen = history{}.next(writer)
 			}
 			if extra := aboveFloor(j.floor, totals, pushed); extra != nil {
-				for _, d := range extra {
-					j.restored += *d
-				}
-				pushed = withExtra(pushed, extra)
+				j.restored = extra.sum()
+				pushed = pushed.clone()
+				addDeltas(&pushed, extra)
 			}
 			totals, buf, malformed = mergeCounts(stored.append(nil), rest, pushed)
 		}
@@ -322,13 +321,9 @@ func (c *Counter) checkSent(b *bucket, h history) {
 		case covers && present:
 			kept = append(kept, p)
 		case covers:
-			var n int64
-			for _, d := range p.deltas {
-				n += *d
-			}
-			addDeltas(&b.pending, withExtra(p.deltas, nil)) // a copy: p's deltas stay p's
+			addDeltas(&b.pending, p.deltas.clone())
 			if c.onRepush != nil {
-				c.onRepush(b.name, n)
+				c.onRepush(b.name, p.deltas.sum())
 			}
 		}
 	}
