@@ -218,7 +218,7 @@ func parseURL(rawURL string) (*redis.Options, error) {
 	}
 	if opts.Network == "tcp" {
 		if err := checkAddr(opts.Addr); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("parsing redis URL: %w", err)
 		}
 	}
 	return opts, nil
@@ -271,7 +271,7 @@ func parseClusterURL(rawURL string) (*redis.ClusterOptions, error) {
 	}
 	for _, addr := range opts.Addrs {
 		if err := checkAddr(addr); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("parsing redis cluster URL: %w", err)
 		}
 	}
 	return opts, nil
@@ -328,10 +328,10 @@ var quoted = regexp.MustCompile(`"[^"]*"`)
 func checkAddr(addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if n, perr := strconv.Atoi(port); err != nil || perr != nil || n < 1 || n > 65535 {
-		return errors.New("parsing redis URL: want host:port, with a port of 1 to 65535")
+		return errors.New("want host:port, with a port of 1 to 65535")
 	}
 	if strings.Contains(host, ":") && net.ParseIP(host) == nil {
-		return errors.New("parsing redis URL: the host holds a colon and is no IPv6 address: one port after the host, and an IPv6 address in brackets")
+		return errors.New("the host holds a colon and is no IPv6 address: one port after the host, and an IPv6 address in brackets")
 	}
 	return nil
 }

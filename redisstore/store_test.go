@@ -911,8 +911,9 @@ func TestCheckURLErrorHidesThePassword(t *testing.T) {
 		"redis://127.0.0.1:7000?addr=topsecretpw", "redis://127.0.0.1:7000?addr=127.0.0.1:7001/topsecretpw",
 		"redis://127.0.0.1:7000?addr=127.0.0.1:topsecretpw"} {
 		err := redisstore.CheckURL(u, true)
-		if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "addr parameter") {
-			t.Errorf("%s: %v, want an error naming the addr parameter without quoting it", u, err)
+		if err == nil || strings.Contains(err.Error(), "topsecretpw") || !strings.Contains(err.Error(), "addr parameter") ||
+			strings.Count(err.Error(), "parsing redis") != 1 {
+			t.Errorf("%s: %v, want an error naming the addr parameter without quoting it, and the URL it parses once", u, err)
 		}
 	}
 	// A password holding a character a URL must percent-encode makes the
