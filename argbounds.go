@@ -24,11 +24,11 @@ func (a *ArgBounds) UnmarshalJSON(b []byte) error {
 	m := make(ArgBounds, len(raw))
 	for name, v := range raw {
 		if bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
-			return fmt.Errorf("args %s: null is no bound; give a number", name)
+			return fmt.Errorf("%s: null is no bound; give a number", name)
 		}
 		var f float64
 		if err := json.Unmarshal(v, &f); err != nil {
-			return fmt.Errorf("args %s: %w", name, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		m[name] = f
 	}

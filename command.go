@@ -271,7 +271,9 @@ func zoneHandler(cfg []byte, zone string) (*Handler, []string, error) {
 		switch v := v.(type) {
 		case map[string]any:
 			if v["handler"] == "mcp_ratelimit" {
-				raw, _ := json.Marshal(v)
+				fields := maps.Clone(v)
+				delete(fields, "handler") // Caddy's module name, no field of the handler's
+				raw, _ := json.Marshal(fields)
 				var h Handler
 				if err := json.Unmarshal(raw, &h); err != nil {
 					return fmt.Errorf("reading an mcp_ratelimit handler: %w", err)

@@ -213,7 +213,14 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		{`{"handler":"mcp_ratelimit","tenat":{"rate":"1/s"}}`, "tenat"},
 		// encoding/json reads a null bound as 0, a bound that refuses
 		// every value of the argument.
-		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size": null}}}}`, "args size"},
+		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size": null}}}}`, "tools.photo.args: size: null is no bound"},
+		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size":"9"}}}}`, "tools.photo.args: size: json: cannot unmarshal string"},
+		// A value a type decodes itself says only what is wrong with it;
+		// the error names where it is.
+		{`{"handler":"mcp_ratelimit","known_ttl":"abc"}`, `known_ttl: time: invalid duration "abc"`},
+		{`{"handler":"mcp_ratelimit","store":{"redis":{"url":"redis://127.0.0.1:1","timeout":"5"}}}`, "store.redis.timeout: time: missing unit"},
+		{`{"handler":"mcp_ratelimit","tiers":[{"name":"a","match":{"placeholder":"{x}","values":["a"]}},{"name":"b","tenant":{"rate":"1/s","brust":3}}]}`, `tiers[1].tenant: json: unknown field "brust"`},
+		{`{"handler":"mcp_ratelimit","max_known":"9"}`, "Go struct field Handler.max_known of type int"},
 	} {
 		cfg := `{"admin":{"listen":"127.0.0.1:` + itoa(harness.FreePort(t)) + `","config":{"persist":false}},` +
 			`"storage":{"module":"file_system","root":"` + t.TempDir() + `"},` +
