@@ -460,7 +460,7 @@ func atMostFigure(name string, n int) error {
 
 func compileGroup(p *policy, h *Handler) error {
 	if h.Group == nil {
-		if h.GroupQuota != nil {
+		if givenQuota(h.GroupQuota) != nil {
 			return fmt.Errorf("group_quota requires group")
 		}
 		return nil
@@ -488,11 +488,11 @@ func compileGroup(p *policy, h *Handler) error {
 		return fmt.Errorf("group: %w", err)
 	}
 	p.groupKey, p.group = h.Group.Key, lim
-	if h.GroupQuota != nil {
-		if h.GroupQuota.Off {
+	if gq := givenQuota(h.GroupQuota); gq != nil {
+		if gq.Off {
 			return fmt.Errorf("group_quota: off is no group quota; leave group_quota out")
 		}
-		if p.groupQuota, err = resolveQuota(h.GroupQuota, quotaLimit{}); err != nil {
+		if p.groupQuota, err = resolveQuota(gq, quotaLimit{}); err != nil {
 			return fmt.Errorf("group_quota: %w", err)
 		}
 	}
@@ -511,10 +511,11 @@ func compileTools(p *policy, h *Handler) error {
 		if t.Cost < 0 || t.Cost > maxFigure {
 			return fmt.Errorf("tool %s: cost must be positive, at most %d", name, maxFigure)
 		}
-		if t.Quota != nil && t.Quota.Off {
+		quota := givenQuota(t.Quota)
+		if quota != nil && quota.Off {
 			return fmt.Errorf("tool %s quota: off is no tool quota; leave quota out", name)
 		}
-		if t.Cost == 0 && t.Quota == nil && len(t.Args) == 0 && !t.FailClosed {
+		if t.Cost == 0 && quota == nil && len(t.Args) == 0 && !t.FailClosed {
 			return fmt.Errorf("tool %s: sets nothing; give it a cost, a quota, an arg bound or fail_closed", name)
 		}
 		if t.Cost > 0 {
@@ -524,8 +525,8 @@ func compileTools(p *policy, h *Handler) error {
 			p.base.costs[name] = t.Cost
 		}
 		tp := &toolPolicy{failClosed: t.FailClosed}
-		if t.Quota != nil {
-			q, err := resolveQuota(t.Quota, quotaLimit{})
+		if quota != nil {
+			q, err := resolveQuota(quota, quotaLimit{})
 			if err != nil {
 				return fmt.Errorf("tool %s quota: %w", name, err)
 			}

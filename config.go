@@ -148,7 +148,7 @@ type Limits struct {
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// Costs replaces per-tool costs for the named tools.
-	Costs map[string]int64 `json:"costs,omitempty"`
+	Costs Costs `json:"costs,omitempty"`
 }
 
 // empty reports whether l sets no limits (see given).
@@ -165,9 +165,7 @@ func (l *Limits) given() Limits {
 	if g.Tenant != nil && *g.Tenant == (RateLimit{}) {
 		g.Tenant = nil
 	}
-	if g.Quota != nil && *g.Quota == (QuotaLimit{}) {
-		g.Quota = nil
-	}
+	g.Quota = givenQuota(g.Quota)
 	if g.Concurrency != nil && *g.Concurrency == (Concurrency{}) {
 		g.Concurrency = nil
 	}
@@ -372,6 +370,16 @@ func resolveRate(rl *RateLimit, defRate string, defBurst int) (b bucketLimit, of
 	return bucketLimit{rate: r, burst: burst, text: text}, false, nil
 }
 
+// givenQuota returns q, or nil when q sets nothing: a quota given as `{}`
+// in JSON (or with only zero fields, each of which means its default) is
+// one left out, as a layer's empty rate limit is.
+func givenQuota(q *QuotaLimit) *QuotaLimit {
+	if q != nil && *q == (QuotaLimit{}) {
+		return nil
+	}
+	return q
+}
+
 // quotaLimit is a resolved quota: 0 means no limit for that period.
 type quotaLimit struct {
 	day, month int64
@@ -380,7 +388,7 @@ type quotaLimit struct {
 func (q quotaLimit) any() bool { return q.day > 0 || q.month > 0 }
 
 func resolveQuota(ql *QuotaLimit, def quotaLimit) (quotaLimit, error) {
-	if ql == nil {
+	if ql = givenQuota(ql); ql == nil {
 		return def, nil
 	}
 	if ql.Off {

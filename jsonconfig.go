@@ -14,9 +14,10 @@ import (
 // UnmarshalJSON decodes the handler's JSON config as Caddy decodes a
 // module's (an unknown field is an error), and names the field of a value
 // that does not decode: encoding/json names only a value of the wrong JSON
-// type, so `"known_ttl":"abc"` would fail as `time: invalid duration "abc"`
-// and a misspelt field of `store` as `unknown field "timeot"`, whichever
-// of the config's fields they are in.
+// type, and that without the index or key of the tier, override or tool
+// it is in, so `"known_ttl":"abc"` would fail as `time: invalid duration
+// "abc"` and a misspelt field of `store` as `unknown field "timeot"`,
+// whichever of the config's fields they are in.
 func (h *Handler) UnmarshalJSON(b []byte) error {
 	type handlerFields Handler // the same fields, without this method
 	err := strictDecode(b, (*handlerFields)(h))
@@ -24,16 +25,20 @@ func (h *Handler) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var typeErr *json.UnmarshalTypeError
-	if errors.As(err, &typeErr) && typeErr.Field != "" {
-		if typeErr.Struct == "handlerFields" {
+	isTypeErr := errors.As(err, &typeErr) && typeErr.Field != ""
+	path := badField(b, reflect.TypeFor[Handler]())
+	switch {
+	case path == "":
+		if isTypeErr && typeErr.Struct == "handlerFields" {
 			typeErr.Struct = "Handler"
 		}
-		return err // it names the field already
+		return err
+	case isTypeErr:
+		// Its field path has no index or key (tiers.tenant.burst, of
+		// which tier?) and names an embedded struct as a field.
+		return fmt.Errorf("%s: json: cannot unmarshal %s into a value of type %s", path, typeErr.Value, typeErr.Type)
 	}
-	if path := badField(b, reflect.TypeFor[Handler]()); path != "" {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return err
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // strictDecode decodes the JSON value b into v, an unknown field being an

@@ -132,7 +132,7 @@ type Handler struct {
 	// params.name) to the cost of one `tools/call` of it, in tokens and
 	// quota units: a positive integer of at most 15 digits.
 	// Default cost: 1.
-	Costs map[string]int64 `json:"costs,omitempty"`
+	Costs Costs `json:"costs,omitempty"`
 
 	// MaxBody is the largest request body read on a metered route, in
 	// bytes; larger bodies get 413. At most 1073741824 (1GiB). Default:

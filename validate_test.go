@@ -83,7 +83,6 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"costs":{"x":-3}}`, "cost"},
 		{`{"quota":{"day":-1}}`, "quota"},
 		{`{"quota":{"month":-1}}`, "quota"},
-		{`{"quota":{}}`, "quota"},
 		{`{"quota":{"off":true,"day":5}}`, "quota"},
 		{`{"tenant":{"off":true,"rate":"5/s"}}`, "tenant"},
 		{`{"global":{"off":true,"burst":5}}`, "global"},
@@ -101,7 +100,6 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"group":{"key":"{http.auth.user.org}"}}`, "group"},
 		{`{"group":{"key":"{http.auth.user.org}","rate":"1/d"}}`, "group"},
 		{`{"group":{"key":"{http.auth.user.org}","rate":"1/s"},"group_quota":{"day":-5}}`, "group_quota"},
-		{`{"group":{"key":"{http.auth.user.org}","rate":"1/s"},"group_quota":{}}`, "group_quota"},
 		{`{"tools":{"x":{"cost":-1}}}`, "tool x"},
 		{`{"tools":{"x":{"quota":{"day":-1}}}}`, "tool x"},
 		{`{"tools":{"x":{"quota":{"off":true}}}}`, "tool x quota"},
@@ -173,6 +171,9 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		// `{}` sets nothing, beside a limit that is set.
 		`{"tiers":[{"name":"paid","match":{"placeholder":"{a}","values":["p"]},"tenant":{"rate":"20/m"},"quota":{},"concurrency":{}}]}`,
 		`{"overrides":{"` + fp + `":{"tenant":{"rate":"100/m"},"quota":{}}}}`,
+		// An empty quota is one left out, as an empty rate limit is.
+		`{"quota":{}}`, `{"quota":{"day":0}}`, `{"group_quota":{}}`,
+		`{"group":{"key":"{http.auth.user.org}","rate":"1/s"},"group_quota":{}}`,
 		`{"store":{"redis":{"url":"redis://127.0.0.1:1"}}}`,
 		`{"identity":["{env.TENANT_PREFIX}{http.request.header.X-Api-Key}","{system.hostname}"]}`,
 		`{"identity":["{env.HOME}","{http.auth.user.id}"]}`,
@@ -220,7 +221,13 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		{`{"handler":"mcp_ratelimit","known_ttl":"abc"}`, `known_ttl: time: invalid duration "abc"`},
 		{`{"handler":"mcp_ratelimit","store":{"redis":{"url":"redis://127.0.0.1:1","timeout":"5"}}}`, "store.redis.timeout: time: missing unit"},
 		{`{"handler":"mcp_ratelimit","tiers":[{"name":"a","match":{"placeholder":"{x}","values":["a"]}},{"name":"b","tenant":{"rate":"1/s","brust":3}}]}`, `tiers[1].tenant: json: unknown field "brust"`},
-		{`{"handler":"mcp_ratelimit","max_known":"9"}`, "Go struct field Handler.max_known of type int"},
+		{`{"handler":"mcp_ratelimit","max_known":"9"}`, "max_known: json: cannot unmarshal string into a value of type int"},
+		{`{"handler":"mcp_ratelimit","tiers":[{"name":"a","match":{"placeholder":"{x}","values":["a"]}},{"name":"b","tenant":{"burst":"3"}}]}`, "tiers[1].tenant.burst: json: cannot unmarshal string"},
+		{`{"handler":"mcp_ratelimit","costs":{"slow":"2"}}`, "costs: slow: json: cannot unmarshal string"},
+		// encoding/json reads a null cost as 0, which the cost check would
+		// then quote.
+		{`{"handler":"mcp_ratelimit","costs":{"slow":null}}`, "costs: slow: null is no cost"},
+		{`{"handler":"mcp_ratelimit","overrides":{"0123456789abcdef0123456789abcdef":{"costs":{"slow":null}}}}`, "overrides.0123456789abcdef0123456789abcdef.costs: slow: null is no cost"},
 	} {
 		cfg := `{"admin":{"listen":"127.0.0.1:` + itoa(harness.FreePort(t)) + `","config":{"persist":false}},` +
 			`"storage":{"module":"file_system","root":"` + t.TempDir() + `"},` +
