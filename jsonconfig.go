@@ -51,7 +51,7 @@ func strictDecode(b []byte, v any) error {
 
 // badField returns the path in b, the JSON of a value of type t, of the
 // innermost member or element whose value does not decode alone
-// (`store.timeout`, `tiers[1].tenant`), or "" when b itself is that value.
+// (`store.redis.timeout`, `tiers[1].tenant`), or "" when b itself is that value.
 func badField(b []byte, t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
