@@ -459,8 +459,9 @@ func atMostFigure(name string, n int) error {
 }
 
 func compileGroup(p *policy, h *Handler) error {
+	gq := givenQuota(h.GroupQuota)
 	if h.Group == nil {
-		if givenQuota(h.GroupQuota) != nil {
+		if gq != nil {
 			return fmt.Errorf("group_quota requires group")
 		}
 		return nil
@@ -488,7 +489,7 @@ func compileGroup(p *policy, h *Handler) error {
 		return fmt.Errorf("group: %w", err)
 	}
 	p.groupKey, p.group = h.Group.Key, lim
-	if gq := givenQuota(h.GroupQuota); gq != nil {
+	if gq != nil {
 		if gq.Off {
 			return fmt.Errorf("group_quota: off is no group quota; leave group_quota out")
 		}

@@ -35,11 +35,12 @@ type RateLimit struct {
 	Off bool `json:"off,omitempty"`
 }
 
-// QuotaLimit configures counts per UTC period. Zero fields are unset.
+// QuotaLimit configures counts per UTC period. Zero fields are unset, and
+// a QuotaLimit that sets none (`{}`) is one left out.
 type QuotaLimit struct {
 	// Day is the number of metered units allowed per UTC day (resets at
-	// 00:00 UTC). A QuotaLimit must set Day, Month or Off; the top-level
-	// `quota` field, when absent, is 5000 per day. At most
+	// 00:00 UTC). The top-level `quota` field, when absent or empty, is
+	// 5000 per day; an empty group or tool quota is none. At most
 	// 999999999999999 (15 digits), as Month.
 	Day int64 `json:"day,omitempty"`
 

@@ -1,7 +1,6 @@
 package mcplimit
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+
+	"github.com/caddyserver/caddy/v2"
 )
 
 // UnmarshalJSON decodes the handler's JSON config as Caddy decodes a
@@ -20,7 +21,7 @@ import (
 // whichever of the config's fields they are in.
 func (h *Handler) UnmarshalJSON(b []byte) error {
 	type handlerFields Handler // the same fields, without this method
-	err := strictDecode(b, (*handlerFields)(h))
+	err := caddy.StrictUnmarshalJSON(b, (*handlerFields)(h))
 	if err == nil {
 		return nil
 	}
@@ -39,14 +40,6 @@ func (h *Handler) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("%s: json: cannot unmarshal %s into a value of type %s", path, typeErr.Value, typeErr.Type)
 	}
 	return fmt.Errorf("%s: %w", path, err)
-}
-
-// strictDecode decodes the JSON value b into v, an unknown field being an
-// error, as caddy.StrictUnmarshalJSON does.
-func strictDecode(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // badField returns the path in b, the JSON of a value of type t, of the
@@ -117,7 +110,7 @@ func badMember(members map[string]json.RawMessage, t reflect.Type) string {
 // decodesAlone decodes raw into a new value of type t, and when that fails
 // reports so with the path inside raw of what failed (see badField).
 func decodesAlone(raw json.RawMessage, t reflect.Type) (path string, bad bool) {
-	if strictDecode(raw, reflect.New(t).Interface()) == nil {
+	if caddy.StrictUnmarshalJSON(raw, reflect.New(t).Interface()) == nil {
 		return "", false
 	}
 	return badField(raw, t), true

@@ -130,8 +130,8 @@ type Handler struct {
 
 	// Costs maps a tool name (matched byte for byte with the call's
 	// params.name) to the cost of one `tools/call` of it, in tokens and
-	// quota units: a positive integer of at most 15 digits.
-	// Default cost: 1.
+	// quota units: a positive integer of at most 15 digits (null is
+	// refused). Default cost: 1.
 	Costs Costs `json:"costs,omitempty"`
 
 	// MaxBody is the largest request body read on a metered route, in

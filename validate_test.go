@@ -222,6 +222,9 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		{`{"handler":"mcp_ratelimit","store":{"redis":{"url":"redis://127.0.0.1:1","timeout":"5"}}}`, "store.redis.timeout: time: missing unit"},
 		{`{"handler":"mcp_ratelimit","tiers":[{"name":"a","match":{"placeholder":"{x}","values":["a"]}},{"name":"b","tenant":{"rate":"1/s","brust":3}}]}`, `tiers[1].tenant: json: unknown field "brust"`},
 		{`{"handler":"mcp_ratelimit","max_known":"9"}`, "max_known: json: cannot unmarshal string into a value of type int"},
+		// Two spellings of one field, each decoding alone: the decoder's
+		// own error, naming the handler's type.
+		{`{"handler":"mcp_ratelimit","max_known":9,"MAX_KNOWN":"9"}`, "Go struct field Handler.max_known of type int"},
 		{`{"handler":"mcp_ratelimit","tiers":[{"name":"a","match":{"placeholder":"{x}","values":["a"]}},{"name":"b","tenant":{"burst":"3"}}]}`, "tiers[1].tenant.burst: json: cannot unmarshal string"},
 		{`{"handler":"mcp_ratelimit","costs":{"slow":"2"}}`, "costs: slow: json: cannot unmarshal string"},
 		// encoding/json reads a null cost as 0, which the cost check would
