@@ -20,6 +20,16 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
 
+// awaitCallsAtEnd makes the test's end wait for the zone's calls in flight to end
+// (a backend runs an abandoned call to its end): the zone writes what it
+// learnt to the test's storage once they have, which must happen before
+// the storage directory is removed, or the write makes it anew.
+func (e *env) awaitCallsAtEnd(zone string) {
+	e.t.Cleanup(func() {
+		harness.Eventually(e.t, 15*time.Second, "the zone's calls to end", func() bool { return e.inflight(zone) == 0 })
+	})
+}
+
 // inflight reads the zone's in-flight count from the admin API.
 func (e *env) inflight(zone string) int {
 	e.t.Helper()
@@ -39,6 +49,7 @@ func (e *env) inflight(zone string) int {
 // at once.
 func TestConcurrencyCapRefusesTheThirdAndHoldsAnAbandonedCallUntilItEnds(t *testing.T) {
 	e := start(t, "concurrency 2\ntenant 100/s burst 100\nquota off")
+	e.awaitCallsAtEnd("default")
 	e.prove("valid-gina")
 	before := e.backend.ToolCalls()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -488,6 +499,7 @@ func TestSSECallHoldsItsSlotUntilItsAnswer(t *testing.T) {
 // until it times out, and a cancellation would never reach the backend.
 func TestAnswersAndNotificationsTakeNoConcurrencySlot(t *testing.T) {
 	e := start(t, "preauth 100/s burst 100\ntenant 100/s burst 100\nquota off\nmeter *\nconcurrency 5 per_identity 1")
+	e.awaitCallsAtEnd("default")
 	auth := []string{"Authorization", "Bearer valid-answers"}
 	e.prove("valid-answers")
 	ctx, cancel := context.WithCancel(context.Background())
