@@ -28,6 +28,9 @@ func (h *Handler) UnmarshalJSON(b []byte) error {
 	var typeErr *json.UnmarshalTypeError
 	isTypeErr := errors.As(err, &typeErr) && typeErr.Field != ""
 	path := badField(b, reflect.TypeFor[Handler]())
+	if me := (*memberError)(nil); path != "" && errors.As(err, &me) {
+		path, err = path+"."+me.key, me.err
+	}
 	switch {
 	case path == "":
 		if isTypeErr && typeErr.Struct == "handlerFields" {

@@ -214,8 +214,8 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		{`{"handler":"mcp_ratelimit","tenat":{"rate":"1/s"}}`, "tenat"},
 		// encoding/json reads a null bound as 0, a bound that refuses
 		// every value of the argument.
-		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size": null}}}}`, "tools.photo.args: size: null is no bound"},
-		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size":"9"}}}}`, "tools.photo.args: size: json: cannot unmarshal string"},
+		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size": null}}}}`, "tools.photo.args.size: null is no bound"},
+		{`{"handler":"mcp_ratelimit","tools":{"photo":{"args":{"size":"9"}}}}`, "tools.photo.args.size: json: cannot unmarshal string"},
 		// A value a type decodes itself says only what is wrong with it;
 		// the error names where it is.
 		{`{"handler":"mcp_ratelimit","known_ttl":"abc"}`, `known_ttl: time: invalid duration "abc"`},
@@ -226,11 +226,11 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		// own error, naming the handler's type.
 		{`{"handler":"mcp_ratelimit","max_known":9,"MAX_KNOWN":"9"}`, "Go struct field Handler.max_known of type int"},
 		{`{"handler":"mcp_ratelimit","tiers":[{"name":"a","match":{"placeholder":"{x}","values":["a"]}},{"name":"b","tenant":{"burst":"3"}}]}`, "tiers[1].tenant.burst: json: cannot unmarshal string"},
-		{`{"handler":"mcp_ratelimit","costs":{"slow":"2"}}`, "costs: slow: json: cannot unmarshal string"},
+		{`{"handler":"mcp_ratelimit","costs":{"slow":"2"}}`, "costs.slow: json: cannot unmarshal string"},
 		// encoding/json reads a null cost as 0, which the cost check would
 		// then quote.
-		{`{"handler":"mcp_ratelimit","costs":{"slow":null}}`, "costs: slow: null is no cost"},
-		{`{"handler":"mcp_ratelimit","overrides":{"0123456789abcdef0123456789abcdef":{"costs":{"slow":null}}}}`, "overrides.0123456789abcdef0123456789abcdef.costs: slow: null is no cost"},
+		{`{"handler":"mcp_ratelimit","costs":{"slow":null}}`, "costs.slow: null is no cost"},
+		{`{"handler":"mcp_ratelimit","overrides":{"0123456789abcdef0123456789abcdef":{"costs":{"slow":null}}}}`, "overrides.0123456789abcdef0123456789abcdef.costs.slow: null is no cost"},
 	} {
 		cfg := `{"admin":{"listen":"127.0.0.1:` + itoa(harness.FreePort(t)) + `","config":{"persist":false}},` +
 			`"storage":{"module":"file_system","root":"` + t.TempDir() + `"},` +
