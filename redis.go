@@ -26,7 +26,8 @@ const (
 // redisKeyCheck is how often a zone deciding in Redis checks that the
 // fingerprint key is still there, storing its own again if Redis lost it
 // (eviction, a restart without persistence, FLUSHALL): an instance
-// started meanwhile must find the key every other instance uses.
+// started meanwhile must find the key every other instance uses. The
+// scripts are checked with it, and loaded again if Redis lost them.
 const redisKeyCheck = 5 * time.Second
 
 // redisStartMin is the least a zone starting with a Redis store waits for
@@ -482,7 +483,13 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		}
 		if now.Sub(r.keyChecked) >= redisKeyCheck {
 			r.keyChecked = now
-			if err := z.adoptRedisKey(ctx, r); err != nil {
+			err := z.adoptRedisKey(ctx, r)
+			if err == nil {
+				// A Redis restarted between two calls, or a replica made
+				// master, lacks the scripts, and no call failed to tell.
+				err = r.store.Preload(ctx)
+			}
+			if err != nil {
 				z.redisFailed(r, err)
 			}
 		}

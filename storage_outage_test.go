@@ -304,16 +304,20 @@ func TestUnsavableKnownSetShowsAsDegraded(t *testing.T) {
 	})
 }
 
-// The decision scripts are loaded into Redis when a zone starts with it
-// and when it comes back after an outage (a restarted Redis has lost
-// them): no decision pays a script miss (EVALSHA, then EVAL sending the
-// script), which on a slow host outlasts the store's timeout.
+// The scripts are loaded into Redis when a zone starts with it, when it
+// comes back after an outage (a restarted Redis has lost them), and when
+// the zone's periodic check finds them gone with no call having failed (a
+// restart between two calls): no decision pays a script miss (EVALSHA,
+// then EVAL sending the script), which on a slow host outlasts the store's
+// timeout.
 func TestRedisScriptsAreLoadedBeforeTheFirstDecision(t *testing.T) {
+	const preloaded = 4 // the decision, peek, refund and push scripts
 	rd := harness.StartRedis(t)
+	loads := func() int64 { return rd.Calls(t)["script|load"] }
 	e := start(t, "zone redis_preload\npreauth 100/s burst 100\nstore redis "+rd.URL)
-	loaded := func(what string) {
+	loaded := func(what string, from int64) {
 		t.Helper()
-		harness.Eventually(t, 10*time.Second, "the scripts loaded "+what, func() bool { return rd.Calls(t)["script|load"] >= 2 })
+		harness.Eventually(t, 15*time.Second, "the scripts loaded "+what, func() bool { return loads()-from >= preloaded })
 		before := rd.Calls(t)
 		e.prove("valid-preload")
 		e.spend("valid-preload", 1)
@@ -322,14 +326,17 @@ func TestRedisScriptsAreLoadedBeforeTheFirstDecision(t *testing.T) {
 			t.Fatalf("%d decisions sent their script %s (calls %v, then %v)", n, what, before, after)
 		}
 	}
-	loaded("at the start")
+	loaded("at the start", 0)
 	rd.Kill()
 	e.spend("valid-preload", 1) // decided locally: the zone is degraded
 	rd.Start(t)
 	harness.Eventually(t, 15*time.Second, "the store back", func() bool {
 		return !adminZone(t, e.caddy, "redis_preload")["store"].(map[string]any)["degraded"].(bool)
 	})
-	loaded("after the outage")
+	loaded("after the outage", 0) // a new Redis counts its calls from 0
+	from := loads()
+	rd.Do(t, "SCRIPT", "FLUSH")
+	loaded("after they were lost between two calls", from)
 }
 
 // countedBeforeOutage starts zone on a flaky storage, still up, with a

@@ -9,8 +9,8 @@ import (
 // LuaDate exposes the scripts' calendar to the external tests.
 const LuaDate = luaDate
 
-// DecisionScripts exposes the hashes of the scripts Preload loads.
-var DecisionScripts = []string{decideScript.Hash(), peekScript.Hash()}
+// PreloadedScripts exposes the hashes of the scripts Preload loads.
+var PreloadedScripts = scriptHashes(preloaded)
 
 // ReadSlotsWith has s read the cluster's slot map with slots, in place of
 // asking a node, as go-redis's ClusterOptions.ClusterSlots does.

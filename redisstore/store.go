@@ -728,20 +728,41 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Preload loads the decision scripts into Redis's script cache, so that
-// the first decision runs its script at once rather than after a miss, a
+// Preload loads the scripts that calls run under the store's timeout
+// (decisions, refunds, pushes) into Redis's script cache where it lacks
+// them, so that a call runs its script at once rather than after a miss, a
 // second round trip sending it and its compilation: on a Redis that never
-// ran them (just started, or restarted) that first call could outlast the
-// timeout and mark the store degraded.
+// ran them (just started, restarted, a replica just made master) that call
+// could outlast the timeout and mark the store degraded. Where Redis has
+// them all, it costs one round trip asking so.
 func (s *Store) Preload(ctx context.Context) error {
 	return s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
-		for _, script := range []*redis.Script{decideScript, peekScript} {
+		have, err := c.ScriptExists(ctx, scriptHashes(preloaded)...).Result()
+		if err != nil {
+			return fmt.Errorf("asking redis for its scripts: %w", err)
+		}
+		for i, script := range preloaded {
+			if i < len(have) && have[i] {
+				continue
+			}
 			if err := script.Load(ctx, c).Err(); err != nil {
 				return fmt.Errorf("loading redis scripts: %w", err)
 			}
 		}
 		return nil
 	})
+}
+
+// preloaded are the scripts Preload loads.
+var preloaded = []*redis.Script{decideScript, peekScript, refundScript, pushScript}
+
+// scriptHashes returns the SHA1 hashes of scripts, by which Redis knows them.
+func scriptHashes(scripts []*redis.Script) []string {
+	hashes := make([]string, len(scripts))
+	for i, s := range scripts {
+		hashes[i] = s.Hash()
+	}
+	return hashes
 }
 
 // FingerprintKey returns the zone's fingerprint key from Redis

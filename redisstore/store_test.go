@@ -1032,8 +1032,9 @@ func TestShortCircuitNamesTheWaitAnAdmissionLeft(t *testing.T) {
 	}
 }
 
-// Preload puts the decision scripts in a Redis that never ran them.
-func TestPreloadLoadsTheDecisionScripts(t *testing.T) {
+// Preload puts the scripts in a Redis that never ran them, and only those
+// it lacks.
+func TestPreloadLoadsTheScriptsRedisLacks(t *testing.T) {
 	r := harness.StartRedis(t)
 	s := newStore(t, r, "preload")
 	client := redis.NewClient(&redis.Options{Addr: r.Addr})
@@ -1045,13 +1046,22 @@ func TestPreloadLoadsTheDecisionScripts(t *testing.T) {
 	if err := s.Preload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := client.ScriptExists(ctx, redisstore.DecisionScripts...).Result()
+	loaded, err := client.ScriptExists(ctx, redisstore.PreloadedScripts...).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, ok := range loaded {
 		if !ok {
-			t.Fatalf("script %s not in Redis's cache after Preload", redisstore.DecisionScripts[i])
+			t.Fatalf("script %s not in Redis's cache after Preload", redisstore.PreloadedScripts[i])
 		}
+	}
+	// The zone preloads every few seconds: scripts Redis has are not
+	// sent again.
+	before := r.Calls(t)["script|load"]
+	if err := s.Preload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.Calls(t)["script|load"] - before; n != 0 {
+		t.Fatalf("Preload sent %d scripts Redis had", n)
 	}
 }
