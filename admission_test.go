@@ -1908,3 +1908,37 @@ func TestRejectionRewrittenTo2xxProvesNothing(t *testing.T) {
 	}
 	refusal(t, e.call(2, junk...), http.StatusTooManyRequests, "preauth")
 }
+
+// A valid key whose bodies are never written as the specification writes
+// one (here "jsonrpc" twice, which every parser reads, and the backend
+// runs the call) is never proven, but what the backend answered counts:
+// from its first 2xx it is charged as a forgotten identity is, to its
+// tenant bucket and quotas besides its address's pre-auth budget, so
+// staying unproven escapes neither.
+func TestAnsweredCallsOfAKeyNeverProvenCountAgainstItsLimits(t *testing.T) {
+	skipNearReset(t, nextDay)
+	rd := harness.StartRedis(t)
+	twice := func(id int) string {
+		return `{"jsonrpc":"2.0","jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`
+	}
+	for _, c := range []struct{ block, layer string }{
+		// The first call has no bucket yet; the next three drain one.
+		{"zone unproven_tenant\npreauth 100/s burst 100\ntenant 1/m burst 3\nquota off", "tenant"},
+		{"zone unproven_quota\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 4/day", "quota"},
+		{"zone unproven_redis\npreauth 100/s burst 100\ntenant 1/m burst 3\nquota off\nstore redis " + rd.URL, "tenant"},
+		{"zone unproven_redis_quota\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 4/day\nstore redis " + rd.URL, "quota"},
+	} {
+		e := start(t, c.block)
+		zone := strings.TrimPrefix(strings.Split(c.block, "\n")[0], "zone ")
+		auth := []string{"Authorization", "Bearer valid-twice"}
+		for i := range 4 {
+			if r := e.post(twice(i), auth...); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "hi") {
+				t.Fatalf("%s: call %d: %d %s", zone, i, r.Status, r.Body)
+			}
+		}
+		refusal(t, e.post(twice(4), auth...), http.StatusTooManyRequests, c.layer)
+		if n := e.knownIn(zone); n != 0 {
+			t.Fatalf("%s: %d identities proven by bodies not written as the specification writes them", zone, n)
+		}
+	}
+}

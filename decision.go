@@ -31,10 +31,11 @@ type decision struct {
 	cached *fpEntry // fp's entry in the fingerprint cache, if it was there
 	hasID  bool
 	proven bool
-	// forgotten says the unproven identity was proven before: forgotten,
-	// expired or evicted, and still remembered so (zone.forgotten), or,
-	// with store redis, holding a count here (countedHere). Its calls are
-	// charged as a proven identity's, to its tenant bucket and quotas.
+	// forgotten says the unproven identity was proven before (forgotten,
+	// expired or evicted) or had a call answered by a 2xx that proves
+	// nothing (see learn), and is still remembered so (zone.forgotten),
+	// or, with store redis, holds a count here (countedHere). Its calls
+	// are charged as a proven identity's, to its tenant bucket and quotas.
 	forgotten bool
 	groupFP   [16]byte
 	hasGroup  bool
@@ -333,8 +334,21 @@ func (d *decision) learn(status int) {
 	case status == http.StatusTooManyRequests:
 		d.z.metrics.upstreamThrottled()
 	case status >= 200 && status < 300:
-		if d.hasID && !d.proven && !d.answeredBlind && (d.post && d.called || d.pol.meter.All) {
+		if !d.hasID || d.proven || d.answeredBlind {
+			return
+		}
+		if d.post && d.called || d.pol.meter.All {
 			d.z.prove(d.fp, time.Now())
+			d.countProvingCall()
+		} else if d.cost > 0 {
+			// No proof (see inspect), but the backend may have run the
+			// calls it answered: a valid key whose bodies are never
+			// written as the specification writes one (a member twice,
+			// which every parser reads) would otherwise stay on its
+			// address's pre-auth budget, its tenant bucket and quotas
+			// never charged. From now on it is charged as a forgotten
+			// identity is, and this call is counted.
+			d.z.forgotten.Prove(d.fp, time.Now())
 			d.countProvingCall()
 		}
 		return

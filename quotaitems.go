@@ -197,11 +197,12 @@ func (d *decision) identityItems() {
 	}
 }
 
-// countProvingCall counts a metered call whose 2xx proved its identity in
-// the identity's quotas, which it was not charged to (it had no count
-// yet): the backend ran it. Else a credential that gets itself forgotten
-// before each call (any rejected request forgets it) would never count.
-// It is counted whatever the limits, as work done: the next call pays.
+// countProvingCall counts a metered call whose 2xx proved its identity, or
+// answered it without proving it (see learn), in the identity's quotas,
+// which it was not charged to (it had no count yet): the backend ran it.
+// Else a credential that gets itself forgotten before each call (any
+// rejected request forgets it) would never count. It is counted whatever
+// the limits, as work done: the next call pays.
 func (d *decision) countProvingCall() {
 	if !d.uncounted || d.cost <= 0 || d.dryRefused {
 		// A call a layer would refuse in dry run takes nothing (see admit).

@@ -55,9 +55,11 @@ type zone struct {
 	inMemory
 	known *known.Set[[16]byte]
 	// forgotten holds the identities forgotten after they were proven,
-	// or dropped from known (expired, evicted), for the capacity's
-	// forgottenTTL: unproven, they are charged to a tenant bucket all the
-	// same (see forgottenWithBucket), in Redis with store redis.
+	// or dropped from known (expired, evicted), and the unproven ones
+	// whose calls got a 2xx that proves nothing (see learn), for the
+	// capacity's forgottenTTL: unproven, they are charged to a tenant
+	// bucket all the same (see forgottenWithBucket), in Redis with store
+	// redis.
 	forgotten *known.Set[[16]byte]
 	quota     *quota.Counter
 	// redisBound counts the calls counted locally for Redis (in quota too)
