@@ -7,43 +7,54 @@ import (
 	"time"
 )
 
-// abandonedCallHold bounds how long a call whose client has left keeps
-// its concurrency slots while the backend may still run it (a variable so
-// tests can shorten it).
+// abandonedCallHold bounds how long a call whose client has left is held
+// while the backend may still run it (a variable so tests can shorten it).
 var abandonedCallHold = time.Minute
 
-// detach returns r under a context that the client's leaving cancels
-// only abandonedCallHold later, when d holds concurrency slots. Backends
+// detach returns r under a context that the client's leaving cancels only
+// abandonedCallHold later, when d holds concurrency slots or awaits the
+// backend's verdict on an unproven identity (see awaitsVerdict). Backends
 // (the Go SDK's among them) run a tool call to its end whether or not its
 // caller is still there: a call stays in flight, and keeps its slots,
 // until the backend answers it, or a caller could hang up and call again
-// to run any number of calls at once. Once the client has left, what the
-// backend sends is dropped (see clientLeft): a failed write would make
-// reverse_proxy give the call up at the backend's next message. Once the
-// slots are freed (see finish), nothing is held: the client's leaving
-// ends the request again, at once.
+// to run any number of calls at once; and the backend's 2xx is what
+// proves an unproven identity or counts its call (see learn), or a valid
+// key could hang up on every call to run them uncounted. Once the client
+// has left, what the backend sends is dropped (see clientLeft): a failed
+// write would make reverse_proxy give the call up at the backend's next
+// message. Once the slots are freed (see finish) and the verdict is
+// heard (see statusRecorder.record), nothing is held: the client's
+// leaving ends the request again, at once.
 func (d *decision) detach(r *http.Request) *http.Request {
-	if !d.concAll && !d.concID {
+	slots, verdict := d.concAll || d.concID, d.awaitsVerdict()
+	if !slots && !verdict {
 		return r
 	}
 	client := r.Context()
 	d.client = client
 	ctx, cancel := context.WithCancel(context.WithoutCancel(client))
+	var holds atomic.Int32 // what the request is held for: slots, a verdict
+	release := func() {
+		if holds.Add(-1) == 0 && client.Err() != nil {
+			cancel()
+		}
+	}
+	if slots {
+		holds.Add(1)
+		d.letGo = release
+	}
+	if verdict {
+		holds.Add(1)
+		d.heard = release
+	}
 	var hold atomic.Pointer[time.Timer]
-	var freed atomic.Bool
 	stop := context.AfterFunc(client, func() {
-		if freed.Load() {
+		if holds.Load() == 0 {
 			cancel()
 			return
 		}
 		hold.Store(time.AfterFunc(abandonedCallHold, cancel))
 	})
-	d.letGo = func() {
-		freed.Store(true)
-		if client.Err() != nil {
-			cancel()
-		}
-	}
 	d.undetach = func() {
 		stop()
 		if t := hold.Load(); t != nil {
@@ -52,6 +63,13 @@ func (d *decision) detach(r *http.Request) *http.Request {
 		cancel()
 	}
 	return r.WithContext(ctx)
+}
+
+// awaitsVerdict reports whether the backend's answer to the request is
+// still to decide what it is charged: an unproven identity's request
+// that costs something, which a 2xx proves or counts (see learn).
+func (d *decision) awaitsVerdict() bool {
+	return d.hasID && !d.proven && !d.answeredBlind && d.cost > 0
 }
 
 // clientLeft reports whether the client of a detached call has gone.

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -1940,5 +1941,64 @@ func TestAnsweredCallsOfAKeyNeverProvenCountAgainstItsLimits(t *testing.T) {
 		if n := e.knownIn(zone); n != 0 {
 			t.Fatalf("%s: %d identities proven by bodies not written as the specification writes them", zone, n)
 		}
+	}
+}
+
+// An unproven identity's call is charged by the backend's answer (a 2xx
+// proves the identity and counts the call): a client that hangs up before
+// it does not end the call, which the backend runs to its end all the
+// same, so the limiter waits for that answer, or a valid key could hang up
+// on every call to run them all on its address's pre-auth budget, proven
+// never and counted never.
+func TestAHungUpCallOfAnUnprovenKeyIsStillProvenAndCounted(t *testing.T) {
+	skipNearReset(t, nextDay)
+	e := start(t, "zone hungup\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 1/day")
+	e.awaitCallsAtEnd("hungup")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.mcp,
+		strings.NewReader(harness.ToolCall(1, "slow", map[string]any{"millis": 1500})))
+	req.Header.Set("Authorization", "Bearer valid-hungup")
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the slow call answered before its client hung up: %d", resp.StatusCode)
+	}
+	harness.Eventually(t, 10*time.Second, "the hung-up call's answer to prove the key", func() bool { return e.knownIn("hungup") == 1 })
+	refusal(t, e.call(2, "Authorization", "Bearer valid-hungup"), http.StatusTooManyRequests, "quota")
+}
+
+// Once the verdict on an unproven identity is heard, a request whose
+// client has left is no longer held for it: a stream the backend keeps
+// open after its status ends at once, not when the hold runs out.
+func TestAHungUpCallIsLetGoOnceItsVerdictIsHeard(t *testing.T) {
+	ended := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		time.Sleep(time.Second) // the client has left by then
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprint(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}\n\n")
+		http.NewResponseController(w).Flush()
+		<-r.Context().Done() // the stream stays open until the proxy ends it
+		close(ended)
+	}))
+	t.Cleanup(up.Close)
+	e := startSite(t, "mcp_ratelimit {\nzone heard\npreauth 100/s burst 100\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(1, "echo", nil)))
+	req.Header.Set("Authorization", "Bearer valid-heard")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered before the client hung up: %d", resp.StatusCode)
+	}
+	harness.Eventually(t, 10*time.Second, "the hung-up call's answer to prove the key", func() bool { return e.knownIn("heard") == 1 })
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request was held past its verdict after its client left")
 	}
 }

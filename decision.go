@@ -77,7 +77,8 @@ type decision struct {
 	rec        statusRecorder
 	watch      callWatch              // the answers an SSE stream still owes; see callWatch
 	undetach   func()                 // ends what detach set up, if it did
-	letGo      func()                 // tells detach the slots are freed, if it set up
+	letGo      func()                 // tells detach the slots are freed, if it holds for them
+	heard      func()                 // tells detach the backend's verdict came, if it waits for it
 	client     context.Context        // the client's own context, once detached
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
