@@ -48,13 +48,20 @@ func (d *decision) detach(r *http.Request) *http.Request {
 		d.heard = release
 	}
 	var hold atomic.Pointer[time.Timer]
+	var gaveUp atomic.Bool
 	stop := context.AfterFunc(client, func() {
 		if holds.Load() == 0 {
 			cancel()
 			return
 		}
-		hold.Store(time.AfterFunc(abandonedCallHold, cancel))
+		hold.Store(time.AfterFunc(abandonedCallHold, func() {
+			gaveUp.Store(true)
+			cancel()
+		}))
 	})
+	if verdict {
+		d.gaveUp = gaveUp.Load
+	}
 	d.undetach = func() {
 		stop()
 		if t := hold.Load(); t != nil {
@@ -63,6 +70,20 @@ func (d *decision) detach(r *http.Request) *http.Request {
 		cancel()
 	}
 	return r.WithContext(ctx)
+}
+
+// unheard charges an unproven identity's call whose verdict detach gave
+// up waiting for, its client gone: the backend may run it still, as it
+// runs any call to its end, and its 2xx would have counted it, so it is
+// charged as a call answered without proof is (see learn), or a valid key
+// could run calls the backend takes over abandonedCallHold uncounted by
+// hanging up on each.
+func (d *decision) unheard() {
+	if d.heard == nil || d.gaveUp == nil || !d.gaveUp() {
+		return
+	}
+	d.heard = nil
+	d.chargeUnproven()
 }
 
 // awaitsVerdict reports whether the backend's answer to the request is

@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
 // A call whose client left stays in flight while the backend still runs
@@ -49,6 +52,54 @@ func TestAbandonedCallKeepsItsSlotForABoundedTime(t *testing.T) {
 	}
 	if n := h.zone.metrics.inflightN.Load(); n != 0 {
 		t.Fatalf("%d calls in flight after the abandoned call ended", n)
+	}
+}
+
+// An unproven key's call that has no verdict when the hold runs out, its
+// client gone, is charged all the same (the backend may run it still): it
+// is counted in the key's quota, and the key is charged as a forgotten one
+// from then on. A call that ends without a verdict before that (the
+// backend failed) is not.
+func TestAnUnheardCallOfAnUnprovenKeyIsChargedWhenTheHoldRunsOut(t *testing.T) {
+	defer func(d time.Duration) { abandonedCallHold = d }(abandonedCallHold)
+	abandonedCallHold = 300 * time.Millisecond
+	h := provisionForTest(t, &Handler{
+		Zone: "unheard", Quota: &QuotaLimit{Day: 5}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	charged := func(token string) (forgotten bool, used int64) {
+		fp := h.zone.fpKey.Load().sum("Bearer " + token)
+		return h.zone.forgotten.Contains(fp, time.Now()), h.zone.quota.Used([]byte("i/"+fingerprintHex(fp)), quota.Day, time.Now())
+	}
+
+	backendCtx := make(chan context.Context, 1)
+	hung := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+		backendCtx <- r.Context()
+		<-r.Context().Done() // as reverse_proxy waits for an answer that never comes
+		return r.Context().Err()
+	})
+	clientCtx, leave := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = h.ServeHTTP(httptest.NewRecorder(), slowCall(clientCtx, "valid-unheard"), hung)
+	}()
+	<-backendCtx
+	leave()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold never ran out")
+	}
+	if forgotten, used := charged("valid-unheard"); !forgotten || used != 1 {
+		t.Fatalf("a call unheard when the hold ran out: charged as forgotten %v, counted %d; want true, 1", forgotten, used)
+	}
+
+	failed := caddyhttp.HandlerFunc(func(http.ResponseWriter, *http.Request) error {
+		return caddyhttp.Error(http.StatusBadGateway, errors.New("connection refused"))
+	})
+	_ = h.ServeHTTP(httptest.NewRecorder(), slowCall(context.Background(), "valid-failed"), failed)
+	if forgotten, used := charged("valid-failed"); forgotten || used != 0 {
+		t.Fatalf("a call the backend failed: charged as forgotten %v, counted %d; want neither", forgotten, used)
 	}
 }
 

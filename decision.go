@@ -79,6 +79,7 @@ type decision struct {
 	undetach   func()                 // ends what detach set up, if it did
 	letGo      func()                 // tells detach the slots are freed, if it holds for them
 	heard      func()                 // tells detach the backend's verdict came, if it waits for it
+	gaveUp     func() bool            // says detach gave up waiting for the verdict, if it waited
 	client     context.Context        // the client's own context, once detached
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int
@@ -327,6 +328,14 @@ func (d *decision) answered(n int) {
 	d.z.metrics.inflightAdd(-int64(n))
 }
 
+// chargeUnproven counts an unproven identity's call that the backend may
+// have run without proving the identity, and has the identity charged
+// from now on as a forgotten one is, to its tenant bucket and quotas.
+func (d *decision) chargeUnproven() {
+	d.z.forgotten.Prove(d.fp, time.Now())
+	d.countProvingCall()
+}
+
 // learn takes the backend's verdict: a 2xx proves the identity, a
 // reject_status forgets it (5xx, timeouts and transport errors never do),
 // and a 429 is upstream throttling, counted apart from our refusals.
@@ -347,10 +356,8 @@ func (d *decision) learn(status int) {
 			// written as the specification writes one (a member twice,
 			// which every parser reads) would otherwise stay on its
 			// address's pre-auth budget, its tenant bucket and quotas
-			// never charged. From now on it is charged as a forgotten
-			// identity is, and this call is counted.
-			d.z.forgotten.Prove(d.fp, time.Now())
-			d.countProvingCall()
+			// never charged.
+			d.chargeUnproven()
 		}
 		return
 	}

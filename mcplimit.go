@@ -381,7 +381,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	h.writeRateLimitHeaders(w, d, d.dryRefusal())
 	d.rec = statusRecorder{ResponseWriterWrapper: caddyhttp.ResponseWriterWrapper{ResponseWriter: w}, d: d, r: r}
 	defer d.finish()
-	return next.ServeHTTP(&d.rec, d.detach(r))
+	err := next.ServeHTTP(&d.rec, d.detach(r))
+	d.unheard()
+	return err
 }
 
 // Interface guards
