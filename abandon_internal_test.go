@@ -25,12 +25,7 @@ func TestAbandonedCallKeepsItsSlotForABoundedTime(t *testing.T) {
 		Zone: "abandon", Concurrency: &Concurrency{Max: 1, PerIdentity: 1},
 		Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 	})
-	backendCtx := make(chan context.Context, 1)
-	hung := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
-		backendCtx <- r.Context()
-		<-r.Context().Done() // as reverse_proxy waits for an answer that never comes
-		return r.Context().Err()
-	})
+	hung, backendCtx := hungBackend()
 	clientCtx, leave := context.WithCancel(context.Background())
 	req := slowCall(clientCtx, "valid-abandon")
 	served := make(chan struct{})
@@ -71,12 +66,7 @@ func TestAnUnheardCallOfAnUnprovenKeyIsChargedWhenTheHoldRunsOut(t *testing.T) {
 		return h.zone.forgotten.Contains(fp, time.Now()), h.zone.quota.Used([]byte("i/"+fingerprintHex(fp)), quota.Day, time.Now())
 	}
 
-	backendCtx := make(chan context.Context, 1)
-	hung := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
-		backendCtx <- r.Context()
-		<-r.Context().Done() // as reverse_proxy waits for an answer that never comes
-		return r.Context().Err()
-	})
+	hung, backendCtx := hungBackend()
 	clientCtx, leave := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
@@ -101,6 +91,18 @@ func TestAnUnheardCallOfAnUnprovenKeyIsChargedWhenTheHoldRunsOut(t *testing.T) {
 	if forgotten, used := charged("valid-failed"); forgotten || used != 0 {
 		t.Fatalf("a call the backend failed: charged as forgotten %v, counted %d; want neither", forgotten, used)
 	}
+}
+
+// hungBackend is a next handler that never answers, as reverse_proxy
+// waits for a backend that never does, until its request's context ends;
+// it sends that context on the channel as the request comes.
+func hungBackend() (caddyhttp.Handler, <-chan context.Context) {
+	backendCtx := make(chan context.Context, 1)
+	return caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+		backendCtx <- r.Context()
+		<-r.Context().Done()
+		return r.Context().Err()
+	}), backendCtx
 }
 
 // failingWriter fails every write once its client has left, as a

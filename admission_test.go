@@ -1954,17 +1954,7 @@ func TestAHungUpCallOfAnUnprovenKeyIsStillProvenAndCounted(t *testing.T) {
 	skipNearReset(t, nextDay)
 	e := start(t, "zone hungup\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 1/day")
 	e.awaitCallsAtEnd("hungup")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.mcp,
-		strings.NewReader(harness.ToolCall(1, "slow", map[string]any{"millis": 1500})))
-	req.Header.Set("Authorization", "Bearer valid-hungup")
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
-		t.Fatalf("the slow call answered before its client hung up: %d", resp.StatusCode)
-	}
+	hangUp(t, e.mcp, "Bearer valid-hungup", harness.ToolCall(1, "slow", map[string]any{"millis": 1500}))
 	harness.Eventually(t, 10*time.Second, "the hung-up call's answer to prove the key", func() bool { return e.knownIn("hungup") == 1 })
 	refusal(t, e.call(2, "Authorization", "Bearer valid-hungup"), http.StatusTooManyRequests, "quota")
 }
@@ -1986,19 +1976,27 @@ func TestAHungUpCallIsLetGoOnceItsVerdictIsHeard(t *testing.T) {
 	}))
 	t.Cleanup(up.Close)
 	e := startSite(t, "mcp_ratelimit {\nzone heard\npreauth 100/s burst 100\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.mcp, strings.NewReader(harness.ToolCall(1, "echo", nil)))
-	req.Header.Set("Authorization", "Bearer valid-heard")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		resp.Body.Close()
-		t.Fatalf("answered before the client hung up: %d", resp.StatusCode)
-	}
+	hangUp(t, e.mcp, "Bearer valid-heard", harness.ToolCall(1, "echo", nil))
 	harness.Eventually(t, 10*time.Second, "the hung-up call's answer to prove the key", func() bool { return e.knownIn("heard") == 1 })
 	select {
 	case <-ended:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the request was held past its verdict after its client left")
+	}
+}
+
+// hangUp posts body with auth as an SSE-accepting client that hangs up
+// 300ms later, failing the test if an answer came before.
+func hangUp(t *testing.T, url, auth, body string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Authorization", auth)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered before the client hung up: %d", resp.StatusCode)
 	}
 }
