@@ -45,7 +45,15 @@ func (d *decision) detach(r *http.Request) *http.Request {
 	}
 	if verdict {
 		holds.Add(1)
-		d.heard = release
+		d.heard = func() bool {
+			if ctx.Err() != nil {
+				// Given up here: the status is reverse_proxy's 499 for a
+				// request whose context ended, not the backend's.
+				return false
+			}
+			release()
+			return true
+		}
 	}
 	var hold atomic.Pointer[time.Timer]
 	var gaveUp atomic.Bool

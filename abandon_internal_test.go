@@ -94,14 +94,16 @@ func TestAnUnheardCallOfAnUnprovenKeyIsChargedWhenTheHoldRunsOut(t *testing.T) {
 }
 
 // hungBackend is a next handler that never answers, as reverse_proxy
-// waits for a backend that never does, until its request's context ends;
+// waits for a backend that never does, until its request's context ends,
+// and then writes a 499 (client closed request), as reverse_proxy does;
 // it sends that context on the channel as the request comes.
 func hungBackend() (caddyhttp.Handler, <-chan context.Context) {
 	backendCtx := make(chan context.Context, 1)
-	return caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+	return caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		backendCtx <- r.Context()
 		<-r.Context().Done()
-		return r.Context().Err()
+		w.WriteHeader(499)
+		return nil
 	}), backendCtx
 }
 

@@ -70,8 +70,7 @@ func (s *statusRecorder) record(code int) {
 			s.d.withdrawRateLimit(s.Header())
 		}
 	}
-	if s.d.heard != nil {
-		s.d.heard()
+	if s.d.heard != nil && s.d.heard() {
 		s.d.heard = nil
 	}
 	if !s.d.post || s.d.listens {
