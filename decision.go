@@ -336,7 +336,8 @@ func (d *decision) chargeUnproven() {
 	d.countProvingCall()
 }
 
-// learn takes the backend's verdict: a 2xx proves the identity, a
+// learn takes the backend's verdict: a 2xx proves the identity (or, to a
+// request whose 2xx proves nothing, charges it: see chargeUnproven), a
 // reject_status forgets it (5xx, timeouts and transport errors never do),
 // and a 429 is upstream throttling, counted apart from our refusals.
 func (d *decision) learn(status int) {
