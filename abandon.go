@@ -45,31 +45,16 @@ func (d *decision) detach(r *http.Request) *http.Request {
 	}
 	if verdict {
 		holds.Add(1)
-		d.heard = func() bool {
-			if ctx.Err() != nil {
-				// Given up here: the status is reverse_proxy's 499 for a
-				// request whose context ended, not the backend's.
-				return false
-			}
-			release()
-			return true
-		}
+		d.heard, d.awaiting = release, ctx
 	}
 	var hold atomic.Pointer[time.Timer]
-	var gaveUp atomic.Bool
 	stop := context.AfterFunc(client, func() {
 		if holds.Load() == 0 {
 			cancel()
 			return
 		}
-		hold.Store(time.AfterFunc(abandonedCallHold, func() {
-			gaveUp.Store(true)
-			cancel()
-		}))
+		hold.Store(time.AfterFunc(abandonedCallHold, cancel))
 	})
-	if verdict {
-		d.gaveUp = gaveUp.Load
-	}
 	d.undetach = func() {
 		stop()
 		if t := hold.Load(); t != nil {
@@ -80,14 +65,28 @@ func (d *decision) detach(r *http.Request) *http.Request {
 	return r.WithContext(ctx)
 }
 
+// hear tells detach that the status just written is the backend's
+// verdict, when it awaits one. While it does, only the hold's running out
+// ends the request's context (see detach): a status written after that is
+// reverse_proxy's 499 for a request whose context ended, not the
+// backend's, and leaves the verdict unheard.
+func (d *decision) hear() {
+	if d.heard == nil || d.awaiting.Err() != nil {
+		return
+	}
+	d.heard()
+	d.heard = nil
+}
+
 // unheard charges an unproven identity's call whose verdict detach gave
 // up waiting for, its client gone: the backend may run it still, as it
 // runs any call to its end, and its 2xx would have counted it, so it is
 // charged as a call answered without proof is (see learn), or a valid key
 // could run calls the backend takes over abandonedCallHold uncounted by
-// hanging up on each.
+// hanging up on each. A request that ended otherwise without a verdict
+// (the backend failed: no status of its own) is not charged.
 func (d *decision) unheard() {
-	if d.heard == nil || d.gaveUp == nil || !d.gaveUp() {
+	if d.heard == nil || d.awaiting.Err() == nil {
 		return
 	}
 	d.heard = nil

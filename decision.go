@@ -78,8 +78,8 @@ type decision struct {
 	watch      callWatch              // the answers an SSE stream still owes; see callWatch
 	undetach   func()                 // ends what detach set up, if it did
 	letGo      func()                 // tells detach the slots are freed, if it holds for them
-	heard      func() bool            // tells detach the backend's verdict came, if it waits for it; false if it gave up first
-	gaveUp     func() bool            // says detach gave up waiting for the verdict, if it waited
+	heard      func()                 // tells detach the backend's verdict came, if it awaits it (see hear)
+	awaiting   context.Context        // the detached request's context, while detach awaits a verdict
 	client     context.Context        // the client's own context, once detached
 	res        [8]buckets.Reservation // at most 7: preauth ×2, tenant, group, kept-for-Redis, global, anonymous
 	nres       int

@@ -108,7 +108,10 @@ type Handler struct {
 	// identities for the largest KnownTTL of its handlers. An identity
 	// forgotten, expired or evicted is charged as one proven before (to its
 	// tenant bucket and quotas) for KnownTTL, or until a tenant bucket it
-	// drained would have refilled when that is longer. A forget stays in
+	// drained would have refilled when that is longer, and so is an
+	// unproven one from a call of it the backend answered with a 2xx that
+	// proves nothing, or that was given up with no status after its
+	// client left. A forget stays in
 	// the saved set for KnownTTL and at least 24h; instances sharing a zone
 	// should run one KnownTTL, as each save drops the saved identities
 	// last used longer ago than its own. Default: 24h.

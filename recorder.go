@@ -70,9 +70,7 @@ func (s *statusRecorder) record(code int) {
 			s.d.withdrawRateLimit(s.Header())
 		}
 	}
-	if s.d.heard != nil && s.d.heard() {
-		s.d.heard = nil
-	}
+	s.d.hear()
 	if !s.d.post || s.d.listens {
 		// Only a POST's stream holds answers to the calls it carried: a
 		// GET's is a listen stream (and so is a POST of listen requests),
