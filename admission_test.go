@@ -689,7 +689,7 @@ func TestForwardedForWithoutTrustedProxiesWarnsOnce(t *testing.T) {
 	harness.Eventually(t, 5*time.Second, "the warning to be logged", func() bool {
 		warnings = 0
 		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "trusted_proxies") {
 				warnings++
 			}
 		}
@@ -701,24 +701,28 @@ func TestForwardedForWithoutTrustedProxiesWarnsOnce(t *testing.T) {
 }
 
 // With trusted proxies configured, X-Forwarded-For is expected: no
-// warning that no proxy is trusted. Requests from a trusted proxy get one
-// warning, naming the zone, when trusted_proxies_strict is not set: Caddy
-// then takes the leftmost address, which a client behind an appending
-// proxy sets itself.
+// warning that no proxy is trusted. Requests from a trusted proxy that
+// carry a client IP header get one warning, naming the zone and the
+// server's client IP headers, when trusted_proxies_strict is not set:
+// Caddy then takes the leftmost address, which a client behind an
+// appending proxy sets itself. A header the server does not read is no
+// address at all.
 func TestForwardedForWithTrustedProxies(t *testing.T) {
 	for _, tt := range []struct {
-		rule, servers, want string
+		rule, servers, header, want, headers string
 	}{
-		{"from a trusted proxy, strict", "trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict", ""},
-		{"from a trusted proxy, not strict", "trusted_proxies static 127.0.0.1/32", "trusted_proxies_strict"},
-		{"from an untrusted address", "trusted_proxies static 192.0.2.1/32", ""},
+		{"from a trusted proxy, strict", "trusted_proxies static 127.0.0.1/32\n trusted_proxies_strict", "X-Forwarded-For", "", ""},
+		{"from a trusted proxy, not strict", "trusted_proxies static 127.0.0.1/32", "X-Forwarded-For", "trusted_proxies_strict", "X-Forwarded-For"},
+		{"from an untrusted address", "trusted_proxies static 192.0.2.1/32", "X-Forwarded-For", "", ""},
+		{"another client IP header, not strict", "trusted_proxies static 127.0.0.1/32\n client_ip_headers X-Real-IP CF-Connecting-IP", "Cf-Connecting-Ip", "trusted_proxies_strict", "X-Real-IP, CF-Connecting-IP"},
+		{"a header the server does not read", "trusted_proxies static 127.0.0.1/32\n client_ip_headers X-Real-IP", "X-Forwarded-For", "", ""},
 	} {
 		t.Run(tt.rule, func(t *testing.T) {
 			opts, logPath := logOptions(t)
 			opts.Global += "\nservers {\n " + tt.servers + "\n}"
 			e := start(t, "zone xffquiet\npreauth 100/s burst 100", opts)
 			for i := range 3 {
-				if r := e.call(1+i, "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)); r.Status != http.StatusOK {
+				if r := e.call(1+i, tt.header, fmt.Sprintf("203.0.113.%d", i)); r.Status != http.StatusOK {
 					t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
 				}
 			}
@@ -728,15 +732,15 @@ func TestForwardedForWithTrustedProxies(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 			var warned []map[string]any
 			for _, ev := range logEvents(t, logPath) {
-				if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+				if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "trusted_proxies") {
 					warned = append(warned, ev)
 				}
 			}
 			switch {
 			case tt.want == "" && len(warned) > 0:
 				t.Fatalf("warned: %v", warned)
-			case tt.want != "" && (len(warned) != 1 || !strings.Contains(warned[0]["msg"].(string), tt.want) || warned[0]["zone"] != "xffquiet"):
-				t.Fatalf("warnings %v, want one naming %s and the zone", warned, tt.want)
+			case tt.want != "" && (len(warned) != 1 || !strings.Contains(warned[0]["msg"].(string), tt.want) || warned[0]["zone"] != "xffquiet" || warned[0]["client_ip_headers"] != tt.headers):
+				t.Fatalf("warnings %v, want one naming %s, the zone and the client IP headers %s", warned, tt.want, tt.headers)
 			}
 		})
 	}
@@ -767,7 +771,7 @@ func TestForwardedForWarningFollowsAReloadedServerSetting(t *testing.T) {
 			e := start(t, "zone "+zone+"\npreauth 100/s burst 100", opts)
 			warnings := func() (n int, last string) {
 				for _, ev := range logEvents(t, logPath) {
-					if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+					if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "trusted_proxies") {
 						n, last = n+1, msg
 					}
 				}
@@ -822,7 +826,7 @@ func TestForwardedForWarningIsPerServer(t *testing.T) {
 	}
 	warnings := func() (warned []string) {
 		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "trusted_proxies") {
 				warned = append(warned, msg)
 			}
 		}
@@ -870,7 +874,7 @@ func TestForwardedForThroughATrustedUnixSocket(t *testing.T) {
 	harness.Eventually(t, 5*time.Second, "the warning to be logged", func() bool {
 		warned = warned[:0]
 		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "X-Forwarded-For") {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "trusted_proxies") {
 				warned = append(warned, msg)
 			}
 		}

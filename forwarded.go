@@ -3,6 +3,7 @@ package mcplimit
 import (
 	"net/http"
 	"reflect"
+	"strings"
 	"sync/atomic"
 
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
@@ -16,7 +17,8 @@ import (
 // settings has its own say.
 type forwardedKey struct {
 	server         string
-	trusts, strict bool // trusted_proxies set; trusted_proxies_strict set
+	trusts, strict bool   // trusted_proxies set; trusted_proxies_strict set
+	headers        string // client_ip_headers, joined by ", "
 }
 
 // forwardedState is what a zone said about X-Forwarded-For under one
@@ -34,7 +36,7 @@ func (h *Handler) forwardedState(r *http.Request) *forwardedState {
 	}
 	var key forwardedKey
 	if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil {
-		key = forwardedKey{server: srv.Name(), trusts: trustsProxies(srv), strict: srv.TrustedProxiesStrict != 0}
+		key = forwardedKey{server: srv.Name(), trusts: trustsProxies(srv), strict: srv.TrustedProxiesStrict != 0, headers: strings.Join(srv.ClientIPHeaders, ", ")}
 	}
 	fresh := &forwardedState{key: key}
 	// Strict trusted proxies read the rightmost untrusted address, which no
@@ -59,19 +61,16 @@ func (h *Handler) forwardedState(r *http.Request) *forwardedState {
 // warnForwardedFor logs, once per zone, server and trusted-proxy settings,
 // that a request carries X-Forwarded-For while the server trusts no proxy,
 // so the header is ignored and the connection address is used; or, for a
-// request from a trusted proxy, that trusted_proxies_strict is not set, so
-// Caddy takes the leftmost address, which a client behind an appending
-// proxy writes.
+// request from a trusted proxy carrying one of the server's client IP
+// headers, that trusted_proxies_strict is not set, so Caddy takes the
+// leftmost address, which a client behind an appending proxy writes.
 func (h *Handler) warnForwardedFor(r *http.Request) {
 	if st := h.forwarded.Load(); st != nil && st.done.Load() {
 		return // all said: no header lookup per request
 	}
-	if len(r.Header["X-Forwarded-For"]) == 0 {
-		return
-	}
 	st := h.forwardedState(r)
 	if !st.key.trusts {
-		if st.done.CompareAndSwap(false, true) {
+		if len(r.Header["X-Forwarded-For"]) > 0 && st.done.CompareAndSwap(false, true) {
 			h.logger.Warn("request carries X-Forwarded-For but the server trusts no proxy: limiting by the connection address (set trusted_proxies in the server options if a proxy fronts Caddy)",
 				zap.String("zone", h.zone.name))
 		}
@@ -80,10 +79,22 @@ func (h *Handler) warnForwardedFor(r *http.Request) {
 	// From a trusted proxy, Caddy takes the leftmost address unless
 	// trusted_proxies_strict is set: behind a proxy that appends to what
 	// the client sent, the client picks its own address.
-	if trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool); trusted && st.done.CompareAndSwap(false, true) {
-		h.logger.Warn("trusted_proxies is set without trusted_proxies_strict: Caddy takes the leftmost X-Forwarded-For address, which a client behind a proxy that appends to the header chooses itself, and with it its own pre-auth budget; set trusted_proxies_strict unless the proxy replaces the header",
-			zap.String("zone", h.zone.name))
+	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
+	if trusted && carriesAny(r.Header, st.key.headers) && st.done.CompareAndSwap(false, true) {
+		h.logger.Warn("trusted_proxies is set without trusted_proxies_strict: Caddy takes the leftmost address of the client IP headers, which a client behind a proxy that appends to them chooses itself, and with it its own pre-auth budget; set trusted_proxies_strict unless the proxy replaces them",
+			zap.String("zone", h.zone.name), zap.String("client_ip_headers", st.key.headers))
 	}
+}
+
+// carriesAny reports whether hdr has a value for one of the header names
+// in names, joined by ", ".
+func carriesAny(hdr http.Header, names string) bool {
+	for name := range strings.SplitSeq(names, ", ") {
+		if len(hdr.Values(name)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // trustsProxies reports whether srv has trusted_proxies or
