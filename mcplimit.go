@@ -36,14 +36,15 @@ type Handler struct {
 	// Zone names the state this handler shares: every handler with the same
 	// zone shares buckets, the known-good set and quota counts, across
 	// routes and across config reloads. Each handler decides with its own
-	// settings; the zone-wide ones (flush_interval, store) are those of the
-	// zone's handler loaded last, known_ttl and max_known the largest of
-	// its handlers'. A zone a config load leaves unused keeps its buckets,
-	// calls in flight and metrics for a later load that names it again on
-	// the same storage and fingerprint key, until its buckets would have
-	// refilled (at most 24h) and its calls have ended. At most 64 bytes of
-	// UTF-8, without slashes, spaces (Unicode ones included), control or
-	// invisible characters.
+	// settings; the zone-wide ones (flush_interval, store) must be the same
+	// in every handler of the zone in one config (a reload may change
+	// them), known_ttl and max_known are the largest of its handlers'. A
+	// zone a config load leaves unused keeps its buckets, calls in flight
+	// and metrics for a later load that names it again on the same storage
+	// and fingerprint key, until its buckets would have refilled (at most
+	// 24h) and its calls have ended. At most 64 bytes of UTF-8, without
+	// slashes, spaces (Unicode ones included), control or invisible
+	// characters.
 	// Default: "default" (the Caddyfile refuses an empty name).
 	Zone string `json:"zone,omitempty"`
 

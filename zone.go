@@ -163,6 +163,10 @@ func acquireZone(st certmagic.Storage, reg *prometheus.Registry, pol *policy, lo
 		return nil, err
 	}
 	z := val.(*zone)
+	if err := z.agree(reg, pol); err != nil {
+		_ = dropZone(z)
+		return nil, err
+	}
 	if err := z.metrics.register(reg); err != nil {
 		_ = dropZone(z)
 		return nil, err

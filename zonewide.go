@@ -1,0 +1,55 @@
+package mcplimit
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// zoneWideConflict says how the zone-wide settings of a and b differ
+// ("" when they agree): the flush interval and the store, which one zone
+// can have only one of.
+func zoneWideConflict(a, b *policy) string {
+	var diffs []string
+	if a.flush != b.flush {
+		diffs = append(diffs, fmt.Sprintf("flush_interval %v here, %v in another", a.flush, b.flush))
+	}
+	switch {
+	case (a.redis == nil) != (b.redis == nil):
+		diffs = append(diffs, fmt.Sprintf("%s here, %s in another", storeOf(a), storeOf(b)))
+	case a.redis != nil && *a.redis != *b.redis:
+		// The URLs are not quoted: they may hold a password.
+		diffs = append(diffs, "store redis with another url, cluster or timeout in another")
+	}
+	return strings.Join(diffs, "; ")
+}
+
+// storeOf names p's store as the Caddyfile writes it.
+func storeOf(p *policy) string {
+	if p.redis == nil {
+		return "no store"
+	}
+	return "store redis"
+}
+
+// agree refuses pol, a handler's policy from the config load whose
+// metrics registry is reg (one per load), when a handler of the same load
+// holding z sets the zone-wide settings otherwise: the zone would take those of the handler Caddy happens to
+// load last, which between servers changes from one load to the next, so
+// one config would share its limits through Redis on one start and keep
+// them per instance on the next. Handlers of another load (the config a
+// reload replaces) may differ: the new one's settings apply.
+func (z *zone) agree(reg *prometheus.Registry, pol *policy) error {
+	z.holdMu.Lock()
+	defer z.holdMu.Unlock()
+	for _, h := range z.holders {
+		if reg == nil || h.reg != reg {
+			continue
+		}
+		if diff := zoneWideConflict(pol, h.pol); diff != "" {
+			return fmt.Errorf("handlers of the zone in this config set its zone-wide settings differently (%s): give every handler of the zone the same flush_interval and store", diff)
+		}
+	}
+	return nil
+}
