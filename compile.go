@@ -371,6 +371,12 @@ func compileMeter(p *policy, meter []string) error {
 		if m == "" {
 			return fmt.Errorf("meter: empty method name")
 		}
+		if strings.EqualFold(m, "off") {
+			return fmt.Errorf("meter: %q is not a method: meter lists the methods that cost, or is * (every request costs 1); a layer is turned off on its own (tenant off, quota off, global off)", m)
+		}
+		if near, ok := jsonrpc.Misspelling(m); ok {
+			return fmt.Errorf("meter: %q is not an MCP method: did you mean %q? (method names are case-sensitive; a method no client sends is never charged)", m, near)
+		}
 		if m == "*" {
 			if len(meter) > 1 {
 				return fmt.Errorf("meter: * cannot be combined with method names")

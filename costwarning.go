@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"go.uber.org/zap"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 )
 
 // warnUnpayableCosts warns about tool costs above the tenant burst of the
@@ -60,4 +62,22 @@ func warnUnmeteredToolPolicies(pol *policy, logger *zap.Logger) {
 	slices.Sort(tools)
 	logger.Warn("tool costs, quotas and fail_closed apply to tools/call, which this handler's meter list leaves out: they do nothing here (arg bounds still refuse)",
 		zap.String("zone", pol.zone), zap.Strings("tools", slices.Compact(tools)), zap.Strings("meter", pol.meter.Methods))
+}
+
+// warnUnknownMethods warns about methods in a handler's meter list that
+// MCP does not define for a client to send (a vendor's own method, or a
+// server's, such as sampling/createMessage): they cost only if a client
+// sends them, and a misspelt method leaves the calls meant free of charge.
+// Close misspellings of MCP's methods are refused by compile.
+func warnUnknownMethods(pol *policy, logger *zap.Logger) {
+	var unknown []string
+	for _, m := range pol.meter.Methods {
+		if !jsonrpc.ClientMethod(m) {
+			unknown = append(unknown, m)
+		}
+	}
+	if len(unknown) > 0 {
+		logger.Warn("the meter list names methods MCP does not define for a client to send: they cost only when a client sends them by that exact name",
+			zap.String("zone", pol.zone), zap.Strings("methods", unknown))
+	}
 }

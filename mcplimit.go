@@ -126,10 +126,13 @@ type Handler struct {
 	// At most 999999999999999. Default: 100000.
 	MaxKnown int `json:"max_known,omitempty"`
 
-	// Meter lists the JSON-RPC methods that cost; `*` makes every request
-	// cost 1. A list without tools/call leaves tool costs, tool quotas and
-	// fail_closed without effect (warned about at start; arg bounds still
-	// refuse). Default: ["tools/call"].
+	// Meter lists the JSON-RPC methods that cost, case-sensitively; `*`
+	// makes every request cost 1. A name that is not an MCP client method
+	// but a close misspelling of one (tools/cal, TOOLS/CALL) is refused,
+	// and so is "off"; other names MCP does not define are metered as
+	// written, warned about at start. A list without tools/call leaves
+	// tool costs, tool quotas and fail_closed without effect (warned about
+	// at start; arg bounds still refuse). Default: ["tools/call"].
 	Meter []string `json:"meter,omitempty"`
 
 	// Costs maps a tool name (matched byte for byte with the call's
@@ -297,6 +300,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnSeveralInputsIdentity(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
 	warnUnmeteredToolPolicies(pol, h.logger)
+	warnUnknownMethods(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
 			return err

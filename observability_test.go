@@ -460,6 +460,57 @@ func TestUnpayableToolCostIsWarnedAtLoad(t *testing.T) {
 	}
 }
 
+// A meter list naming a method MCP does not define for a client to send
+// (a vendor's own) is warned about at load, naming the methods, and the
+// method is metered as written; a list of MCP's methods is not warned.
+func TestUnknownMeteredMethodsAreWarnedAtLoad(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := startSite(t, `route /mcp* {
+		mcp_ratelimit {
+			zone vendor_methods
+			meter tools/call acme/search
+			tenant 1/m burst 2
+		}
+		reverse_proxy $BACKEND
+	}
+	route /known* {
+		mcp_ratelimit {
+			zone known_methods
+			meter tools/call resources/read tasks/result
+		}
+		reverse_proxy $BACKEND
+	}`, opts)
+	var warned []string
+	harness.Eventually(t, 5*time.Second, "the warning", func() bool {
+		warned = nil
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "methods MCP does not define") {
+				warned = append(warned, fmt.Sprintf("%v %v", ev["zone"], ev["methods"]))
+			}
+		}
+		return len(warned) > 0
+	})
+	time.Sleep(200 * time.Millisecond)
+	if !slices.Equal(warned, []string{"vendor_methods [acme/search]"}) {
+		t.Fatalf("warned %q, want the vendor zone's acme/search only", warned)
+	}
+	e.prove("valid-vendor")
+	h := []string{"Authorization", "Bearer valid-vendor"}
+	search := func(id int) *harness.Response {
+		return e.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"acme/search","params":{}}`, id), h...)
+	}
+	for i := range 2 {
+		// The SDK's backend answers a method it does not know with a 400:
+		// what matters is that the call was let through.
+		if r := search(i + 1); r.Status == http.StatusTooManyRequests {
+			t.Fatalf("acme/search %d: %d %s", i+1, r.Status, r.Body)
+		}
+	}
+	if r := search(3); r.Status != http.StatusTooManyRequests {
+		t.Fatalf("acme/search over the tenant burst: %d %s, want it metered and refused", r.Status, r.Body)
+	}
+}
+
 // A tool's cost, quota and fail_closed on a handler whose meter list
 // leaves out tools/call do nothing (its calls cost nothing), and the load
 // says so; its arg bounds still refuse. A handler metering tools/call is

@@ -79,6 +79,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"identity":["{http.request.header.A}","{http.request.tls.version}"]}`, "fresh identity"},
 		{`{"meter":["*","tools/call"]}`, "meter"},
 		{`{"meter":[""]}`, "meter"},
+		{`{"meter":["off"]}`, "meter"},
+		{`{"meter":["Tools/Call"]}`, "did you mean"},
 		{`{"costs":{"x":0}}`, "cost"},
 		{`{"costs":{"x":-3}}`, "cost"},
 		{`{"quota":{"day":-1}}`, "quota"},
