@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/caddyconfig/caddyfile"
@@ -265,6 +267,9 @@ func init() {
 				return err
 			}
 			code, err := strconv.Atoi(s)
+			if errors.Is(err, strconv.ErrRange) {
+				return d.Errf("error_code %q: at most %d digits", s, len(strconv.Itoa(maxFigure)))
+			}
 			if err != nil || code == 0 {
 				return d.Errf("error_code %q: want a non-zero integer", s)
 			}
@@ -311,6 +316,10 @@ func flag(field func(*Handler) *bool) parseFunc {
 	}
 }
 
+// durationSyntax matches what caddy.ParseDuration reads, whatever its
+// size: a duration it refuses that matches is too long to hold.
+var durationSyntax = regexp.MustCompile(`^\+?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h|d))+$`)
+
 func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 	name := d.Val()
 	var s string
@@ -318,6 +327,9 @@ func durationArg(d *caddyfile.Dispenser, dst *caddy.Duration) error {
 		return err
 	}
 	dur, err := caddy.ParseDuration(s)
+	if err != nil && durationSyntax.MatchString(s) {
+		return d.Errf("%s %q: too long: at most %dh", name, s, math.MaxInt64/int64(time.Hour))
+	}
 	if err != nil || dur <= 0 {
 		return d.Errf("%s %q: want a positive duration such as 30s or 24h", name, s)
 	}
@@ -417,26 +429,42 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 	args := d.RemainingArgs()
 	i := 0
 	for i < len(args) {
-		if _, _, err := parseRate(args[i]); err == nil {
+		if _, err := gatewayPrefix(args[i]); err != nil {
 			break
 		}
 		i++
 	}
-	if i == 0 || i >= len(args) {
-		return d.Err("gateway: want <cidr>... <rate> [burst <n>]")
+	// args[i] is the first that is no CIDR: the rate, if it reads as one
+	// (a bad rate is told what is wrong with it, as the layers' are).
+	switch {
+	case i == len(args):
+		return d.Err("gateway: no rate after the CIDRs: want <cidr>... <rate> [burst <n>]")
+	case looksLikeAddress(args[i]):
+		return d.Errf("gateway %q: not a CIDR or address", args[i])
+	case i == 0:
+		return d.Errf("gateway: no CIDR before the rate %q: want <cidr>... <rate> [burst <n>]", args[i])
+	case args[i] == "off":
+		return d.Err("gateway: a gateway has no off; leave its line out")
 	}
 	cidrs := args[:i]
-	for _, c := range cidrs {
-		if _, err := gatewayPrefix(c); err != nil {
-			return d.Errf("gateway %q: not a CIDR or address", c)
-		}
-	}
 	rate, burst, err := parseRateArgs(d, args[i:])
 	if err != nil {
 		return err
 	}
 	h.Gateways = append(h.Gateways, Gateway{CIDRs: cidrs, Rate: rate, Burst: burst})
 	return nil
+}
+
+// looksLikeAddress reports whether s, which is no CIDR, is written as an
+// address or a CIDR would be (10.0.0.300, 10.0.0.0/33, 2001:db8::/129)
+// rather than as a rate (5/s, 1.5/s): dots or colons, and digits alone
+// after a slash.
+func looksLikeAddress(s string) bool {
+	addr, bits, slash := strings.Cut(s, "/")
+	if slash && (bits == "" || strings.Trim(bits, "0123456789") != "") {
+		return false
+	}
+	return strings.ContainsAny(addr, ".:")
 }
 
 func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, err error) {
@@ -590,8 +618,13 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			}
 		case "arg":
 			args := d.RemainingArgs()
-			if len(args) != 3 || args[1] != "max" || args[0] == "" {
-				return d.Errf("tool %s: want arg <name> max <n>, with a name", name)
+			switch {
+			case len(args) == 0 || args[0] == "":
+				return d.Errf("tool %s: arg without a name: want arg <name> max <n>", name)
+			case len(args) > 1 && args[1] != "max":
+				return d.Errf("tool %s arg %s: unknown bound %q: want arg <name> max <n>", name, args[0], args[1])
+			case len(args) != 3:
+				return d.Errf("tool %s arg %s: want arg <name> max <n>, with one number", name, args[0])
 			}
 			v, err := strconv.ParseFloat(args[2], 64)
 			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
