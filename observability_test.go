@@ -460,6 +460,23 @@ func TestUnpayableToolCostIsWarnedAtLoad(t *testing.T) {
 	}
 }
 
+// loadWarnings waits for a warning whose message holds msg in the log at
+// logPath and returns each such warning's zone and field, as "zone value".
+func loadWarnings(t *testing.T, logPath, msg, field string) []string {
+	t.Helper()
+	var warned []string
+	harness.Eventually(t, 5*time.Second, "the warning", func() bool {
+		warned = nil
+		for _, ev := range logEvents(t, logPath) {
+			if m, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(m, msg) {
+				warned = append(warned, fmt.Sprintf("%v %v", ev["zone"], ev[field]))
+			}
+		}
+		return len(warned) > 0
+	})
+	return warned
+}
+
 // A meter list naming a method MCP does not define for a client to send
 // (a vendor's own) is warned about at load, naming the methods, and the
 // method is metered as written; a list of MCP's methods is not warned.
@@ -480,18 +497,8 @@ func TestUnknownMeteredMethodsAreWarnedAtLoad(t *testing.T) {
 		}
 		reverse_proxy $BACKEND
 	}`, opts)
-	var warned []string
-	harness.Eventually(t, 5*time.Second, "the warning", func() bool {
-		warned = nil
-		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "methods MCP does not define") {
-				warned = append(warned, fmt.Sprintf("%v %v", ev["zone"], ev["methods"]))
-			}
-		}
-		return len(warned) > 0
-	})
-	time.Sleep(200 * time.Millisecond)
-	if !slices.Equal(warned, []string{"vendor_methods [acme/search]"}) {
+	time.Sleep(200 * time.Millisecond) // every handler's load logged
+	if warned := loadWarnings(t, logPath, "methods MCP does not define", "methods"); !slices.Equal(warned, []string{"vendor_methods [acme/search]"}) {
 		t.Fatalf("warned %q, want the vendor zone's acme/search only", warned)
 	}
 	e.prove("valid-vendor")
@@ -541,17 +548,7 @@ func TestUnmeteredToolPoliciesAreWarnedAtLoad(t *testing.T) {
 		}
 		reverse_proxy $BACKEND
 	}`, opts)
-	var warned []string
-	harness.Eventually(t, 5*time.Second, "the warning", func() bool {
-		warned = nil
-		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "meter list leaves out") {
-				warned = append(warned, fmt.Sprintf("%v %v", ev["zone"], ev["tools"]))
-			}
-		}
-		return len(warned) > 0
-	})
-	if !slices.Equal(warned, []string{"unmetered_tools [pager slow]"}) {
+	if warned := loadWarnings(t, logPath, "meter list leaves out", "tools"); !slices.Equal(warned, []string{"unmetered_tools [pager slow]"}) {
 		t.Fatalf("warned %q, want the unmetered zone's pager and slow only", warned)
 	}
 	h := []string{"Authorization", "Bearer valid-unmetered"}
