@@ -362,33 +362,6 @@ func compilePrefixes(p *policy) error {
 	return nil
 }
 
-func compileMeter(p *policy, meter []string) error {
-	if len(meter) == 0 {
-		p.meter = jsonrpc.Meter{Methods: []string{"tools/call"}}
-		return nil
-	}
-	for _, m := range meter {
-		if m == "" {
-			return fmt.Errorf("meter: empty method name")
-		}
-		if strings.EqualFold(m, "off") {
-			return fmt.Errorf("meter: %q is not a method: meter lists the methods that cost, or is * (every request costs 1); a layer is turned off on its own (tenant off, quota off, global off)", m)
-		}
-		if near, ok := jsonrpc.Misspelling(m); ok {
-			return fmt.Errorf("meter: %q is not an MCP method: did you mean %q? (method names are case-sensitive; a method no client sends is never charged)", m, near)
-		}
-		if m == "*" {
-			if len(meter) > 1 {
-				return fmt.Errorf("meter: * cannot be combined with method names")
-			}
-			p.meter = jsonrpc.Meter{All: true}
-			return nil
-		}
-	}
-	p.meter = jsonrpc.Meter{Methods: slices.Clone(meter)}
-	return nil
-}
-
 func compileGateways(p *policy, gws []Gateway) error {
 	seen := map[netip.Prefix]bool{}
 	for i, g := range gws {
