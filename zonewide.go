@@ -18,11 +18,38 @@ func zoneWideConflict(a, b *policy) string {
 	switch {
 	case (a.redis == nil) != (b.redis == nil):
 		diffs = append(diffs, fmt.Sprintf("%s here, %s in another", storeOf(a), storeOf(b)))
-	case a.redis != nil && *a.redis != *b.redis:
-		// The URLs are not quoted: they may hold a password.
-		diffs = append(diffs, "store redis with another url, cluster or timeout in another")
+	case a.redis != nil:
+		diffs = append(diffs, redisConflict(a.redis, b.redis)...)
 	}
 	return strings.Join(diffs, "; ")
+}
+
+// redisConflict says how two Redis stores differ, as they would run: the
+// URL once its placeholders are expanded, and the timeout a default
+// stands for.
+func redisConflict(a, b *RedisStore) []string {
+	var diffs []string
+	if expandRedisURL(a) != expandRedisURL(b) {
+		// Not quoted: a URL may hold a password.
+		diffs = append(diffs, "store redis with another url in another")
+	}
+	if a.Cluster != b.Cluster {
+		diffs = append(diffs, fmt.Sprintf("store redis %s here, %s in another", clusterOf(a), clusterOf(b)))
+	}
+	ta, errA := redisTimeout(a)
+	tb, errB := redisTimeout(b)
+	if errA == nil && errB == nil && ta != tb {
+		diffs = append(diffs, fmt.Sprintf("store redis timeout %v here, %v in another", ta, tb))
+	}
+	return diffs
+}
+
+// clusterOf names whether rs is a cluster, as the Caddyfile writes it.
+func clusterOf(rs *RedisStore) string {
+	if rs.Cluster {
+		return "with cluster"
+	}
+	return "without cluster"
 }
 
 // storeOf names p's store as the Caddyfile writes it.
