@@ -434,17 +434,17 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 		}
 		i++
 	}
-	// args[i] is the first that is no CIDR: the rate, if it reads as one
-	// (a bad rate is told what is wrong with it, as the layers' are).
+	// args[i] is the first that is no CIDR: the rate, if it is written as
+	// one (a bad rate is told what is wrong with it, as the layers' are).
 	switch {
 	case i == len(args):
 		return d.Err("gateway: no rate after the CIDRs: want <cidr>... <rate> [burst <n>]")
-	case looksLikeAddress(args[i]):
+	case args[i] == "off":
+		return d.Err("gateway: a gateway has no off; leave its line out")
+	case !looksLikeRate(args[i]):
 		return d.Errf("gateway %q: not a CIDR or address", args[i])
 	case i == 0:
 		return d.Errf("gateway: no CIDR before the rate %q: want <cidr>... <rate> [burst <n>]", args[i])
-	case args[i] == "off":
-		return d.Err("gateway: a gateway has no off; leave its line out")
 	}
 	cidrs := args[:i]
 	rate, burst, err := parseRateArgs(d, args[i:])
@@ -455,16 +455,15 @@ func parseGateway(d *caddyfile.Dispenser, h *Handler) error {
 	return nil
 }
 
-// looksLikeAddress reports whether s, which is no CIDR, is written as an
-// address or a CIDR would be (10.0.0.300, 10.0.0.0/33, 2001:db8::/129)
-// rather than as a rate (5/s, 1.5/s): dots or colons, and digits alone
-// after a slash.
-func looksLikeAddress(s string) bool {
-	addr, bits, slash := strings.Cut(s, "/")
-	if slash && (bits == "" || strings.Trim(bits, "0123456789") != "") {
-		return false
+// looksLikeRate reports whether s, which is no CIDR, is written as a rate
+// would be, well formed or not (5/s, 1.5/s, 5/d, 5), rather than as an
+// address, a CIDR or a name (10.0.0.300, 10/8, lan): a unit that is not
+// digits after a slash, or without a slash a number.
+func looksLikeRate(s string) bool {
+	if _, unit, slash := strings.Cut(s, "/"); slash {
+		return unit != "" && strings.Trim(unit, "0123456789") != ""
 	}
-	return strings.ContainsAny(addr, ".:")
+	return s != "" && strings.Count(s, ".") <= 1 && strings.Trim(s, "0123456789+-.") == ""
 }
 
 func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, err error) {
