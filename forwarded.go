@@ -29,30 +29,49 @@ type forwardedState struct {
 }
 
 // forwardedState returns the zone's forwardedState for the server serving
-// r, which is h's: a handler belongs to one server.
+// r, which is h's: a handler belongs to one server. Provision took it when
+// Caddy provisioned the handler in its server (see noteServer).
 func (h *Handler) forwardedState(r *http.Request) *forwardedState {
 	if st := h.forwarded.Load(); st != nil {
 		return st
 	}
 	var key forwardedKey
 	if srv, _ := r.Context().Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil {
-		key = forwardedKey{server: srv.Name(), trusts: trustsProxies(srv), strict: srv.TrustedProxiesStrict != 0, headers: strings.Join(srv.ClientIPHeaders, ", ")}
+		key = forwardedKeyOf(srv)
 	}
+	st := h.zone.forwardedState(key)
+	h.forwarded.Store(st)
+	return st
+}
+
+// noteServer takes the zone's forwardedState for srv, the server h is
+// provisioned in, as the config loads: a reload to other trusted-proxy
+// settings and back has its say again even when no request came between.
+func (h *Handler) noteServer(srv *caddyhttp.Server) {
+	h.forwarded.Store(h.zone.forwardedState(forwardedKeyOf(srv)))
+}
+
+// forwardedKeyOf is the forwardedKey of srv.
+func forwardedKeyOf(srv *caddyhttp.Server) forwardedKey {
+	return forwardedKey{server: srv.Name(), trusts: trustsProxies(srv), strict: srv.TrustedProxiesStrict != 0, headers: strings.Join(srv.ClientIPHeaders, ", ")}
+}
+
+// forwardedState returns the zone's forwardedState under key, a fresh one
+// when the server's settings are not those the zone last saw for it.
+func (z *zone) forwardedState(key forwardedKey) *forwardedState {
 	fresh := &forwardedState{key: key}
 	// Strict trusted proxies read the rightmost untrusted address, which no
 	// client behind them chooses: nothing to warn of.
 	fresh.done.Store(key.trusts && key.strict)
 	for {
-		v, loaded := h.zone.forwarded.LoadOrStore(key.server, fresh)
+		v, loaded := z.forwarded.LoadOrStore(key.server, fresh)
 		st := v.(*forwardedState)
 		if !loaded || st.key == key {
-			h.forwarded.Store(st)
 			return st
 		}
 		// A reload changed the server's settings: the new ones have their
 		// own say, also when they are ones it had before.
-		if h.zone.forwarded.CompareAndSwap(key.server, st, fresh) {
-			h.forwarded.Store(fresh)
+		if z.forwarded.CompareAndSwap(key.server, st, fresh) {
 			return fresh
 		}
 	}

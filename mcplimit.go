@@ -314,6 +314,9 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.zone = z
 	h.use = &handlerUse{letGo: h.letGo, ended: h.zone.hintFlush}
 	h.forwarded = new(atomic.Pointer[forwardedState])
+	if srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil {
+		h.noteServer(srv)
+	}
 	return nil
 }
 
