@@ -225,8 +225,8 @@ func newZoneRedis(pol *policy, cs redisCounters, logger *zap.Logger) (*zoneRedis
 // fingerprint key stays the one the zone was created with.
 func (z *zone) applyRedis(pol *policy) {
 	old := z.redis.Load()
-	if pol.redis == nil && old == nil || pol.redis != nil && old != nil && *pol.redis == old.cfg {
-		return
+	if pol.redis == nil && old == nil || pol.redis != nil && old != nil && len(redisConflict(pol.redis, &old.cfg)) == 0 {
+		return // the same store, however written
 	}
 	var r *zoneRedis
 	if pol.redis != nil {

@@ -218,6 +218,28 @@ func TestReloadCarriesTheBatchInDoubt(t *testing.T) {
 	}
 }
 
+// A handler writing the zone's store otherwise but meaning the same one
+// (its default timeout written out, its URL from a placeholder) keeps the
+// zone's store: handlers of one config may write it either way, and
+// each would otherwise reconnect, handing its counts over.
+func TestTheSameStoreWrittenOtherwiseIsKept(t *testing.T) {
+	url, _ := localRedis(t)
+	t.Setenv("SAME_STORE_URL", url)
+	h := provisionForTest(t, &Handler{Zone: "same-store", Store: &Store{Redis: &RedisStore{URL: url}}})
+	z, old := h.zone, h.zone.redis.Load()
+	pol := *h.pol
+	pol.redis = &RedisStore{URL: "{env.SAME_STORE_URL}", Timeout: caddy.Duration(redisstore.DefaultTimeout)}
+	z.applyRedis(&pol)
+	if z.redis.Load() != old {
+		t.Fatal("the same store written otherwise was replaced")
+	}
+	pol.redis = &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}
+	z.applyRedis(&pol)
+	if z.redis.Load() == old {
+		t.Fatal("a store with another timeout kept the old one")
+	}
+}
+
 // outageTenants is how many tenants the push tests' outage counted: more
 // than two pushes' worth.
 const outageTenants = 2*pushChunk + 500
