@@ -98,7 +98,7 @@ type bucket struct {
 	pending    deltas           // counted here since the last successful push
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
 	sent       []sentPush       // the last pushes stored, watched for overwrites (see checkSent)
-	lineage    string           // the object's lineage as last read or stored
+	seen       history          // the object's history as last read or stored
 	keeping    bool             // a read found the object damaged and kept shared; the next flush pushes
 	// observed is, per key, what the store deciding in this Counter's
 	// place last held, plus what was counted here since (see Observe);

@@ -2,9 +2,9 @@ package quota
 
 // An object whose lines do not all read (damaged, truncated, edited by
 // hand: a count that is no number), or that lost the history this Counter
-// read in it (emptied, deleted, rewritten by a version before it, or
-// started again by another instance after one of those), may have lost
-// counts. The Counter keeps, per key, what it last adopted as a floor, so
+// read in it (emptied, deleted, rewritten by a version before it, started
+// again by another instance after one of those, or put back as an older
+// copy of itself: see rolledBack), may have lost counts. The Counter keeps, per key, what it last adopted as a floor, so
 // that an identity that used up its quota is not handed it again: a read
 // keeps the floor, and the next flush pushes even with nothing counted,
 // restoring under the object's lock what the floor holds above the
@@ -13,9 +13,35 @@ package quota
 // Counter.StorageMoved): quotas count on from what that storage holds.
 
 // damaged reports whether an object read with history h and malformed
-// lines lost counts a Counter that had read lineage in it held.
-func damaged(lineage string, h history, malformed int) bool {
-	return malformed > 0 || lineage != "" && h.lineage != lineage
+// lines lost counts a Counter that had read the history seen in it held.
+func damaged(seen, h history, malformed int) bool {
+	return malformed > 0 || seen.lineage != "" && (h.lineage != seen.lineage || rolledBack(seen, h))
+}
+
+// rolledBack reports whether h, of seen's lineage, is an older state of
+// the object than seen: its last push is one seen holds before its own
+// last (an older copy put back, or the newest history lines removed), or
+// older than any seen keeps. A writer that paused and stored over later
+// pushes leaves a push of its own at a generation seen gives another
+// writer: that object was overwritten, not rolled back (see checkSent).
+func rolledBack(seen, h history) bool {
+	n := len(seen.entries)
+	if n == 0 {
+		return false
+	}
+	if len(h.entries) == 0 {
+		return true
+	}
+	last := h.entries[len(h.entries)-1]
+	if last.gen < seen.entries[0].gen {
+		return true
+	}
+	for _, e := range seen.entries[:n-1] {
+		if e == last {
+			return true
+		}
+	}
+	return false
 }
 
 // aboveFloor returns, per key, what floor holds above the object's counts,
@@ -47,7 +73,7 @@ func (c *Counter) StorageMoved() {
 	defer c.mu.Unlock()
 	c.moves++
 	for _, b := range c.buckets {
-		b.lineage, b.sent, b.keeping = "", nil, false
+		b.seen, b.sent, b.keeping = history{}, nil, false
 	}
 }
 

@@ -166,3 +166,63 @@ func TestRepairedObjectCutShortIsRestoredOnce(t *testing.T) {
 		t.Errorf("after the cut: stored %d, want 5, restored once", got)
 	}
 }
+
+// TestAnObjectRolledBackIsDamage: an object put back as an older copy of
+// itself (a restored backup), or that lost its history's newest lines,
+// has the lineage its Counters read but not the pushes they read last. It
+// is damage, restored to what they had read, not an overwrite whose lost
+// pushes its makers push again: those would be the pushes of a copy's
+// own past counted twice, or only the last few pushed again (a Counter
+// watches its last keepSent) and the older ones lost.
+func TestAnObjectRolledBackIsDamage(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		back func(st *fakeStorage, key, old string)
+	}{
+		{"an older copy put back", func(st *fakeStorage, key, old string) { st.put(key, old) }},
+		{"its newest history lines removed", func(st *fakeStorage, key, _ string) {
+			st.mu.Lock()
+			data := string(st.objects[key])
+			st.mu.Unlock()
+			h, rest := splitHistory([]byte(data))
+			lines := strings.SplitAfter(string(h.append(nil)), "\n")
+			st.put(key, strings.Join(lines[:len(lines)-4], "")+string(rest))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := newDamagePair()
+			st, a, b, key := p.st, p.a, p.b, p.key
+			var repushed int64
+			for _, ctr := range []*Counter{a, b} {
+				ctr.onRepush = func(_ string, n int64) { repushed += n }
+			}
+			add(a, "k", Day, 2, t0)
+			flushAll(t, a, b)
+			st.mu.Lock()
+			old := string(st.objects[key])
+			st.mu.Unlock()
+			for i := range 9 {
+				add([]*Counter{a, b}[i%2], "k", Day, 2, t0)
+				flushAll(t, a, b)
+			}
+			c.back(st, key, old)
+			flushAll(t, a, b, a, b)
+			if got := st.counts(key)["k"]; got != 20 || repushed != 0 {
+				t.Fatalf("stored k = %d, %d pushed again; want the 20 read before, restored, none pushed again", got, repushed)
+			}
+			for i, ctr := range []*Counter{a, b} {
+				if u := ctr.Used([]byte("k"), Day, t0); u != 20 {
+					t.Errorf("counter %d: Used(k) = %d, want 20", i, u)
+				}
+			}
+			if len(p.da)+len(p.db) == 0 {
+				t.Errorf("no damage met")
+			}
+			add(b, "k", Day, 1, t0)
+			flushAll(t, b, a, b, a)
+			if got := st.counts(key)["k"]; got != 21 {
+				t.Errorf("stored k = %d after one more call, want 21", got)
+			}
+		})
+	}
+}

@@ -16,13 +16,14 @@ type job struct {
 	b         *bucket
 	push      bool             // push b.inflight under lock; else read only
 	floor     map[string]int64 // b.shared, for a push: restored if the object is damaged
-	lineage   string           // b.lineage, for a push
+	seen      history          // b.seen, for a push
 	moves     uint64           // the Counter's moves when the flush began
 	totals    map[string]int64 // stored totals, valid when done
 	done      bool             // totals can be adopted
 	malformed int              // malformed lines skipped while reading
 	history   history          // the object's history as read, when done
 	sent      *sentPush        // the push stored, when push and done
+	stored    history          // the history it stored, when push and done
 	restored  int64            // counts a push restored to a damaged object
 	damaged   bool             // the push found the object damaged
 	err       error
@@ -108,7 +109,7 @@ func (c *Counter) beginFlush(now time.Time) []job {
 			c.dropLocked(b)
 		case len(b.pending) > 0 || b.keeping:
 			b.inflight, b.pending = b.pending, deltas{}
-			jobs = append(jobs, job{b: b, push: true, floor: b.shared, lineage: b.lineage, moves: c.moves})
+			jobs = append(jobs, job{b: b, push: true, floor: b.shared, seen: b.seen, moves: c.moves})
 		case b.start.Before(cur):
 			c.dropLocked(b) // ended and fully pushed
 		default:
@@ -175,11 +176,11 @@ func (c *Counter) push(ctx context.Context, j *job) {
 		stored, gen := read.next(writer)
 		pushed := j.b.inflight
 		totals, buf, malformed := mergeCounts(stored.append(nil), rest, pushed)
-		if j.damaged = damaged(j.lineage, read, malformed+cut); j.damaged {
-			if malformed+cut > 0 {
-				// A history cut short counts generations again from
-				// where it was cut, as if pushes made since were
-				// overwritten: the repaired object starts a new one.
+		if j.damaged = damaged(j.seen, read, malformed+cut); j.damaged {
+			if malformed+cut > 0 || read.lineage == j.seen.lineage {
+				// A history cut short or rolled back counts generations
+				// again from where it was cut, as if pushes made since
+				// were overwritten: the repaired object starts a new one.
 				stored, gen = history{}.next(writer)
 			}
 			if extra := aboveFloor(j.floor, totals, pushed); extra != nil {
@@ -199,6 +200,7 @@ func (c *Counter) push(ctx context.Context, j *job) {
 		} else {
 			j.totals, j.malformed, j.history, j.done = totals, malformed, read, true
 			j.sent = &sentPush{lineage: stored.lineage, gen: gen, writer: writer, deltas: pushed}
+			j.stored = stored
 		}
 	}
 	if uerr := c.held.Unlock(ctx, c.storage, key, c.lockTimeout); uerr != nil && err == nil {
@@ -246,7 +248,7 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 		c.status.malformed += uint64(j.malformed)
 		fresh := j.moves == c.moves // else the storage this history is from is gone
 		if j.done && fresh {
-			hurt := j.damaged || !j.push && damaged(b.lineage, j.history, j.malformed)
+			hurt := j.damaged || !j.push && damaged(b.seen, j.history, j.malformed)
 			if !hurt { // else the floor restores what it lost, pushes of b's included
 				c.checkSent(b, j.history)
 			}
@@ -266,12 +268,12 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 			case !fresh:
 			case j.sent != nil:
 				b.sent = trimSent(append(b.sent, *j.sent), true)
-				b.lineage, b.keeping = j.sent.lineage, false
+				b.seen, b.keeping = j.stored, false
 				if j.damaged && (j.restored > 0 || j.malformed > 0) && c.onDamage != nil {
 					c.onDamage(b.name, j.malformed, j.restored, true)
 				}
 			case !b.keeping:
-				b.lineage = j.history.lineage
+				b.seen = j.history
 			}
 		case j.push:
 			mergeDeltas(b)
