@@ -99,6 +99,7 @@ type bucket struct {
 	inflight   deltas           // deltas a running Flush is pushing; nil otherwise
 	sent       []sentPush       // the last pushes stored, watched for overwrites (see checkSent)
 	seen       history          // the object's history as last read or stored
+	retired    []string         // lineages seen before seen's, newest last (see see)
 	keeping    bool             // a read found the object damaged and kept shared; the next flush pushes
 	// observed is, per key, what the store deciding in this Counter's
 	// place last held, plus what was counted here since (see Observe);

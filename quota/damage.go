@@ -1,5 +1,7 @@
 package quota
 
+import "slices"
+
 // An object whose lines do not all read (damaged, truncated, edited by
 // hand: a count that is no number), or that lost the history this Counter
 // read in it (emptied, deleted, rewritten by a version before it, started
@@ -16,6 +18,23 @@ package quota
 // lines lost counts a Counter that had read the history seen in it held.
 func damaged(seen, h history, malformed int) bool {
 	return malformed > 0 || seen.lineage != "" && (h.lineage != seen.lineage || rolledBack(seen, h))
+}
+
+// keepRetired is how many lineages an object had before its present one
+// a Counter remembers.
+const keepRetired = 8
+
+// see records h as the history b's object has now, retiring the lineage
+// seen before when h's is another: an object back in a retired lineage was
+// put back from before a repair (see Counter.push).
+func (b *bucket) see(h history) {
+	if old := b.seen.lineage; old != "" && old != h.lineage && !slices.Contains(b.retired, old) {
+		b.retired = append(slices.Clip(b.retired), old) // a job's copy stays as it was
+		if n := len(b.retired); n > keepRetired {
+			b.retired = b.retired[n-keepRetired:]
+		}
+	}
+	b.seen = h
 }
 
 // rolledBack reports whether h, of seen's lineage, is an older state of
@@ -73,7 +92,7 @@ func (c *Counter) StorageMoved() {
 	defer c.mu.Unlock()
 	c.moves++
 	for _, b := range c.buckets {
-		b.seen, b.sent, b.keeping = history{}, nil, false
+		b.seen, b.retired, b.sent, b.keeping = history{}, nil, nil, false
 	}
 }
 

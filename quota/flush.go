@@ -17,6 +17,7 @@ type job struct {
 	push      bool             // push b.inflight under lock; else read only
 	floor     map[string]int64 // b.shared, for a push: restored if the object is damaged
 	seen      history          // b.seen, for a push
+	retired   []string         // b.retired, for a push
 	moves     uint64           // the Counter's moves when the flush began
 	totals    map[string]int64 // stored totals, valid when done
 	done      bool             // totals can be adopted
@@ -109,7 +110,7 @@ func (c *Counter) beginFlush(now time.Time) []job {
 			c.dropLocked(b)
 		case len(b.pending) > 0 || b.keeping:
 			b.inflight, b.pending = b.pending, deltas{}
-			jobs = append(jobs, job{b: b, push: true, floor: b.shared, seen: b.seen, moves: c.moves})
+			jobs = append(jobs, job{b: b, push: true, floor: b.shared, seen: b.seen, retired: b.retired, moves: c.moves})
 		case b.start.Before(cur):
 			c.dropLocked(b) // ended and fully pushed
 		default:
@@ -177,10 +178,13 @@ func (c *Counter) push(ctx context.Context, j *job) {
 		pushed := j.b.inflight
 		totals, buf, malformed := mergeCounts(stored.append(nil), rest, pushed)
 		if j.damaged = damaged(j.seen, read, malformed+cut); j.damaged {
-			if malformed+cut > 0 || read.lineage == j.seen.lineage {
+			if malformed+cut > 0 || read.lineage == j.seen.lineage || slices.Contains(j.retired, read.lineage) {
 				// A history cut short or rolled back counts generations
-				// again from where it was cut, as if pushes made since
-				// were overwritten: the repaired object starts a new one.
+				// again from where it was cut, and one put back from
+				// before a repair goes on in a lineage others may have
+				// read further, as if pushes made since were overwritten:
+				// the repaired object starts a new one, which they take
+				// as damage.
 				stored, gen = history{}.next(writer)
 			}
 			if extra := aboveFloor(j.floor, totals, pushed); extra != nil {
@@ -268,12 +272,13 @@ func (c *Counter) finishJobs(jobs []job, now time.Time) {
 			case !fresh:
 			case j.sent != nil:
 				b.sent = trimSent(append(b.sent, *j.sent), true)
-				b.seen, b.keeping = j.stored, false
+				b.keeping = false
+				b.see(j.stored)
 				if j.damaged && (j.restored > 0 || j.malformed > 0) && c.onDamage != nil {
 					c.onDamage(b.name, j.malformed, j.restored, true)
 				}
 			case !b.keeping:
-				b.seen = j.history
+				b.see(j.history)
 			}
 		case j.push:
 			mergeDeltas(b)
