@@ -6,13 +6,14 @@ import "slices"
 // hand: a count that is no number), or that lost the history this Counter
 // read in it (emptied, deleted, rewritten by a version before it, started
 // again by another instance after one of those, or put back as an older
-// copy of itself: see rolledBack), may have lost counts. The Counter keeps, per key, what it last adopted as a floor, so
-// that an identity that used up its quota is not handed it again: a read
-// keeps the floor, and the next flush pushes even with nothing counted,
-// restoring under the object's lock what the floor holds above the
-// object's counts (none, when another instance restored them first). A
-// zone moved to another storage forgets the history it read (see
-// Counter.StorageMoved): quotas count on from what that storage holds.
+// copy of itself: see rolledBack), may have lost counts. The Counter
+// keeps, per key, what it last adopted as a floor, so that an identity
+// that used up its quota is not handed it again: a read keeps the floor,
+// and the next flush pushes even with nothing counted, restoring under
+// the object's lock what the floor holds above the object's counts (none,
+// when another instance restored them first). A zone moved to another
+// storage forgets the history it read (see Counter.StorageMoved): quotas
+// count on from what that storage holds.
 
 // damaged reports whether an object read with history h and malformed
 // lines lost counts a Counter that had read the history seen in it held.
