@@ -2,6 +2,9 @@ package mcplimit
 
 import (
 	"fmt"
+	"maps"
+	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -29,9 +32,9 @@ func zoneWideConflict(a, b *policy) string {
 // stands for.
 func redisConflict(a, b *RedisStore) []string {
 	var diffs []string
-	if expandRedisURL(a) != expandRedisURL(b) {
+	if parts := urlConflict(expandRedisURL(a), expandRedisURL(b)); parts != "" {
 		// Not quoted: a URL may hold a password.
-		diffs = append(diffs, "store redis with another url in another")
+		diffs = append(diffs, "store redis url with another "+parts+" in another")
 	}
 	if a.Cluster != b.Cluster {
 		diffs = append(diffs, fmt.Sprintf("store redis %s here, %s in another", clusterOf(a), clusterOf(b)))
@@ -42,6 +45,42 @@ func redisConflict(a, b *RedisStore) []string {
 		diffs = append(diffs, fmt.Sprintf("store redis timeout %v here, %v in another", ta, tb))
 	}
 	return diffs
+}
+
+// urlConflict names the parts in which two Redis URLs differ ("" when they
+// mean the same): the scheme, the user or password, the host, the DB (none
+// is DB 0) and the options (in any order).
+func urlConflict(a, b string) string {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		if a == b {
+			return ""
+		}
+		return "spelling"
+	}
+	var parts []string
+	add := func(differ bool, part string) {
+		if differ {
+			parts = append(parts, part)
+		}
+	}
+	add(!strings.EqualFold(ua.Scheme, ub.Scheme), "scheme")
+	add(ua.User.String() != ub.User.String(), "user or password")
+	add(!strings.EqualFold(ua.Host, ub.Host), "host")
+	add(redisDB(ua) != redisDB(ub), "db")
+	add(!maps.EqualFunc(ua.Query(), ub.Query(), func(x, y []string) bool {
+		return slices.Equal(slices.Sorted(slices.Values(x)), slices.Sorted(slices.Values(y)))
+	}), "options")
+	return strings.Join(parts, ", ")
+}
+
+// redisDB is the DB a Redis URL names, "0" when it names none.
+func redisDB(u *url.URL) string {
+	if db := strings.Trim(u.Path, "/"); db != "" {
+		return db
+	}
+	return "0"
 }
 
 // clusterOf names whether rs is a cluster, as the Caddyfile writes it.
