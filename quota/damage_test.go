@@ -181,10 +181,7 @@ func TestAnObjectRolledBackIsDamage(t *testing.T) {
 	}{
 		{"an older copy put back", func(st *fakeStorage, key, old string) { st.put(key, old) }},
 		{"its newest history lines removed", func(st *fakeStorage, key, _ string) {
-			st.mu.Lock()
-			data := string(st.objects[key])
-			st.mu.Unlock()
-			h, rest := splitHistory([]byte(data))
+			h, rest := splitHistory([]byte(st.raw(key)))
 			lines := strings.SplitAfter(string(h.append(nil)), "\n")
 			st.put(key, strings.Join(lines[:len(lines)-4], "")+string(rest))
 		}},
@@ -198,9 +195,7 @@ func TestAnObjectRolledBackIsDamage(t *testing.T) {
 			}
 			add(a, "k", Day, 2, t0)
 			flushAll(t, a, b)
-			st.mu.Lock()
-			old := string(st.objects[key])
-			st.mu.Unlock()
+			old := st.raw(key)
 			for i := range 9 {
 				add([]*Counter{a, b}[i%2], "k", Day, 2, t0)
 				flushAll(t, a, b)
@@ -248,22 +243,17 @@ func TestACopyFromBeforeARepairPutBackIsDamageToAll(t *testing.T) {
 		add(ctr, k, Day, 1, t0)
 		total++
 	}
-	for _, ctr := range []*Counter{a, b, c} {
-		count(ctr, "k")
-		flushAll(t, ctr)
-	}
-	st.mu.Lock()
-	copied := string(st.objects[key])
-	st.mu.Unlock()
-	for range 2 {
+	round := func() { // each counts a call and pushes it
 		for _, ctr := range []*Counter{a, b, c} {
 			count(ctr, "k")
 			flushAll(t, ctr)
 		}
 	}
-	st.mu.Lock()
-	whole := string(st.objects[key])
-	st.mu.Unlock()
+	round()
+	copied := st.raw(key)
+	round()
+	round()
+	whole := st.raw(key)
 	st.put(key, whole[:len(whole)/2]) // cut short: a and b repair it
 	count(a, "k")
 	flushAll(t, a, b)

@@ -183,6 +183,13 @@ func (s *fakeStorage) takeOps() (map[string]int, int64) {
 	return ops, written
 }
 
+// raw returns the object at key as stored.
+func (s *fakeStorage) raw(key string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.objects[key])
+}
+
 func (s *fakeStorage) put(key, value string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
