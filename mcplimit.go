@@ -127,10 +127,11 @@ type Handler struct {
 	MaxKnown int `json:"max_known,omitempty"`
 
 	// Meter lists the JSON-RPC methods that cost, case-sensitively; `*`
-	// makes every request cost 1. A name that is not an MCP client method
-	// but a close misspelling of one (tools/cal, TOOLS/CALL) is refused,
-	// and so is "off"; other names MCP does not define are metered as
-	// written, warned about at start. A list without tools/call leaves
+	// makes every request cost 1. A name that is not an MCP method but a
+	// close misspelling of a client's (tools/cal, TOOLS/CALL) is refused,
+	// and so are "off" and names holding a space or an invisible
+	// character; other names MCP does not define for a client are metered
+	// as written, warned about at start. A list without tools/call leaves
 	// tool costs, tool quotas and fail_closed without effect (warned about
 	// at start; arg bounds still refuse). Default: ["tools/call"].
 	Meter []string `json:"meter,omitempty"`
