@@ -252,9 +252,7 @@ func checkZone(zone string) error {
 	switch {
 	case strings.ContainsAny(zone, "/\\ \t\n"):
 		return fmt.Errorf("zone %q: must not contain slashes or spaces", zone)
-	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, func(r rune) bool {
-		return unicode.IsSpace(r) || !unicode.IsGraphic(r) || r == utf8.RuneError
-	}):
+	case !utf8.ValidString(zone) || strings.ContainsFunc(zone, unseen):
 		// It names storage keys and files, and labels metrics: two
 		// names must not look alike. U+FFFD is what the Caddyfile's
 		// and JSON's readers make of any byte that is not UTF-8, so two
@@ -266,6 +264,13 @@ func checkZone(zone string) error {
 		return fmt.Errorf("zone %q: at most %d bytes long (it names files on the host)", zone, maxZoneName)
 	}
 	return nil
+}
+
+// unseen reports whether r is a space, an invisible character or U+FFFD,
+// what the Caddyfile's and JSON's readers make of a byte that is not
+// UTF-8: what a name shown in a log or a label must not hold.
+func unseen(r rune) bool {
+	return unicode.IsSpace(r) || !unicode.IsGraphic(r) || r == utf8.RuneError
 }
 
 // checkErrorCode checks error_code: outside the codes JSON-RPC and MCP

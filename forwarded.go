@@ -24,8 +24,9 @@ type forwardedKey struct {
 // forwardedState is what a zone said about X-Forwarded-For under one
 // forwardedKey: done once it warned, or has nothing to warn of.
 type forwardedState struct {
-	key  forwardedKey
-	done atomic.Bool
+	key     forwardedKey
+	headers []string // key.headers, one name each
+	done    atomic.Bool
 }
 
 // forwardedState returns the zone's forwardedState for the server serving
@@ -60,6 +61,9 @@ func forwardedKeyOf(srv *caddyhttp.Server) forwardedKey {
 // when the server's settings are not those the zone last saw for it.
 func (z *zone) forwardedState(key forwardedKey) *forwardedState {
 	fresh := &forwardedState{key: key}
+	if key.headers != "" {
+		fresh.headers = strings.Split(key.headers, ", ")
+	}
 	// Strict trusted proxies read the rightmost untrusted address, which no
 	// client behind them chooses: nothing to warn of.
 	fresh.done.Store(key.trusts && key.strict)
@@ -99,16 +103,15 @@ func (h *Handler) warnForwardedFor(r *http.Request) {
 	// trusted_proxies_strict is set: behind a proxy that appends to what
 	// the client sent, the client picks its own address.
 	trusted, _ := caddyhttp.GetVar(r.Context(), caddyhttp.TrustedProxyVarKey).(bool)
-	if trusted && carriesAny(r.Header, st.key.headers) && st.done.CompareAndSwap(false, true) {
+	if trusted && carriesAny(r.Header, st.headers) && st.done.CompareAndSwap(false, true) {
 		h.logger.Warn("trusted_proxies is set without trusted_proxies_strict: Caddy takes the leftmost address of the client IP headers, which a client behind a proxy that appends to them chooses itself, and with it its own pre-auth budget; set trusted_proxies_strict unless the proxy replaces them",
 			zap.String("zone", h.zone.name), zap.String("client_ip_headers", st.key.headers))
 	}
 }
 
-// carriesAny reports whether hdr has a value for one of the header names
-// in names, joined by ", ".
-func carriesAny(hdr http.Header, names string) bool {
-	for name := range strings.SplitSeq(names, ", ") {
+// carriesAny reports whether hdr has a value for one of names.
+func carriesAny(hdr http.Header, names []string) bool {
+	for _, name := range names {
 		if len(hdr.Values(name)) > 0 {
 			return true
 		}

@@ -208,8 +208,9 @@ type Handler struct {
 
 	// FlushInterval is how often quota counts are pushed to and read from
 	// Caddy's storage (and changes to the proven identities saved). A
-	// flush waits for a storage lock at most this long (2s to 10s). At
-	// least 100ms. Default: 30s.
+	// flush waits for a storage lock at most this long (2s to 10s). It is
+	// the zone's: every handler of the zone in one config sets the same.
+	// At least 100ms. Default: 30s.
 	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
 
 	// ErrorCode is the JSON-RPC error code of refusals; it must lie
@@ -241,7 +242,9 @@ type Handler struct {
 	// Store selects an external store for exact shared limits. Adding it
 	// to a running zone carries the period's quota counts to it; bucket
 	// levels are not carried, and removing it leaves the counts made in
-	// it behind.
+	// it behind. It is the zone's: every handler of the zone in one config
+	// sets the same store, as it runs (the URL as go-redis reads it once
+	// its placeholders expand, a timeout left out as its default).
 	Store *Store `json:"store,omitempty"`
 
 	// Tiers are plans, tried in order; the first match applies.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
@@ -43,10 +42,4 @@ func compileMeter(p *policy, meter []string) error {
 	}
 	p.meter = jsonrpc.Meter{Methods: slices.Clone(meter)}
 	return nil
-}
-
-// unseen reports whether r is a space, an invisible character or a byte
-// that is not UTF-8.
-func unseen(r rune) bool {
-	return !unicode.IsGraphic(r) || unicode.IsSpace(r) || r == utf8.RuneError
 }
