@@ -56,6 +56,7 @@ func StartRedisCluster(t testing.TB, n int) *RedisCluster {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
+	c.Settle(t)
 	return c
 }
 
@@ -94,10 +95,13 @@ func (c *RedisCluster) Owner(t testing.TB, slot int) int {
 }
 
 // Settle waits until every node sees the same masters, with the same
-// epochs and slots: after MoveSlotUntold, gossip tells the nodes it did
-// not. A move made before the last one settled can be undone: Redis bumps
-// the new owner's epoch without consensus, and a node that had not heard
-// of an earlier bump may lose the slot again to its old owner's claim.
+// epochs and slots, and no two masters share an epoch: after
+// MoveSlotUntold, gossip tells the nodes it did not, and in a cluster
+// just formed the masters, all of epoch 0, bump theirs apart one by one.
+// A move made before that settled can be undone, its keys dropped: Redis
+// bumps the new owner's epoch without consensus, and a node that had not
+// heard of an earlier bump may lose the slot again to its old owner's
+// claim. StartRedisCluster settles the cluster before it returns.
 func (c *RedisCluster) Settle(t testing.TB) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -111,7 +115,7 @@ func (c *RedisCluster) Settle(t testing.TB) {
 			}
 			views = append(views, mastersIn(nodes))
 		}
-		if err == nil && len(slices.Compact(views)) == 1 {
+		if err == nil && len(slices.Compact(views)) == 1 && distinctEpochs(views[0]) {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -133,6 +137,20 @@ func mastersIn(nodes string) string {
 	}
 	slices.Sort(masters)
 	return strings.Join(masters, "\n")
+}
+
+// distinctEpochs reports whether no two masters in the output of
+// mastersIn share an epoch.
+func distinctEpochs(masters string) bool {
+	seen := map[string]bool{}
+	for _, line := range strings.Split(masters, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || seen[f[1]] {
+			return false
+		}
+		seen[f[1]] = true
+	}
+	return true
 }
 
 // ownerIn returns the address of the master serving slot in the output
