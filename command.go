@@ -36,7 +36,8 @@ identity placeholders produce it (e.g. the whole Authorization header value
 handler reads them; a cookie's value as it is sent, which the command makes
 canonical as the handler does; with several placeholders, one value per
 line), strips the trailing newline, and prints its fingerprint under the
-zone's key — from
+zone's key (one per line, named on stderr, when the zone's handlers read
+identity in several ways) — from
 the configured storage, or from the zone's Redis store when the config gives
 it one (store redis) — the same fingerprint the handler logs, shows in the
 admin API and accepts in "override".`,
@@ -84,26 +85,31 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	if err != nil {
 		return err
 	}
-	h, zones, err := zoneHandler(cfg, zoneName)
+	hs, zones, err := zoneHandlers(cfg, zoneName)
 	if err != nil {
 		return err
 	}
-	// The handler joins every placeholder's value, empty ones too, and
-	// refuses a value holding a line break.
-	n := len(h.Identity)
-	if n > 1 && strings.Count(value, "\n")+1 != n {
-		return fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value, and no more", n)
+	// The zone's handlers may read identity in several ways (a cookie on
+	// one route, a header on another): the value gets the fingerprint of
+	// each way it fits.
+	var readings []reading
+	var misfits []string
+	var misfit error
+	for _, rule := range identityRules(hs) {
+		v, err := identityAsRead(value, rule)
+		if err != nil {
+			misfit = cmp.Or(misfit, err)
+			misfits = append(misfits, strings.Join(rule, " "))
+			continue
+		}
+		readings = append(readings, reading{rule: strings.Join(rule, " "), value: v})
 	}
-	produced := asPlaceholdersProduce(value, h.Identity)
-	if n <= 1 && (strings.Contains(strings.TrimSpace(value), "\n") || strings.Contains(produced, "\n")) {
-		// Within the value, or around it where the handler does not trim
-		// it (a header's or query parameter's surrounding space it does).
-		return errors.New("the identity value on stdin holds a line break, which no request's identity does: give it on one line")
+	if len(readings) == 0 {
+		return misfit
 	}
-	if value = produced; strings.Trim(value, "\n") == "" {
-		// The handler reads such a value (spaces alone, or every
-		// placeholder empty) as no identity: no override can match it.
-		return errors.New("no identity value on stdin (the handler reads this value as no identity)")
+	h := &Handler{}
+	if len(hs) > 0 {
+		h = hs[len(hs)-1] // the store is the zone's: its handlers agree on it
 	}
 	stor, err := configuredStorage(cfg, configFile)
 	if err != nil {
@@ -152,9 +158,86 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		// that matches nothing: say so.
 		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in %s yet; created one (Caddy will use it for this zone there)\n", zoneName, where)
 	}
-	fp := newFingerprinter(key).sum(value)
-	_, err = fmt.Fprintln(out, fingerprintHex(fp))
-	return err
+	fps, rules := fingerprintReadings(newFingerprinter(key), readings)
+	if len(misfits) > 0 {
+		fmt.Fprintf(notes, "note: the value does not fit the zone's handlers with identity %s (%v); no fingerprint is printed for them\n",
+			strings.Join(misfits, "; "), misfit)
+	}
+	if len(fps) > 1 {
+		fmt.Fprintf(notes, "note: zone %q's handlers read this value in %d ways, so %d fingerprints are printed, one per line, for the handlers with identity, in order: %s\n",
+			zoneName, len(fps), len(fps), strings.Join(rules, "; "))
+	}
+	for _, fp := range fps {
+		if _, err := fmt.Fprintln(out, fp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// reading is an identity value as one identity rule of a zone reads it.
+type reading struct {
+	rule  string // the rule's placeholders, joined by spaces
+	value string
+}
+
+// fingerprintReadings returns the distinct fingerprints of readings, in
+// order, and for each the rules (joined by " and ") that give it.
+func fingerprintReadings(f *fingerprinter, readings []reading) (fps, rules []string) {
+	for _, r := range readings {
+		fp := fingerprintHex(f.sum(r.value))
+		if i := slices.Index(fps, fp); i >= 0 {
+			rules[i] += " and " + r.rule
+			continue
+		}
+		fps = append(fps, fp)
+		rules = append(rules, r.rule)
+	}
+	return fps, rules
+}
+
+// identityRules returns the distinct identity placeholder lists of the
+// zone's handlers, the default filled in, in config order: the default
+// alone when the zone has no handler.
+func identityRules(hs []*Handler) [][]string {
+	var rules [][]string
+	for _, h := range hs {
+		rule := h.Identity
+		if len(rule) == 0 {
+			rule = []string{defaultIdentity}
+		}
+		if !slices.ContainsFunc(rules, func(r []string) bool { return slices.Equal(r, rule) }) {
+			rules = append(rules, rule)
+		}
+	}
+	if len(rules) == 0 {
+		rules = [][]string{{defaultIdentity}}
+	}
+	return rules
+}
+
+// identityAsRead returns the identity value read on stdin as the handler
+// with identity placeholders reads it, or why no request of that handler
+// has it.
+func identityAsRead(value string, placeholders []string) (string, error) {
+	// The handler joins every placeholder's value, empty ones too, and
+	// refuses a value holding a line break.
+	n := len(placeholders)
+	if n > 1 && strings.Count(value, "\n")+1 != n {
+		return "", fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value, and no more", n)
+	}
+	produced := asPlaceholdersProduce(value, placeholders)
+	if n <= 1 && (strings.Contains(strings.TrimSpace(value), "\n") || strings.Contains(produced, "\n")) {
+		// Within the value, or around it where the handler does not trim
+		// it (a header's or query parameter's surrounding space it does).
+		return "", errors.New("the identity value on stdin holds a line break, which no request's identity does: give it on one line")
+	}
+	if strings.Trim(produced, "\n") == "" {
+		// The handler reads such a value (spaces alone, or every
+		// placeholder empty) as no identity: no override can match it.
+		return "", errors.New("no identity value on stdin (the handler reads this value as no identity)")
+	}
+	return produced, nil
 }
 
 // readIdentity reads stdin with only the trailing newline stripped.
@@ -251,16 +334,15 @@ func cookieAsRead(name, value string) string {
 	return canonicalCookieValue(value)
 }
 
-// zoneHandler returns the configuration of the zone's handler in the
-// config (the last one, as Caddy loads them), or an empty one when the
-// config has none, and the zones the config's handlers use, sorted.
-// Handlers may sit at any depth (routes, subroutes, handle blocks), so the
-// whole config is walked.
-func zoneHandler(cfg []byte, zone string) (*Handler, []string, error) {
-	found := &Handler{}
+// zoneHandlers returns the configurations of the zone's handlers in the
+// config, in the order Caddy loads them, and the zones the config's
+// handlers use, sorted. Handlers may sit at any depth (routes, subroutes,
+// handle blocks), so the whole config is walked.
+func zoneHandlers(cfg []byte, zone string) ([]*Handler, []string, error) {
+	var found []*Handler
 	var zones []string
 	if cfg == nil {
-		return found, nil, nil
+		return nil, nil, nil
 	}
 	var tree any
 	if err := json.Unmarshal(cfg, &tree); err != nil {
@@ -280,7 +362,7 @@ func zoneHandler(cfg []byte, zone string) (*Handler, []string, error) {
 				}
 				name := cmp.Or(h.Zone, defaultZone)
 				if name == zone {
-					found = &h
+					found = append(found, &h)
 				}
 				if !slices.Contains(zones, name) {
 					zones = append(zones, name)

@@ -365,6 +365,85 @@ func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
 	}
 }
 
+// A zone whose handlers read identity in several ways (a header on one
+// site, a cookie on another, two headers on a third) gets the value's
+// fingerprint for each way it fits, one per line, each the one the
+// command prints for a config with that handler alone; a note names the
+// rule of each line, and the rules the value does not fit. A value every
+// fitting rule reads alike gets one line.
+func TestFingerprintCommandPrintsOneFingerprintPerWayTheZoneReadsIdentity(t *testing.T) {
+	storage := t.TempDir()
+	const (
+		header  = "{http.request.header.Authorization}"
+		cookie  = "{http.request.cookie.sid}"
+		twoKeys = "{http.request.header.X-A} {http.request.header.X-B}"
+	)
+	write := func(identities ...string) string {
+		cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\n", storage)
+		for i, id := range identities {
+			cfg += fmt.Sprintf("http://127.0.0.1:%d {\n\tmcp_ratelimit {\n\t\tzone two\n\t\tidentity %s\n\t}\n}\n", i+1, id)
+		}
+		path := filepath.Join(t.TempDir(), "Caddyfile")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	all := write(header, cookie, twoKeys)
+	alone := map[string]string{header: write(header), cookie: write(cookie), twoKeys: write(twoKeys)}
+	run := func(cfgPath, stdin string) ([]string, string) {
+		t.Helper()
+		var out, notes bytes.Buffer
+		if err := runFingerprint("two", cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes); err != nil {
+			t.Fatalf("stdin %q: %v", stdin, err)
+		}
+		return strings.Fields(out.String()), notes.String()
+	}
+	for _, tc := range []struct {
+		stdin   string
+		fits    []string // the rules the value fits, in the zone's order
+		misfits string
+		lines   int
+	}{
+		{"Bearer  tokA\n", []string{header, cookie}, twoKeys, 2},
+		{"tokA\n", []string{header, cookie}, twoKeys, 1},
+		{"a\nb\n", []string{twoKeys}, header + "; " + cookie, 1},
+	} {
+		fps, notes := run(all, tc.stdin)
+		if len(fps) != tc.lines {
+			t.Fatalf("stdin %q: printed %q, want %d lines (notes %q)", tc.stdin, fps, tc.lines, notes)
+		}
+		want := map[string]string{} // fingerprint → rule
+		for _, rule := range tc.fits {
+			got, _ := run(alone[rule], tc.stdin)
+			want[got[0]] = rule
+		}
+		if len(want) != tc.lines {
+			t.Fatalf("stdin %q: the handlers alone give %d fingerprints, want %d", tc.stdin, len(want), tc.lines)
+		}
+		for _, fp := range fps {
+			if _, ok := want[fp]; !ok {
+				t.Fatalf("stdin %q: printed %s, which no handler of the zone alone gives (%v)", tc.stdin, fp, want)
+			}
+		}
+		if !strings.Contains(notes, "with identity "+tc.misfits+" (") {
+			t.Errorf("stdin %q: notes %q do not name the rules the value does not fit (%s)", tc.stdin, notes, tc.misfits)
+		}
+		_, order, ways := strings.Cut(strings.TrimSpace(notes), "in order: ")
+		if ways != (tc.lines > 1) {
+			t.Fatalf("stdin %q: notes %q, want the rule of each line named: %v", tc.stdin, notes, tc.lines > 1)
+		}
+		if ways {
+			named := strings.Split(order, "; ")
+			for i, fp := range fps {
+				if i >= len(named) || named[i] != want[fp] {
+					t.Errorf("stdin %q: line %d (%s) is %s's, the note names %q", tc.stdin, i+1, fp, want[fp], named)
+				}
+			}
+		}
+	}
+}
+
 // A value the handler reads as no identity (spaces alone in a header, or
 // every placeholder empty) gets the command's "no identity" error, not a
 // fingerprint that no request ever has.
