@@ -17,16 +17,25 @@ const ObserveSlack = 10 * time.Second
 // held them (an outage's counts pushed to it before they reached
 // storage) or not (another instance's outage counts not yet
 // pushed there, which are then counted once less until it reports
-// again). Within ObserveSlack of a period's start nothing is recorded:
+// again). A report below what that store was known to hold stands for
+// no count: within a period its counts only grow, but for the few a
+// refund gives back, so a smaller one is a store that lost its data (a
+// restart without persistence, FLUSHALL, an eviction), and what it held
+// stays the floor, copied to the host (Observed) for a start to raise it
+// back to. Within ObserveSlack of a period's start nothing is recorded:
 // the other store reads its own clock, and a count it gave for the
 // period that just ended must not become the new one's.
 func (c *Counter) Observe(items []Item, now time.Time) {
 	c.observeEach(items, now, func(b *bucket, it *Item) {
-		if it.Used <= b.local(it.Key) {
+		n := it.Used
+		if o := b.observed[string(it.Key)]; o != nil {
+			n = max(n, o.n-o.kept)
+		}
+		if n <= b.local(it.Key) {
 			delete(b.observed, string(it.Key))
 			return
 		}
-		b.observe(string(it.Key), observation{n: it.Used})
+		b.observe(string(it.Key), observation{n: n})
 	})
 }
 

@@ -36,14 +36,36 @@ func TestObserveCountsOnFromWhatTheOtherStoreHeld(t *testing.T) {
 	if got := c.Used([]byte("i/x"), Day, t0); got != 13 {
 		t.Fatalf("Used after observing 13 with 2 counted here: %d", got)
 	}
-	// A smaller figure than counted here leaves the local count.
-	c.Observe(item(1), t0)
-	if got := c.Used([]byte("i/x"), Day, t0); got != 2 {
-		t.Fatalf("Used after observing 1 with 2 counted here: %d", got)
-	}
 	c.Observe(item(7), t0.Add(24*time.Hour))
-	if got := c.Used([]byte("i/x"), Day, t0); got != 2 {
+	if got := c.Used([]byte("i/x"), Day, t0); got != 13 {
 		t.Fatalf("an observation of the next day changed today's count to %d", got)
+	}
+}
+
+// A figure below what the other store was known to hold is a store that
+// lost its data (a Redis restarted without persistence): what it held
+// stays the floor, in the count and in the copy a start raises it back
+// to, and its next reports count again once they pass it. Calls counted
+// here since its last report are not part of what it was known to hold.
+func TestObserveKeepsWhatTheOtherStoreHeldWhenItReportsLess(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	item := func(used int64) []Item { return []Item{{Key: []byte("i/x"), Period: Day, Used: used}} }
+	c.Observe(item(30), t0)
+	c.Observe(item(1), t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 30 {
+		t.Fatalf("Used after 30 and then 1 reported: %d, want 30", got)
+	}
+	if got := c.Observed(t0); len(got) != 1 || got[0].N != 30 {
+		t.Fatalf("Observed after 30 and then 1 reported: %v, want i/x 30", got)
+	}
+	c.Observe(item(31), t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 31 {
+		t.Fatalf("Used after 31 reported: %d", got)
+	}
+	add(c, "i/x", Day, 2, t0) // 33, of which 2 the store does not hold yet
+	c.Observe(item(32), t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 32 {
+		t.Fatalf("Used after 32 reported with 2 counted here since 31: %d, want 32", got)
 	}
 }
 
