@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -103,10 +102,11 @@ func expandRedisURL(rs *RedisStore) string {
 }
 
 // checkableNow reports whether a store URL can be checked as the config
-// is compiled: it holds no placeholder (one is read at start), or a brace
-// that no placeholder takes, which stays and fails it then as now.
+// is compiled: it holds no placeholder Caddy knows (one is read at start,
+// and its value, a variable's braces included, is checked then); a brace
+// that no placeholder takes stays, and fails it then as now.
 func checkableNow(url string) bool {
-	return !strings.Contains(url, "{") || strings.Contains(caddy.NewReplacer().ReplaceKnown(url, ""), "{")
+	return caddy.NewReplacer().ReplaceKnown(url, "") == url
 }
 
 // storeConfig is the configuration of rs's store for zone, its URL

@@ -20,3 +20,30 @@ func TestRedisURLKeepsBracesNoPlaceholderTakes(t *testing.T) {
 		t.Fatalf("err = %v, want the URL refused, saying to encode the password, without quoting it", err)
 	}
 }
+
+// A store URL holding a placeholder Caddy knows is checked at start, once
+// expanded, never as written: a variable whose value holds a brace (a
+// password's `{x}`) failed `caddy adapt` with "invalid URL scheme", the
+// placeholder's own text parsed as the URL, instead of the start's
+// error saying to encode the password.
+func TestRedisURLFromAVariableIsCheckedExpanded(t *testing.T) {
+	t.Setenv("MCPRL_TEST_REDIS_URL", "redis://:SECRET{x}yz@127.0.0.1:6379/2")
+	rs := &RedisStore{URL: "{env.MCPRL_TEST_REDIS_URL}"}
+	if _, err := compile(&Handler{Store: &Store{Redis: rs}}); err != nil {
+		t.Fatalf("compiling: %v, want the URL left to the start", err)
+	}
+	err := checkRedisStore(rs, "braces")
+	if err == nil || !strings.Contains(err.Error(), "percent-encode") || strings.Contains(err.Error(), "SECRET") {
+		t.Fatalf("err = %v, want the URL refused at start, saying to encode the password, without quoting it", err)
+	}
+	for url, now := range map[string]bool{
+		"redis://127.0.0.1:6379/0":               true,
+		"redis://:QzS3{crT}@127.0.0.1:6379/0":    true, // no placeholder: the brace fails it now
+		"{env.MCPRL_TEST_REDIS_URL}":             false,
+		"redis://:{crT}@{env.MCPRL_TEST_HOST}/0": false,
+	} {
+		if got := checkableNow(url); got != now {
+			t.Errorf("checkableNow(%q) = %v, want %v", url, got, now)
+		}
+	}
+}
