@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/buckets"
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
 
@@ -126,7 +127,7 @@ func (d *decision) decideRedis(r *zoneRedis) (refusal, bool, error) {
 	if res.OK {
 		charged := d.chargedInRedis(items, slots, res.After)
 		d.res[d.nres] = buckets.Compensate(func(time.Time) {
-			d.z.refundRedis(r, charged)
+			d.z.refundRedis(r, charged, d.now)
 			d.forgetLevels()
 		})
 		d.nres++
@@ -384,8 +385,19 @@ func (d *decision) levelsInRedis(slots []redisSlot, levels []float64) {
 // in Redis all the same (a timeout), and pushing it would give the count
 // back twice. The count then stays, on the side of over-counting, never
 // of losing one.
-func (z *zone) refundRedis(r *zoneRedis, items []redisstore.Item) {
+func (z *zone) refundRedis(r *zoneRedis, items []redisstore.Item, now time.Time) {
 	if err := r.store.Refund(context.Background(), items); err != nil {
 		z.redisFailed(r, err)
+		return
 	}
+	// The quota counts Redis reported with the call no longer hold it: a
+	// count it reports below them is no loss of data (see
+	// quota.Counter.Observe), and the host's copy must not hold the call.
+	var refunded []quota.Item
+	for _, it := range items {
+		if it.Kind.IsQuota() {
+			refunded = append(refunded, quota.Item{Key: []byte(it.Key), Period: it.Period, N: it.N})
+		}
+	}
+	z.quota.ObserveRefunded(refunded, now)
 }

@@ -57,7 +57,7 @@ func silentServer(t *testing.T) string {
 func TestTimedOutRefundIsNotPushedAgain(t *testing.T) {
 	h := provisionForTest(t, &Handler{Zone: "refund", Store: &Store{Redis: &RedisStore{URL: "redis://" + silentServer(t), Timeout: caddy.Duration(50 * time.Millisecond)}}})
 	r := h.zone.redis.Load()
-	h.zone.refundRedis(r, []redisstore.Item{{Kind: redisstore.Quota, Key: "i/refunded", Period: quota.Day, Limit: 10, N: 1}})
+	h.zone.refundRedis(r, []redisstore.Item{{Kind: redisstore.Quota, Key: "i/refunded", Period: quota.Day, Limit: 10, N: 1}}, time.Now())
 	if n := r.pendingLen(); n != 0 {
 		t.Fatalf("%d counts kept to push, want none", n)
 	}
@@ -384,6 +384,37 @@ func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
 	}
 	if n, err := store.Used(t.Context(), key, quota.Day, quota.Day.Start(time.Now())); err != nil || n != 1 {
 		t.Fatalf("Redis counts %d (%v) for the identity, want the other instance's 1", n, err)
+	}
+}
+
+// A call Redis admitted and a later local layer refused is given back in
+// Redis and in what the zone knows Redis holds, which a smaller report
+// does not lower (a Redis that lost its data): the host's copy, to which
+// a start raises Redis, must not hold the refunded call.
+func TestARefundIsLeftOutOfWhatRedisIsKnownToHold(t *testing.T) {
+	h := onRedis(t, &Handler{
+		Zone: "redis-refund-observed", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
+	})
+	const token = "Bearer valid-refund-observed"
+	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	for range 2 { // the proving call, and one decided in Redis
+		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
+			t.Fatalf("call: %d %s", code, body)
+		}
+	}
+	slotTakenAfterRedis(t, h, func(*decision) {})
+	if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusTooManyRequests || !strings.Contains(body, "CONCURRENCY_LIMITED") {
+		t.Fatalf("call with the slot taken meanwhile: %d %s, want a concurrency refusal", code, body)
+	}
+	now := time.Now()
+	if n, err := h.zone.redis.Load().store.Used(t.Context(), key, quota.Day, quota.Day.Start(now)); err != nil || n != 2 {
+		t.Fatalf("Redis counts %d (%v), want 2: the refused call given back", n, err)
+	}
+	for _, c := range h.zone.quota.Observed(now) {
+		if c.Key == key && c.N != 2 {
+			t.Fatalf("the zone knows Redis to hold %d for the identity, want 2: the refunded call is in the host's copy", c.N)
+		}
 	}
 }
 

@@ -56,6 +56,20 @@ func (c *Counter) ObserveAdded(items []Item, now time.Time) {
 	})
 }
 
+// ObserveRefunded records, for each item, that the store deciding in
+// this Counter's place (Redis) gave back it.N of what it held for it.Key
+// in the period of kind it.Period containing now: a charge refunded after
+// a later layer refused the call. What that store was known to hold, the
+// floor a smaller report does not lower (see Observe), goes down by as
+// much, so that the call is not counted again.
+func (c *Counter) ObserveRefunded(items []Item, now time.Time) {
+	c.observeEach(items, now, func(b *bucket, it *Item) {
+		if o := b.observed[string(it.Key)]; o != nil && it.N > 0 {
+			o.n = max(o.n-it.N, o.kept)
+		}
+	})
+}
+
 // ObserveReported records, for each count of cs, that the store deciding
 // in this Counter's place (Redis) held at least c.N for c.Key in c.Period
 // containing now, counts made here included, of which c.Kept were calls

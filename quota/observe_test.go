@@ -372,3 +372,21 @@ func TestCountsLeaveCallsBoundForTheStoreOutOfTheLocalCountOnly(t *testing.T) {
 		}
 	}
 }
+
+// A refund the other store made lowers what it is known to hold, so a
+// report below the refused call's is followed, and a later smaller report
+// still cannot go under what it holds without the refund.
+func TestObserveRefundedLowersTheFloor(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	item := func(used int64) []Item { return []Item{{Key: []byte("i/x"), Period: Day, Used: used}} }
+	c.Observe(item(7), t0)
+	c.ObserveRefunded([]Item{{Key: []byte("i/x"), Period: Day, N: 4}}, t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 3 {
+		t.Fatalf("Used after 7 reported and 4 refunded: %d, want 3", got)
+	}
+	c.Observe(item(4), t0)
+	c.Observe(item(1), t0) // the store lost its data
+	if got := c.Observed(t0); len(got) != 1 || got[0].N != 4 {
+		t.Fatalf("Observed = %v, want i/x 4", got)
+	}
+}
