@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/caddyserver/caddy/v2"
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
@@ -227,9 +228,10 @@ func identityAsRead(value string, placeholders []string) (string, error) {
 		return "", fmt.Errorf("the zone's identity has %d placeholders: give one line per placeholder on stdin, an empty line for an empty value, and no more", n)
 	}
 	produced := asPlaceholdersProduce(value, placeholders)
-	if n <= 1 && (strings.Contains(strings.TrimSpace(value), "\n") || strings.Contains(produced, "\n")) {
-		// Within the value, or around it where the handler does not trim
-		// it (a header's or query parameter's surrounding space it does).
+	if n <= 1 && (strings.Contains(strings.TrimRightFunc(value, unicode.IsSpace), "\n") || strings.Contains(produced, "\n")) {
+		// Within the value or before it, or after it where the handler
+		// does not trim it (a header's or query parameter's trailing
+		// space it does, and a second trailing newline is read as such).
 		return "", errors.New("the identity value on stdin holds a line break, which no request's identity does: give it on one line")
 	}
 	if strings.Trim(produced, "\n") == "" {

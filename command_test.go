@@ -344,8 +344,10 @@ func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
 	if err := os.WriteFile(one, []byte(fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit\n}\n", t.TempDir())), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := runFingerprint("default", one, "caddyfile", strings.NewReader("Bearer a\nBearer b"), &out, &notes); err == nil || !strings.Contains(err.Error(), "line break") {
-		t.Fatalf("two credentials on two lines: printed %q, err %v", out.String(), err)
+	for _, stdin := range []string{"Bearer a\nBearer b", "\nBearer a", " \nBearer a\n"} {
+		if err := runFingerprint("default", one, "caddyfile", strings.NewReader(stdin), &out, &notes); err == nil || !strings.Contains(err.Error(), "line break") {
+			t.Fatalf("stdin %q for one placeholder: printed %q, err %v", stdin, out.String(), err)
+		}
 	}
 	// A placeholder the handler does not trim keeps a leading or a second
 	// trailing line break: no request's identity holds one.
