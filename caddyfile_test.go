@@ -275,6 +275,8 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"zone with a space", `zone "my zone"`, "zone", "space"},
 		{"zone dot dot", "zone ..", "zone ..", "directory"},
 		{"zone dot", "zone .", "zone .", "directory"},
+		{"zone with a closing brace", "zone }a", "zone }a", "braces"},
+		{"zone with an opening brace", `zone "a{b"`, "zone", "braces"},
 		{"zone with a byte that is not UTF-8", "zone a\xffb", "zone", "UTF-8"},
 		{"zone empty", `zone ""`, "zone", "empty"},
 		{"identity without a placeholder", "identity notaplaceholder", "identity", "no placeholder"},

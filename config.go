@@ -260,6 +260,11 @@ func checkZone(zone string) error {
 		return fmt.Errorf("zone %q: must be UTF-8 text without spaces, control or invisible characters", zone)
 	case zone == "." || zone == "..":
 		return fmt.Errorf("zone %q: names a directory of the storage, not a zone's own", zone)
+	case strings.ContainsAny(zone, "{}"):
+		// Its Redis keys are mcprl:{<zone>}:…, the zone a Redis Cluster
+		// hash tag: a brace would end the tag early (`}a` leaves it empty,
+		// and each key on a slot of its own) or make two zones one tag.
+		return fmt.Errorf("zone %q: must not contain braces (it is the hash tag of its Redis keys)", zone)
 	case len(zone) > maxZoneName:
 		return fmt.Errorf("zone %q: at most %d bytes long (it names files on the host)", zone, maxZoneName)
 	}
