@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -194,6 +195,37 @@ func TestClusterStoreRunsARedirectOnTheNodeItNamesWhateverTheMapSays(t *testing.
 		if !res.OK || res.After[0] > 1.5 {
 			t.Fatalf("listed %v: %+v, want the moved bucket charged once more", listed, res)
 		}
+	}
+}
+
+// A cluster that lost a master without a replica is down: its live
+// masters still answer PING but refuse every key (CLUSTERDOWN). The
+// store's ping, which the zone's probe makes, fails then too: an idle
+// zone was told Redis was back, and failed again at its next key check,
+// every few seconds while the cluster stayed down.
+func TestClusterStorePingFailsWhileTheClusterIsDown(t *testing.T) {
+	c := harness.StartRedisCluster(t, 3)
+	const zone = "down"
+	_, owner := zoneSlot(t, c, zone)
+	s := clusterStore(t, c.URL(owner), zone)
+	ctx := context.Background()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Nodes[(owner+1)%3].Kill()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if info, _ := c.Nodes[owner].Command("CLUSTER", "INFO"); strings.Contains(info, "cluster_state:fail") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cluster did not go down with a master lost")
+		}
+	}
+	if pong, err := c.Nodes[owner].Command("PING"); err != nil || pong != "PONG" {
+		t.Fatalf("the zone's master answers PING with %q %v, want PONG (the case this test is about)", pong, err)
+	}
+	if err := s.Ping(ctx); err == nil || !strings.Contains(err.Error(), "CLUSTERDOWN") {
+		t.Fatalf("ping with the cluster down: %v, want its CLUSTERDOWN", err)
 	}
 }
 
