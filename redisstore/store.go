@@ -706,8 +706,10 @@ func (s *Store) Push(ctx context.Context, id string, deltas []Delta) (added bool
 const ClusterReread = 500 * time.Millisecond
 
 // Ping checks that Redis answers within the timeout for a key of the
-// zone: in a cluster that is down (a master lost without a replica) its
-// live masters still answer PING but refuse every key (CLUSTERDOWN), so
+// zone, in a script that reads Redis's clock (pingScript): in a cluster
+// that is down (a master lost without a replica) its live masters still
+// answer PING but refuse every key (CLUSTERDOWN), and an ACL may let the
+// user run scripts but not TIME, which every decision calls; either way
 // an idle zone would be told available and then fail its next call, over
 // and over. In a cluster, a failed ping pings again once the slot map has
 // been read again: the map in hand was read when the zone's master
@@ -715,7 +717,9 @@ const ClusterReread = 500 * time.Millisecond
 // one has would otherwise call the dead node once more and recover only
 // at the next, a backoff later.
 func (s *Store) Ping(ctx context.Context) error {
-	ping := func(ctx context.Context, c *redis.Client) error { return c.Exists(ctx, s.prefix+"fpkey").Err() }
+	ping := func(ctx context.Context, c *redis.Client) error {
+		return pingScript.Run(ctx, c, []string{s.prefix + "fpkey"}).Err()
+	}
 	err := s.held(ctx, s.timeout*4, ping)
 	if err != nil && s.cluster != nil {
 		t := time.NewTimer(ClusterReread)

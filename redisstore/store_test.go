@@ -1065,3 +1065,34 @@ func TestPreloadLoadsTheScriptsRedisLacks(t *testing.T) {
 		t.Fatalf("Preload sent %d scripts Redis had", n)
 	}
 }
+
+// The probe's ping fails where every decision fails: for a user whose
+// ACL lets it run scripts and read and write the zone's keys but not
+// TIME, which the decisions call (a least-privilege ACL built from
+// categories leaves it out). A ping that answered for such a user told
+// the zone Redis was back every few seconds, and its next call failed
+// again. A user allowed everything on the zone's keys pings.
+func TestPingFailsForAUserThatCannotDecide(t *testing.T) {
+	r := harness.StartRedis(t)
+	r.Do(t, "ACL", "SETUSER", "scripts", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+@connection")
+	r.Do(t, "ACL", "SETUSER", "all", "on", ">pw", "~mcprl:*", "resetchannels", "+@all")
+	open := func(user string) *redisstore.Store {
+		s, err := redisstore.New(redisstore.Config{URL: "redis://" + user + ":pw@" + r.Addr, Zone: "acl", Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	ctx := context.Background()
+	limited := open("scripts")
+	if _, err := limited.Decide(ctx, []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {
+		t.Fatal("a decision by a user without TIME succeeded: the case this test is about")
+	}
+	if err := limited.Ping(ctx); err == nil {
+		t.Fatal("ping by a user that cannot decide succeeded")
+	}
+	if err := open("all").Ping(ctx); err != nil {
+		t.Fatalf("ping by a user allowed the zone's keys: %v", err)
+	}
+}
