@@ -366,12 +366,8 @@ func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
 // charged, so a rollback gives nothing back to it: a count another
 // instance made meanwhile stays whole.
 func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
-	h := onRedis(t, &Handler{
-		Zone: "redis-uncharged-rollback", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-		Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
-	})
 	const token = "Bearer valid-uncharged"
-	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	h, key := oneSlotOnRedis(t, "redis-uncharged-rollback", token)
 	store := h.zone.redis.Load().store
 	slotTakenAfterRedis(t, h, func(d *decision) {
 		// Another instance counts a call of the identity.
@@ -392,12 +388,8 @@ func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
 // does not lower (a Redis that lost its data): the host's copy, to which
 // a start raises Redis, must not hold the refunded call.
 func TestARefundIsLeftOutOfWhatRedisIsKnownToHold(t *testing.T) {
-	h := onRedis(t, &Handler{
-		Zone: "redis-refund-observed", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-		Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
-	})
 	const token = "Bearer valid-refund-observed"
-	key := "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
+	h, key := oneSlotOnRedis(t, "redis-refund-observed", token)
 	for range 2 { // the proving call, and one decided in Redis
 		if code, body := serveCall(t, h, token, http.StatusOK); code != http.StatusOK {
 			t.Fatalf("call: %d %s", code, body)
@@ -416,6 +408,17 @@ func TestARefundIsLeftOutOfWhatRedisIsKnownToHold(t *testing.T) {
 			t.Fatalf("the zone knows Redis to hold %d for the identity, want 2: the refunded call is in the host's copy", c.N)
 		}
 	}
+}
+
+// oneSlotOnRedis returns a handler of zone on Redis with a daily quota of
+// 5 and one concurrency slot, and the quota key of the identity token.
+func oneSlotOnRedis(t *testing.T, zone, token string) (*Handler, string) {
+	t.Helper()
+	h := onRedis(t, &Handler{
+		Zone: zone, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
+	})
+	return h, "i/" + fingerprintHex(h.zone.fpKey.Load().sum(token))
 }
 
 // slotTakenAfterRedis has the next call h decides find its Redis store
