@@ -182,6 +182,14 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		return r, candidate, nil
 	}
 	r.keyAdopted.Store(true)
+	if err := r.store.Ping(ctx); err != nil {
+		// A user that may touch the key but not decide (an ACL): degraded
+		// from the start, not healthy until its first call.
+		logger.Error("redis store cannot decide at start: deciding locally until it can",
+			zap.String("zone", pol.zone), zap.Error(err))
+		r.fail(err, time.Now())
+		return r, key, nil
+	}
 	// The first decision runs its script at once, not after a miss; the
 	// start waits no longer for it (a failure leaves that to the miss).
 	go func() {
@@ -265,7 +273,13 @@ func (z *zone) applyRedis(pol *policy) {
 			z.takeSavedRedisPending(ctx, r)
 		}
 		key := z.fpKey.Load()
-		switch err := z.adoptRedisKey(ctx, r); {
+		err := z.adoptRedisKey(ctx, r)
+		if err == nil {
+			// A user that may touch the key but not decide (an ACL)
+			// starts degraded, not healthy until its first call.
+			err = r.store.Ping(ctx)
+		}
+		switch {
 		case err != nil:
 			r.unseeded.Store(moved)
 			// Logged whether or not r starts degraded (counts to push

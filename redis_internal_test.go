@@ -410,6 +410,38 @@ func TestARefundIsLeftOutOfWhatRedisIsKnownToHold(t *testing.T) {
 	}
 }
 
+// A store whose user may read and write the fingerprint key but cannot
+// decide (an ACL without TIME, which every decision calls) starts
+// degraded, deciding locally, with the key adopted, and so does one a
+// reload adds to a running zone: each was shown healthy
+// until the zone's first call failed, and a fail_closed tool's first call
+// was the first to learn it.
+func TestAStoreThatCannotDecideStartsDegraded(t *testing.T) {
+	url, _ := localRedis(t)
+	opt, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(opt)
+	defer admin.Close()
+	if err := admin.Do(t.Context(), "ACL", "SETUSER", "notime", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write").Err(); err != nil {
+		t.Fatal(err)
+	}
+	store := &RedisStore{URL: "redis://notime:pw@" + opt.Addr + "/0", Timeout: caddy.Duration(time.Second)}
+	h := provisionForTest(t, &Handler{Zone: "redis-cannot-decide", Store: &Store{Redis: store}})
+	if r := h.zone.redis.Load(); !r.keyAdopted.Load() || !r.degraded.Load() {
+		t.Fatalf("a store that cannot decide started with the key adopted %v, degraded %v; want both", r.keyAdopted.Load(), r.degraded.Load())
+	}
+	// The same store added by a reload to a zone that had none.
+	added := provisionForTest(t, &Handler{Zone: "redis-cannot-decide-added"})
+	pol := *added.pol
+	pol.redis = store
+	added.zone.applyRedis(&pol)
+	if r := added.zone.redis.Load(); !r.keyAdopted.Load() || !r.degraded.Load() {
+		t.Fatalf("a store that cannot decide added with the key adopted %v, degraded %v; want both", r.keyAdopted.Load(), r.degraded.Load())
+	}
+}
+
 // oneSlotOnRedis returns a handler of zone on Redis with a daily quota of
 // 5 and one concurrency slot, and the quota key of the identity token.
 func oneSlotOnRedis(t *testing.T, zone, token string) (*Handler, string) {

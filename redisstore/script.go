@@ -250,16 +250,6 @@ return 1
 // candidate (ARGV[1]) when there is none or the one there is damaged (not
 // 32 bytes: written by hand, or truncated), so that instances converge on
 // one key instead of each keeping its own.
-// pingScript reads Redis's clock, as every decision does, and whether
-// the zone's key KEYS[1] exists: the zone's probe, which a cluster that
-// is down (CLUSTERDOWN for every key) and an ACL that lets this user run
-// scripts but not what the decisions call both fail, as they fail every
-// decision.
-var pingScript = redis.NewScript(`
-redis.call('TIME')
-return redis.call('EXISTS', KEYS[1])
-`)
-
 var fpKeyScript = redis.NewScript(`
 local k = redis.call('GET', KEYS[1])
 if not k or string.len(k) ~= 32 then

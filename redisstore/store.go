@@ -705,11 +705,16 @@ func (s *Store) Push(ctx context.Context, id string, deltas []Delta) (added bool
 // reads it in the background, in milliseconds, once per 200ms at most.
 const ClusterReread = 500 * time.Millisecond
 
-// Ping checks that Redis answers within the timeout for a key of the
-// zone, in a script that reads Redis's clock (pingScript): in a cluster
-// that is down (a master lost without a replica) its live masters still
-// answer PING but refuse every key (CLUSTERDOWN), and an ACL may let the
-// user run scripts but not TIME, which every decision calls; either way
+// probeItems are what Ping decides: a bucket of the probe's own, charged
+// nothing, which the decision script reads and writes back.
+var probeItems = []Item{{Kind: Bucket, Key: "probe", Rate: 1, Burst: 1}}
+
+// Ping checks that Redis decides within the timeout: it runs the decision
+// script on a bucket of the zone's, charging nothing, so it fails
+// wherever a decision fails. PING alone would not: in a cluster that is
+// down (a master lost without a replica) the live masters still answer it
+// but refuse every key (CLUSTERDOWN), and an ACL may let the user read the
+// zone's keys but not write them, or run scripts but not TIME; either way
 // an idle zone would be told available and then fail its next call, over
 // and over. In a cluster, a failed ping pings again once the slot map has
 // been read again: the map in hand was read when the zone's master
@@ -717,10 +722,14 @@ const ClusterReread = 500 * time.Millisecond
 // one has would otherwise call the dead node once more and recover only
 // at the next, a backoff later.
 func (s *Store) Ping(ctx context.Context) error {
-	ping := func(ctx context.Context, c *redis.Client) error {
-		return pingScript.Run(ctx, c, []string{s.prefix + "fpkey"}).Err()
+	keys, argv, err := s.args(probeItems)
+	if err != nil {
+		return err
 	}
-	err := s.held(ctx, s.timeout*4, ping)
+	ping := func(ctx context.Context, c *redis.Client) error {
+		return decideScript.Run(ctx, c, keys, argv...).Err()
+	}
+	err = s.held(ctx, s.timeout*4, ping)
 	if err != nil && s.cluster != nil {
 		t := time.NewTimer(ClusterReread)
 		select {

@@ -1069,13 +1069,16 @@ func TestPreloadLoadsTheScriptsRedisLacks(t *testing.T) {
 // The probe's ping fails where every decision fails: for a user whose
 // ACL lets it run scripts and read and write the zone's keys but not
 // TIME, which the decisions call (a least-privilege ACL built from
-// categories leaves it out). A ping that answered for such a user told
-// the zone Redis was back every few seconds, and its next call failed
-// again. A user allowed everything on the zone's keys pings.
+// categories leaves it out), one that may not write, and one that may
+// touch the fingerprint key alone. A ping that answered for such a user
+// told the zone Redis was back every few seconds, and its next call
+// failed again. A user with the README's least-privilege ACL pings.
 func TestPingFailsForAUserThatCannotDecide(t *testing.T) {
 	r := harness.StartRedis(t)
-	r.Do(t, "ACL", "SETUSER", "scripts", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+@connection")
-	r.Do(t, "ACL", "SETUSER", "all", "on", ">pw", "~mcprl:*", "resetchannels", "+@all")
+	r.Do(t, "ACL", "SETUSER", "notime", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+@connection")
+	r.Do(t, "ACL", "SETUSER", "nowrite", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+time")
+	r.Do(t, "ACL", "SETUSER", "fpkeyonly", "on", ">pw", "~mcprl:*:fpkey", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+time")
+	r.Do(t, "ACL", "SETUSER", "least", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+time")
 	open := func(user string) *redisstore.Store {
 		s, err := redisstore.New(redisstore.Config{URL: "redis://" + user + ":pw@" + r.Addr, Zone: "acl", Timeout: time.Second})
 		if err != nil {
@@ -1085,14 +1088,23 @@ func TestPingFailsForAUserThatCannotDecide(t *testing.T) {
 		return s
 	}
 	ctx := context.Background()
-	limited := open("scripts")
-	if _, err := limited.Decide(ctx, []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {
-		t.Fatal("a decision by a user without TIME succeeded: the case this test is about")
+	for _, user := range []string{"notime", "nowrite", "fpkeyonly"} {
+		limited := open(user)
+		if _, err := limited.FingerprintKey(ctx, nil); err != nil && user != "nowrite" {
+			t.Fatalf("%s: the fingerprint key: %v", user, err)
+		}
+		if _, err := limited.Decide(ctx, []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {
+			t.Fatalf("%s: a decision succeeded: the case this test is about", user)
+		}
+		if err := limited.Ping(ctx); err == nil {
+			t.Fatalf("%s: ping by a user that cannot decide succeeded", user)
+		}
 	}
-	if err := limited.Ping(ctx); err == nil {
-		t.Fatal("ping by a user that cannot decide succeeded")
+	least := open("least")
+	if err := least.Ping(ctx); err != nil {
+		t.Fatalf("ping by a user with the least-privilege ACL: %v", err)
 	}
-	if err := open("all").Ping(ctx); err != nil {
-		t.Fatalf("ping by a user allowed the zone's keys: %v", err)
+	if res := decide(t, least, bucket("t/a", 1, 5, 1)); !res.OK {
+		t.Fatalf("%+v, want the least-privilege user's decision admitted", res)
 	}
 }
