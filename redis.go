@@ -182,26 +182,24 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		return r, candidate, nil
 	}
 	r.keyAdopted.Store(true)
-	if err := r.store.Ping(ctx); err != nil {
+	if err := r.checkDecides(ctx); err != nil {
 		// A user that may touch the key but not decide (an ACL): degraded
 		// from the start, not healthy until its first call.
 		logger.Error("redis store cannot decide at start: deciding locally until it can",
 			zap.String("zone", pol.zone), zap.Error(err))
 		r.fail(err, time.Now())
-		return r, key, nil
 	}
-	// The first decision runs its script at once, not after a miss; the
-	// start waits no longer for it (a failure leaves that to the miss).
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), redisPreloadWait)
-		defer cancel()
-		_ = r.store.Preload(ctx)
-	}()
 	return r, key, nil
 }
 
-// redisPreloadWait bounds the loading of the decision scripts at a start.
-const redisPreloadWait = 5 * time.Second
+// checkDecides loads the scripts into Redis where it lacks them, so that
+// the first decision runs its script at once, not after a miss (a
+// failure leaves that to the miss), and then pings: an error says the
+// store cannot decide now (see redisstore.Store.Ping).
+func (r *zoneRedis) checkDecides(ctx context.Context) error {
+	_ = r.store.Preload(ctx)
+	return r.store.Ping(ctx)
+}
 
 // startWait is how long the zone waits for Redis's fingerprint key when it
 // starts with the store or gains it on a reload, before it starts degraded
@@ -277,7 +275,7 @@ func (z *zone) applyRedis(pol *policy) {
 		if err == nil {
 			// A user that may touch the key but not decide (an ACL)
 			// starts degraded, not healthy until its first call.
-			err = r.store.Ping(ctx)
+			err = r.checkDecides(ctx)
 		}
 		switch {
 		case err != nil:
@@ -520,10 +518,14 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	// lose them).
 	z.mirrorRedisPending(r)
 	key := z.fpKey.Load()
+	// A Redis that restarted has lost its scripts: loaded first, or the
+	// ping would send the decision's, and the first decision the others,
+	// past the timeout when slow. The ping runs whatever the load did: a
+	// failed one has a cluster's slot map read again (a replica promoted),
+	// and a load that failed on the old map is tried again after it.
+	loadErr := r.store.Preload(ctx)
 	err := r.store.Ping(ctx)
-	if err == nil {
-		// A Redis that restarted has lost its scripts: the first
-		// decision would send them, past the timeout when slow.
+	if err == nil && loadErr != nil {
 		err = r.store.Preload(ctx)
 	}
 	if err == nil && !r.keyAdopted.Load() {
