@@ -201,10 +201,11 @@ func (r *zoneRedis) checkDecides(ctx context.Context) error {
 	return r.store.Ping(ctx)
 }
 
-// startWait is how long the zone waits for Redis's fingerprint key when it
-// starts with the store or gains it on a reload, before it starts degraded
-// (see openRedis): the store's timeout, and at least redisStartMin, so that
-// a hung Redis delays a start by no more.
+// startWait is how long the zone waits for Redis's fingerprint key, the
+// scripts' loading and a ping (checkDecides) when it starts with the store
+// or gains it on a reload, before it starts degraded (see openRedis): the
+// store's timeout, and at least redisStartMin, so that a hung Redis delays
+// a start by no more.
 func (r *zoneRedis) startWait() time.Duration {
 	return max(r.store.Timeout(), redisStartMin)
 }
