@@ -176,7 +176,7 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		// The key this host last fingerprinted with is Redis's when the
 		// zone ever reached it: counts made now go under the same
 		// fingerprints as every instance's.
-		logger.Error("redis store unreachable at start: deciding locally, fingerprints use the key last used on this host (or Caddy storage's) until it returns",
+		logger.Error("redis store unavailable at start: deciding locally, fingerprints use the key last used on this host (or Caddy storage's) until it returns",
 			zap.String("zone", pol.zone), zap.Duration("waited", wait), zap.Error(err))
 		r.fail(err, time.Now())
 		return r, candidate, nil
@@ -284,7 +284,8 @@ func (z *zone) applyRedis(pol *policy) {
 			// Logged whether or not r starts degraded (counts to push
 			// first): it is new, and this is its first failure.
 			r.fail(err, time.Now())
-			z.logger.Load().Error("redis store unreachable: deciding locally until it returns, which is when the counts made locally this period are carried there",
+			z.metrics.storeErrs.Inc()
+			z.logger.Load().Error("redis store unavailable: deciding locally until it returns, which is when the counts made locally this period are carried there",
 				zap.String("zone", z.name), zap.Error(err))
 		case moved && z.fpKey.Load() == key && !z.seedable(r):
 			r.unseeded.Store(true) // carried by the probe once the outage's counts are in

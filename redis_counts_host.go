@@ -81,7 +81,7 @@ func (z *zone) seedRedisCounts(logger *zap.Logger, degraded bool) bool {
 	}
 	msg := "quota counts this period go on from those a redis store last reported, copied on this host"
 	if degraded {
-		msg = "redis store unreachable at start: quota counts go on from those it last reported, copied on this host"
+		msg = "redis store unavailable at start: quota counts go on from those it last reported, copied on this host"
 	}
 	logger.Info(msg, zap.String("zone", z.name), zap.Int("keys", len(current)))
 	return true

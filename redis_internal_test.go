@@ -17,6 +17,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -429,16 +430,25 @@ func TestAStoreThatCannotDecideStartsDegraded(t *testing.T) {
 	}
 	store := &RedisStore{URL: "redis://notime:pw@" + opt.Addr + "/0", Timeout: caddy.Duration(time.Second)}
 	h := provisionForTest(t, &Handler{Zone: "redis-cannot-decide", Store: &Store{Redis: store}})
-	if r := h.zone.redis.Load(); !r.keyAdopted.Load() || !r.degraded.Load() {
-		t.Fatalf("a store that cannot decide started with the key adopted %v, degraded %v; want both", r.keyAdopted.Load(), r.degraded.Load())
+	storeErrors := func(z *zone) float64 {
+		var m dto.Metric
+		if err := z.metrics.storeErrs.Write(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetCounter().GetValue()
+	}
+	if r := h.zone.redis.Load(); !r.keyAdopted.Load() || !r.degraded.Load() || storeErrors(h.zone) != 1 {
+		t.Fatalf("a store that cannot decide started with the key adopted %v, degraded %v, %v store errors; want both, and 1",
+			r.keyAdopted.Load(), r.degraded.Load(), storeErrors(h.zone))
 	}
 	// The same store added by a reload to a zone that had none.
 	added := provisionForTest(t, &Handler{Zone: "redis-cannot-decide-added"})
 	pol := *added.pol
 	pol.redis = store
 	added.zone.applyRedis(&pol)
-	if r := added.zone.redis.Load(); !r.keyAdopted.Load() || !r.degraded.Load() {
-		t.Fatalf("a store that cannot decide added with the key adopted %v, degraded %v; want both", r.keyAdopted.Load(), r.degraded.Load())
+	if r := added.zone.redis.Load(); !r.keyAdopted.Load() || !r.degraded.Load() || storeErrors(added.zone) != 1 {
+		t.Fatalf("a store that cannot decide added with the key adopted %v, degraded %v, %v store errors; want both, and 1",
+			r.keyAdopted.Load(), r.degraded.Load(), storeErrors(added.zone))
 	}
 }
 
@@ -909,7 +919,7 @@ func TestStartWhileRedisHangsWaitsTheTimeout(t *testing.T) {
 		if !r.degraded.Load() {
 			t.Errorf("timeout %v: the store is not degraded after a start while Redis hangs", c.timeout)
 		}
-		events := logs.FilterMessageSnippet("unreachable at start").All()
+		events := logs.FilterMessageSnippet("unavailable at start").All()
 		if len(events) != 1 {
 			t.Fatalf("timeout %v: %d start failures logged, want 1", c.timeout, len(events))
 		}
@@ -939,7 +949,7 @@ func TestStoreAddedWhileRedisIsDownIsLoggedWithCountsToPush(t *testing.T) {
 	pol := *h.pol
 	pol.redis = &RedisStore{URL: "redis://" + addr, Timeout: caddy.Duration(100 * time.Millisecond)}
 	h.zone.applyRedis(&pol)
-	if n := logs.FilterMessageSnippet("redis store unreachable").Len(); n != 1 {
+	if n := logs.FilterMessageSnippet("redis store unavailable").Len(); n != 1 {
 		t.Fatalf("%d log lines for a store added while Redis is down, with counts to push, want 1", n)
 	}
 }

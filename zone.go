@@ -288,6 +288,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		flushNow:      make(chan chan struct{}),
 		flushHint:     make(chan struct{}, 1),
 	}
+	if rz != nil && rz.degraded.Load() {
+		z.metrics.storeErrs.Inc() // openRedis's failure, made before the zone had its metrics
+	}
 	z.capacity.Store(&capacity)
 	z.totalsSaved.Store(time.Now().UnixNano())
 	// An identity that expires or is evicted was proven as much as one
