@@ -217,7 +217,9 @@ type Store struct {
 // RedisStore configures the Redis store.
 type RedisStore struct {
 	// URL is `redis://[:password@]host:port[/db]` or `rediss://…`;
-	// placeholders such as `{env.REDIS_URL}` are expanded at provision time.
+	// placeholders such as `{env.REDIS_URL}` are expanded at provision time,
+	// and a URL holding one is checked then, once expanded (not by
+	// `caddy adapt`).
 	URL string `json:"url,omitempty"`
 
 	// Cluster treats URL as one node of a Redis Cluster: the store learns
@@ -233,8 +235,8 @@ type RedisStore struct {
 	// (`?pool_size=N` in the URL, 10 per CPU by default) is not part of it:
 	// calls queue for one up to 1s. It also bounds how long a zone
 	// starting with the store (or gaining it on a reload) waits for
-	// Redis's fingerprint key before it starts degraded, though never
-	// less than 250ms. Default: 50ms.
+	// Redis's fingerprint key, the scripts' loading and a ping before it
+	// starts degraded, though never less than 250ms. Default: 50ms.
 	Timeout caddy.Duration `json:"timeout,omitempty"`
 }
 
@@ -247,7 +249,8 @@ const maxFigure = 999_999_999_999_999
 // (in hex, with more around it), whose names the file system bounds.
 const maxZoneName = 64
 
-// checkZone checks a zone's name: one directory of the storage, its own.
+// checkZone checks a zone's name: one directory of the storage, its own,
+// and one hash tag of its Redis keys.
 func checkZone(zone string) error {
 	switch {
 	case strings.ContainsAny(zone, "/\\ \t\n"):

@@ -44,7 +44,7 @@ type Handler struct {
 	// and fingerprint key, until its buckets would have refilled (at most
 	// 24h) and its calls have ended. At most 64 bytes of UTF-8, without
 	// slashes, spaces (Unicode ones included), control or invisible
-	// characters.
+	// characters, or braces (the name is its Redis keys' hash tag).
 	// Default: "default" (the Caddyfile refuses an empty name).
 	Zone string `json:"zone,omitempty"`
 

@@ -192,13 +192,20 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 	return r, key, nil
 }
 
-// checkDecides loads the scripts into Redis where it lacks them, so that
-// the first decision runs its script at once, not after a miss (a
-// failure leaves that to the miss), and then pings: an error says the
-// store cannot decide now (see redisstore.Store.Ping).
+// checkDecides loads the scripts into Redis where it lacks them and then
+// pings (see redisstore.Store.Ping): an error says the store cannot decide
+// now. A Redis that restarted has lost its scripts: loaded first, or the
+// ping would send the decision's, and the first decision the others,
+// past the timeout when slow. The ping runs whatever the load did: a
+// failed one has a cluster's slot map read again (a replica promoted),
+// and a load that failed on the old map is tried again after it.
 func (r *zoneRedis) checkDecides(ctx context.Context) error {
-	_ = r.store.Preload(ctx)
-	return r.store.Ping(ctx)
+	loadErr := r.store.Preload(ctx)
+	err := r.store.Ping(ctx)
+	if err == nil && loadErr != nil {
+		err = r.store.Preload(ctx)
+	}
+	return err
 }
 
 // startWait is how long the zone waits for Redis's fingerprint key, the
@@ -520,16 +527,7 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	// lose them).
 	z.mirrorRedisPending(r)
 	key := z.fpKey.Load()
-	// A Redis that restarted has lost its scripts: loaded first, or the
-	// ping would send the decision's, and the first decision the others,
-	// past the timeout when slow. The ping runs whatever the load did: a
-	// failed one has a cluster's slot map read again (a replica promoted),
-	// and a load that failed on the old map is tried again after it.
-	loadErr := r.store.Preload(ctx)
-	err := r.store.Ping(ctx)
-	if err == nil && loadErr != nil {
-		err = r.store.Preload(ctx)
-	}
+	err := r.checkDecides(ctx)
 	if err == nil && !r.keyAdopted.Load() {
 		err = z.adoptRedisKey(ctx, r)
 	}
