@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -26,7 +27,9 @@ const (
 // fingerprint key is still there, storing its own again if Redis lost it
 // (eviction, a restart without persistence, FLUSHALL): an instance
 // started meanwhile must find the key every other instance uses. The
-// scripts are checked with it, and loaded again if Redis lost them.
+// scripts are checked with it, and loaded again if Redis lost them; and
+// the zone's mark, whose loss says Redis lost its counts (see
+// adoptRedisKey).
 const redisKeyCheck = 5 * time.Second
 
 // redisStartMin is the least a zone starting with a Redis store waits for
@@ -46,6 +49,9 @@ type zoneRedis struct {
 	// keyAdopted says the zone fingerprints under the key this store
 	// holds; until then, the store must not decide.
 	keyAdopted atomic.Bool
+	// mark names this instance's zone in Redis (…:up:<mark>) while it
+	// uses this store: see adoptRedisKey.
+	mark string
 	// unseeded says the zone's counts are still to be carried to the
 	// store: it was added to a running zone while Redis was unreachable,
 	// or at a start that found Redis unreachable or counts of an outage
@@ -171,7 +177,7 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		// it, storing it again keeps every instance's fingerprints.
 		candidate = cached
 	}
-	key, err := r.store.FingerprintKey(ctx, candidate)
+	key, _, err := r.store.FingerprintKey(ctx, candidate, r.mark)
 	if err != nil {
 		// The key this host last fingerprinted with is Redis's when the
 		// zone ever reached it: counts made now go under the same
@@ -232,7 +238,7 @@ func newZoneRedis(pol *policy, cs redisCounters, logger *zap.Logger) (*zoneRedis
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}
-	return &zoneRedis{store: st, cfg: *pol.redis, redisCounters: cs, pending: map[deltaKey]int64{}}, nil
+	return &zoneRedis{store: st, cfg: *pol.redis, mark: rand.Text(), redisCounters: cs, pending: map[deltaKey]int64{}}, nil
 }
 
 // applyRedis follows a reload that adds, changes or removes the store. The
@@ -351,13 +357,26 @@ func (z *zone) seedable(r *zoneRedis) bool {
 // while Redis was unreachable, or a zone that gains a store on reload, may
 // hold another key: identities proven under it prove themselves again,
 // and what was counted under it does not carry over.
+//
+// It also marks the zone in Redis (r.mark). A mark set before and gone
+// now says Redis lost its data while the zone ran (a restart without
+// persistence, FLUSHALL): its quota counts restart from zero, so the
+// zone raises them again to what it knows of the period (unseeded), as a
+// start does. Every running instance has its own mark, and so raises the
+// counts of the identities it served.
 func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	cur := z.fpKey.Load()
-	key, err := r.store.FingerprintKey(ctx, cur.key)
+	key, held, err := r.store.FingerprintKey(ctx, cur.key, r.mark)
 	if err != nil {
 		return err
 	}
+	lost := !held && r.keyAdopted.Load()
 	r.keyAdopted.Store(true)
+	if lost && bytes.Equal(key, cur.key) {
+		r.unseeded.Store(true)
+		z.logger.Load().Warn("redis store lost its data (restarted without persistence, flushed, or this zone's keys evicted): raising its quota counts back to what this instance knows of the period",
+			zap.String("zone", z.name))
+	}
 	if !bytes.Equal(key, cur.key) {
 		z.fpKey.Store(newFingerprinter(key))
 		z.cacheKey(key)

@@ -787,31 +787,54 @@ func scriptHashes(scripts []*redis.Script) []string {
 // yet, or if the key there is damaged (not 32 bytes), in one script, so
 // every instance computes the same fingerprints. A nil candidate is
 // replaced by 32 random bytes.
-func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) ([]byte, error) {
+//
+// With a non-empty instance, the same script marks that instance in Redis
+// (mcprl:{zone}:up:<instance>, expiring InstanceMarkTTL after its last
+// mark), and held reports whether the mark was still there: an instance
+// that marks itself more often than that finds it gone only when Redis
+// lost its data (a restart without persistence, FLUSHALL) or the key was
+// deleted or evicted. Without an instance, held is true.
+func (s *Store) FingerprintKey(ctx context.Context, candidate []byte, instance string) (key []byte, held bool, err error) {
 	if len(candidate) != 32 {
 		candidate = make([]byte, 32)
 		if _, err := rand.Read(candidate); err != nil {
-			return nil, fmt.Errorf("generating fingerprint key: %w", err)
+			return nil, false, fmt.Errorf("generating fingerprint key: %w", err)
 		}
 	}
-	name := s.prefix + "fpkey"
-	var key []byte
-	err := s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
-		k, err := fpKeyScript.Run(ctx, c, []string{name}, candidate).Text()
+	keys := []string{s.prefix + "fpkey"}
+	if instance != "" {
+		keys = append(keys, s.prefix+"up:"+instance)
+	}
+	err = s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
+		v, err := fpKeyScript.Run(ctx, c, keys, candidate, int64(InstanceMarkTTL/time.Second)).Slice()
 		if err != nil {
 			return fmt.Errorf("fingerprint key in redis: %w", err)
 		}
-		key = []byte(k)
+		if len(v) != 2 {
+			return fmt.Errorf("fingerprint key in redis: unexpected reply %v", v)
+		}
+		k, kok := v[0].(string)
+		n, nok := v[1].(int64)
+		if !kok || !nok {
+			return fmt.Errorf("fingerprint key in redis: unexpected reply %v", v)
+		}
+		key, held = []byte(k), n == 1
 		return nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(key) != 32 {
-		return nil, fmt.Errorf("fingerprint key %s in redis: %d bytes, want 32", name, len(key))
+		return nil, false, fmt.Errorf("fingerprint key %s in redis: %d bytes, want 32", keys[0], len(key))
 	}
-	return key, nil
+	return key, held, nil
 }
+
+// InstanceMarkTTL is how long an instance's mark (see FingerprintKey)
+// stays in Redis after its last one: long past any instance's check
+// interval, and short enough that the marks of instances gone are soon
+// gone too.
+const InstanceMarkTTL = time.Hour
 
 // Used returns the count of a quota key in the period of kind p containing
 // t, as Redis holds it.

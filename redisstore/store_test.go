@@ -441,12 +441,12 @@ func TestPushAndFingerprintKey(t *testing.T) {
 	if res := decide(t, s, quotaItem("i/p", quota.Day, 5, 1)); res.OK {
 		t.Fatal("a quota filled by pushed counts admitted one more")
 	}
-	k1, err := s.FingerprintKey(ctx, nil)
+	k1, _, err := s.FingerprintKey(ctx, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := newStore(t, r, "z")
-	k2, err := other.FingerprintKey(ctx, make([]byte, 32))
+	k2, _, err := other.FingerprintKey(ctx, make([]byte, 32), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,12 +457,44 @@ func TestPushAndFingerprintKey(t *testing.T) {
 	// not used to fingerprint: it is replaced, and every instance then
 	// gets the replacement.
 	r.Do(t, "SET", "mcprl:{z2}:fpkey", "short")
-	k3, err := newStore(t, r, "z2").FingerprintKey(ctx, nil)
+	k3, _, err := newStore(t, r, "z2").FingerprintKey(ctx, nil, "")
 	if err != nil || len(k3) != 32 || r.Do(t, "GET", "mcprl:{z2}:fpkey") != string(k3) {
 		t.Fatalf("after a 5-byte key in redis: %x, %v; want a new 32-byte key stored there", k3, err)
 	}
-	if k4, err := newStore(t, r, "z2").FingerprintKey(ctx, make([]byte, 32)); err != nil || string(k4) != string(k3) {
+	if k4, _, err := newStore(t, r, "z2").FingerprintKey(ctx, make([]byte, 32), ""); err != nil || string(k4) != string(k3) {
 		t.Fatalf("another instance got %x, %v; want the replacement %x", k4, err, k3)
+	}
+}
+
+// An instance's mark, set with the fingerprint key, is found again until
+// Redis loses its data, and expires on its own once the instance is gone;
+// a call without an instance sets none.
+func TestAnInstanceMarkSaysWhetherRedisLostItsData(t *testing.T) {
+	r := harness.StartRedis(t)
+	ctx := context.Background()
+	s := newStore(t, r, "z")
+	for i, want := range []bool{false, true, true} {
+		if _, held, err := s.FingerprintKey(ctx, nil, "a"); err != nil || held != want {
+			t.Fatalf("mark %d: held %v, %v; want %v", i, held, err, want)
+		}
+	}
+	if ttl, _ := strconv.Atoi(r.Do(t, "TTL", "mcprl:{z}:up:a")); ttl <= 3500 || ttl > 3600 {
+		t.Fatalf("the mark expires in %d s, want an hour", ttl)
+	}
+	if _, held, err := s.FingerprintKey(ctx, nil, "b"); err != nil || held {
+		t.Fatalf("another instance's first mark: held %v, %v; want false", held, err)
+	}
+	r.Do(t, "FLUSHALL")
+	for i, want := range []bool{false, true} {
+		if _, held, err := s.FingerprintKey(ctx, nil, "a"); err != nil || held != want {
+			t.Fatalf("mark %d after FLUSHALL: held %v, %v; want %v", i, held, err, want)
+		}
+	}
+	if _, held, err := s.FingerprintKey(ctx, nil, ""); err != nil || !held {
+		t.Fatalf("no instance: held %v, %v; want true", held, err)
+	}
+	if keys := r.Do(t, "KEYS", "mcprl:{z}:up:*"); strings.Count(keys, "up:") != 1 {
+		t.Fatalf("marks in redis: %q, want a's alone", keys)
 	}
 }
 
@@ -1090,7 +1122,7 @@ func TestPingFailsForAUserThatCannotDecide(t *testing.T) {
 	ctx := context.Background()
 	for _, user := range []string{"notime", "nowrite", "fpkeyonly"} {
 		limited := open(user)
-		if _, err := limited.FingerprintKey(ctx, nil); err != nil && user != "nowrite" {
+		if _, _, err := limited.FingerprintKey(ctx, nil, ""); err != nil && user != "nowrite" {
 			t.Fatalf("%s: the fingerprint key: %v", user, err)
 		}
 		if _, err := limited.Decide(ctx, []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {

@@ -42,6 +42,33 @@ func TestRedisOutageCrashAddsWhatRedisReportedToStorage(t *testing.T) {
 	mustCall(t, p, token, "quota") // 3 in Redis, 2 before the crash, 1 after
 }
 
+// A Redis that loses its data while instances run (a restart without
+// persistence, FLUSHALL) is raised back by each of them, within seconds,
+// to the counts it knows: the identities each served find their quota
+// spent, as before the loss.
+func TestRunningInstancesRaiseARedisThatLostItsData(t *testing.T) {
+	skipNearMidnight(t)
+	r := harness.StartRedis(t)
+	ps, _ := startRedisProcesses(t, 2, redisSite(r.URL, "tenant 1/h burst 10\n quota 3/day"))
+	tokens := []string{"valid-lost-a", "valid-lost-b"}
+	for i, p := range ps {
+		prove(t, p, tokens[i])
+		for range 3 {
+			mustCall(t, p, tokens[i], "ok")
+		}
+	}
+	if n := sumQuota(t, r); n != 6 {
+		t.Fatalf("Redis holds %d for six calls, want 6", n)
+	}
+	r.Do(t, "FLUSHALL")
+	harness.Eventually(t, 15*time.Second, "Redis raised back to six calls", func() bool {
+		return sumQuota(t, r) == 6
+	})
+	for i, p := range ps {
+		mustCall(t, p, tokens[i], "quota")
+	}
+}
+
 // Processes sharing a data directory each keep their own copy of what
 // Redis reported: one that stops last does not replace what another was
 // told, and a start during an outage goes on from the largest.
