@@ -90,8 +90,8 @@ type Group struct {
 	// such placeholder, whose value cannot run into another's; the clock
 	// ({time.*}) is refused in it, as each value would be a fresh group. An empty
 	// value skips the group layer. A placeholder that is none of Caddy's
-	// is warned about at start: unless a plugin sets it, it is always
-	// empty.
+	// own is warned about at the first request for which no earlier
+	// handler (a map, a plugin) set it: it is empty then.
 	Key string `json:"key,omitempty"`
 
 	// Rate is the group's refill rate, `<n>/<s|m|h>`. Required.
@@ -179,8 +179,10 @@ type TierMatch struct {
 	// it must hold a placeholder that can differ between callers. It
 	// should come from a trusted earlier handler: a raw client header lets
 	// the client pick its own plan. A placeholder that is none of Caddy's
-	// (Caddyfile shorthand such as {header.X} in JSON) is warned about at
-	// start: unless a plugin sets it, the tier never applies.
+	// own (Caddyfile shorthand such as {header.X} in JSON, or a map's
+	// destination) is warned about at the first request for which no
+	// earlier handler (a map, a plugin) set it: the tier does not apply
+	// to such requests.
 	Placeholder string `json:"placeholder,omitempty"`
 
 	// Values lists the values that select this tier (exact match); a value

@@ -140,6 +140,7 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 	d := decisionPool.Get().(*decision)
 	d.h, d.z, d.pol, d.now = h, h.zone, h.pol, now
 	h.warnForwardedFor(r)
+	h.warnUnsetPlaceholders(r)
 	// Frameworks answer OPTIONS (and often HEAD) themselves, before any
 	// authentication runs (Express does for every route): such a 2xx
 	// says nothing about the credential.

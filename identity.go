@@ -235,34 +235,12 @@ func warnDerivedIdentity(pol *policy, logger *zap.Logger) {
 }
 
 // unknownPlaceholder reports whether the placeholder key is none of
-// Caddy's: neither global nor of its HTTP server. A JSON config's
+// Caddy's own: neither global nor of its HTTP server. A JSON config's
 // Caddyfile shorthand ({method}, {header.X}), a typo or a doubled brace
-// ({{x}}) is empty for every caller unless a plugin sets it.
+// ({{x}}) is empty for every caller, unless an earlier handler sets it
+// (a map's destination, a plugin's): see unsetWatch.
 func unknownPlaceholder(key string) bool {
 	return !strings.HasPrefix(key, "http.") && !hasPrefixIn(key, globalPlaceholders)
-}
-
-// warnUnknownPlaceholders warns about the placeholders of identity, the
-// group key and the tiers' match that are none of Caddy's
-// (unknownPlaceholder): each is empty for every caller unless a plugin
-// sets it, so no caller would have an identity, the group layer would be
-// skipped or the tier never apply, with nothing else to say so.
-func warnUnknownPlaceholders(pol *policy, logger *zap.Logger) {
-	warn := func(text, consequence string) {
-		for key := range placeholderKeys(text) {
-			if unknownPlaceholder(key) {
-				logger.Warn("placeholder is none of Caddy's (in JSON, placeholders have their full names, such as {http.request.header.Authorization}): unless a plugin sets it, it is empty for every caller, so "+consequence,
-					zap.String("zone", pol.zone), zap.String("placeholder", "{"+key+"}"), zap.String("in", text))
-			}
-		}
-	}
-	for _, ph := range pol.identity {
-		warn(ph, "no caller has an identity")
-	}
-	warn(pol.groupKey, "the group layer never applies")
-	for _, t := range pol.tiers {
-		warn(t.placeholder, "tier "+t.name+" never applies")
-	}
 }
 
 // headersIn returns the names of the request headers whose placeholders

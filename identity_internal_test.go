@@ -11,6 +11,7 @@ import (
 
 	"github.com/caddyserver/caddy/v2"
 	"github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	maphandler "github.com/caddyserver/caddy/v2/modules/caddyhttp/map"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -256,10 +257,11 @@ func TestIdentityOfSeveralClientInputsIsWarnedAbout(t *testing.T) {
 	})
 }
 
-// A placeholder that is none of Caddy's, in identity, the group key or a
-// tier's match, is warned about at provision: it is empty for every caller
-// unless a plugin sets it.
-func TestUnknownPlaceholderIsWarnedAbout(t *testing.T) {
+// A placeholder that is none of Caddy's own, in identity, the group key
+// or a tier's match, is warned about at the first request for which no
+// earlier handler set it, once; one that Caddy's map handler sets before
+// the handler runs is not.
+func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 	for _, c := range []struct {
 		text string
 		want int
@@ -283,9 +285,30 @@ func TestUnknownPlaceholderIsWarnedAbout(t *testing.T) {
 			t.Fatalf("%s: %v", c.text, err)
 		}
 		core, logs := observer.New(zap.WarnLevel)
-		warnUnknownPlaceholders(pol, zap.New(core))
+		h.logger, h.zone, h.unset = zap.New(core), &zone{name: "z"}, unsetWatches(pol)
+		request := func() *http.Request {
+			return caddyhttp.PrepareRequest(httptest.NewRequest(http.MethodPost, "/mcp", nil), caddy.NewReplacer(), nil, nil)
+		}
+		warn := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+			h.warnUnsetPlaceholders(r)
+			return nil
+		})
+		var keys []string
+		for _, w := range h.unset {
+			keys = append(keys, w.key)
+		}
+		mapped := &maphandler.Handler{Source: "{http.request.method}", Destinations: keys, Defaults: make([]string, len(keys))}
+		if err := mapped.ServeHTTP(httptest.NewRecorder(), request(), warn); err != nil {
+			t.Fatal(err)
+		}
+		if logs.Len() != 0 {
+			t.Fatalf("%s: %d warnings when a map sets it", c.text, logs.Len())
+		}
+		for range 2 {
+			_ = warn(httptest.NewRecorder(), request())
+		}
 		if got := logs.Len(); got != 3*c.want {
-			t.Errorf("%s: %d warnings, want %d (identity, group, tier)", c.text, got, 3*c.want)
+			t.Errorf("%s: %d warnings for two requests without the map, want %d (identity, group, tier)", c.text, got, 3*c.want)
 		}
 		for _, e := range logs.All() {
 			if ph := e.ContextMap()["placeholder"]; !strings.HasPrefix(c.text, "{env") && !strings.Contains(c.text, ph.(string)) {

@@ -76,10 +76,11 @@ type Handler struct {
 	// request and the connection ({http.request.method}, .proto, .scheme,
 	// .local*, .remote with its port, .uuid) is refused: a caller varies
 	// it at will; so is the clock ({time.*}), beside a credential too. One read from a value an earlier handler
-	// derived ({http.vars.*}) is warned about at start, and so is one
-	// that is none of Caddy's ({method}: in JSON, placeholders have their
-	// full names), which is empty for every caller unless a plugin sets it,
-	// and one that reads a whole input carrying several values (the query,
+	// derived ({http.vars.*}) is warned about at start; one that is none
+	// of Caddy's own ({method}: in JSON, placeholders have their full
+	// names) at the first request for which no earlier handler (a map, a
+	// plugin) set it, since it is then empty; and at start, one that
+	// reads a whole input carrying several values (the query,
 	// the Cookie header), where a throwaway parameter makes a new identity,
 	// and one joining several inputs the client sends (a header and a
 	// query parameter), where a backend reading only one proves every
@@ -272,6 +273,8 @@ type Handler struct {
 	// forwarded holds the zone's forwardedState for this handler's
 	// server, once a request has carried X-Forwarded-For.
 	forwarded *atomic.Pointer[forwardedState]
+	// unset watches the placeholders that are none of Caddy's own.
+	unset []*unsetWatch
 }
 
 // CaddyModule returns the Caddy module information.
@@ -299,7 +302,6 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnHopByHopIdentity(pol, h.logger)
 	warnTrustedClientInput(pol, h.logger)
 	warnDerivedIdentity(pol, h.logger)
-	warnUnknownPlaceholders(pol, h.logger)
 	warnWholeInputIdentity(pol, h.logger)
 	warnSeveralInputsIdentity(pol, h.logger)
 	warnUnpayableCosts(pol, h.logger)
@@ -318,6 +320,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	h.zone = z
 	h.use = &handlerUse{letGo: h.letGo, ended: h.zone.hintFlush}
 	h.forwarded = new(atomic.Pointer[forwardedState])
+	h.unset = unsetWatches(pol)
 	if srv, _ := ctx.Value(caddyhttp.ServerCtxKey).(*caddyhttp.Server); srv != nil {
 		h.noteServer(srv)
 	}
