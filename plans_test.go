@@ -360,6 +360,37 @@ func TestDryRunPreauthRefusalLogsTheRequestCost(t *testing.T) {
 	}
 }
 
+// A request that costs nothing (a ping) refused by pre-auth or by the
+// anonymous layer, each of which takes 1 of it, is logged with that cost.
+func TestUncostedRequestRefusalLogsWhatTheLayerTakes(t *testing.T) {
+	opts, path := logOptions(t)
+	e := start(t, "zone freelog\npreauth 1/h burst 3\nanonymous 1/h burst 1", opts)
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	// Without a credential: the anonymous bucket refuses the second (and
+	// gives its pre-auth token back); with a junk one, pre-auth the third.
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer junk"}} {
+		refused := false
+		for range 3 {
+			if r := harness.Post(t, e.mcp, ping, hdr...); r.Status == http.StatusTooManyRequests {
+				refused = true
+				break
+			}
+		}
+		if !refused {
+			t.Fatalf("pings %v: none refused", hdr)
+		}
+	}
+	costs := map[any]any{}
+	for _, ev := range logEvents(t, path) {
+		if ev["msg"] == "refused" && ev["zone"] == "freelog" {
+			costs[ev["layer"]] = ev["cost"]
+		}
+	}
+	if len(costs) != 2 || costs["preauth"] != float64(1) || costs["anonymous"] != float64(1) {
+		t.Fatalf("refusals logged with costs %v, want preauth and anonymous with 1", costs)
+	}
+}
+
 // In dry run each quota layer decides and is counted once per request: the
 // identity's quota (per day and per month, one layer) and the tool's.
 func TestDryRunCountsEachQuotaLayerOnce(t *testing.T) {

@@ -18,11 +18,17 @@ func (h *Handler) record(d *decision, ref refusal, dry bool) {
 	if n == 0 {
 		return
 	}
+	cost := d.cost
+	if ref.kind == kindRate {
+		// What the bucket was asked for: pre-auth and anonymous take at
+		// least 1 of a request that costs nothing.
+		cost = int64(ref.n)
+	}
 	fields := []zap.Field{
 		zap.String("zone", d.z.name),
 		zap.String("layer", ref.layer.String()),
 		zap.Int64("retry_after", ceilSeconds(ref.wait)),
-		zap.Int64("cost", d.cost),
+		zap.Int64("cost", cost),
 		zap.Uint64("represents_count", n),
 	}
 	if d.hasID {
