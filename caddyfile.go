@@ -521,6 +521,9 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) erro
 	args := d.RemainingArgs()
 	c := &Concurrency{}
 	switch {
+	case len(args) == 1 && args[0] == "off":
+		c.Off = true
+		args = nil
 	case len(args) == 1 || len(args) == 3:
 		n, err := parseCount[int](args[0])
 		if err != nil || n <= 0 || n > maxFigure {

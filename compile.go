@@ -405,7 +405,9 @@ func compileBase(p *policy, h *Handler) error {
 		if err := checkConcurrency(h.Concurrency); err != nil {
 			return err
 		}
-		p.base.concurrency = *h.Concurrency
+		if !h.Concurrency.Off {
+			p.base.concurrency = *h.Concurrency
+		}
 	}
 	p.base.costs = map[string]int64{}
 	for tool, c := range h.Costs {
@@ -420,6 +422,9 @@ func compileBase(p *policy, h *Handler) error {
 func checkConcurrency(c *Concurrency) error {
 	if c.Max < 0 || c.PerIdentity < 0 {
 		return fmt.Errorf("concurrency: must be positive")
+	}
+	if c.Off && (c.Max > 0 || c.PerIdentity > 0) {
+		return fmt.Errorf("concurrency: off sets no cap, and cannot come with max or per_identity")
 	}
 	if err := atMostFigure("concurrency", c.Max); err != nil {
 		return err
@@ -554,8 +559,12 @@ func compileLimits(what string, l *Limits, base limits, server Concurrency) (lim
 			return out, fmt.Errorf("%s: %w", what, err)
 		}
 		// A plan caps its identities; it may lower the zone-wide cap for
-		// its own calls, never raise the server's.
+		// its own calls, never raise the server's. Off lifts the caps
+		// below it: none for the identity, the server's for the zone.
 		c := base.concurrency
+		if l.Concurrency.Off {
+			c = Concurrency{Max: server.Max}
+		}
 		if m := l.Concurrency.Max; m > 0 {
 			c.Max = m
 			if server.Max > 0 && server.Max < m {

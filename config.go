@@ -63,6 +63,12 @@ type Concurrency struct {
 	// proven or not; requests without an identity are covered by Max only.
 	// 0 means no per-identity cap; at most 999999999999999.
 	PerIdentity int `json:"per_identity,omitempty"`
+
+	// Off says there is no cap, as when the layer is left out. In a tier
+	// or an override, it lifts the caps of the limits below it for the
+	// identities it covers: no per-identity cap, and the zone-wide cap is
+	// the top level's. It cannot be combined with Max or PerIdentity.
+	Off bool `json:"off,omitempty"`
 }
 
 // Gateway gives addresses that front many tenants a larger pre-auth

@@ -95,6 +95,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"gateways":[{"cidrs":["10.0.0.0/8"],"rate":"1/s"},{"cidrs":["10.1.0.0/8"],"rate":"2/s"}]}`, "gateway"},
 		{`{"concurrency":{"max":-1}}`, "concurrency"},
 		{`{"concurrency":{"per_identity":-1}}`, "concurrency"},
+		{`{"concurrency":{"off":true,"max":2}}`, "off"},
+		{`{"concurrency":{"off":true,"per_identity":2}}`, "off"},
 		{`{"gateways":[{}]}`, "gateway"},
 		{`{"gateways":[{"cidrs":["nope"],"rate":"1/s"}]}`, "gateway"},
 		{`{"gateways":[{"cidrs":["10.0.0.0/8"]}]}`, "gateway"},
