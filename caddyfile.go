@@ -466,11 +466,11 @@ func looksLikeRate(s string) bool {
 	return s != "" && strings.Count(s, ".") <= 1 && strings.Trim(s, "0123456789+-.") == ""
 }
 
-func parseQuotaArg(d *caddyfile.Dispenser, s string) (n int64, period string, err error) {
+func parseQuotaArg(d *caddyfile.Dispenser, name, s string) (n int64, period string, err error) {
 	num, period, ok := strings.Cut(s, "/")
 	n, perr := parseCount[int64](num)
 	if !ok || perr != nil || n <= 0 || n > maxFigure || (period != "day" && period != "month") {
-		return 0, "", d.Errf("quota %q: want <n>/<day|month> with a positive <n>, at most %d", s, maxFigure)
+		return 0, "", d.Errf("%s %q: want <n>/<day|month> with a positive <n>, at most %d", name, s, maxFigure)
 	}
 	return n, period, nil
 }
@@ -492,7 +492,7 @@ func parseQuota(d *caddyfile.Dispenser, q **QuotaLimit, allowOff bool) error {
 		return nil
 	}
 	for _, s := range args {
-		n, period, err := parseQuotaArg(d, s)
+		n, period, err := parseQuotaArg(d, name, s)
 		if err != nil {
 			return err
 		}

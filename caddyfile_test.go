@@ -373,6 +373,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"quota off with a value", "quota off 6/day", "quota off", "quota"},
 		{"quota no value", "quota\ntenant 1/s", "quota", "argument"},
 		{"group_quota week", "group {org} 1/s\ngroup_quota 5/week", "5/week", "quota"},
+		{"group_quota off", "group {org} 1/s\ngroup_quota off", "group_quota off", `group_quota "off"`},
 		{"group_quota month twice", "group {org} 1/s\ngroup_quota 5/month\ngroup_quota 6/month", "group_quota 6/month", "more than once"},
 		{"concurrency zero", "concurrency 0", "concurrency", "concurrency"},
 		{"concurrency per_identity zero", "concurrency 4 per_identity 0", "concurrency", "per_identity"},
