@@ -222,17 +222,22 @@ func derivedValue(key string) bool {
 // made of the request inputs an identity names itself (a header sent
 // twice, a query parameter or cookie under two spellings, a line break)
 // cannot see what went into it, so each variant a caller sends may be an
-// identity of its own, proven by a backend that reads one of them.
+// identity of its own, proven by a backend that reads one of them. A
+// map's destination or a plugin's placeholder, which only a request shows
+// set, is warned about then (see unsetWatch).
 func warnDerivedIdentity(pol *policy, logger *zap.Logger) {
 	for _, ph := range pol.identity {
 		for key := range placeholderKeys(ph) {
 			if derivedValue(key) {
-				logger.Warn("identity reads a value an earlier handler derived from the request: the checks of request inputs (a header sent twice, a parameter or cookie under two spellings) do not apply to what went into it; name the request input in identity, or derive the value from an authenticated one",
-					zap.String("zone", pol.zone), zap.String("placeholder", "{"+key+"}"))
+				logger.Warn(derivedIdentityWarning, zap.String("zone", pol.zone), zap.String("placeholder", "{"+key+"}"))
 			}
 		}
 	}
 }
+
+// derivedIdentityWarning is the warning about an identity read from a
+// value an earlier handler derived from the request.
+const derivedIdentityWarning = "identity reads a value an earlier handler derived from the request: the checks of request inputs (a header sent twice, a parameter or cookie under two spellings) do not apply to what went into it; name the request input in identity, or derive the value from an authenticated one"
 
 // unknownPlaceholder reports whether the placeholder key is none of
 // Caddy's own: neither global nor of its HTTP server. A JSON config's

@@ -11,50 +11,59 @@ import (
 // unsetWatch is a placeholder of identity, the group key or a tier's
 // match that is none of Caddy's own (unknownPlaceholder). An earlier
 // handler may set it for a request (a map's destination, a plugin's),
-// which a handler's provision cannot see; where none does, it is empty,
-// so that the request has no identity, skips the group layer or does not
-// match the tier, with nothing else to say so. The first request for
-// which it is not set is warned about.
+// which a handler's provision cannot see. Where none does, it is empty,
+// so that the identity reads it as empty, the request skips the group
+// layer or does not match the tier, with nothing else to say so: the
+// first request for which it is not set is warned about. Where one does,
+// an identity reads a value derived from the request, which the first
+// request for which it is set is warned about (see warnDerivedIdentity).
 type unsetWatch struct {
 	key, in, consequence string
-	warned               atomic.Bool
+	identity             bool // read by the identity
+	unsetWarned          atomic.Bool
+	setWarned            atomic.Bool // set, in an identity: derived
 }
 
 // unsetWatches returns a watch for each placeholder of pol's identity,
 // group key and tiers' match that is none of Caddy's own.
 func unsetWatches(pol *policy) []*unsetWatch {
 	var ws []*unsetWatch
-	watch := func(text, consequence string) {
+	watch := func(text, consequence string, identity bool) {
 		for key := range placeholderKeys(text) {
 			if unknownPlaceholder(key) {
-				ws = append(ws, &unsetWatch{key: key, in: text, consequence: consequence})
+				ws = append(ws, &unsetWatch{key: key, in: text, consequence: consequence, identity: identity})
 			}
 		}
 	}
 	for _, ph := range pol.identity {
-		watch(ph, "they have no identity")
+		watch(ph, "the identity reads it as empty (a request with nothing else in it has no identity)", true)
 	}
-	watch(pol.groupKey, "they skip the group layer")
+	watch(pol.groupKey, "they skip the group layer", false)
 	for _, t := range pol.tiers {
-		watch(t.placeholder, "tier "+t.name+" does not apply to them")
+		watch(t.placeholder, "tier "+t.name+" does not apply to them", false)
 	}
 	return ws
 }
 
 // warnUnsetPlaceholders logs, once per watch of the handler, a request
-// for which no earlier handler set the watched placeholder.
+// for which no earlier handler set the watched placeholder, and, for one
+// the identity reads, a request for which one did.
 func (h *Handler) warnUnsetPlaceholders(r *http.Request) {
 	for _, w := range h.unset {
-		if w.warned.Load() {
+		if w.unsetWarned.Load() && (!w.identity || w.setWarned.Load()) {
 			continue
 		}
 		repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 		if repl == nil {
 			return
 		}
-		if _, ok := repl.Get(w.key); !ok && w.warned.CompareAndSwap(false, true) {
+		_, set := repl.Get(w.key)
+		switch {
+		case !set && w.unsetWarned.CompareAndSwap(false, true):
 			h.logger.Warn("placeholder is none of Caddy's own (in JSON, placeholders have their full names, such as {http.request.header.Authorization}) and no earlier handler (a map, a plugin) set it for a request: it is empty for such requests, so "+w.consequence,
 				zap.String("zone", h.zone.name), zap.String("placeholder", "{"+w.key+"}"), zap.String("in", w.in))
+		case set && w.identity && w.setWarned.CompareAndSwap(false, true):
+			h.logger.Warn(derivedIdentityWarning, zap.String("zone", h.zone.name), zap.String("placeholder", "{"+w.key+"}"))
 		}
 	}
 }
