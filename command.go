@@ -403,7 +403,7 @@ func redisFingerprintKey(rs *RedisStore, zone string, candidate []byte) ([]byte,
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	key, _, err := s.FingerprintKey(ctx, candidate, "")
+	key, _, err := s.FingerprintKey(ctx, candidate)
 	if err != nil {
 		return nil, fmt.Errorf("zone %q keeps its fingerprint key in its Redis store: %w", zone, err)
 	}

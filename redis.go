@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -28,7 +27,7 @@ const (
 // (eviction, a restart without persistence, FLUSHALL): an instance
 // started meanwhile must find the key every other instance uses. The
 // scripts are checked with it, and loaded again if Redis lost them; and
-// the zone's mark, whose loss says Redis lost its counts (see
+// the zone's epoch, whose change says Redis lost its counts (see
 // adoptRedisKey).
 const redisKeyCheck = 5 * time.Second
 
@@ -49,9 +48,6 @@ type zoneRedis struct {
 	// keyAdopted says the zone fingerprints under the key this store
 	// holds; until then, the store must not decide.
 	keyAdopted atomic.Bool
-	// mark names this instance's zone in Redis (…:up:<mark>) while it
-	// uses this store: see adoptRedisKey.
-	mark string
 	// unseeded says the zone's counts are still to be carried to the
 	// store: it was added to a running zone while Redis was unreachable,
 	// or at a start that found Redis unreachable or counts of an outage
@@ -73,6 +69,12 @@ type zoneRedis struct {
 	nextProbe time.Time
 	pushed    uint64
 	mirrored  bool // the host holds a copy of pending (mirrorRedisPending)
+	// epoch is the zone's epoch in Redis as last read (see
+	// redisstore.Store.FingerprintKey), "" before the first read.
+	epoch string
+	// restore holds the counts to give back to Redis once it lost its
+	// data (see adoptRedisKey), until they are; nil when there are none.
+	restore *[]quota.Count
 	// keyChecked is when the run loop last checked the key in Redis.
 	keyChecked time.Time
 	// movedTo is the store a reload replaced this one with, once this
@@ -177,7 +179,7 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		// it, storing it again keeps every instance's fingerprints.
 		candidate = cached
 	}
-	key, _, err := r.store.FingerprintKey(ctx, candidate, r.mark)
+	key, epoch, err := r.store.FingerprintKey(ctx, candidate)
 	if err != nil {
 		// The key this host last fingerprinted with is Redis's when the
 		// zone ever reached it: counts made now go under the same
@@ -188,6 +190,7 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		return r, candidate, nil
 	}
 	r.keyAdopted.Store(true)
+	r.epoch = epoch
 	if err := r.checkDecides(ctx); err != nil {
 		// A user that may touch the key but not decide (an ACL): degraded
 		// from the start, not healthy until its first call.
@@ -238,7 +241,7 @@ func newZoneRedis(pol *policy, cs redisCounters, logger *zap.Logger) (*zoneRedis
 	if err != nil {
 		return nil, fmt.Errorf("store redis: %w", err)
 	}
-	return &zoneRedis{store: st, cfg: *pol.redis, mark: rand.Text(), redisCounters: cs, pending: map[deltaKey]int64{}}, nil
+	return &zoneRedis{store: st, cfg: *pol.redis, redisCounters: cs, pending: map[deltaKey]int64{}}, nil
 }
 
 // applyRedis follows a reload that adds, changes or removes the store. The
@@ -358,23 +361,31 @@ func (z *zone) seedable(r *zoneRedis) bool {
 // hold another key: identities proven under it prove themselves again,
 // and what was counted under it does not carry over.
 //
-// It also marks the zone in Redis (r.mark). A mark set before and gone
-// now says Redis lost its data while the zone ran (a restart without
-// persistence, FLUSHALL): its quota counts restart from zero, so the
-// zone raises them again to what it knows of the period (unseeded), as a
-// start does. Every running instance has its own mark, and so raises the
-// counts of the identities it served.
+// It also reads the zone's epoch in Redis. One other than the epoch read
+// before says Redis lost its data while the zone ran (a restart without
+// persistence, FLUSHALL): its quota counts restart from zero, and hold
+// only what was counted there since (calls decided there, outage calls
+// pushed there). The zone keeps what it knew of them, less the calls it
+// pushes there itself, for restoreRedis to add back. Every running
+// instance reads the new epoch, and so gives back the counts of the
+// identities it served.
 func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	cur := z.fpKey.Load()
-	key, held, err := r.store.FingerprintKey(ctx, cur.key, r.mark)
+	key, epoch, err := r.store.FingerprintKey(ctx, cur.key)
 	if err != nil {
 		return err
 	}
-	lost := !held && r.keyAdopted.Load()
+	r.mu.Lock()
+	lost := r.epoch != "" && r.epoch != epoch
+	r.epoch = epoch
+	r.mu.Unlock()
 	r.keyAdopted.Store(true)
 	if lost && bytes.Equal(key, cur.key) {
-		r.unseeded.Store(true)
-		z.logger.Load().Warn("redis store lost its data (restarted without persistence, flushed, or this zone's keys evicted): raising its quota counts back to what this instance knows of the period",
+		counts := z.seedCounts(ctx, time.Now())
+		r.mu.Lock()
+		r.restore = &counts
+		r.mu.Unlock()
+		z.logger.Load().Warn("redis store lost its data (restarted without persistence, or flushed): giving back the quota counts this instance knew it held",
 			zap.String("zone", z.name))
 	}
 	if !bytes.Equal(key, cur.key) {
@@ -384,6 +395,27 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 			zap.String("zone", z.name))
 		z.redisKeyToStorage(ctx)
 	}
+	return nil
+}
+
+// restoreRedis gives back to r the counts it held before it lost its data
+// (see adoptRedisKey), if any are still to be; on failure they are kept
+// for the next try.
+func (z *zone) restoreRedis(ctx context.Context, r *zoneRedis) error {
+	r.mu.Lock()
+	counts := r.restore
+	r.mu.Unlock()
+	if counts == nil {
+		return nil
+	}
+	if err := r.store.Restore(ctx, *counts); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.restore == counts {
+		r.restore = nil // unless a later loss replaced them meanwhile
+	}
+	r.mu.Unlock()
 	return nil
 }
 
@@ -521,6 +553,11 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 				z.redisFailed(r, err)
 			}
 		}
+		if !r.degraded.Load() {
+			if err := z.restoreRedis(ctx, r); err != nil {
+				z.redisFailed(r, err)
+			}
+		}
 		if now.Sub(r.keyChecked) >= redisKeyCheck {
 			r.keyChecked = now
 			err := z.adoptRedisKey(ctx, r)
@@ -547,7 +584,11 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	z.mirrorRedisPending(r)
 	key := z.fpKey.Load()
 	err := r.checkDecides(ctx)
-	if err == nil && !r.keyAdopted.Load() {
+	if err == nil {
+		// Before the push: a Redis that lost its data meanwhile (back
+		// from a restart without persistence) is told apart from one that
+		// kept it, while what this zone knew of it leaves the calls it is
+		// about to push out (see adoptRedisKey).
 		err = z.adoptRedisKey(ctx, r)
 	}
 	if err == nil {
@@ -568,6 +609,9 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		} else {
 			err = z.seedRedis(ctx, r)
 		}
+	}
+	if err == nil {
+		err = z.restoreRedis(ctx, r)
 	}
 	if err != nil {
 		z.metrics.storeErrs.Inc()

@@ -49,12 +49,12 @@ func TestClusterStoreCallsTheMasterOfTheZonesSlot(t *testing.T) {
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	key, held, err := s.FingerprintKey(ctx, nil, "i")
-	if err != nil || held {
-		t.Fatalf("fingerprint key and a first mark: held %v, %v", held, err)
+	key, epoch, err := s.FingerprintKey(ctx, nil)
+	if err != nil || epoch == "" {
+		t.Fatalf("fingerprint key and epoch: %q, %v", epoch, err)
 	}
-	if again, held, err := s.FingerprintKey(ctx, nil, "i"); err != nil || string(again) != string(key) || !held {
-		t.Fatalf("fingerprint key read again: %x held %v %v, want %x held", again, held, err, key)
+	if again, e, err := s.FingerprintKey(ctx, nil); err != nil || string(again) != string(key) || e != epoch {
+		t.Fatalf("fingerprint key read again: %x, epoch %q, %v; want %x, %q", again, e, err, key, epoch)
 	}
 	items := []redisstore.Item{bucket("t/a", 1.0/3600, 2, 1), quotaItem("i/a", quota.Day, 100, 1)}
 	for i, want := range []bool{true, true, false} {

@@ -249,19 +249,18 @@ return 1
 // fpKeyScript returns the zone's fingerprint key (KEYS[1]), storing the
 // candidate (ARGV[1]) when there is none or the one there is damaged (not
 // 32 bytes: written by hand, or truncated), so that instances converge on
-// one key instead of each keeping its own. With KEYS[2], an instance's
-// mark, it also returns whether the mark was there (1 or 0) and sets it
-// again to expire ARGV[2] seconds from now; without, it returns 1.
+// one key instead of each keeping its own. It returns the zone's epoch
+// (KEYS[2]) with it, storing ARGV[2] there first when there is none.
 var fpKeyScript = redis.NewScript(`
 local k = redis.call('GET', KEYS[1])
 if not k or string.len(k) ~= 32 then
   redis.call('SET', KEYS[1], ARGV[1])
   k = ARGV[1]
 end
-local held = 1
-if KEYS[2] then
-  held = redis.call('EXISTS', KEYS[2])
-  redis.call('SET', KEYS[2], '1', 'EX', ARGV[2])
+local e = redis.call('GET', KEYS[2])
+if not e then
+  redis.call('SET', KEYS[2], ARGV[2])
+  e = ARGV[2]
 end
-return {k, held}
+return {k, e}
 `)

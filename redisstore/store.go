@@ -788,25 +788,21 @@ func scriptHashes(scripts []*redis.Script) []string {
 // every instance computes the same fingerprints. A nil candidate is
 // replaced by 32 random bytes.
 //
-// With a non-empty instance, the same script marks that instance in Redis
-// (mcprl:{zone}:up:<instance>, expiring InstanceMarkTTL after its last
-// mark), and held reports whether the mark was still there: an instance
-// that marks itself more often than that finds it gone only when Redis
-// lost its data (a restart without persistence, FLUSHALL) or the key was
-// deleted or evicted. Without an instance, held is true.
-func (s *Store) FingerprintKey(ctx context.Context, candidate []byte, instance string) (key []byte, held bool, err error) {
+// It returns the zone's epoch in Redis too (mcprl:{zone}:epoch): a random
+// text that the first call to find none stores, with no expiry. An epoch
+// other than the one an instance read before says that Redis lost its
+// data in between (a restart without persistence, FLUSHALL), or that the
+// key was deleted by hand.
+func (s *Store) FingerprintKey(ctx context.Context, candidate []byte) (key []byte, epoch string, err error) {
 	if len(candidate) != 32 {
 		candidate = make([]byte, 32)
 		if _, err := rand.Read(candidate); err != nil {
-			return nil, false, fmt.Errorf("generating fingerprint key: %w", err)
+			return nil, "", fmt.Errorf("generating fingerprint key: %w", err)
 		}
 	}
-	keys := []string{s.prefix + "fpkey"}
-	if instance != "" {
-		keys = append(keys, s.prefix+"up:"+instance)
-	}
+	keys := []string{s.prefix + "fpkey", s.prefix + "epoch"}
 	err = s.held(ctx, 0, func(ctx context.Context, c *redis.Client) error {
-		v, err := fpKeyScript.Run(ctx, c, keys, candidate, int64(InstanceMarkTTL/time.Second)).Slice()
+		v, err := fpKeyScript.Run(ctx, c, keys, candidate, rand.Text()).Slice()
 		if err != nil {
 			return fmt.Errorf("fingerprint key in redis: %w", err)
 		}
@@ -814,27 +810,21 @@ func (s *Store) FingerprintKey(ctx context.Context, candidate []byte, instance s
 			return fmt.Errorf("fingerprint key in redis: unexpected reply %v", v)
 		}
 		k, kok := v[0].(string)
-		n, nok := v[1].(int64)
-		if !kok || !nok {
+		e, eok := v[1].(string)
+		if !kok || !eok {
 			return fmt.Errorf("fingerprint key in redis: unexpected reply %v", v)
 		}
-		key, held = []byte(k), n == 1
+		key, epoch = []byte(k), e
 		return nil
 	})
 	if err != nil {
-		return nil, false, err
+		return nil, "", err
 	}
 	if len(key) != 32 {
-		return nil, false, fmt.Errorf("fingerprint key %s in redis: %d bytes, want 32", keys[0], len(key))
+		return nil, "", fmt.Errorf("fingerprint key %s in redis: %d bytes, want 32", keys[0], len(key))
 	}
-	return key, held, nil
+	return key, epoch, nil
 }
-
-// InstanceMarkTTL is how long an instance's mark (see FingerprintKey)
-// stays in Redis after its last one: long past any instance's check
-// interval, and short enough that the marks of instances gone are soon
-// gone too.
-const InstanceMarkTTL = time.Hour
 
 // Used returns the count of a quota key in the period of kind p containing
 // t, as Redis holds it.

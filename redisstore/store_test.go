@@ -441,12 +441,12 @@ func TestPushAndFingerprintKey(t *testing.T) {
 	if res := decide(t, s, quotaItem("i/p", quota.Day, 5, 1)); res.OK {
 		t.Fatal("a quota filled by pushed counts admitted one more")
 	}
-	k1, _, err := s.FingerprintKey(ctx, nil, "")
+	k1, _, err := s.FingerprintKey(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	other := newStore(t, r, "z")
-	k2, _, err := other.FingerprintKey(ctx, make([]byte, 32), "")
+	k2, _, err := other.FingerprintKey(ctx, make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -457,44 +457,47 @@ func TestPushAndFingerprintKey(t *testing.T) {
 	// not used to fingerprint: it is replaced, and every instance then
 	// gets the replacement.
 	r.Do(t, "SET", "mcprl:{z2}:fpkey", "short")
-	k3, _, err := newStore(t, r, "z2").FingerprintKey(ctx, nil, "")
+	k3, _, err := newStore(t, r, "z2").FingerprintKey(ctx, nil)
 	if err != nil || len(k3) != 32 || r.Do(t, "GET", "mcprl:{z2}:fpkey") != string(k3) {
 		t.Fatalf("after a 5-byte key in redis: %x, %v; want a new 32-byte key stored there", k3, err)
 	}
-	if k4, _, err := newStore(t, r, "z2").FingerprintKey(ctx, make([]byte, 32), ""); err != nil || string(k4) != string(k3) {
+	if k4, _, err := newStore(t, r, "z2").FingerprintKey(ctx, make([]byte, 32)); err != nil || string(k4) != string(k3) {
 		t.Fatalf("another instance got %x, %v; want the replacement %x", k4, err, k3)
 	}
 }
 
-// An instance's mark, set with the fingerprint key, is found again until
-// Redis loses its data, and expires on its own once the instance is gone;
-// a call without an instance sets none.
-func TestAnInstanceMarkSaysWhetherRedisLostItsData(t *testing.T) {
+// The zone's epoch, read with the fingerprint key, stays the same for
+// every instance until Redis loses its data, and is then a new one; it
+// never expires.
+func TestTheEpochChangesWhenRedisLosesItsData(t *testing.T) {
 	r := harness.StartRedis(t)
 	ctx := context.Background()
-	s := newStore(t, r, "z")
-	for i, want := range []bool{false, true, true} {
-		if _, held, err := s.FingerprintKey(ctx, nil, "a"); err != nil || held != want {
-			t.Fatalf("mark %d: held %v, %v; want %v", i, held, err, want)
+	epoch := func(s *redisstore.Store) string {
+		t.Helper()
+		_, e, err := s.FingerprintKey(ctx, nil)
+		if err != nil || e == "" {
+			t.Fatalf("epoch %q, %v", e, err)
 		}
+		return e
 	}
-	if ttl, _ := strconv.Atoi(r.Do(t, "TTL", "mcprl:{z}:up:a")); ttl <= 3500 || ttl > 3600 {
-		t.Fatalf("the mark expires in %d s, want an hour", ttl)
+	s := newStore(t, r, "z")
+	first := epoch(s)
+	if again, other := epoch(s), epoch(newStore(t, r, "z")); again != first || other != first {
+		t.Fatalf("epochs %q and %q after %q, want it unchanged for every instance", again, other, first)
 	}
-	if _, held, err := s.FingerprintKey(ctx, nil, "b"); err != nil || held {
-		t.Fatalf("another instance's first mark: held %v, %v; want false", held, err)
+	if other := epoch(newStore(t, r, "z2")); other == first {
+		t.Fatal("another zone has the same epoch")
+	}
+	if ttl := r.Do(t, "TTL", "mcprl:{z}:epoch"); ttl != "-1" {
+		t.Fatalf("the epoch's TTL is %s, want none", ttl)
 	}
 	r.Do(t, "FLUSHALL")
-	for i, want := range []bool{false, true} {
-		if _, held, err := s.FingerprintKey(ctx, nil, "a"); err != nil || held != want {
-			t.Fatalf("mark %d after FLUSHALL: held %v, %v; want %v", i, held, err, want)
-		}
+	after := epoch(s)
+	if after == first {
+		t.Fatal("the epoch is unchanged after FLUSHALL")
 	}
-	if _, held, err := s.FingerprintKey(ctx, nil, ""); err != nil || !held {
-		t.Fatalf("no instance: held %v, %v; want true", held, err)
-	}
-	if keys := r.Do(t, "KEYS", "mcprl:{z}:up:*"); strings.Count(keys, "up:") != 1 {
-		t.Fatalf("marks in redis: %q, want a's alone", keys)
+	if other := epoch(newStore(t, r, "z")); other != after {
+		t.Fatalf("another instance reads %q after the loss, want %q", other, after)
 	}
 }
 
@@ -1109,7 +1112,7 @@ func TestPingFailsForAUserThatCannotDecide(t *testing.T) {
 	r := harness.StartRedis(t)
 	r.Do(t, "ACL", "SETUSER", "notime", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+@connection")
 	r.Do(t, "ACL", "SETUSER", "nowrite", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+time")
-	r.Do(t, "ACL", "SETUSER", "fpkeyonly", "on", ">pw", "~mcprl:*:fpkey", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+time")
+	r.Do(t, "ACL", "SETUSER", "fpkeyonly", "on", ">pw", "~mcprl:*:fpkey", "~mcprl:*:epoch", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+time")
 	r.Do(t, "ACL", "SETUSER", "least", "on", ">pw", "~mcprl:*", "resetchannels", "-@all", "+@scripting", "+@read", "+@write", "+time")
 	open := func(user string) *redisstore.Store {
 		s, err := redisstore.New(redisstore.Config{URL: "redis://" + user + ":pw@" + r.Addr, Zone: "acl", Timeout: time.Second})
@@ -1122,7 +1125,7 @@ func TestPingFailsForAUserThatCannotDecide(t *testing.T) {
 	ctx := context.Background()
 	for _, user := range []string{"notime", "nowrite", "fpkeyonly"} {
 		limited := open(user)
-		if _, _, err := limited.FingerprintKey(ctx, nil, ""); err != nil && user != "nowrite" {
+		if _, _, err := limited.FingerprintKey(ctx, nil); err != nil && user != "nowrite" {
 			t.Fatalf("%s: the fingerprint key: %v", user, err)
 		}
 		if _, err := limited.Decide(ctx, []redisstore.Item{bucket("t/a", 1, 5, 1)}); err == nil {

@@ -28,7 +28,7 @@ func TestUntrustedCertificateIsTheError(t *testing.T) {
 		err  func() error
 	}{
 		{"ping", func() error { return s.Ping(context.Background()) }},
-		{"fingerprint key", func() error { _, _, err := s.FingerprintKey(context.Background(), make([]byte, 32), ""); return err }},
+		{"fingerprint key", func() error { _, _, err := s.FingerprintKey(context.Background(), make([]byte, 32)); return err }},
 	} {
 		err := call.err()
 		if err == nil || !strings.Contains(err.Error(), "certificate") {

@@ -253,7 +253,8 @@ func TestRedisOutageFailsOpenAndPushesCounts(t *testing.T) {
 		t.Fatalf("fail_closed tool during the outage: %d %s", resp.Status, resp.Body)
 	}
 
-	// Redis returns (empty: it has no persistence here) on the same port.
+	// Redis returns (empty: it has no persistence here) on the same port:
+	// it is given back the 3 it held, and the outage's calls are pushed.
 	r.Start(t)
 	harness.Eventually(t, 15*time.Second, "the store to recover", func() bool {
 		return !harness.GetStore(t, p.Admin, rzone).Degraded
@@ -261,16 +262,16 @@ func TestRedisOutageFailsOpenAndPushesCounts(t *testing.T) {
 	if st := harness.GetStore(t, p.Admin, rzone); st.Pending != 0 || st.Pushed == 0 {
 		t.Fatalf("store after recovery: %+v, want nothing pending", st)
 	}
-	if n := sumQuota(t, r); n != outage {
-		t.Fatalf("Redis holds %d counts after recovery, want the %d made during the outage", n, outage)
+	if n := sumQuota(t, r); n != 3+outage {
+		t.Fatalf("Redis holds %d counts after recovery, want the 3 it held and the %d made during the outage", n, outage)
 	}
 	if v, _ := harness.Metric(t, p.Admin, `mcp_ratelimit_quota_degraded{zone="r"}`); v != 0 {
 		t.Fatalf("mcp_ratelimit_quota_degraded = %v after recovery", v)
 	}
 	// Deciding in Redis again: the next call is counted there.
 	mustCall(t, p, "valid-o", "ok")
-	if n := sumQuota(t, r); n != outage+1 {
-		t.Fatalf("Redis holds %d after one more call, want %d", n, outage+1)
+	if n := sumQuota(t, r); n != 3+outage+1 {
+		t.Fatalf("Redis holds %d after one more call, want %d", n, 3+outage+1)
 	}
 	mustCall(t, p, "valid-o", "ok") // fail_closed tools work again too
 	if resp := harness.Post(t, p.URL+"/mcp", harness.ToolCall(6, "analyze_photo", nil), "Authorization", "Bearer valid-o"); resp.Status != http.StatusOK {
