@@ -72,9 +72,6 @@ type zoneRedis struct {
 	// epoch is the zone's epoch in Redis as last read (see
 	// redisstore.Store.FingerprintKey), "" before the first read.
 	epoch string
-	// restore holds the counts to give back to Redis once it lost its
-	// data (see adoptRedisKey), until they are; nil when there are none.
-	restore *[]quota.Count
 	// keyChecked is when the run loop last checked the key in Redis.
 	keyChecked time.Time
 	// movedTo is the store a reload replaced this one with, once this
@@ -363,12 +360,11 @@ func (z *zone) seedable(r *zoneRedis) bool {
 //
 // It also reads the zone's epoch in Redis. One other than the epoch read
 // before says Redis lost its data while the zone ran (a restart without
-// persistence, FLUSHALL): its quota counts restart from zero, and hold
-// only what was counted there since (calls decided there, outage calls
-// pushed there). The zone keeps what it knew of them, less the calls it
-// pushes there itself, for restoreRedis to add back. Every running
-// instance reads the new epoch, and so gives back the counts of the
-// identities it served.
+// persistence, FLUSHALL): its quota counts restart from zero, so the zone
+// raises them again to what it knows of the period (unseeded), as a start
+// does. Every running instance reads the new epoch, and so raises the
+// counts of the identities it served. A raise takes the larger figure,
+// never the sum, so that no call is counted twice.
 func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	cur := z.fpKey.Load()
 	key, epoch, err := r.store.FingerprintKey(ctx, cur.key)
@@ -381,11 +377,8 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	r.mu.Unlock()
 	r.keyAdopted.Store(true)
 	if lost && bytes.Equal(key, cur.key) {
-		counts := z.seedCounts(ctx, time.Now())
-		r.mu.Lock()
-		r.restore = &counts
-		r.mu.Unlock()
-		z.logger.Load().Warn("redis store lost its data (restarted without persistence, or flushed): giving back the quota counts this instance knew it held",
+		r.unseeded.Store(true)
+		z.logger.Load().Warn("redis store lost its data (restarted without persistence, or flushed): raising its quota counts back to what this instance knows of the period",
 			zap.String("zone", z.name))
 	}
 	if !bytes.Equal(key, cur.key) {
@@ -395,27 +388,6 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 			zap.String("zone", z.name))
 		z.redisKeyToStorage(ctx)
 	}
-	return nil
-}
-
-// restoreRedis gives back to r the counts it held before it lost its data
-// (see adoptRedisKey), if any are still to be; on failure they are kept
-// for the next try.
-func (z *zone) restoreRedis(ctx context.Context, r *zoneRedis) error {
-	r.mu.Lock()
-	counts := r.restore
-	r.mu.Unlock()
-	if counts == nil {
-		return nil
-	}
-	if err := r.store.Restore(ctx, *counts); err != nil {
-		return err
-	}
-	r.mu.Lock()
-	if r.restore == counts {
-		r.restore = nil // unless a later loss replaced them meanwhile
-	}
-	r.mu.Unlock()
 	return nil
 }
 
@@ -553,11 +525,6 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 				z.redisFailed(r, err)
 			}
 		}
-		if !r.degraded.Load() {
-			if err := z.restoreRedis(ctx, r); err != nil {
-				z.redisFailed(r, err)
-			}
-		}
 		if now.Sub(r.keyChecked) >= redisKeyCheck {
 			r.keyChecked = now
 			err := z.adoptRedisKey(ctx, r)
@@ -585,10 +552,9 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 	key := z.fpKey.Load()
 	err := r.checkDecides(ctx)
 	if err == nil {
-		// Before the push: a Redis that lost its data meanwhile (back
-		// from a restart without persistence) is told apart from one that
-		// kept it, while what this zone knew of it leaves the calls it is
-		// about to push out (see adoptRedisKey).
+		// A Redis back from a restart without persistence is told apart
+		// from one that kept its data before the zone decides there (see
+		// adoptRedisKey): the seed below then raises it.
 		err = z.adoptRedisKey(ctx, r)
 	}
 	if err == nil {
@@ -609,9 +575,6 @@ func (z *zone) probeRedis(ctx context.Context, now time.Time) {
 		} else {
 			err = z.seedRedis(ctx, r)
 		}
-	}
-	if err == nil {
-		err = z.restoreRedis(ctx, r)
 	}
 	if err != nil {
 		z.metrics.storeErrs.Inc()

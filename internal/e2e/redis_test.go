@@ -254,7 +254,7 @@ func TestRedisOutageFailsOpenAndPushesCounts(t *testing.T) {
 	}
 
 	// Redis returns (empty: it has no persistence here) on the same port:
-	// it is given back the 3 it held, and the outage's calls are pushed.
+	// it is raised back to the 3 it held with the outage's calls pushed.
 	r.Start(t)
 	harness.Eventually(t, 15*time.Second, "the store to recover", func() bool {
 		return !harness.GetStore(t, p.Admin, rzone).Degraded
