@@ -328,6 +328,36 @@ func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 	}
 }
 
+// A watch looks at the handler's first unsetChecks requests only: asking
+// the replacer runs the map again, which a busy handler must not pay for
+// each request.
+func TestUnsetPlaceholderIsLookedForInTheFirstRequestsOnly(t *testing.T) {
+	h := &Handler{Tiers: []Tier{{Name: "paid", Match: TierMatch{Placeholder: "{plan}", Values: []string{"paid"}}, Limits: Limits{Quota: &QuotaLimit{Day: 9}}}}}
+	pol, err := compile(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	h.logger, h.zone, h.unset = zap.New(core), &zone{name: "z"}, unsetWatches(pol)
+	request := func() *http.Request {
+		return caddyhttp.PrepareRequest(httptest.NewRequest(http.MethodPost, "/mcp", nil), caddy.NewReplacer(), nil, nil)
+	}
+	warn := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+		h.warnUnsetPlaceholders(r)
+		return nil
+	})
+	mapped := &maphandler.Handler{Source: "{http.request.method}", Destinations: []string{"plan"}, Defaults: []string{"free"}}
+	for range unsetChecks {
+		if err := mapped.ServeHTTP(httptest.NewRecorder(), request(), warn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = warn(httptest.NewRecorder(), request()) // unset, but past the checks
+	if logs.Len() != 0 {
+		t.Fatalf("%d warnings after %d requests that set it and one that did not, want none", logs.Len(), unsetChecks)
+	}
+}
+
 // trust_identity on an input only the client writes is warned about at
 // provision; on one an auth handler sets, it is not.
 func TestTrustedClientInputIsWarnedAbout(t *testing.T) {

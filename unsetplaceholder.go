@@ -17,12 +17,18 @@ import (
 // first request for which it is not set is warned about. Where one does,
 // an identity reads a value derived from the request, which the first
 // request for which it is set is warned about (see warnDerivedIdentity).
+// Only the first unsetChecks requests are looked at: asking the replacer
+// runs the handler that sets it (a map's regular expressions) again.
 type unsetWatch struct {
 	key, in, consequence string
 	identity             bool // read by the identity
 	unsetWarned          atomic.Bool
-	setWarned            atomic.Bool // set, in an identity: derived
+	setWarned            atomic.Bool  // set, in an identity: derived
+	checks               atomic.Int64 // requests looked at
 }
+
+// unsetChecks is how many of a handler's requests a watch looks at.
+const unsetChecks = 1024
 
 // unsetWatches returns a watch for each placeholder of pol's identity,
 // group key and tiers' match that is none of Caddy's own.
@@ -50,9 +56,10 @@ func unsetWatches(pol *policy) []*unsetWatch {
 // the identity reads, a request for which one did.
 func (h *Handler) warnUnsetPlaceholders(r *http.Request) {
 	for _, w := range h.unset {
-		if w.unsetWarned.Load() && (!w.identity || w.setWarned.Load()) {
+		if w.checks.Load() >= unsetChecks || w.unsetWarned.Load() && (!w.identity || w.setWarned.Load()) {
 			continue
 		}
+		w.checks.Add(1)
 		repl, _ := r.Context().Value(caddy.ReplacerCtxKey).(*caddy.Replacer)
 		if repl == nil {
 			return
