@@ -281,25 +281,13 @@ func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 			Group:    &Group{Key: c.text, Rate: "1/s"},
 			Tiers:    []Tier{{Name: "paid", Match: TierMatch{Placeholder: c.text, Values: []string{"paid"}}, Limits: Limits{Quota: &QuotaLimit{Day: 9}}}},
 		}
-		pol, err := compile(h)
-		if err != nil {
-			t.Fatalf("%s: %v", c.text, err)
-		}
-		core, logs := observer.New(zap.WarnLevel)
-		h.logger, h.zone, h.unset = zap.New(core), &zone{name: "z"}, unsetWatches(pol)
-		request := func() *http.Request {
-			return caddyhttp.PrepareRequest(httptest.NewRequest(http.MethodPost, "/mcp", nil), caddy.NewReplacer(), nil, nil)
-		}
-		warn := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
-			h.warnUnsetPlaceholders(r)
-			return nil
-		})
+		logs, warn := watchUnset(t, h)
 		var keys []string
 		for _, w := range h.unset {
 			keys = append(keys, w.key)
 		}
 		mapped := &maphandler.Handler{Source: "{http.request.method}", Destinations: keys, Defaults: make([]string, len(keys))}
-		if err := mapped.ServeHTTP(httptest.NewRecorder(), request(), warn); err != nil {
+		if err := mapped.ServeHTTP(httptest.NewRecorder(), unsetRequest(), warn); err != nil {
 			t.Fatal(err)
 		}
 		// Set, the identity's is a value derived from the request.
@@ -307,13 +295,13 @@ func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 			t.Fatalf("%s: %d warnings, %d of them of a derived identity, when a map sets it; want %d of those alone", c.text, logs.Len(), got, c.want)
 		}
 		for range 2 {
-			_ = warn(httptest.NewRecorder(), request())
+			_ = warn(httptest.NewRecorder(), unsetRequest())
 		}
 		if got := logs.Len() - c.want; got != 3*c.want {
 			t.Errorf("%s: %d warnings for two requests without the map, want %d (identity, group, tier)", c.text, got, 3*c.want)
 		}
 		for range 2 {
-			if err := mapped.ServeHTTP(httptest.NewRecorder(), request(), warn); err != nil {
+			if err := mapped.ServeHTTP(httptest.NewRecorder(), unsetRequest(), warn); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -333,29 +321,40 @@ func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 // each request.
 func TestUnsetPlaceholderIsLookedForInTheFirstRequestsOnly(t *testing.T) {
 	h := &Handler{Tiers: []Tier{{Name: "paid", Match: TierMatch{Placeholder: "{plan}", Values: []string{"paid"}}, Limits: Limits{Quota: &QuotaLimit{Day: 9}}}}}
+	logs, warn := watchUnset(t, h)
+	mapped := &maphandler.Handler{Source: "{http.request.method}", Destinations: []string{"plan"}, Defaults: []string{"free"}}
+	for range unsetChecks {
+		if err := mapped.ServeHTTP(httptest.NewRecorder(), unsetRequest(), warn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = warn(httptest.NewRecorder(), unsetRequest()) // unset, but past the checks
+	if logs.Len() != 0 {
+		t.Fatalf("%d warnings after %d requests that set it and one that did not, want none", logs.Len(), unsetChecks)
+	}
+}
+
+// watchUnset compiles h and gives it the placeholder watches and a log
+// to record their warnings in, and returns the log and a next handler
+// that runs the watches.
+func watchUnset(t *testing.T, h *Handler) (*observer.ObservedLogs, caddyhttp.HandlerFunc) {
+	t.Helper()
 	pol, err := compile(h)
 	if err != nil {
 		t.Fatal(err)
 	}
 	core, logs := observer.New(zap.WarnLevel)
 	h.logger, h.zone, h.unset = zap.New(core), &zone{name: "z"}, unsetWatches(pol)
-	request := func() *http.Request {
-		return caddyhttp.PrepareRequest(httptest.NewRequest(http.MethodPost, "/mcp", nil), caddy.NewReplacer(), nil, nil)
-	}
-	warn := caddyhttp.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) error {
+	return logs, func(_ http.ResponseWriter, r *http.Request) error {
 		h.warnUnsetPlaceholders(r)
 		return nil
-	})
-	mapped := &maphandler.Handler{Source: "{http.request.method}", Destinations: []string{"plan"}, Defaults: []string{"free"}}
-	for range unsetChecks {
-		if err := mapped.ServeHTTP(httptest.NewRecorder(), request(), warn); err != nil {
-			t.Fatal(err)
-		}
 	}
-	_ = warn(httptest.NewRecorder(), request()) // unset, but past the checks
-	if logs.Len() != 0 {
-		t.Fatalf("%d warnings after %d requests that set it and one that did not, want none", logs.Len(), unsetChecks)
-	}
+}
+
+// unsetRequest is a request as Caddy hands it to a handler, with its
+// replacer.
+func unsetRequest() *http.Request {
+	return caddyhttp.PrepareRequest(httptest.NewRequest(http.MethodPost, "/mcp", nil), caddy.NewReplacer(), nil, nil)
 }
 
 // trust_identity on an input only the client writes is warned about at
