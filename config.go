@@ -150,8 +150,9 @@ type Limits struct {
 	// they are refused once the zone has that many in flight, so a plan
 	// can be shed first under load. An override's `max` replaces its
 	// identity's tier's, up to the top level's. What it leaves at 0 comes
-	// from the limits below it. In the Caddyfile, a lone number inside a tier or
-	// an override (`concurrency 2`) is the identity's cap.
+	// from the limits below it; `off` lifts their caps for the identities
+	// it covers (see Concurrency.Off). In the Caddyfile, a lone number
+	// inside a tier or an override (`concurrency 2`) is the identity's cap.
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// Costs replaces per-tool costs for the named tools.

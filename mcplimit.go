@@ -196,7 +196,7 @@ type Handler struct {
 	// otherwise, the end of the response. A call whose client hung up
 	// stays in flight while the backend still runs it, at most one
 	// minute; once answered, its request ends with its client.
-	// Default: off.
+	// Default: off (`concurrency off`, `{"off": true}`, says so too).
 	Concurrency *Concurrency `json:"concurrency,omitempty"`
 
 	// IPv4Prefix is the prefix length that keys IPv4 client addresses.
