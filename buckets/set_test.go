@@ -618,3 +618,41 @@ func TestAChangeAtAnEarlierTimeCostsAStaleBucketNothing(t *testing.T) {
 		t.Fatalf("a change stamped earlier took tokens from a stale bucket (wait %v)", wait)
 	}
 }
+
+// A Cancel stamped before the bucket's last update (a slow request
+// cancelling late) gives its tokens back and earns nothing: last never
+// moves backwards, so out-of-order times cannot earn the same interval
+// twice.
+func TestLateCancelEarnsNoIntervalTwice(t *testing.T) {
+	lim := Limit{Rate: 1, Burst: 10}
+	run(t, New(10, HashFingerprint), []step{
+		{key: 1, lim: lim, n: 1, ok: true},
+		{at: 10 * time.Second, key: 1, lim: lim, n: 10, ok: true}, // drains the refilled bucket
+		{at: 0, op: cancel, of: 0},                                // stamped before the drain
+		{at: 10 * time.Second, key: 1, lim: lim, n: 1, ok: true},  // the token given back
+		{at: 10 * time.Second, key: 1, lim: lim, n: 1, wait: time.Second},
+	})
+}
+
+// Cancel gives tokens back never above the burst, also to a bucket that
+// refilled since the reservation: a later change that raises the burst
+// then finds it full at its old burst, and a changed limit never hands
+// anyone a fresh burst.
+func TestLateCancelOfAFullBucketGivesNothingPastTheBurst(t *testing.T) {
+	s := New(10, HashFingerprint)
+	lim, raised := Limit{Rate: 1, Burst: 10}, Limit{Rate: 1, Burst: 20}
+	res, _, ok, _ := s.Reserve(fp(1), lim, 5, t0)
+	if !ok {
+		t.Fatal("first reservation refused")
+	}
+	at := t0.Add(5 * time.Second) // full again
+	s.Advance(at, 20*time.Second, raised.Rate, raised.Burst)
+	res.Cancel(at)                                           // a slow request gives its 5 back
+	s.Advance(at, 20*time.Second, raised.Rate, raised.Burst) // another change before the key's next use
+	if _, _, ok, _ := s.Reserve(fp(1), raised, 10, at); !ok {
+		t.Fatal("the full bucket of 10 refused 10")
+	}
+	if _, _, ok, _ := s.Reserve(fp(1), raised, 1, at); ok {
+		t.Fatal("a late Cancel filled the bucket past its burst, kept by a raised one")
+	}
+}

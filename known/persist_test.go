@@ -124,3 +124,26 @@ func TestRestoredLastUseAfterNowExpiresATTLAfterNow(t *testing.T) {
 		t.Fatal("a last use after now outlived the ttl counted from now")
 	}
 }
+
+// Restore keeps an entry unless it has expired by now: one last used
+// more than the ttl ago is not added at all, so it is not counted, and
+// Proven and Sweep never report it as lapsed, since it never was live.
+func TestRestoreAddsNothingExpired(t *testing.T) {
+	s := New[[16]byte](2, time.Hour, hashFP)
+	var lapsed []time.Time
+	s.OnLapse(func(_ [16]byte, at time.Time, _ bool) { lapsed = append(lapsed, at) })
+	s.Restore(fp(1), t0.Add(-2*time.Hour), t0)
+	checkInvariants(t, s)
+	if n := s.Len(); n != 0 {
+		t.Fatalf("Len() = %d after restoring an entry expired an hour ago, want 0", n)
+	}
+	if s.Proven(fp(1), t0) {
+		t.Fatal("an expired entry restored is proven")
+	}
+	if n := s.Sweep(t0); n != 0 {
+		t.Fatalf("Sweep removed %d, want 0", n)
+	}
+	if len(lapsed) != 0 {
+		t.Fatalf("OnLapse heard of %d lapses of a key that was never live", len(lapsed))
+	}
+}

@@ -327,3 +327,32 @@ func TestStoredForgetBeatsACallersOlderOne(t *testing.T) {
 		t.Fatalf("known %v, want only yy", got)
 	}
 }
+
+// SaveKnown deletes every stored entry of forgets whose last use is not
+// after the forget time, one used in the forget's very millisecond
+// included: the store keeps the forget alone.
+func TestSaveKnownDeletesAnEntryUsedAtTheForgetTime(t *testing.T) {
+	st := newFakeStorage()
+	c := newTestCounter(st, newFakeClock(t0))
+	if err := c.SaveKnown(t.Context(), []KnownEntry{{"aa", 5000}}, nil, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SaveKnown(t.Context(), nil, map[string]int64{"aa": 5000}, 0, t0); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := st.raw(testPrefix+"/known"), "!aa 5\n"; got != want {
+		t.Fatalf("stored %q, want %q", got, want)
+	}
+}
+
+// A forget is stored so that a restart never loads it back as proven:
+// an entry stored beside a forget of its own last use loads as
+// forgotten.
+func TestLoadKnownDropsAnEntryUsedAtItsForgetTime(t *testing.T) {
+	st := newFakeStorage()
+	st.put(testPrefix+"/known", "!aa 5\naa 5\n")
+	c := newTestCounter(st, newFakeClock(t0))
+	if got, err := c.LoadKnown(t.Context()); err != nil || len(got) != 0 {
+		t.Fatalf("LoadKnown = %v, %v; want nothing: aa was forgotten at its last use", got, err)
+	}
+}

@@ -390,3 +390,24 @@ func TestObserveRefundedLowersTheFloor(t *testing.T) {
 		t.Fatalf("Observed = %v, want i/x 4", got)
 	}
 }
+
+// A refund the other store made never takes what it is known to hold
+// below the calls counted here since its report: those are kept (their
+// makers push them there), so the observed figure never drops below
+// what is kept (the Count.Kept invariant), and counts added there later
+// go on from it.
+func TestObserveRefundedNeverGoesBelowTheKeptCalls(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	c.Observe([]Item{{Key: []byte("i/x"), Period: Day, Used: 1}}, t0)
+	for range 3 { // while the other store is unreachable
+		add(c, "i/x", Day, 1, t0)
+	}
+	c.ObserveRefunded([]Item{{Key: []byte("i/x"), Period: Day, N: 2}}, t0)
+	if got := c.Observed(t0); len(got) != 1 || got[0].N != 3 || got[0].Kept != 3 {
+		t.Fatalf("Observed = %v after a refund of 2, want i/x 3 of which 3 kept", got)
+	}
+	c.ObserveAdded([]Item{{Key: []byte("i/x"), Period: Day, N: 10}}, t0)
+	if got := c.Used([]byte("i/x"), Day, t0); got != 13 {
+		t.Fatalf("Used after 10 more counted there: %d, want 13", got)
+	}
+}

@@ -40,3 +40,32 @@ func TestTotalsAndSeedTotals(t *testing.T) {
 		t.Fatalf("a seed after storage was read changed the count to %d", got)
 	}
 }
+
+// Any copy of the current period's totals is a lower bound on them: of
+// several copies seeded, in one call or in several, in any order, the
+// largest wins.
+func TestSeedTotalsKeepsTheLargestCopy(t *testing.T) {
+	tests := []struct {
+		rule  string
+		calls [][]int64 // the N of each copy, by SeedTotals call
+	}{
+		{"the larger of two copies in one call wins", [][]int64{{50, 10}}},
+		{"a smaller copy seeded later lowers nothing", [][]int64{{50}, {10}}},
+		{"a larger copy seeded later raises the count", [][]int64{{10}, {50}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.rule, func(t *testing.T) {
+			c := newTestCounter(newFakeStorage(), newFakeClock(t0), Day)
+			for _, ns := range tt.calls {
+				var cs []Count
+				for _, n := range ns {
+					cs = append(cs, Count{Key: "i/x", Period: Day, Start: Day.Start(t0), N: n})
+				}
+				c.SeedTotals(cs, t0)
+			}
+			if got := c.Used([]byte("i/x"), Day, t0); got != 50 {
+				t.Fatalf("seeded count %d, want 50", got)
+			}
+		})
+	}
+}
