@@ -345,6 +345,11 @@ func TestPreauthRefusalGivesWayToARefusalOfTheRequestAsSent(t *testing.T) {
 	if r := e.post("[" + strings.Join(pings, ",") + "]"); r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte("max_batch")) && !bytes.Contains(r.Body, []byte("Batch too large")) {
 		t.Fatalf("batch over max_batch with pre-auth empty: %d %s, want 400", r.Status, r.Body)
 	}
+	// Entries in one-element arrays are messages too, as Jackson reads
+	// a list of them.
+	if r := e.post("[[" + strings.Join(pings, "],[") + "]]"); r.Status != http.StatusBadRequest || !bytes.Contains(r.Body, []byte("max_batch")) && !bytes.Contains(r.Body, []byte("Batch too large")) {
+		t.Fatalf("batch of wrapped entries over max_batch with pre-auth empty: %d %s, want 400", r.Status, r.Body)
+	}
 	if r := e.post(argCall(3, 1), "Content-Encoding", "gzip"); r.Status != http.StatusUnsupportedMediaType {
 		t.Fatalf("gzip body with pre-auth empty: %d %s, want 415", r.Status, r.Body)
 	}
@@ -659,6 +664,7 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"echo\",#x\n\"name\":\"slow\"}}",
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":["slow"]}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[{"name":"slow"}]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":["slow",{"millis":0}]}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'slow'}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"na_me":"slow"}}`,
 		`{"jsonrpc":"2.0","id":2,"params":{"name":"slow",},"method":"tools/call"}`,
@@ -684,6 +690,18 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")
 		if got.Error.Data.Code != "TENANT_RATE_LIMITED" {
 			t.Fatalf("body %d: %s", i, r.Body)
+		}
+	}
+	// A batch's entries in one-element arrays, as Jackson reads a list of
+	// messages: the batch is refused whole, each entry answered.
+	for _, body := range []string{
+		`[[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}]]`,
+		`[[{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}],[{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}],` +
+			`[{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"echo"}}]]`,
+	} {
+		r := e.post(body, "Authorization", "Bearer "+tok)
+		if r.Status != http.StatusTooManyRequests || !bytes.Contains(r.Body, []byte(`"id":2,"error"`)) || !bytes.Contains(r.Body, []byte("TENANT_RATE_LIMITED")) {
+			t.Fatalf("%s: %d %s, want the tenant's 429 answering id 2", body, r.Status, r.Body)
 		}
 	}
 	unchanged(t, e, before, "costly slow calls")

@@ -281,6 +281,10 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		// strconv.ParseFloat alone reads as 0.1.
 		argCall(7, `{"limit":100`+strings.Repeat("0", 800)+`e-800}`),
 		"{\n jsonrpc: 2.0\n id: 7\n method: tools/call\n params: {\n  name: echo\n  arguments: {\n   limit: 100\n  }\n }\n}", // Hjson
+		// Params by position, as a JSON-RPC dispatcher passes them on.
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":["echo",{"limit":100}]}`,
+		// A batch entry in an array, as Jackson reads a list of messages.
+		`[[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":100}}}]]`,
 	} {
 		if r := e.post(body, h...); r.Status != http.StatusBadRequest {
 			t.Fatalf("%s: status %d, want 400: %s", body, r.Status, r.Body)

@@ -45,6 +45,10 @@ func TestArgVerdictCoversEveryReading(t *testing.T) {
 		{"arguments_in_an_array", `{"params":{"arguments":[{"limit":70}]}}`, 70, true, true},
 		{"params_in_an_array", `{"params":[{"arguments":{"limit":70}}]}`, 70, true, true},
 		{"arguments_in_a_nested_array", `{"params":{"arguments":[[{"limit":70}]]}}`, 0, true, false},
+		// Params by position: ["tool", {arguments}].
+		{"params_by_position", `{"params":["x",{"limit":70}]}`, 70, true, true},
+		{"params_by_position_scalar_arguments", `{"params":["x",70]}`, 0, true, false},
+		{"params_by_position_third_element", `{"params":["x",{},{"limit":70}]}`, 0, true, false},
 		// A scalar is no arguments object: not walked as one.
 		{"number_arguments", `{"params":{"arguments":5}}`, 0, true, false},
 		{"string_arguments", `{"params":{"arguments":"limit"}}`, 0, true, false},

@@ -127,7 +127,7 @@ func TestCostTopLevelShapes(t *testing.T) {
 		{"empty_array_costs_one", `[]`, 1, true},
 		{"array_without_objects_costs_one", `[1,"x",null,[]]`, 1, true},
 		{"non_objects_cost_nothing_beside_objects", `[1,{"method":"tools/list"}]`, 0, true},
-		{"non_objects_beside_call", `[1,{"method":"tools/call"},[{"method":"tools/call"}]]`, 1, true},
+		{"non_objects_beside_call", `[1,{"method":"tools/call"},["tools/call"]]`, 1, true},
 		{"number", `5`, 1, true},
 		{"string", `"tools/call"`, 1, true},
 		{"null", `null`, 1, true},
@@ -337,8 +337,32 @@ func TestCostSingleValueArraysAreUnwrapped(t *testing.T) {
 		{"nested_name", `{"method":"tools/call","params":{"name":[[[ "big" ]]]}}`, 5, true},
 		{"nested_params_object_is_no_reading", `{"method":"tools/call","params":[[{"name":"big"}]]}`, 1, true},
 		{"method_object", `{"method":[{"x":"tools/call"}],"params":{"name":"big"}}`, 0, true},
+		// A batch read as a list of messages: each [{...}] is the message.
+		{"batch_entries", `[[{"method":"tools/call","params":{"name":"big"}}],[{"method":"tools/call"}]]`, 6, true},
+		{"batch_entry_with_more_elements", `[[{"method":"tools/call","params":{"name":"big"}},5]]`, 5, true},
+		{"batch_entry_nested_is_no_message", `[[[{"method":"tools/call","params":{"name":"big"}}]]]`, 1, true},
+		{"batch_entry_empty", `[[],{"method":"tools/call"}]`, 1, true},
 	})
 	r := parse(t, `{"method":"tools/call","params":{"name":[7]}}`)
+	if got := tools(r.Entry(0)); !slices.Equal(got, []string{"7"}) {
+		t.Errorf("Tools() = %q, want [\"7\"]", got)
+	}
+}
+
+// JSON-RPC 2.0 allows params by position, an array: a dispatcher that
+// passes them so to a tools/call handler reads ["big", {...}] as the tool
+// big and its arguments.
+func TestCostParamsByPosition(t *testing.T) {
+	runCostCases(t, []costCase{
+		{"name_and_arguments", `{"method":"tools/call","params":["big",{"q":1}]}`, 5, true},
+		{"name_alone", `{"method":"tools/call","params":["big"]}`, 5, true},
+		{"name_in_an_array", `{"method":"tools/call","params":[["big"],{}]}`, 5, true},
+		{"escaped_name", `{"method":"tools/call","params":["b\u0069g",{}]}`, 5, true},
+		{"number_name", `{"method":"tools/call","params":[7,{}]}`, 1, true},
+		{"null_name", `{"method":"tools/call","params":[null,"big"]}`, 1, true},
+		{"batch", `[{"method":"tools/call","params":["big",{}]},{"method":"tools/call","params":["photo"]}]`, 8, true},
+	})
+	r := parse(t, `{"method":"tools/call","params":[7,{}]}`)
 	if got := tools(r.Entry(0)); !slices.Equal(got, []string{"7"}) {
 		t.Errorf("Tools() = %q, want [\"7\"]", got)
 	}
@@ -361,7 +385,16 @@ func TestCostSingleQuotedStringsAreReadings(t *testing.T) {
 		// Comments are blanked minding quoted strings: # inside one is text.
 		{"hash_inside_a_quoted_string", "{'x':'#','method':'tools/call','params':{'name':'big'}}", 5, false},
 		{"unterminated", `{'method':'tools/call','params':{'name':'big`, 1, false},
+		// Jackson reads a first value and ignores what follows it; Hjson
+		// gives up on the trailing x, so only the quoted reading sees the
+		// calls.
+		{"trailing_data", `{'jsonrpc':'2.0','id':1,'method':'tools/call','params':{'name':'big'}} x`, 5, false},
+		{"trailing_data_batch", `[{'method':'tools/call','params':{'name':'big'}},{'method':'tools/call'}]] x`, 6, false},
 	})
+	r := parse(t, `[{'id':1,'method':'ping'},{'id':2,'method':'ping'},{'id':3,'method':'ping'}]] x`)
+	if got := r.Largest(); got != 3 {
+		t.Errorf("Largest() = %d, want the quoted reading's 3 messages (a bound on batch sizes counts them)", got)
+	}
 }
 
 // encoding/json/v2 with MatchCaseInsensitiveNames (or a case:ignore tag)

@@ -160,6 +160,8 @@ func (r *Request) parseBatch(b []byte, i int) int {
 		switch b[i] {
 		case '{':
 			i = r.message(b, i)
+		case '[':
+			i = r.wrappedMessage(b, i)
 		case ',': // a missing element (see skipValue): an entry, null
 			s.soft = true
 			r.beginEntry(false)
@@ -175,6 +177,20 @@ func (r *Request) parseBatch(b []byte, i int) int {
 			return ^i
 		}
 	}
+}
+
+// wrappedMessage scans the array at i, an element of a batch. Jackson
+// with UNWRAP_SINGLE_VALUE_ARRAYS, reading a batch as a list of messages,
+// reads [{...}] as the message inside (one level deep), so its first
+// element, an object, is parsed as the entry's message.
+func (r *Request) wrappedMessage(b []byte, i int) int {
+	end := r.s.skipValue(b, i)
+	if j := unwrapped(b, i); end >= 0 && b[j] == '{' {
+		r.message(b, j)
+	} else {
+		r.beginEntry(false)
+	}
+	return end
 }
 
 // next scans the separator after a member or element at i. If another
@@ -280,12 +296,8 @@ func (r *Request) parseMessage(b []byte, i int) int {
 			case '{':
 				i = r.parseParams(b, v)
 			case '[':
-				// Jackson with UNWRAP_SINGLE_VALUE_ARRAYS reads
-				// [{...}] as the object inside.
 				if i = s.skipValue(b, v); i >= 0 {
-					if j := unwrapped(b, v); b[j] == '{' {
-						r.parseParams(b, j)
-					}
+					r.arrayParams(b, v)
 				}
 			default:
 				i = s.skipValue(b, v)
@@ -389,6 +401,32 @@ func (r *Request) parseParams(b []byte, i int) int {
 		if i = r.next(b, i, '}'); i <= 0 {
 			if i = r.protoClosed(b, ^i, &protos); i <= 0 {
 				return ^i
+			}
+		}
+	}
+}
+
+// arrayParams reads the params array at i, scanned already. Jackson with
+// UNWRAP_SINGLE_VALUE_ARRAYS reads [{...}] as the object inside. A
+// JSON-RPC dispatcher that passes params by position (JSON-RPC 2.0 allows
+// an array) reads ["name", {...}] as a tools/call's name and arguments.
+func (r *Request) arrayParams(b []byte, i int) {
+	j := unwrapped(b, i)
+	switch b[j] {
+	case '{':
+		r.parseParams(b, j)
+		return
+	case ']':
+		return
+	}
+	var end int
+	if r.tools, end = r.appendText(r.tools, b, j, true); end < 0 {
+		return
+	}
+	if k := skipWS(b, end); k < len(b) && b[k] == ',' {
+		if k = skipWS(b, k+1); k < len(b) && b[k] == '{' {
+			if end = r.s.skipValue(b, k); end >= 0 {
+				r.args = append(r.args, span{int32(k), int32(end)})
 			}
 		}
 	}
