@@ -40,9 +40,12 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	setReadDeadline(w, d.now.Add(wait))
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, pol.maxBody)
 	if err != nil || tooLarge {
-		if buf != nil {
-			buf.Release()
-		}
+		// Its refusal answers the id the body began with, if it came
+		// whole: a client matches the error to its call (the Go SDK
+		// ends its session on an answer with id null).
+		b := buf.Bytes()
+		d.cutID = jsonrpc.LeadingID(nil, b[:min(len(b), peekLimit)])
+		buf.Release()
 		// The deadline passes now on a refused body: the server stops
 		// reading, and answers without waiting for more of it (net/http
 		// would otherwise drain up to 256 KiB of a chunked one first).
@@ -254,6 +257,7 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 		// rest of this body either (a chunked one, whose length net/http
 		// cannot know, it would drain up to 256 KiB of).
 		setReadDeadline(w, time.Now())
+		d.cutID = jsonrpc.LeadingID(nil, buf.Bytes())
 		buf.Release()
 		return
 	}

@@ -48,6 +48,9 @@ type decision struct {
 	cost    int64
 	header  http.Header // the request's header, for the Accept values a refusal answers by
 	post    bool        // the request is a POST, which may carry JSON-RPC messages
+	// cutID is the id a body inspect read only in part (too large, too
+	// slow) began with, for its refusal to echo (see jsonrpc.LeadingID).
+	cutID []byte
 	// unread says peekIDs left a body it found unread (too large, too
 	// slow): what the request costs is not known.
 	unread bool

@@ -102,8 +102,8 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 // answers a batch with one error whose id is null instead.
 func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg []byte, mode refuseMode, oneForAll bool) {
 	req := d.req
-	if req == nil || req.Len() == 0 { // invalid, or empty
-		h.answer(buf, d, ref, msg, nullID, false, mode)
+	if req == nil || req.Len() == 0 { // invalid, empty, or read in part
+		h.answer(buf, d, ref, msg, idOrNull(d.cutID), false, mode)
 		return
 	}
 	if !req.Batch() {

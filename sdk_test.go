@@ -2,11 +2,13 @@ package mcplimit_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -93,6 +95,28 @@ func TestSDKClientGetsAPromptErrorWhenRefused(t *testing.T) {
 	// The session survives a refusal: discovery still works.
 	if _, err := s.ListTools(ctx, nil); err != nil {
 		t.Fatalf("session broken after a refusal: %v", err)
+	}
+}
+
+// A call whose body is over max_body is refused with its own id, read
+// from the body's beginning: the SDK hands the agent the error, and the
+// session goes on (an answer with id null ends it).
+func TestSDKSessionSurvivesAnOversizedCall(t *testing.T) {
+	e := start(t, "max_body 4KiB\ntenant 10/s burst 100\nquota off")
+	s := sdkSession(t, e, "valid-sdk-big")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	before := e.backend.ToolCalls()
+	_, err := sdkEcho(ctx, s, strings.Repeat("x", 8<<10))
+	var rpcErr *jsonrpc.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -32600 || !strings.Contains(rpcErr.Message, "too large") {
+		t.Fatalf("an oversized call: %v, want the refusal's JSON-RPC error (-32600, too large)", err)
+	}
+	if e.backend.ToolCalls() != before {
+		t.Fatal("an oversized call reached the backend")
+	}
+	if res, err := sdkEcho(ctx, s, "small"); err != nil || sdkResultText(res) != "small" {
+		t.Fatalf("the next call on the same session: %v %v", res, err)
 	}
 }
 

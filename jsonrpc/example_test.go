@@ -13,10 +13,10 @@ func Example() {
 		`"params":{"name":"search","arguments":{"limit":50}},"method":"tools/list"}`)
 
 	buf, tooLarge, err := jsonrpc.ReadBody(httpBody, 1<<20)
+	defer buf.Release()
 	if err != nil || tooLarge {
 		return // answer 400 or 413
 	}
-	defer buf.Release()
 	req := jsonrpc.GetRequest()
 	defer jsonrpc.PutRequest(req) // runs before buf.Release: req refers to buf
 

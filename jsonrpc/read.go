@@ -39,10 +39,11 @@ var bufferPool = sync.Pool{New: func() any { return new(Buffer) }}
 // ReadBody reads r to EOF into a pooled Buffer, but at most max bytes.
 //
 // It never trusts a declared length: it reads until EOF or until it holds
-// max+1 bytes. tooLarge is true when r has more than max bytes; then b is
-// nil and the caller should answer 413 and forward nothing. On a read error
-// b is nil and err is that error. Otherwise the caller owns b and must
-// Release it. A negative max is treated as 0.
+// max+1 bytes. tooLarge is true when r has more than max bytes; then the
+// caller should answer 413 and forward nothing. On a read error err is
+// that error. Either way b holds what was read (the body's beginning,
+// which may still name the request's id, see LeadingID). The caller owns
+// b and must Release it. A negative max is treated as 0.
 func ReadBody(r io.Reader, max int64) (b *Buffer, tooLarge bool, err error) {
 	if max < 0 {
 		max = 0
@@ -67,8 +68,7 @@ func ReadBody(r io.Reader, max int64) (b *Buffer, tooLarge bool, err error) {
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > max {
 			b.b = buf
-			b.Release()
-			return nil, true, nil
+			return b, true, nil
 		}
 		switch {
 		case rerr == io.EOF:
@@ -76,13 +76,11 @@ func ReadBody(r io.Reader, max int64) (b *Buffer, tooLarge bool, err error) {
 			return b, false, nil
 		case rerr != nil:
 			b.b = buf
-			b.Release()
-			return nil, false, rerr
+			return b, false, rerr
 		case n == 0:
 			if empty++; empty >= maxEmptyReads {
 				b.b = buf
-				b.Release()
-				return nil, false, io.ErrNoProgress
+				return b, false, io.ErrNoProgress
 			}
 		default:
 			empty = 0

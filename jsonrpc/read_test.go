@@ -42,19 +42,27 @@ func TestReadBodyLimit(t *testing.T) {
 				if tooLarge != c.tooLarge {
 					t.Fatalf("tooLarge = %v, want %v", tooLarge, c.tooLarge)
 				}
+				defer b.Release()
 				if tooLarge {
-					if b != nil {
-						t.Errorf("buffer returned with tooLarge")
+					if want := body[:limit(c.max)+1]; !bytes.Equal(b.Bytes(), want) {
+						t.Errorf("a too-large body: holds %d bytes, want its first %d", len(b.Bytes()), len(want))
 					}
 					return
 				}
 				if !bytes.Equal(b.Bytes(), body) {
 					t.Errorf("read %d bytes, want %d", len(b.Bytes()), len(body))
 				}
-				b.Release()
 			})
 		}
 	}
+}
+
+// limit is the max ReadBody reads by: a negative one is 0.
+func limit(m int64) int {
+	if m < 0 {
+		return 0
+	}
+	return int(m)
 }
 
 // countingReader counts bytes handed out, to check ReadBody stops at max+1.
@@ -88,19 +96,24 @@ func TestReadBodyPropagatesErrors(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			b, tooLarge, err := ReadBody(rd, 1<<20)
-			want := boom
-			if name == "timeout" {
-				want = iotest.ErrTimeout
+			defer b.Release()
+			want, read := boom, ""
+			switch name {
+			case "timeout": // its first read is whole
+				want, read = iotest.ErrTimeout, strings.Repeat("z", minBufferSize)
+			case "after_data":
+				read = "partial"
 			}
-			if !errors.Is(err, want) || b != nil || tooLarge {
-				t.Errorf("ReadBody = (%v, %v, %v), want (nil, false, %v)", b, tooLarge, err, want)
+			if !errors.Is(err, want) || tooLarge || string(b.Bytes()) != read {
+				t.Errorf("ReadBody = (%q, %v, %v), want (%q, false, %v)", b.Bytes(), tooLarge, err, read, want)
 			}
 		})
 	}
 	b, _, err := ReadBody(iotest.ErrReader(nil), 10) // (0, nil) forever
-	if !errors.Is(err, io.ErrNoProgress) || b != nil {
-		t.Errorf("reader without progress: (%v, %v), want io.ErrNoProgress", b, err)
+	if !errors.Is(err, io.ErrNoProgress) || len(b.Bytes()) != 0 {
+		t.Errorf("reader without progress: (%q, %v), want io.ErrNoProgress", b.Bytes(), err)
 	}
+	b.Release()
 	var nilBuf *Buffer
 	nilBuf.Release() // must not panic
 }
