@@ -380,7 +380,10 @@ func prefixArg(d *caddyfile.Dispenser, dst *int, maxBits int) error {
 
 // parseRateArgs parses `<rate> [burst <n>]` from args.
 func parseRateArgs(d *caddyfile.Dispenser, args []string) (rate string, burst int, err error) {
-	if len(args) != 1 && len(args) != 3 {
+	switch {
+	case len(args) > 0 && args[0] == "burst":
+		return "", 0, d.Err("burst without a rate before it: want <n>/<s|m|h> [burst <n>], such as 10/s burst 20")
+	case len(args) != 1 && len(args) != 3:
 		return "", 0, d.ArgErr()
 	}
 	if _, _, err := parseRate(args[0]); err != nil {

@@ -487,8 +487,8 @@ func compileGroup(p *policy, h *Handler) error {
 func compileTools(p *policy, h *Handler) error {
 	p.tools = map[string]*toolPolicy{}
 	for name, t := range h.Tools {
-		if name == "" {
-			return fmt.Errorf("tool: empty name")
+		if err := checkToolName("tool", name); err != nil {
+			return err
 		}
 		if t == nil {
 			return fmt.Errorf("tool %s: null sets nothing; give it a cost, a quota, an arg bound or fail_closed", name)
@@ -606,7 +606,7 @@ func compileTiers(p *policy, tiers []Tier) error {
 		}
 		for _, earlier := range p.tiers {
 			for _, v := range t.Match.Values {
-				if earlier.placeholder == t.Match.Placeholder && slices.Contains(earlier.values, v) {
+				if samePlaceholder(earlier.placeholder, t.Match.Placeholder) && slices.Contains(earlier.values, v) {
 					return fmt.Errorf("tier %s: match %s %q is tier %s's already, which comes first: this tier would never apply to it", t.Name, t.Match.Placeholder, v, earlier.name)
 				}
 			}
@@ -772,11 +772,26 @@ func checkTierMatch(name string, m TierMatch) error {
 		return err
 	}
 	for i, v := range m.Values {
+		if v == "" {
+			return fmt.Errorf("tier %s: match value \"\": a placeholder that is unset or empty selects no tier, so this value would never apply", name)
+		}
 		if slices.Contains(m.Values[:i], v) {
 			return fmt.Errorf("tier %s: match value %q listed twice", name, v)
 		}
 	}
 	return nil
+}
+
+// samePlaceholder reports whether the placeholders a and b read the same
+// value: they are equal, or both read one request header, whose name is
+// case-insensitive.
+func samePlaceholder(a, b string) bool {
+	if a == b {
+		return true
+	}
+	ha, okA := headerPlaceholder(a)
+	hb, okB := headerPlaceholder(b)
+	return okA && okB && strings.EqualFold(ha, hb)
 }
 
 // perCaller returns an error when text, the placeholder text of what,

@@ -194,7 +194,8 @@ type TierMatch struct {
 
 	// Values lists the values that select this tier (exact match); a value
 	// an earlier tier with the same placeholder lists is refused, as this
-	// tier would never apply to it.
+	// tier would never apply to it, and so is an empty value: an unset or
+	// empty placeholder selects no tier.
 	Values []string `json:"values,omitempty"`
 }
 
@@ -302,14 +303,31 @@ func checkErrorCode(code int) error {
 	return nil
 }
 
-// checkCost checks the cost of a tool: a named tool, a positive cost, at
-// most maxFigure.
+// checkCost checks the cost of a tool: a named tool (see checkToolName),
+// a positive cost, at most maxFigure.
 func checkCost(tool string, n int64) error {
+	if err := checkToolName("cost", tool); err != nil {
+		return err
+	}
+	if n <= 0 || n > maxFigure {
+		return fmt.Errorf("cost %s: must be a positive integer, at most %d, got %d", tool, maxFigure, n)
+	}
+	return nil
+}
+
+// checkToolName checks the tool name of a setting (what): not empty, and
+// not written as a pattern. A tool name is matched literally: * is no
+// wildcard (MCP's tool names hold letters, digits, _, - and . only), and
+// a placeholder is never replaced, so either would name a tool no caller
+// calls.
+func checkToolName(what, tool string) error {
 	switch {
 	case tool == "":
-		return fmt.Errorf("cost: empty tool name")
-	case n <= 0 || n > maxFigure:
-		return fmt.Errorf("cost %s: must be a positive integer, at most %d, got %d", tool, maxFigure, n)
+		return fmt.Errorf("%s: empty tool name", what)
+	case tool == "*":
+		return fmt.Errorf("%s *: a tool name is matched literally, * is no wildcard; name each tool (every call costs at least 1)", what)
+	case hasPlaceholder(tool):
+		return fmt.Errorf("%s %s: a tool name is matched literally, its placeholders are not replaced; name the tool", what, tool)
 	}
 	return nil
 }

@@ -9,19 +9,21 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/jsonrpc"
 )
 
-// warnUnpayableCosts warns about tool costs above the tenant burst of the
-// top-level limits or of a tier: no call of that tool can ever pass for
-// those tenants (each is told so when refused). It is a warning, not an
-// error: an override may give some identities the burst.
+// warnUnpayableCosts warns about tool costs that no call can pay: above
+// the tenant burst or the identity's daily or monthly quota of the
+// top-level limits or of a tier, or above the group's burst or quota or
+// the zone's global burst, which hold for every caller. Each refused call
+// is told so; the warning comes when the config loads. It is a warning,
+// not an error: an override may give some identities more, and a limit
+// changed live may come first.
 func warnUnpayableCosts(pol *policy, logger *zap.Logger) {
 	check := func(l limits) {
-		if l.tenantOff || l.tenant.rate <= 0 {
-			return
-		}
 		for _, tool := range slices.Sorted(maps.Keys(l.costs)) {
-			if c := l.costs[tool]; c > int64(l.tenant.burst) {
-				logger.Warn("a tool costs more than the tenant burst: no call of it can pass for these tenants unless an override raises their burst",
-					zap.String("zone", pol.zone), zap.String("tier", l.tier), zap.String("tool", tool), zap.Int64("cost", c), zap.Int("burst", l.tenant.burst))
+			c := l.costs[tool]
+			if limit, allows, whom := unpayable(pol, l, c); limit != "" {
+				logger.Warn("a tool costs more than the "+limit+" allows: no call of it can pass "+whom,
+					zap.String("zone", pol.zone), zap.String("tier", l.tier), zap.String("tool", tool), zap.Int64("cost", c),
+					zap.String("limit", limit), zap.Int64("allows", allows))
 			}
 		}
 	}
@@ -29,6 +31,55 @@ func warnUnpayableCosts(pol *policy, logger *zap.Logger) {
 	for _, t := range pol.tiers {
 		check(t.limits)
 	}
+}
+
+// unpayable returns the first limit under l that a call costing c
+// exceeds on its own, what that limit allows, and whom it holds back; ""
+// when none does.
+func unpayable(pol *policy, l limits, c int64) (limit string, allows int64, whom string) {
+	const tenants, everyone = "for these tenants unless an override raises it", "for any caller"
+	for _, b := range []struct {
+		limit  string
+		allows int64
+		whom   string
+	}{
+		{"tenant burst", tenantBurst(l), tenants},
+		{"daily quota", l.quota.day, tenants},
+		{"monthly quota", l.quota.month, tenants},
+		{"group burst", groupBurst(pol), everyone},
+		{"group's daily quota", pol.groupQuota.day, everyone},
+		{"group's monthly quota", pol.groupQuota.month, everyone},
+		{"global burst", globalBurst(pol), everyone},
+	} {
+		if b.allows > 0 && c > b.allows {
+			return b.limit, b.allows, b.whom
+		}
+	}
+	return "", 0, ""
+}
+
+// tenantBurst is l's tenant burst, 0 when the tenant layer is off.
+func tenantBurst(l limits) int64 {
+	if l.tenantOff || l.tenant.rate <= 0 {
+		return 0
+	}
+	return int64(l.tenant.burst)
+}
+
+// groupBurst is the group layer's burst, 0 without a group.
+func groupBurst(pol *policy) int64 {
+	if pol.groupKey == "" || pol.group.rate <= 0 {
+		return 0
+	}
+	return int64(pol.group.burst)
+}
+
+// globalBurst is the global layer's burst, 0 when it is off.
+func globalBurst(pol *policy) int64 {
+	if pol.globalOff || pol.global.rate <= 0 {
+		return 0
+	}
+	return int64(pol.global.burst)
 }
 
 // warnUnmeteredToolPolicies warns about tool policies a handler whose

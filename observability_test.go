@@ -460,6 +460,28 @@ func TestUnpayableToolCostIsWarnedAtLoad(t *testing.T) {
 	}
 }
 
+// A tool costing more than a quota, the group's burst or the global
+// burst allows is called out too: the first such limit is named.
+func TestToolCostOverAnyLimitIsWarnedAtLoad(t *testing.T) {
+	opts, logPath := logOptions(t)
+	start(t, "zone unpayable2\ntenant 50/s burst 100\nquota 8/day\nglobal 5/s burst 6\n"+
+		"group {http.request.header.X-Org} 5/s burst 20\ngroup_quota 9/month\ncost echo 10\ncost photo 7\ncost slow 6", opts)
+	var got []string
+	harness.Eventually(t, 5*time.Second, "the warnings", func() bool {
+		got = nil
+		for _, ev := range logEvents(t, logPath) {
+			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "no call of it can pass") && ev["zone"] == "unpayable2" {
+				got = append(got, fmt.Sprintf("%v %v %v", ev["tool"], ev["limit"], ev["allows"]))
+			}
+		}
+		return len(got) >= 2
+	})
+	slices.Sort(got)
+	if want := []string{"echo daily quota 8", "photo global burst 6"}; !slices.Equal(got, want) {
+		t.Fatalf("warned %q, want %q", got, want)
+	}
+}
+
 // loadWarnings waits for a warning whose message holds msg in the log at
 // logPath and returns each such warning's zone and field, as "zone value".
 func loadWarnings(t *testing.T, logPath, msg, field string) []string {

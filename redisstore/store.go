@@ -228,7 +228,8 @@ func parseURL(rawURL string) (*redis.Options, error) {
 // one meant, before it parses: no "//" after the scheme (`redis::pw@host`
 // is an opaque URL, go-redis dials localhost without the password), and
 // addr parameters other than a cluster's nodes, host:port alone (go-redis
-// quotes a bad one, credentials and all; without cluster it is no option).
+// quotes a bad one, credentials and all; without cluster it is no option),
+// and a DB given both in the path and as ?db=.
 func checkShape(rawURL string, cluster bool) error {
 	if _, rest, ok := strings.Cut(rawURL, ":"); ok && !strings.HasPrefix(rest, "//") {
 		return errors.New(`no "//" after the scheme: want redis://host:port, rediss://… or unix:///path`)
@@ -239,6 +240,9 @@ func checkShape(rawURL string, cluster bool) error {
 	}
 	addrs := u.Query()["addr"]
 	switch {
+	case u.Scheme != "unix" && strings.Trim(u.Path, "/") != "" && u.Query().Has("db"):
+		// go-redis takes the query's and drops the path's.
+		return errors.New("the DB is given twice, in the path and as a db parameter: give it once")
 	case len(addrs) > 0 && !cluster:
 		return errors.New("an addr parameter names a Redis Cluster's nodes: say cluster in the store's block")
 	case slices.ContainsFunc(addrs, func(a string) bool { return strings.Contains(a, "@") }):
