@@ -15,8 +15,12 @@ import (
 // the zone's global burst, which hold for every caller. Each refused call
 // is told so; the warning comes when the config loads. It is a warning,
 // not an error: an override may give some identities more, and a limit
-// changed live may come first.
+// changed live may come first. A handler whose meter list leaves out
+// tools/call charges no tool's cost (warnUnmeteredToolPolicies says so).
 func warnUnpayableCosts(pol *policy, logger *zap.Logger) {
+	if !metersToolCalls(pol) {
+		return
+	}
 	check := func(l limits) {
 		for _, tool := range slices.Sorted(maps.Keys(l.costs)) {
 			c := l.costs[tool]
@@ -88,7 +92,7 @@ func globalBurst(pol *policy) int64 {
 // `arg` bounds still refuse: they judge what a call asks for, not what it
 // costs.
 func warnUnmeteredToolPolicies(pol *policy, logger *zap.Logger) {
-	if pol.meter.All || slices.Contains(pol.meter.Methods, "tools/call") {
+	if metersToolCalls(pol) {
 		return
 	}
 	var tools []string
@@ -113,6 +117,11 @@ func warnUnmeteredToolPolicies(pol *policy, logger *zap.Logger) {
 	slices.Sort(tools)
 	logger.Warn("tool costs, quotas and fail_closed apply to tools/call, which this handler's meter list leaves out: they do nothing here (arg bounds still refuse)",
 		zap.String("zone", pol.zone), zap.Strings("tools", slices.Compact(tools)), zap.Strings("meter", pol.meter.Methods))
+}
+
+// metersToolCalls reports whether pol's meter list charges tools/call.
+func metersToolCalls(pol *policy) bool {
+	return pol.meter.All || slices.Contains(pol.meter.Methods, jsonrpc.ToolsCall)
 }
 
 // warnUnknownMethods warns about methods in a handler's meter list that

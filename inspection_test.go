@@ -665,6 +665,8 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":["slow"]}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":[{"name":"slow"}]}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":["slow",{"millis":0}]}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":["slow",`, // cut short
+		"jsonrpc=2.0&id=2&method=tools%2Fcall&params%5B0%5D=slow",         // qs: params ["slow"]
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":'slow'}}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"na_me":"slow"}}`,
 		`{"jsonrpc":"2.0","id":2,"params":{"name":"slow",},"method":"tools/call"}`,

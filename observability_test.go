@@ -480,6 +480,16 @@ func TestToolCostOverAnyLimitIsWarnedAtLoad(t *testing.T) {
 	if want := []string{"echo daily quota 8", "photo global burst 6"}; !slices.Equal(got, want) {
 		t.Fatalf("warned %q, want %q", got, want)
 	}
+	// A handler that does not meter tools/call charges no tool's cost:
+	// only the warning that says so comes.
+	opts, logPath = logOptions(t)
+	start(t, "zone unpayable3\nmeter tools/list\ntenant 1/s burst 3\ncost photo 10", opts)
+	loadWarnings(t, logPath, "meter list leaves out", "tools")
+	for _, ev := range logEvents(t, logPath) {
+		if msg, _ := ev["msg"].(string); strings.Contains(msg, "no call of it can pass") && ev["zone"] == "unpayable3" {
+			t.Fatalf("warned that photo cannot pass where tool calls cost nothing: %v", ev)
+		}
+	}
 }
 
 // loadWarnings waits for a warning whose message holds msg in the log at

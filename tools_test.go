@@ -283,6 +283,7 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		"{\n jsonrpc: 2.0\n id: 7\n method: tools/call\n params: {\n  name: echo\n  arguments: {\n   limit: 100\n  }\n }\n}", // Hjson
 		// Params by position, as a JSON-RPC dispatcher passes them on.
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":["echo",{"limit":100}]}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":["echo",[{"limit":100}]]}`,
 		// A batch entry in an array, as Jackson reads a list of messages.
 		`[[{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"limit":100}}}]]`,
 	} {

@@ -49,6 +49,8 @@ func TestArgVerdictCoversEveryReading(t *testing.T) {
 		{"params_by_position", `{"params":["x",{"limit":70}]}`, 70, true, true},
 		{"params_by_position_scalar_arguments", `{"params":["x",70]}`, 0, true, false},
 		{"params_by_position_third_element", `{"params":["x",{},{"limit":70}]}`, 0, true, false},
+		{"params_by_position_arguments_in_an_array", `{"params":["x",[{"limit":70}]]}`, 70, true, true},
+		{"params_by_position_arguments_nested_deeper", `{"params":["x",[[{"limit":70}]]]}`, 0, true, false},
 		// A scalar is no arguments object: not walked as one.
 		{"number_arguments", `{"params":{"arguments":5}}`, 0, true, false},
 		{"string_arguments", `{"params":{"arguments":"limit"}}`, 0, true, false},

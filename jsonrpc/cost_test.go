@@ -342,6 +342,8 @@ func TestCostSingleValueArraysAreUnwrapped(t *testing.T) {
 		{"batch_entry_with_more_elements", `[[{"method":"tools/call","params":{"name":"big"}},5]]`, 5, true},
 		{"batch_entry_nested_is_no_message", `[[[{"method":"tools/call","params":{"name":"big"}}]]]`, 1, true},
 		{"batch_entry_empty", `[[],{"method":"tools/call"}]`, 1, true},
+		{"batch_entry_truncated", `[[{"method":"tools/call","params":{"name":"big"}}`, 5, false},
+		{"batch_entry_truncated_at_its_start", `[[`, 1, false},
 	})
 	r := parse(t, `{"method":"tools/call","params":{"name":[7]}}`)
 	if got := tools(r.Entry(0)); !slices.Equal(got, []string{"7"}) {
@@ -361,6 +363,12 @@ func TestCostParamsByPosition(t *testing.T) {
 		{"number_name", `{"method":"tools/call","params":[7,{}]}`, 1, true},
 		{"null_name", `{"method":"tools/call","params":[null,"big"]}`, 1, true},
 		{"batch", `[{"method":"tools/call","params":["big",{}]},{"method":"tools/call","params":["photo"]}]`, 8, true},
+		// A truncated call costs its tool, as one with a params object.
+		{"truncated", `{"method":"tools/call","params":["big",{"q":1}`, 5, false},
+		{"truncated_after_the_name", `{"method":"tools/call","params":["big",`, 5, false},
+		{"truncated_in_the_name", `{"method":"tools/call","params":["bi`, 1, false},
+		{"truncated_arguments_in_an_array", `{"method":"tools/call","params":["big",[`, 5, false},
+		{"truncated_object_in_an_array", `{"method":"tools/call","params":[{"name":"big"`, 5, false},
 	})
 	r := parse(t, `{"method":"tools/call","params":[7,{}]}`)
 	if got := tools(r.Entry(0)); !slices.Equal(got, []string{"7"}) {

@@ -31,9 +31,10 @@ import (
 //
 // Each field is written as a member of its own, so fields with one name
 // are duplicate keys, as every JSON reading of the body already weighs
-// them (qs merges them into one object, or into an array that no SDK
-// runs): params[name] and params[arguments][limit] are one call's tool
-// and argument, as they are of the one params object qs builds.
+// them (qs merges them into one object or array): params[name] and
+// params[arguments][limit] are one call's tool and argument, as they are
+// of the one params object qs builds, and params[0] and params[1][limit]
+// those of its params array.
 //
 // body-parser decodes the body with iconv-lite before qs reads it, which
 // drops a leading UTF-8 BOM: the first field's key is read without it. A
@@ -182,9 +183,9 @@ func formUndecoded(dst, s []byte) []byte {
 
 // appendFormField appends the decoded field key=val as a member of the
 // top-level object, followed by a comma: the key's name, then an object
-// for each of its segments (qs makes an array of [] and of a numeric
-// index, which no SDK reads as a method, a params, a name or an
-// arguments object, nor as a number). A field with an empty key, or with
+// for each of its segments, or an array for [] and a numeric index (see
+// formIndex), as qs makes: params[0]=search is params given by position.
+// A field with an empty key, or with
 // a __proto__ name, adds nothing, as qs drops them; one with a __proto__
 // segment is an empty object where that segment starts.
 func appendFormField(dst, key, val []byte) []byte {
@@ -214,20 +215,53 @@ func appendFormField(dst, key, val []byte) []byte {
 		}
 	}
 	dst = appendJSONString(dst, name)
-	for _, s := range segs {
-		dst = append(dst, ":{"...)
-		dst = appendJSONString(dst, s)
-	}
 	dst = append(dst, ':')
+	for _, s := range segs {
+		if n, ok := formIndex(s); ok {
+			dst = append(dst, '[')
+			for range n {
+				dst = append(dst, "null,"...)
+			}
+			continue
+		}
+		dst = append(dst, '{')
+		dst = appendJSONString(dst, s)
+		dst = append(dst, ':')
+	}
 	if empty {
 		dst = append(dst, "{}"...)
 	} else {
 		dst = appendJSONString(dst, val)
 	}
-	for range segs {
-		dst = append(dst, '}')
+	for i := len(segs) - 1; i >= 0; i-- {
+		if _, ok := formIndex(segs[i]); ok {
+			dst = append(dst, ']')
+		} else {
+			dst = append(dst, '}')
+		}
 	}
 	return append(dst, ',')
+}
+
+// formIndex reports whether qs reads the segment s as an array index, and
+// which: [] appends (here, to an array of its own: each field is a member
+// of its own), and an index written in decimal without a leading zero is
+// one up to qs's arrayLimit, 20 (a larger one is an object's key).
+func formIndex(s []byte) (int, bool) {
+	switch {
+	case len(s) == 0:
+		return 0, true
+	case len(s) > 2 || len(s) == 2 && s[0] == '0':
+		return 0, false
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n, n <= 20
 }
 
 // formSegments splits a decoded key as qs does: its name is the text

@@ -1,11 +1,13 @@
 package jsonrpc
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The conversion agrees with qs 6.13 (qs.parse with body-parser's options:
-// allowPrototypes, depth Infinity) on these bodies, but for arrays, which
-// are objects here (no SDK reads one as a method, params, a tool's name or
-// arguments, nor as a number).
+// allowPrototypes, depth Infinity) on these bodies, but for fields of one
+// name, each a member of its own here (qs merges them).
 func TestFormJSONReadsAsQsDoes(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"a=1&b", `{"a":"1","b":""}`},
@@ -25,6 +27,12 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"a":{},"k":"v"}`},
 		{"a[b][__proto__]=1&c.__proto__=2", `{"a":{"b":{}},"c.__proto__":"2","c":{}}`}, // an empty object where __proto__ starts
 		{"a=1&a=2", `{"a":"1","a":"2"}`},
+		// [] and an index up to qs's arrayLimit make arrays; a larger
+		// index or one with a leading zero is a key.
+		{"a[]=1&a[2][b]=3", `{"a":["1"],"a":[null,null,{"b":"3"}]}`},
+		{"a[b][0][]=1", `{"a":{"b":[["1"]]}}`},
+		{"a[20]=1&a[21]=2&a[01]=3&a[-1]=4", `{"a":[` + strings.Repeat("null,", 20) + `"1"],"a":{"21":"2"},"a":{"01":"3"},"a":{"-1":"4"}}`},
+		{"a.0=1", `{"a.0":"1","a":["1"]}`},
 		{"\xef\xbb\xbfa=1&\xef\xbb\xbfb=2", "{\"a\":\"1\",\"\xef\xbb\xbfb\":\"2\"}"}, // the body's BOM is dropped first
 		// With allowDots (co-body's default) too: a dot followed by text
 		// up to the next dot or '[' makes a segment, even in brackets.
@@ -60,11 +68,18 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"dotted_as_koa_reads_it", "jsonrpc=2.0&id=1&method=tools%2Fcall&params.name=big", 5, false},
 		{"dotted_escaped", "jsonrpc=2.0&id=1&method=tools%2Fcall&params%2Ename=big", 5, false},
 		{"after_a_question_mark", "?method=tools%2Fcall&params.name=big&jsonrpc=2.0&id=1", 5, false},
+		// params as an array, which qs makes of indexes: by position, or
+		// holding the params object.
+		{"params_by_position", "method=tools/call&params[0]=big&params[1][q]=x", 5, false},
+		{"params_pushed", "method=tools/call&params[]=big", 5, false},
+		{"params_dotted_index", "method=tools/call&params.0=photo", 3, false},
+		{"params_object_in_an_array", "method=tools/call&params[0][name]=big", 5, false},
 	})
 	runLenientArgCases(t, []lenientArgCase{
 		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
 		{"argument_after_a_dot", "method=tools/call&params[name]=search&params[arguments].limit=1000", 0, false},
 		{"argument_emptied_by_proto", "method=tools/call&params[name]=search&params[arguments][limit][__proto__]=1000", 0, false},
 		{"argument_holding_proto", "method=tools/call&params.name=search&params.arguments.limit.__proto__=1000", 0, false},
+		{"argument_by_position", "method=tools/call&params[0]=search&params[1][limit]=1000", 0, false},
 	})
 }

@@ -21,6 +21,8 @@ func TestLeadingID(t *testing.T) {
 		{"not_json", `id=1&method=ping`, ""},
 		{"empty", ``, ""},
 		{"byte_order_mark", "\xef\xbb\xbf{\"id\":9,\"method\":\"p", "9"},
+		{"response", `{"jsonrpc":"2.0","id":4,"result":{"t":"xxx`, ""},
+		{"error_response", `{"jsonrpc":"2.0","error":{"code":1},"id":4,"x":"xxx`, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := string(LeadingID(nil, []byte(c.body))); got != c.want {

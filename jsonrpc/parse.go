@@ -185,7 +185,8 @@ func (r *Request) parseBatch(b []byte, i int) int {
 // element, an object, is parsed as the entry's message.
 func (r *Request) wrappedMessage(b []byte, i int) int {
 	end := r.s.skipValue(b, i)
-	if j := unwrapped(b, i); end >= 0 && b[j] == '{' {
+	// Read as far as the body goes, as an entry's object is.
+	if j := unwrapped(b, i); j < len(b) && b[j] == '{' {
 		r.message(b, j)
 	} else {
 		r.beginEntry(false)
@@ -296,9 +297,10 @@ func (r *Request) parseMessage(b []byte, i int) int {
 			case '{':
 				i = r.parseParams(b, v)
 			case '[':
-				if i = s.skipValue(b, v); i >= 0 {
-					r.arrayParams(b, v)
-				}
+				// Read as far as the body goes, as a params object
+				// is: a truncated call costs its tool.
+				i = s.skipValue(b, v)
+				r.arrayParams(b, v)
 			default:
 				i = s.skipValue(b, v)
 			}
@@ -406,28 +408,35 @@ func (r *Request) parseParams(b []byte, i int) int {
 	}
 }
 
-// arrayParams reads the params array at i, scanned already. Jackson with
-// UNWRAP_SINGLE_VALUE_ARRAYS reads [{...}] as the object inside. A
-// JSON-RPC dispatcher that passes params by position (JSON-RPC 2.0 allows
-// an array) reads ["name", {...}] as a tools/call's name and arguments.
+// arrayParams reads the params array at i, scanned already (to its end,
+// or as far as the body goes). Jackson with UNWRAP_SINGLE_VALUE_ARRAYS
+// reads [{...}] as the object inside. A JSON-RPC dispatcher that passes
+// params by position (JSON-RPC 2.0 allows an array) reads ["name", {...}]
+// as a tools/call's name and arguments, and Jackson reads arguments given
+// as [{...}] so too.
 func (r *Request) arrayParams(b []byte, i int) {
 	j := unwrapped(b, i)
-	switch b[j] {
-	case '{':
-		r.parseParams(b, j)
+	switch {
+	case j >= len(b) || b[j] == ']':
 		return
-	case ']':
+	case b[j] == '{':
+		r.parseParams(b, j)
 		return
 	}
 	var end int
 	if r.tools, end = r.appendText(r.tools, b, j, true); end < 0 {
 		return
 	}
-	if k := skipWS(b, end); k < len(b) && b[k] == ',' {
-		if k = skipWS(b, k+1); k < len(b) && b[k] == '{' {
-			if end = r.s.skipValue(b, k); end >= 0 {
-				r.args = append(r.args, span{int32(k), int32(end)})
-			}
+	k := skipWS(b, end)
+	if k >= len(b) || b[k] != ',' {
+		return
+	}
+	if k = skipWS(b, k+1); k < len(b) {
+		k = unwrapped(b, k)
+	}
+	if k < len(b) && b[k] == '{' {
+		if end = r.s.skipValue(b, k); end >= 0 {
+			r.args = append(r.args, span{int32(k), int32(end)})
 		}
 	}
 }
