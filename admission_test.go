@@ -642,6 +642,34 @@ func TestTrustIdentityIsProvenOnSight(t *testing.T) {
 	refusal(t, e.call(11), http.StatusTooManyRequests, "preauth")
 }
 
+// The global layer takes a request's cost, as every rate layer does: a
+// call of a tool costing 5 takes 5 of the zone's tokens, not 1.
+func TestGlobalTakesTheRequestsCost(t *testing.T) {
+	e := start(t, "tenant off\nquota off\nglobal 1/h burst 6\ncost echo 5")
+	e.prove("valid-globalcost")
+	h := []string{"Authorization", "Bearer valid-globalcost"}
+	if r := e.call(1, h...); r.Status != http.StatusOK {
+		t.Fatalf("first call of cost 5 within the global burst of 6: %d %s", r.Status, r.Body)
+	}
+	refusal(t, e.call(2, h...), http.StatusTooManyRequests, "global")
+}
+
+// A caller out of pre-auth tokens whose body's declared length is
+// max_body exactly is told to wait: such a body is read whole, so no
+// refusal of the request as sent applies.
+func TestPreauthWaitForABodyOfExactlyMaxBody(t *testing.T) {
+	e := start(t, "preauth 1/h burst 1\nmax_body 1KiB")
+	if r := e.call(1); r.Status != http.StatusOK {
+		t.Fatalf("the one pre-auth token: %d %s", r.Status, r.Body)
+	}
+	call := harness.ToolCall(2, "echo", map[string]any{"text": "x"})
+	body := call[:len(call)-1] + strings.Repeat(" ", 1024-len(call)) + "}"
+	if len(body) != 1024 {
+		t.Fatalf("test body is %d bytes", len(body))
+	}
+	refusal(t, e.post(body), http.StatusTooManyRequests, "preauth")
+}
+
 func TestTenantIsCheckedBeforeGlobal(t *testing.T) {
 	e := start(t, "tenant 1/m burst 1\nglobal 1/m burst 2\nquota off")
 	e.prove("valid-jo")

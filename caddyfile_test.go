@@ -120,6 +120,7 @@ func TestCaddyfileEverySubdirectiveAdaptsToItsJSONField(t *testing.T) {
 		{"cost", "cost search 5\ncost photo 10", `{"costs":{"search":5,"photo":10}}`},
 		{"max_body MiB", "max_body 2MiB", `{"max_body":2097152}`},
 		{"max_body KB", "max_body 512KB", `{"max_body":512000}`},
+		{"max_body at its bound", "max_body 1GiB", `{"max_body":1073741824}`},
 		{"max_batch", "max_batch 8", `{"max_batch":8}`},
 		{"preauth rate", "preauth 2/s", `{"preauth":{"rate":"2/s"}}`},
 		{"preauth rate burst", "preauth 2/s burst 10", `{"preauth":{"rate":"2/s","burst":10}}`},

@@ -333,6 +333,26 @@ func TestDryRunCountsOneRefusalPerLayerAndRequest(t *testing.T) {
 	}
 }
 
+// A dry-run request a later layer would refuse gives back the pre-auth
+// token it took, as enforcement gives it back: unproven calls that the
+// global layer would refuse leave pre-auth where enforcement would, so
+// pre-auth would refuse none of them.
+func TestDryRunWouldBeRefusalGivesBackItsPreauthToken(t *testing.T) {
+	e := start(t, "zone drypre\ndry_run\npreauth 1/h burst 2\nglobal 1/h burst 1\nquota off")
+	for i := range 3 {
+		if r := e.call(i); r.Status != http.StatusOK {
+			t.Fatalf("unproven call %d in dry run: %d %s", i, r.Status, r.Body)
+		}
+	}
+	_, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="global"`, `zone="drypre"`); n != 2 {
+		t.Fatalf("would-be global refusals: %v, want 2", n)
+	}
+	if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="drypre"`); n != 0 {
+		t.Fatalf("would-be pre-auth refusals: %v, want 0: enforcement gives a refused call's token back", n)
+	}
+}
+
 // A dry-run pre-auth refusal is logged with the request's cost, as an
 // enforcing one is, though the request was refused before its body was
 // read.

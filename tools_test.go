@@ -451,7 +451,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 
 func TestFailClosedToolRefusedWhileStoreDegraded(t *testing.T) {
 	dir := harness.TempDir(t, "quota-store")
-	e := start(t, "flush_interval 1s\ntenant off\nquota 1000/day\ntool analyze_photo {\n fail_closed\n}", harness.Options{Storage: dir})
+	// echo has a policy of its own, but is not fail_closed.
+	e := start(t, "flush_interval 1s\ntenant off\nquota 1000/day\ntool analyze_photo {\n fail_closed\n}\ntool echo {\n arg limit max 1000\n}", harness.Options{Storage: dir})
 	h := []string{"Authorization", "Bearer valid-failclosed"}
 	e.prove("valid-failclosed")
 	e.passes(1, "analyze_photo", h...)
