@@ -1363,6 +1363,22 @@ func TestRespelledCredentialsAreOneIdentity(t *testing.T) {
 	unchanged(t, e, before, "respelled credentials")
 }
 
+// Proxy-Authorization holds credentials as Authorization does (RFC 9110):
+// its spellings are one identity too, and Bearer credentials of more than
+// one token are refused.
+func TestRespelledProxyCredentialsAreOneIdentity(t *testing.T) {
+	e := start(t, "identity {http.request.header.Proxy-Authorization}\ntrust_identity\ntenant 1/h burst 1\nquota off")
+	if r := e.call(1, "Proxy-Authorization", "bearer  valid-proxy"); r.Status != http.StatusOK {
+		t.Fatalf("first call: %d %s", r.Status, r.Body)
+	}
+	for i, v := range []string{"Bearer valid-proxy", "BEARER valid-proxy", "Bearer\tvalid-proxy"} {
+		refusal(t, e.call(2+i, "Proxy-Authorization", v), http.StatusTooManyRequests, "tenant")
+	}
+	if r := e.call(9, "Proxy-Authorization", "Bearer valid-proxy extra"); r.Status != http.StatusBadRequest {
+		t.Fatalf("two tokens after the scheme: %d %s, want 400", r.Status, r.Body)
+	}
+}
+
 // Bearer and Basic credentials are one token: a backend that reads the
 // first token and ignores the rest (the TypeScript SDK does) would prove
 // every suffix, each a fresh identity with its own budget.

@@ -251,3 +251,14 @@ func forgottenIdentityHeaders(t *testing.T, zone, store string) {
 		t.Fatalf("never proven: RateLimit-Policy %q", got)
 	}
 }
+
+// RateLimit-Policy's w is the seconds a bucket takes to refill from
+// empty, rounded up: 5 tokens at 2/s take 2.5 s.
+func TestRateLimitPolicyWindowRoundsUp(t *testing.T) {
+	e := start(t, "tenant 2/s burst 5\nquota off")
+	e.prove("valid-wround")
+	r := e.call(1, "Authorization", "Bearer valid-wround")
+	if got, want := r.Header.Get("RateLimit-Policy"), `"tenant";q=5;w=3`; r.Status != http.StatusOK || got != want {
+		t.Fatalf("%d, RateLimit-Policy %q, want %q", r.Status, got, want)
+	}
+}

@@ -323,6 +323,11 @@ func TestGETAndDELETERefusalsAreAnsweredAsStatus(t *testing.T) {
 				}
 				send() // spends the pre-auth token
 				refusal(t, send(), http.StatusTooManyRequests, "preauth")
+				// One carrying a JSON-RPC request, whose id an answer
+				// could echo, is answered by status all the same.
+				req, _ := http.NewRequest(method, e.mcp, strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`))
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				refusal(t, harness.Do(t, req), http.StatusTooManyRequests, "preauth")
 			})
 		}
 	}
