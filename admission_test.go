@@ -2055,3 +2055,33 @@ func hangUp(t *testing.T, url, auth, body string) {
 		t.Fatalf("answered before the client hung up: %d", resp.StatusCode)
 	}
 }
+
+// A forgotten identity that holds no quota count yet is still held to its
+// quota before its calls run: a batch costing more than the whole quota
+// is refused, not counted once the backend has run it.
+func TestForgottenIdentityWithoutACountMeetsItsQuotaFirst(t *testing.T) {
+	e := start(t, "zone forgotfirst\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 2/day")
+	auth := []string{"Authorization", "Bearer valid-forgotfirst"}
+	e.prove("valid-forgotfirst")
+	e.forget(auth...)
+	before := e.backend.ToolCalls()
+	calls := make([]string, 3)
+	for i := range calls {
+		calls[i] = harness.ToolCall(i+1, "echo", map[string]any{"text": "x"})
+	}
+	r := e.post("["+strings.Join(calls, ",")+"]", auth...)
+	if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "QUOTA_EXHAUSTED") {
+		t.Fatalf("a batch of 3 under quota 2/day from a forgotten identity: %d %s, want the quota's 429", r.Status, r.Body)
+	}
+	unchanged(t, e, before, "a batch over a forgotten identity's whole quota")
+}
+
+// An empty group value skips the group layer, its quota included: callers
+// without one share no group quota between them.
+func TestEmptyGroupValueSkipsTheGroupQuota(t *testing.T) {
+	e := start(t, "zone nogroupq\ngroup {http.request.header.X-Org} 100/s burst 100\ngroup_quota 2/day\ntenant 100/s burst 100\nquota off")
+	for _, tok := range []string{"valid-nogroup-a", "valid-nogroup-b"} {
+		e.prove(tok)
+		e.spend(tok, 3)
+	}
+}

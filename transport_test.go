@@ -688,3 +688,18 @@ func TestMeteredNotificationBesideARequestHoldsItsSlotToTheEnd(t *testing.T) {
 	rest("never")
 	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
 }
+
+// A notification of a metered method is a call: it takes a concurrency
+// slot, so with the one slot held it is refused, not forwarded.
+func TestMeteredNotificationTakesAConcurrencySlot(t *testing.T) {
+	e := start(t, "zone notifslot\nmeter tools/call resources/read\nconcurrency 1\ntenant 100/s burst 100\nquota off")
+	e.prove("valid-notifslot")
+	h := []string{"Authorization", "Bearer valid-notifslot"}
+	done := e.slowInBackground(2000, h...)
+	harness.Eventually(t, 5*time.Second, "the slow call in flight", func() bool { return e.inflight("notifslot") == 1 })
+	r := e.post(`{"jsonrpc":"2.0","method":"resources/read","params":{"uri":"demo://x"}}`, h...)
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a resources/read notification with the one slot held: %d %s, want 429", r.Status, r.Body)
+	}
+	<-done
+}
