@@ -7,26 +7,36 @@ import (
 	"go.uber.org/zap"
 )
 
-// A stopped zone whose buckets would all have refilled stays parked while
-// calls it admitted are in flight: the zone that takes it up finds their
-// slots of the concurrency cap held.
+// A stopped zone whose buckets would all have refilled, or that has no
+// bucket at all, stays parked while calls it admitted are in flight: the
+// zone that takes it up finds their slots of the concurrency cap held.
 func TestParkedZoneOutlivesItsCallsInFlight(t *testing.T) {
-	h := provisionForTest(t, &Handler{
-		Zone: "parked-busy", Preauth: &RateLimit{Rate: "1000/s", Burst: 1}, Tenant: &RateLimit{Rate: "1000/s", Burst: 1},
-		Global: &RateLimit{Off: true}, Quota: &QuotaLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
-	})
-	z := h.zone
-	if !z.all.Acquire(globalKey, 1, 1) {
-		t.Fatal("no slot for the call in flight")
-	}
-	_ = z.Destruct()
-	time.Sleep(50 * time.Millisecond) // fifty times the longest refill
-	z2, err := newZone(z.storage.get(), h.pol, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z2.Destruct() })
-	if n := z2.all.Count(globalKey); n != 1 {
-		t.Fatalf("the zone taken up again finds %d calls in flight, want 1", n)
+	for name, h := range map[string]*Handler{
+		"refilled": {
+			Zone: "parked-busy", Preauth: &RateLimit{Rate: "1000/s", Burst: 1}, Tenant: &RateLimit{Rate: "1000/s", Burst: 1},
+			Global: &RateLimit{Off: true}, Quota: &QuotaLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
+		},
+		"no bucket": {
+			Zone: "parked-busy-nobucket", Preauth: &RateLimit{Off: true}, Tenant: &RateLimit{Off: true},
+			Global: &RateLimit{Off: true}, Quota: &QuotaLimit{Off: true}, Concurrency: &Concurrency{Max: 1},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := provisionForTest(t, h)
+			z := h.zone
+			if !z.all.Acquire(globalKey, 1, 1) {
+				t.Fatal("no slot for the call in flight")
+			}
+			_ = z.Destruct()
+			time.Sleep(50 * time.Millisecond) // fifty times the longest refill
+			z2, err := newZone(z.storage.get(), h.pol, zap.NewNop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = z2.Destruct() })
+			if n := z2.all.Count(globalKey); n != 1 {
+				t.Fatalf("the zone taken up again finds %d calls in flight, want 1", n)
+			}
+		})
 	}
 }
