@@ -444,18 +444,8 @@ func TestUnpayableToolCostIsWarnedAtLoad(t *testing.T) {
 	opts, logPath := logOptions(t)
 	start(t, "zone unpayable\ntenant 5/s burst 4\ncost slow 5\ncost quick 2\n"+
 		"tier small {\nmatch {http.request.header.X-Plan} small\ntenant 1/s burst 2\n}", opts)
-	var tiers []string
-	harness.Eventually(t, 5*time.Second, "the warnings", func() bool {
-		tiers = nil
-		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "costs more than the tenant burst") && ev["zone"] == "unpayable" {
-				tiers = append(tiers, fmt.Sprintf("%v/%v", ev["tier"], ev["tool"]))
-			}
-		}
-		return len(tiers) >= 2
-	})
-	slices.Sort(tiers)
-	if !slices.Equal(tiers, []string{"/slow", "small/slow"}) {
+	tiers := zoneWarnings(t, logPath, "unpayable", "costs more than the tenant burst", 2, "tier", "tool")
+	if !slices.Equal(tiers, []string{" slow", "small slow"}) {
 		t.Fatalf("warned for %v, want slow at the top level and in tier small only", tiers)
 	}
 }
@@ -466,17 +456,7 @@ func TestToolCostOverAnyLimitIsWarnedAtLoad(t *testing.T) {
 	opts, logPath := logOptions(t)
 	start(t, "zone unpayable2\ntenant 50/s burst 100\nquota 8/day\nglobal 5/s burst 6\n"+
 		"group {http.request.header.X-Org} 5/s burst 20\ngroup_quota 9/month\ncost echo 10\ncost photo 7\ncost slow 6", opts)
-	var got []string
-	harness.Eventually(t, 5*time.Second, "the warnings", func() bool {
-		got = nil
-		for _, ev := range logEvents(t, logPath) {
-			if msg, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(msg, "no call of it can pass") && ev["zone"] == "unpayable2" {
-				got = append(got, fmt.Sprintf("%v %v %v", ev["tool"], ev["limit"], ev["allows"]))
-			}
-		}
-		return len(got) >= 2
-	})
-	slices.Sort(got)
+	got := zoneWarnings(t, logPath, "unpayable2", "no call of it can pass", 2, "tool", "limit", "allows")
 	if want := []string{"echo daily quota 8", "photo global burst 6"}; !slices.Equal(got, want) {
 		t.Fatalf("warned %q, want %q", got, want)
 	}
@@ -490,6 +470,29 @@ func TestToolCostOverAnyLimitIsWarnedAtLoad(t *testing.T) {
 			t.Fatalf("warned that photo cannot pass where tool calls cost nothing: %v", ev)
 		}
 	}
+}
+
+// zoneWarnings waits for n warnings of zone whose message holds msg in
+// the log at logPath and returns each as the values of fields, joined by
+// spaces, sorted.
+func zoneWarnings(t *testing.T, logPath, zone, msg string, n int, fields ...string) []string {
+	t.Helper()
+	var got []string
+	harness.Eventually(t, 5*time.Second, "the warnings", func() bool {
+		got = nil
+		for _, ev := range logEvents(t, logPath) {
+			if m, _ := ev["msg"].(string); ev["level"] == "warn" && strings.Contains(m, msg) && ev["zone"] == zone {
+				vals := make([]string, len(fields))
+				for i, f := range fields {
+					vals[i] = fmt.Sprint(ev[f])
+				}
+				got = append(got, strings.Join(vals, " "))
+			}
+		}
+		return len(got) >= n
+	})
+	slices.Sort(got)
+	return got
 }
 
 // loadWarnings waits for a warning whose message holds msg in the log at

@@ -317,18 +317,9 @@ func TestDryRunRefusesNothingButCountsWouldBeRefusals(t *testing.T) {
 // refuse it once: an unproven call of cost 3 that the pre-auth layer
 // refuses for its first token is not refused again for the other two.
 func TestDryRunCountsOneRefusalPerLayerAndRequest(t *testing.T) {
-	e := start(t, "zone dryp\ndry_run\npreauth 1/h burst 2\ncost echo 3")
-	for i := range 3 {
-		if r := e.call(i); r.Status != http.StatusOK {
-			t.Fatalf("unproven call %d in dry run: %d %s", i, r.Status, r.Body)
-		}
-	}
-	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
-	if st != http.StatusOK {
-		t.Fatalf("/metrics: %d", st)
-	}
+	body := dryRunCalls(t, start(t, "zone dryp\ndry_run\npreauth 1/h burst 2\ncost echo 3"), 3)
 	// Enforcing: each call is refused once (2 tokens left, 3 asked).
-	if dry := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="dryp"`); dry != 3 {
+	if dry := promValue(body, "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="dryp"`); dry != 3 {
 		t.Fatalf("mcp_ratelimit_dry_run_refusals_total{layer=preauth} = %v after 3 calls, want 3", dry)
 	}
 }
@@ -338,19 +329,29 @@ func TestDryRunCountsOneRefusalPerLayerAndRequest(t *testing.T) {
 // global layer would refuse leave pre-auth where enforcement would, so
 // pre-auth would refuse none of them.
 func TestDryRunWouldBeRefusalGivesBackItsPreauthToken(t *testing.T) {
-	e := start(t, "zone drypre\ndry_run\npreauth 1/h burst 2\nglobal 1/h burst 1\nquota off")
-	for i := range 3 {
+	body := dryRunCalls(t, start(t, "zone drypre\ndry_run\npreauth 1/h burst 2\nglobal 1/h burst 1\nquota off"), 3)
+	if n := promValue(body, "mcp_ratelimit_dry_run_refusals_total", `layer="global"`, `zone="drypre"`); n != 2 {
+		t.Fatalf("would-be global refusals: %v, want 2", n)
+	}
+	if n := promValue(body, "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="drypre"`); n != 0 {
+		t.Fatalf("would-be pre-auth refusals: %v, want 0: enforcement gives a refused call's token back", n)
+	}
+}
+
+// dryRunCalls makes n unproven calls, each forwarded in dry run, and
+// returns the metrics that follow.
+func dryRunCalls(t *testing.T, e *env, n int) string {
+	t.Helper()
+	for i := range n {
 		if r := e.call(i); r.Status != http.StatusOK {
 			t.Fatalf("unproven call %d in dry run: %d %s", i, r.Status, r.Body)
 		}
 	}
-	_, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
-	if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="global"`, `zone="drypre"`); n != 2 {
-		t.Fatalf("would-be global refusals: %v, want 2", n)
+	st, body := e.caddy.AdminDo(t, http.MethodGet, "/metrics", nil)
+	if st != http.StatusOK {
+		t.Fatalf("/metrics: %d", st)
 	}
-	if n := promValue(string(body), "mcp_ratelimit_dry_run_refusals_total", `layer="preauth"`, `zone="drypre"`); n != 0 {
-		t.Fatalf("would-be pre-auth refusals: %v, want 0: enforcement gives a refused call's token back", n)
-	}
+	return string(body)
 }
 
 // A dry-run pre-auth refusal is logged with the request's cost, as an
