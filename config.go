@@ -193,7 +193,8 @@ type TierMatch struct {
 	Placeholder string `json:"placeholder,omitempty"`
 
 	// Values lists the values that select this tier (exact match); a value
-	// an earlier tier with the same placeholder lists is refused, as this
+	// an earlier tier with the same placeholder lists (a request header's
+	// name spelt in any case is the same) is refused, as this
 	// tier would never apply to it, and so is an empty value: an unset or
 	// empty placeholder selects no tier.
 	Values []string `json:"values,omitempty"`
@@ -226,7 +227,8 @@ type Store struct {
 
 // RedisStore configures the Redis store.
 type RedisStore struct {
-	// URL is `redis://[:password@]host:port[/db]` or `rediss://…`;
+	// URL is `redis://[:password@]host:port[/db]` or `rediss://…` (a DB
+	// in the path and a `db` parameter beside it is refused);
 	// placeholders such as `{env.REDIS_URL}` are expanded at provision time,
 	// and a URL holding one is checked then, once expanded (not by
 	// `caddy adapt`).

@@ -39,7 +39,8 @@ func warnUnpayableCosts(pol *policy, logger *zap.Logger) {
 
 // unpayable returns the first limit under l that a call costing c
 // exceeds on its own, what that limit allows, and whom it holds back; ""
-// when none does.
+// when none does. A layer that is off or unset has a zero limit, which
+// limits nothing here.
 func unpayable(pol *policy, l limits, c int64) (limit string, allows int64, whom string) {
 	const tenants, everyone = "for these tenants unless an override raises it", "for any caller"
 	for _, b := range []struct {
@@ -47,43 +48,19 @@ func unpayable(pol *policy, l limits, c int64) (limit string, allows int64, whom
 		allows int64
 		whom   string
 	}{
-		{"tenant burst", tenantBurst(l), tenants},
+		{"tenant burst", int64(l.tenant.burst), tenants},
 		{"daily quota", l.quota.day, tenants},
 		{"monthly quota", l.quota.month, tenants},
-		{"group burst", groupBurst(pol), everyone},
+		{"group burst", int64(pol.group.burst), everyone},
 		{"group's daily quota", pol.groupQuota.day, everyone},
 		{"group's monthly quota", pol.groupQuota.month, everyone},
-		{"global burst", globalBurst(pol), everyone},
+		{"global burst", int64(pol.global.burst), everyone},
 	} {
 		if b.allows > 0 && c > b.allows {
 			return b.limit, b.allows, b.whom
 		}
 	}
 	return "", 0, ""
-}
-
-// tenantBurst is l's tenant burst, 0 when the tenant layer is off.
-func tenantBurst(l limits) int64 {
-	if l.tenantOff || l.tenant.rate <= 0 {
-		return 0
-	}
-	return int64(l.tenant.burst)
-}
-
-// groupBurst is the group layer's burst, 0 without a group.
-func groupBurst(pol *policy) int64 {
-	if pol.groupKey == "" || pol.group.rate <= 0 {
-		return 0
-	}
-	return int64(pol.group.burst)
-}
-
-// globalBurst is the global layer's burst, 0 when it is off.
-func globalBurst(pol *policy) int64 {
-	if pol.globalOff || pol.global.rate <= 0 {
-		return 0
-	}
-	return int64(pol.global.burst)
 }
 
 // warnUnmeteredToolPolicies warns about tool policies a handler whose

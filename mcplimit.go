@@ -138,9 +138,11 @@ type Handler struct {
 	Meter []string `json:"meter,omitempty"`
 
 	// Costs maps a tool name (matched byte for byte with the call's
-	// params.name) to the cost of one `tools/call` of it, in tokens and
-	// quota units: a positive integer of at most 15 digits (null is
-	// refused). Default cost: 1.
+	// params.name, or the first element of params given by position) to
+	// the cost of one `tools/call` of it, in tokens and quota units: a
+	// positive integer of at most 15 digits (null is refused). Names are
+	// literal: `*` and a name holding a placeholder are refused. Default
+	// cost: 1.
 	Costs Costs `json:"costs,omitempty"`
 
 	// MaxBody is the largest request body read on a metered route, in
@@ -236,8 +238,10 @@ type Handler struct {
 	GroupQuota *QuotaLimit `json:"group_quota,omitempty"`
 
 	// Tools holds per-tool policies keyed by tool name, matched byte for
-	// byte with the call's params.name. Each must set something: an empty
-	// or null policy is a config error.
+	// byte with the call's params.name (or the first element of params
+	// given by position); `*` and a name holding a placeholder are
+	// refused. Each must set something: an empty or null policy is a
+	// config error.
 	Tools map[string]*ToolPolicy `json:"tools,omitempty"`
 
 	// Store selects an external store for exact shared limits. Adding it
