@@ -458,6 +458,62 @@ func TestBatchCallsLeaveFlightOneByOne(t *testing.T) {
 	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
 }
 
+// A batch's last metered call keeps its slot until the stream holds an
+// answer to every request the POST carried, unmetered ones included: a
+// batch of a call and a ping, whose call is answered first, still holds
+// per_identity 1 while the ping's answer is to come.
+func TestLastCallSlotStaysUntilEveryRequestIsAnswered(t *testing.T) {
+	release := make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		answer := func(id int) {
+			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n\n", id)
+			http.NewResponseController(w).Flush()
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if !strings.HasPrefix(string(body), "[") {
+			answer(9)
+			return
+		}
+		answer(1)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		answer(2)
+	}))
+	t.Cleanup(up.Close)
+	answerLast := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(answerLast) // before up.Close, which waits for the batch's handler
+	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 1\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
+	auth := []string{"Authorization", "Bearer valid-ping"}
+	batch := "[" + harness.ToolCall(1, "echo", nil) + `,{"jsonrpc":"2.0","id":2,"method":"ping"}]`
+	req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(batch))
+	req.Header.Set("Authorization", "Bearer valid-ping")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"id":1`) {
+	}
+	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "CONCURRENCY_LIMITED") {
+		t.Fatalf("a call beside a batch whose call is answered and whose ping is not, under per_identity 1: %d %s", r.Status, r.Body)
+	}
+	if n := e.inflight("default"); n != 1 {
+		t.Fatalf("in flight with the ping unanswered: %d", n)
+	}
+	answerLast()
+	for sc.Scan() && !strings.Contains(sc.Text(), `"id":2`) {
+	}
+	harness.Eventually(t, 5*time.Second, "nothing in flight", func() bool { return e.inflight("default") == 0 })
+	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusOK {
+		t.Fatalf("a call once the batch is answered: %d %s", r.Status, r.Body)
+	}
+}
+
 // Messages before the answer (progress notifications) do not end a call:
 // its slot stays taken until the answer itself is written.
 func TestSSECallHoldsItsSlotUntilItsAnswer(t *testing.T) {
