@@ -71,3 +71,20 @@ func heldByTwo(t *testing.T, first, second *Handler) *zone {
 	}
 	return z
 }
+
+// The admin API's list of proven identities leaves out those unused for
+// known_ttl, which the zone no longer holds proven, before its loop's
+// sweep has dropped them.
+func TestKnownViewLeavesOutIdentitiesPastKnownTTL(t *testing.T) {
+	z := heldByTwo(t,
+		&Handler{Zone: "known-view-ttl", KnownTTL: caddy.Duration(time.Hour)},
+		&Handler{Zone: "known-view-ttl", KnownTTL: caddy.Duration(time.Hour)})
+	now := time.Now()
+	z.prove([16]byte{1}, now)
+	z.prove([16]byte{2}, now.Add(90*time.Minute))
+	view := z.knownView(10, now.Add(2*time.Hour))
+	list := view["identities"].([]map[string]any)
+	if view["total"] != 1 || len(list) != 1 || list[0]["fingerprint"] != fingerprintHex([16]byte{2}) {
+		t.Fatalf("two hours on, with known_ttl 1h: %v; want only the identity used 30 minutes before", view)
+	}
+}
