@@ -205,6 +205,28 @@ func TestAdoptedCountsAreKeptBeforeTheirFilesGo(t *testing.T) {
 	})
 }
 
+// A zone stopping while storage refuses its counts keeps them on the host
+// and hands its file over at once: a process of the zone on another host
+// sharing the data directory (containers on one volume), which cannot
+// tell whether the owner still runs, takes it at its next look rather
+// than orphanAfter later.
+func TestCountsKeptAtAStopAreHandedOverAtOnce(t *testing.T) {
+	dir, zoneHex := t.TempDir(), hex.EncodeToString([]byte("handover"))
+	z := &zone{name: "handover"}
+	z.logger.Store(zap.NewNop())
+	z.unpushed = unpushedCopy{
+		files:   hostFiles{dir: dir, zone: zoneHex, owner: "00112233aabbccdd-9-STOPPING"},
+		counter: quota.New(quota.Config{Storage: &certmagic.FileStorage{Path: t.TempDir()}}),
+	}
+	now := time.Now()
+	z.unpushed.counter.Add([]quota.Item{{Key: []byte("i/stopping"), Period: quota.Day, Limit: 100, N: 5}}, now)
+	z.keepUnpushed(&z.unpushed)
+	cs, _, err := hostFiles{dir: dir, zone: zoneHex, owner: newOwner()}.takeOrphans(time.Now())
+	if err != nil || len(cs) != 1 || cs[0].Key != "i/stopping" || cs[0].N != 5 {
+		t.Fatalf("the next process took %v (%v), want the stopped zone's i/stopping 5", cs, err)
+	}
+}
+
 // A process that ended but is not reaped yet (a zombie: its parent has
 // not waited for it) is gone: its files are taken over at once, not once
 // they go stale.
