@@ -2,9 +2,12 @@ package mcplimit
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/caddyserver/certmagic"
 )
 
 // The host's copy of the totals is written again at the first flush once
@@ -17,26 +20,58 @@ func TestTotalsCopyIsRefreshed(t *testing.T) {
 	for range 3 {
 		serveCall(t, h, "Bearer valid-totals", http.StatusOK)
 	}
-	copied := func() int64 {
-		t.Helper()
-		cs, err := readCounts(countsCopyPath(totalsKind, z.name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n int64
-		for _, c := range cs {
-			n += c.N
-		}
-		return n
-	}
 	ctx := context.Background()
 	z.flush(ctx, false)
-	if n := copied(); n != 0 {
+	if n := copiedTotals(t, z); n != 0 {
 		t.Fatalf("the totals were copied at a flush with no quota used up and a fresh copy: %d", n)
 	}
 	z.totalsSaved.Store(time.Now().Add(-totalsRefresh).UnixNano())
 	z.flush(ctx, false)
-	if n := copied(); n != 3 {
+	if n := copiedTotals(t, z); n != 3 {
 		t.Fatalf("the copy once totalsRefresh old holds %d calls, want 3", n)
 	}
+}
+
+// The host's copy of the totals is written when storage starts failing,
+// with the totals last read: a start during the outage (after a crash)
+// counts on from them, not from a copy up to totalsRefresh old.
+func TestTotalsCopyIsWrittenWhenStorageFails(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	h := provisionForTest(t, &Handler{Zone: "totals-outage", Preauth: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 100}})
+	z := h.zone
+	for range 3 {
+		serveCall(t, h, "Bearer valid-totals", http.StatusOK)
+	}
+	ctx := context.Background()
+	z.flush(ctx, false)
+	if n := copiedTotals(t, z); n != 0 {
+		t.Fatalf("the totals were copied at a flush with no quota used up and a fresh copy: %d", n)
+	}
+	z.storage.set(lockRefused{z.storage.get()})
+	serveCall(t, h, "Bearer valid-totals", http.StatusOK)
+	z.flush(ctx, false)
+	if n := copiedTotals(t, z); n != 3 {
+		t.Fatalf("the copy once storage failed holds %d calls, want the 3 last read", n)
+	}
+}
+
+// copiedTotals returns the calls the host's copy of z's totals holds.
+func copiedTotals(t *testing.T, z *zone) int64 {
+	t.Helper()
+	cs, err := readCounts(countsCopyPath(totalsKind, z.name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, c := range cs {
+		n += c.N
+	}
+	return n
+}
+
+// lockRefused is storage that refuses every lock.
+type lockRefused struct{ certmagic.Storage }
+
+func (lockRefused) Lock(context.Context, string) error {
+	return errors.New("locks refused (test)")
 }
