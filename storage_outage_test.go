@@ -920,6 +920,15 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 		t.Fatalf("fail_closed tool with Redis down: %s", r.Body)
 	}
 	unchanged(t, e, before, "a fail_closed call with Redis down")
+	o.set(false)
+	harness.Eventually(t, 10*time.Second, "storage available again", func() bool {
+		return !harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded
+	})
+	r = e.callTool(3, "analyze_photo", "Authorization", "Bearer valid-fc-proven")
+	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
+		t.Fatalf("fail_closed tool with Redis down and storage up: %s", r.Body)
+	}
+	unchanged(t, e, before, "a fail_closed call with Redis down and storage up")
 }
 
 // Calls another instance pushed to Redis after an outage reach storage
