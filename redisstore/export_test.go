@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"strconv"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,4 +19,16 @@ var PreloadedScripts = scriptHashes(preloaded)
 func ReadSlotsWith(s *Store, slots func(context.Context) ([]redis.ClusterSlot, error)) {
 	_ = s.cluster.Close()
 	s.cluster = redis.NewClusterClient(&redis.ClusterOptions{ClusterSlots: slots, ContextTimeoutEnabled: true})
+}
+
+// FillOverWithExpired replaces what s's short-circuit remembers with a
+// full map (maxOver entries) of refusals whose wait ended before now.
+func FillOverWithExpired(s *Store, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.over = make(map[overKey]overEntry, maxOver)
+	for i := range maxOver {
+		k := overKey{kind: Bucket, key: "expired/" + strconv.Itoa(i)}
+		s.over[k] = overEntry{until: now.Add(-time.Second), recheck: now.Add(RecheckAfter), n: 1, rate: 1, burst: 1}
+	}
 }
