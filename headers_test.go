@@ -72,6 +72,30 @@ func TestRateLimitHeadersCountDownExactly(t *testing.T) {
 	}
 }
 
+// The quota-day figure is the identity's own count, whatever other
+// quotas of that period the call is counted in: a tool's quota (counted
+// per tool, and so lower) must not stand in for it.
+func TestRateLimitHeadersShowTheIdentitysQuotaBesideAToolQuota(t *testing.T) {
+	e := start(t, "tenant 100/s burst 100\nquota 10/day\ntool photo {\n quota 5/day\n}")
+	e.prove("valid-photo-quota")
+	auth := []string{"Authorization", "Bearer valid-photo-quota"}
+	var left int64
+	for id := 1; id <= 2; id++ {
+		r := e.callTool(id, "echo", auth...)
+		if r.Status != http.StatusOK {
+			t.Fatalf("echo call %d: %d %s", id, r.Status, r.Body)
+		}
+		left = rateLimit(t, r)["quota-day"][0]
+	}
+	r := e.callTool(3, "photo", auth...)
+	if r.Status != http.StatusOK {
+		t.Fatalf("photo call: %d %s", r.Status, r.Body)
+	}
+	if got := rateLimit(t, r)["quota-day"][0]; got != left-1 {
+		t.Fatalf("quota-day left after a photo call: %d, want %d (one less than after the echo calls; header %q)", got, left-1, r.Header.Get("RateLimit"))
+	}
+}
+
 func TestRateLimitHeadersOfARefusalShowWhatWasGivenBack(t *testing.T) {
 	// The tenant bucket is charged before the quota refuses; the refusal's
 	// header must show the tokens rolled back, not the ones taken.

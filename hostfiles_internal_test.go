@@ -227,6 +227,28 @@ func TestCountsKeptAtAStopAreHandedOverAtOnce(t *testing.T) {
 	}
 }
 
+// After a flush whose pushes went through, the host's copy goes, though
+// counts made during that flush are pending again: they were never
+// refused by storage, and a copy of them, taken over after a crash, would
+// be counted a second time once the next flush had pushed them.
+func TestCopyGoesAfterAFlushThatPushedThoughCountsArePending(t *testing.T) {
+	z := &zone{name: "pushed"}
+	z.logger.Store(zap.NewNop())
+	z.unpushed = unpushedCopy{
+		files:   hostFiles{dir: t.TempDir(), zone: hex.EncodeToString([]byte("pushed")), owner: newOwner()},
+		counter: quota.New(quota.Config{Storage: &certmagic.FileStorage{Path: t.TempDir()}}),
+	}
+	z.unpushed.counter.Add([]quota.Item{{Key: []byte("i/during"), Period: quota.Day, Limit: 100, N: 1}}, time.Now())
+	z.mirrorUnpushed(&z.unpushed, false) // an earlier failed flush kept a copy
+	if _, err := os.Stat(z.unpushed.files.path()); err != nil {
+		t.Fatalf("no copy after a failed flush: %v", err)
+	}
+	z.mirrorUnpushed(&z.unpushed, true)
+	if _, err := os.Stat(z.unpushed.files.path()); !os.IsNotExist(err) {
+		t.Fatalf("the copy after a flush that pushed: %v, want it gone", err)
+	}
+}
+
 // A process that ended but is not reaped yet (a zombie: its parent has
 // not waited for it) is gone: its files are taken over at once, not once
 // they go stale.
