@@ -404,11 +404,13 @@ func TestCallInFlightEndsWithItsAnswerNotItsStream(t *testing.T) {
 	}
 }
 
-// A batch answered on an SSE stream holds a slot per call until that
-// call's answer is written, not until the last one is: with per_identity
-// 2, a batch of two whose first call is answered leaves room for one more
-// call from the same key while the second still runs.
-func TestBatchCallsLeaveFlightOneByOne(t *testing.T) {
+// heldBatch starts a site whose backend answers a batch on an SSE stream
+// with id 1 at once and id 2 once answerLast runs (any other request with
+// id 9), behind mcp_ratelimit with limits; it posts batch with the bearer
+// token, reads the stream up to the answer to id 1, and returns the site,
+// the stream, and answerLast.
+func heldBatch(t *testing.T, limits, token, batch string) (e *env, stream *bufio.Scanner, answerLast func()) {
+	t.Helper()
 	release := make(chan struct{})
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -429,22 +431,31 @@ func TestBatchCallsLeaveFlightOneByOne(t *testing.T) {
 		answer(2)
 	}))
 	t.Cleanup(up.Close)
-	answerLast := sync.OnceFunc(func() { close(release) })
+	answerLast = sync.OnceFunc(func() { close(release) })
 	t.Cleanup(answerLast) // before up.Close, which waits for the batch's handler
-	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 2\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
-	auth := []string{"Authorization", "Bearer valid-batch"}
-	batch := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "echo", nil) + "]"
+	e = startSite(t, "mcp_ratelimit {\n"+limits+"\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
 	req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(batch))
-	req.Header.Set("Authorization", "Bearer valid-batch")
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() && !strings.Contains(sc.Text(), `"id":1`) {
+	t.Cleanup(func() { _ = resp.Body.Close() })
+	stream = bufio.NewScanner(resp.Body)
+	for stream.Scan() && !strings.Contains(stream.Text(), `"id":1`) {
 	}
+	return e, stream, answerLast
+}
+
+// A batch answered on an SSE stream holds a slot per call until that
+// call's answer is written, not until the last one is: with per_identity
+// 2, a batch of two whose first call is answered leaves room for one more
+// call from the same key while the second still runs.
+func TestBatchCallsLeaveFlightOneByOne(t *testing.T) {
+	batch := "[" + harness.ToolCall(1, "echo", nil) + "," + harness.ToolCall(2, "echo", nil) + "]"
+	e, sc, answerLast := heldBatch(t, "concurrency 10 per_identity 2\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off", "valid-batch", batch)
+	auth := []string{"Authorization", "Bearer valid-batch"}
 	harness.Eventually(t, 5*time.Second, "the answered call out of flight", func() bool { return e.inflight("default") == 1 })
 	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusOK {
 		t.Fatalf("a call beside a batch with one call answered, under per_identity 2: %d %s", r.Status, r.Body)
@@ -463,42 +474,9 @@ func TestBatchCallsLeaveFlightOneByOne(t *testing.T) {
 // batch of a call and a ping, whose call is answered first, still holds
 // per_identity 1 while the ping's answer is to come.
 func TestLastCallSlotStaysUntilEveryRequestIsAnswered(t *testing.T) {
-	release := make(chan struct{})
-	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		answer := func(id int) {
-			fmt.Fprintf(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%d,\"result\":{}}\n\n", id)
-			http.NewResponseController(w).Flush()
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		if !strings.HasPrefix(string(body), "[") {
-			answer(9)
-			return
-		}
-		answer(1)
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		answer(2)
-	}))
-	t.Cleanup(up.Close)
-	answerLast := sync.OnceFunc(func() { close(release) })
-	t.Cleanup(answerLast) // before up.Close, which waits for the batch's handler
-	e := startSite(t, "mcp_ratelimit {\nconcurrency 10 per_identity 1\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off\n}\nreverse_proxy "+up.Listener.Addr().String()+" {\nflush_interval -1\n}")
-	auth := []string{"Authorization", "Bearer valid-ping"}
 	batch := "[" + harness.ToolCall(1, "echo", nil) + `,{"jsonrpc":"2.0","id":2,"method":"ping"}]`
-	req, _ := http.NewRequest(http.MethodPost, e.mcp, strings.NewReader(batch))
-	req.Header.Set("Authorization", "Bearer valid-ping")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() && !strings.Contains(sc.Text(), `"id":1`) {
-	}
+	e, sc, answerLast := heldBatch(t, "concurrency 10 per_identity 1\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota off", "valid-ping", batch)
+	auth := []string{"Authorization", "Bearer valid-ping"}
 	if r := e.post(harness.ToolCall(9, "echo", nil), auth...); r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), "CONCURRENCY_LIMITED") {
 		t.Fatalf("a call beside a batch whose call is answered and whose ping is not, under per_identity 1: %d %s", r.Status, r.Body)
 	}
