@@ -170,64 +170,46 @@ func TestNoTimeoutMeansTheDefault(t *testing.T) {
 // lost with its answer would be. It returns its address.
 func dropFirstScriptReply(t *testing.T, target string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = l.Close() })
 	var dropped atomic.Bool
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			t.Cleanup(func() { _ = c.Close(); _ = u.Close() })
-			var pending atomic.Bool // an EVALSHA went up: drop its reply
-			go func() {
-				buf, tail := make([]byte, 64<<10), []byte(nil)
-				for {
-					n, err := c.Read(buf)
-					if err != nil {
-						_ = u.Close()
-						return
-					}
-					window := append(tail, buf[:n]...)
-					if !dropped.Load() && bytes.Contains(bytes.ToLower(window), []byte("evalsha")) {
-						pending.Store(true)
-					}
-					tail = append([]byte(nil), window[max(len(window)-len("evalsha"), 0):]...)
-					if _, err := u.Write(buf[:n]); err != nil {
-						return
-					}
+	return proxy(t, target, func(c, u net.Conn) {
+		var pending atomic.Bool // an EVALSHA went up: drop its reply
+		go func() {
+			buf, tail := make([]byte, 64<<10), []byte(nil)
+			for {
+				n, err := c.Read(buf)
+				if err != nil {
+					_ = u.Close()
+					return
 				}
-			}()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := u.Read(buf)
-					if err != nil {
-						_ = c.Close()
-						return
-					}
-					if pending.Load() && dropped.CompareAndSwap(false, true) {
-						_ = c.Close()
-						_ = u.Close()
-						return
-					}
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
+				window := append(tail, buf[:n]...)
+				if !dropped.Load() && bytes.Contains(bytes.ToLower(window), []byte("evalsha")) {
+					pending.Store(true)
 				}
-			}()
-		}
-	}()
-	return l.Addr().String()
+				tail = append([]byte(nil), window[max(len(window)-len("evalsha"), 0):]...)
+				if _, err := u.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := u.Read(buf)
+				if err != nil {
+					_ = c.Close()
+					return
+				}
+				if pending.Load() && dropped.CompareAndSwap(false, true) {
+					_ = c.Close()
+					_ = u.Close()
+					return
+				}
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	})
 }
 
 // A decision whose reply is lost (the connection drops after Redis ran

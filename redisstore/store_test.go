@@ -710,9 +710,10 @@ func TestConcurrentCallsQueueForAConnection(t *testing.T) {
 	}
 }
 
-// slowProxy forwards TCP connections to target and delays each chunk of
-// the replies by delay. It returns its address.
-func slowProxy(t *testing.T, target string, delay time.Duration) string {
+// proxy forwards TCP connections to target: relay runs for each
+// connection accepted (c) and its connection to target (u), and starts
+// what copies between them. It returns the proxy's address.
+func proxy(t *testing.T, target string, relay func(c, u net.Conn)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -731,24 +732,33 @@ func slowProxy(t *testing.T, target string, delay time.Duration) string {
 				continue
 			}
 			t.Cleanup(func() { _ = c.Close(); _ = u.Close() })
-			go func() { _, _ = io.Copy(u, c) }()
-			go func() {
-				buf := make([]byte, 64<<10)
-				for {
-					n, err := u.Read(buf)
-					if err != nil {
-						_ = c.Close()
-						return
-					}
-					time.Sleep(delay)
-					if _, err := c.Write(buf[:n]); err != nil {
-						return
-					}
-				}
-			}()
+			relay(c, u)
 		}
 	}()
 	return l.Addr().String()
+}
+
+// slowProxy forwards TCP connections to target and delays each chunk of
+// the replies by delay. It returns its address.
+func slowProxy(t *testing.T, target string, delay time.Duration) string {
+	t.Helper()
+	return proxy(t, target, func(c, u net.Conn) {
+		go func() { _, _ = io.Copy(u, c) }()
+		go func() {
+			buf := make([]byte, 64<<10)
+			for {
+				n, err := u.Read(buf)
+				if err != nil {
+					_ = c.Close()
+					return
+				}
+				time.Sleep(delay)
+				if _, err := c.Write(buf[:n]); err != nil {
+					return
+				}
+			}
+		}()
+	})
 }
 
 // A remembered refusal is answered locally for at most RecheckAfter: a
