@@ -4,22 +4,12 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	mcplimit "github.com/mcpratelimit/caddy-mcp-ratelimit"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
-
-// guardRuns numbers the zones of this file's tests, so that a run repeated
-// in one process (-count) never meets a zone name an earlier run left
-// counts under in the host or in Redis.
-var guardRuns atomic.Int64
-
-// guardZone is name made unique in the test process.
-func guardZone(name string) string {
-	return name + "_" + strconv.FormatInt(guardRuns.Add(1), 10)
-}
 
 // With `store redis`, a raised tenant rate takes effect from the change:
 // a tenant drained at 1/h and raised to 60/m earns a token a second from
@@ -29,7 +19,7 @@ func guardZone(name string) string {
 // refused for up to an hour.
 func TestRaisedRateOnRedisCreditsTheTimeSinceTheChangeAtTheNewRate(t *testing.T) {
 	rd := harness.StartRedis(t)
-	zone, auth := guardZone("raise_since_redis"), "Bearer valid-raise-since"
+	zone, auth := mcplimit.FreshZoneName("raise_since_redis"), "Bearer valid-raise-since"
 	e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 1/h burst 2\nquota off\nglobal off\nstore redis "+rd.URL)
 	e.prove("valid-raise-since")
 	e.spend("valid-raise-since", 2)
@@ -53,7 +43,7 @@ func TestRaisedRateOnRedisCreditsTheTimeSinceTheChangeAtTheNewRate(t *testing.T)
 // and "9 left today" would fire a burst of calls that Redis then refuses.
 func TestRateLimitHeadersOfABodyRuleRefusalOnRedisClaimNoLocalLevels(t *testing.T) {
 	rd := harness.StartRedis(t)
-	zone, auth := guardZone("argrl_redis"), "Bearer valid-argrl-redis"
+	zone, auth := mcplimit.FreshZoneName("argrl_redis"), "Bearer valid-argrl-redis"
 	e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 1/m burst 5\nquota 9/day\nglobal off\ntool echo {\n arg limit max 5\n}\nstore redis "+rd.URL)
 	e.prove("valid-argrl-redis")
 	e.spend("valid-argrl-redis", 3)
@@ -81,7 +71,7 @@ func TestRateLimitHeadersOfABodyRuleRefusalOnRedisClaimNoLocalLevels(t *testing.
 // alone, which has tokens to spare and would leave the client no clue
 // what to shrink.
 func TestRateLimitHeadersOfAForgottenIdentityWithNoCountShowItsQuota(t *testing.T) {
-	e := start(t, "zone "+guardZone("forgot_nocount")+"\npreauth 100/s burst 100\ntenant 10/s burst 10\nquota 5/day")
+	e := start(t, "zone "+mcplimit.FreshZoneName("forgot_nocount")+"\npreauth 100/s burst 100\ntenant 10/s burst 10\nquota 5/day")
 	const token = "valid-forgot-nocount"
 	auth := []string{"Authorization", "Bearer " + token}
 	e.prove(token)
@@ -105,7 +95,7 @@ func TestRateLimitHeadersOfAForgottenIdentityWithNoCountShowItsQuota(t *testing.
 // the 19 its bucket held under the old tier, which no client can spend
 // and which contradicts RateLimit-Policy.
 func TestRateLimitHeadersOfABodyRuleRefusalKeepTheTenantLevelWithinTheCurrentBurst(t *testing.T) {
-	e := start(t, "zone "+guardZone("tierclamp")+"\npreauth 100/s burst 100\nquota off\n"+
+	e := start(t, "zone "+mcplimit.FreshZoneName("tierclamp")+"\npreauth 100/s burst 100\nquota off\n"+
 		"tier big {\nmatch {http.request.header.X-Plan} big\ntenant 1/m burst 20\n}\n"+
 		"tier small {\nmatch {http.request.header.X-Plan} small\ntenant 1/m burst 5\n}\n"+
 		"tool echo {\n arg limit max 5\n}")

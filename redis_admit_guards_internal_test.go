@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,16 +11,6 @@ import (
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
-
-// zoneRuns numbers the zones freshZoneName names.
-var zoneRuns atomic.Int64
-
-// freshZoneName is name made unique in the test process: the host's copy
-// of the counts Redis reported is kept per zone name, and a zone named as
-// an earlier run's (-count) would raise its Redis to that run's counts.
-func freshZoneName(name string) string {
-	return name + "-" + strconv.FormatInt(zoneRuns.Add(1), 10)
-}
 
 // degradeUntilReleased marks h's Redis store degraded, as a failed call
 // does, with its next probe put off until the returned release, which
@@ -46,7 +35,7 @@ func degradeUntilReleased(h *Handler) (release func()) {
 // never made charged to its quota on every instance.
 func TestOutageCallRefusedAfterItsQuotaIsNotPushedToRedis(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-outage-rollback"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-outage-rollback"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 10},
 		Global: &RateLimit{Rate: "1/h", Burst: 1},
 	})
@@ -77,7 +66,7 @@ func TestOutageCallRefusedAfterItsQuotaIsNotPushedToRedis(t *testing.T) {
 // would idle for hours.
 func TestRememberedRefusalOfARequestAboveTheQuotaSaysRetryInASecond(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-local-above-quota"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-local-above-quota"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 5}, Global: &RateLimit{Off: true},
 		Tools: map[string]*ToolPolicy{"big": {Cost: 10}},
 	})
@@ -109,7 +98,7 @@ func TestRememberedRefusalOfARequestAboveTheQuotaSaysRetryInASecond(t *testing.T
 // the rest of the month.
 func TestRememberedUsedUpQuotaNamesTheOneResettingLast(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-local-used-up"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-local-used-up"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 1}, Global: &RateLimit{Off: true},
 		Tools: map[string]*ToolPolicy{"t": {Quota: &QuotaLimit{Month: 1}}},
 	})
@@ -135,7 +124,7 @@ func TestRememberedUsedUpQuotaNamesTheOneResettingLast(t *testing.T) {
 // bring it back to be refused by the quota once a slot is free.
 func TestConcurrencyRefusalFoldsInARememberedQuotaRefusal(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-probe-known"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-probe-known"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 1}, Global: &RateLimit{Off: true},
 		Concurrency: &Concurrency{Max: 1},
 	})
@@ -169,7 +158,7 @@ func TestConcurrencyRefusalFoldsInARememberedQuotaRefusal(t *testing.T) {
 // a fresh burst each time it lapses on an instance.
 func TestIdentityCountedHereIsChargedToItsTenantBucketInRedis(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-counted-here-tenant"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-counted-here-tenant"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},
 		KnownTTL: caddy.Duration(time.Second),
 	})
@@ -199,7 +188,7 @@ func TestIdentityCountedHereIsChargedToItsTenantBucketInRedis(t *testing.T) {
 // not left without them as if Redis held them.
 func TestDegradedRedisRateLimitHeaderShowsTheLocalTenantAndQuota(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-degraded-headers"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-degraded-headers"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},
 	})
 	degradeUntilReleased(h)
@@ -223,7 +212,7 @@ func TestDegradedRedisRateLimitHeaderShowsTheLocalTenantAndQuota(t *testing.T) {
 // the zone's next tick pushes them.
 func TestPendingCountsArePushedBeforeTheDecision(t *testing.T) {
 	h := onRedis(t, &Handler{
-		Zone: freshZoneName("redis-push-first"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+		Zone: FreshZoneName("redis-push-first"), Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 2}, Global: &RateLimit{Off: true},
 	})
 	const token = "Bearer valid-push-first"
