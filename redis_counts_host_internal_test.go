@@ -3,7 +3,6 @@ package mcplimit
 import (
 	"context"
 	"encoding/hex"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -130,12 +129,7 @@ func TestCopyOfTheCallsKeptForRedisHoldsThemBeforeStorageMarksThem(t *testing.T)
 	if quota.Day.Next(now).Sub(now) < time.Minute {
 		t.Skip("too close to 00:00 UTC")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := "redis://" + l.Addr().String()
-	_ = l.Close() // nothing answers there
+	down := "redis://" + unusedAddr(t)
 	for _, c := range []struct {
 		name  string
 		store *Store

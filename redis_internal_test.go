@@ -490,6 +490,19 @@ func slotTakenAfterRedis(t *testing.T, h *Handler, meanwhile func(*decision)) {
 	}
 }
 
+// unusedAddr returns a loopback address where nothing listens (a port
+// just taken and given back).
+func unusedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
+}
+
 // serveCall serves a call of the tool echo with the Authorization value
 // auth (and the header names and values of hdr, in pairs) through h, in
 // front of a backend that answers with status, and returns the answer's
@@ -636,12 +649,7 @@ func TestStoreAddedDuringAnOutageCarriesTheCountsOnceRedisReturns(t *testing.T) 
 			t.Fatalf("local call: %d %s", code, body)
 		}
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close() // Redis is unreachable there, for now
+	addr := unusedAddr(t) // Redis is unreachable there, for now
 	pol := *h.pol
 	pol.redis = &RedisStore{URL: "redis://" + addr, Timeout: caddy.Duration(time.Second)}
 	h.zone.applyRedis(&pol)
@@ -650,7 +658,7 @@ func TestStoreAddedDuringAnOutageCarriesTheCountsOnceRedisReturns(t *testing.T) 
 		t.Fatal("the store added while Redis is unreachable is not degraded")
 	}
 	// Redis returns at that address.
-	l, err = net.Listen("tcp", addr)
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Skipf("the address was taken meanwhile: %v", err)
 	}
@@ -940,12 +948,7 @@ func TestStoreAddedWhileRedisIsDownIsLoggedWithCountsToPush(t *testing.T) {
 	dt := &zoneRedis{redisCounters: h.zone.counters(), pending: map[deltaKey]int64{}}
 	dt.add(deltaKey{key: "i/kept", period: quota.Day, start: quota.Day.Start(time.Now()).Unix()}, 1)
 	h.zone.detached.Store(dt)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close() // nothing answers there
+	addr := unusedAddr(t)
 	pol := *h.pol
 	pol.redis = &RedisStore{URL: "redis://" + addr, Timeout: caddy.Duration(100 * time.Millisecond)}
 	h.zone.applyRedis(&pol)

@@ -3,7 +3,6 @@ package mcplimit
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -237,12 +236,7 @@ func TestStragglersRecordedWhileHealthyArePushed(t *testing.T) {
 // deadRedis returns a store on an address where nothing listens.
 func deadRedis(t *testing.T, zone string, timeout time.Duration) (*redisstore.Store, string) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "redis://" + l.Addr().String()
-	_ = l.Close()
+	url := "redis://" + unusedAddr(t)
 	st, err := redisstore.New(redisstore.Config{URL: url, Zone: zone, Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
