@@ -1972,6 +1972,7 @@ func TestRejectionRewrittenTo2xxProvesNothing(t *testing.T) {
 // tenant bucket and quotas besides its address's pre-auth budget, so
 // staying unproven escapes neither.
 func TestAnsweredCallsOfAKeyNeverProvenCountAgainstItsLimits(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	skipNearReset(t, nextDay)
 	rd := harness.StartRedis(t)
 	twice := func(id int) string {

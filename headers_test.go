@@ -233,6 +233,7 @@ func TestRateLimitHeadersStayStructuredFieldIntegers(t *testing.T) {
 // responses describe them after the pre-auth bucket, so that a refusal by
 // one of them is not told of a pre-auth bucket with tokens left alone.
 func TestRateLimitHeadersOfAForgottenIdentityDescribeWhatChargesIt(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	skipNearReset(t, nextDay)
 	t.Run("local", func(t *testing.T) { forgottenIdentityHeaders(t, "forgothdr", "") })
 	t.Run("redis", func(t *testing.T) {

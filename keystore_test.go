@@ -251,6 +251,7 @@ func provesAs(t *testing.T, e *env, zone, token, fp, when string) {
 // to storage's counts then carries every call storage holds, those made
 // before the store was added among them.
 func TestStopThatPushesTheOutagesCountsLeavesNoneBoundForRedis(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone, token = "redis_stop_push", "valid-stop-push"
 	skipNearReset(t, nextDay)
 	rd := harness.StartRedis(t)

@@ -15,6 +15,7 @@ import (
 // Redis's count. Given to a plain client, the same URL answers MOVED to
 // every call, and the zone would stay degraded, deciding locally.
 func TestRedisClusterZoneDecidesOnItsSlotsMaster(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone, token = "redis_cluster", "valid-cluster"
 	skipNearReset(t, nextDay)
 	c := harness.StartRedisCluster(t, 3)

@@ -21,6 +21,7 @@ import (
 // quota holds 3 of 4, so two calls over the tenant's burst are two
 // would-be tenant refusals and no quota one.
 func TestRedisDryRunWouldBeRefusalTakesNothingMeanwhile(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-dry-meanwhile", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Day: 4}, Global: &RateLimit{Off: true},
@@ -72,6 +73,7 @@ func TestRedisDryRunWouldBeRefusalTakesNothingMeanwhile(t *testing.T) {
 // the backend, the next calls would be concurrency refusals, and once
 // the tenant bucket is empty, tenant refusals as well.
 func TestRedisDryRunConcurrencyRefusalTakesNothing(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-dry-concurrency", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "1/h", Burst: 2}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},
@@ -155,6 +157,7 @@ func countedInRedis(t *testing.T, h *Handler, token string) func() int64 {
 // 1: the first call of a credential the backend rejects passes, the
 // second would be refused.
 func TestRedisDryRunPreauthRefusalTakesNothingMeanwhile(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-dry-preauth", Preauth: &RateLimit{Rate: "1/h", Burst: 1},
 		Global: &RateLimit{Off: true}, DryRun: true,

@@ -342,6 +342,7 @@ func TestAnOutagesManyCountsArePushedInChunks(t *testing.T) {
 // again, which it cannot if its tenant token and the last of its daily
 // quota (the proving call counts one of two) stayed spent.
 func TestRedisAdmissionIsGivenBackWhenALaterLocalLayerRefuses(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
 		Zone: "redis-refund-local", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
@@ -389,6 +390,7 @@ func TestRollbackLeavesAnUnchargedQuotaAlone(t *testing.T) {
 // does not lower (a Redis that lost its data): the host's copy, to which
 // a start raises Redis, must not hold the refunded call.
 func TestARefundIsLeftOutOfWhatRedisIsKnownToHold(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const token = "Bearer valid-refund-observed"
 	h, key := oneSlotOnRedis(t, "redis-refund-observed", token)
 	for range 2 { // the proving call, and one decided in Redis
@@ -584,6 +586,7 @@ func TestUnprovenRequestsReachRedisOnlyPastPreauth(t *testing.T) {
 // decided in Redis, finds it; and in what the instance knows of the
 // identity, so that its next unproven call finds a count to charge.
 func TestProvingCallIsCountedInRedis(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	url, _ := localRedis(t)
 	h := provisionForTest(t, &Handler{
 		Zone: "redis-proving", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
@@ -704,6 +707,7 @@ func TestStoreAddedDuringAnOutageCarriesTheCountsOnceRedisReturns(t *testing.T) 
 // members' first calls are unproven) are in Redis before a call decided
 // there: the group's quota holds on one instance as it does without Redis.
 func TestLocalCountsReachRedisBeforeTheNextDecision(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-local-first", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Group: &Group{Key: "{http.request.host}", Rate: "100/s", Burst: 100}, GroupQuota: &QuotaLimit{Day: 3},
@@ -724,6 +728,7 @@ func TestLocalCountsReachRedisBeforeTheNextDecision(t *testing.T) {
 // An identity forgotten after using some of its quota is charged to it
 // in Redis while unproven: getting forgotten gains no call.
 func TestForgottenIdentitysQuotaHoldsInRedis(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-forgotten-count", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 4},
@@ -776,6 +781,7 @@ func onRedis(t *testing.T, h *Handler) *Handler {
 // knows of the identity, so that its unproven calls later (after
 // known_ttl, or while Redis is unreachable) find them all.
 func TestParallelProvingCallsAreAllKnownHere(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-parallel-proving", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "100/s", Burst: 100}, Quota: &QuotaLimit{Day: 100},
@@ -872,6 +878,7 @@ func forgetWithFreeCall(t *testing.T, h *Handler, token string) {
 // where the other instances' calls since are counted, not against the
 // count this instance saw.
 func TestIdentityCountedHereIsDecidedInRedis(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-counted-here", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "1000/s", Burst: 100}, Quota: &QuotaLimit{Day: 10}, Global: &RateLimit{Off: true},

@@ -25,6 +25,7 @@ import (
 // left, and the wait before the tenant holds 2 tokens: a minute, not the
 // global bucket's own moment.
 func TestRedisRefusalFoldsEveryItemThatRefuses(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{
 		Zone: "redis-fold-refusals", Preauth: &RateLimit{Rate: "100/s", Burst: 100},
 		Tenant: &RateLimit{Rate: "1/m", Burst: 3}, Quota: &QuotaLimit{Day: 5},

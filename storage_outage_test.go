@@ -573,6 +573,7 @@ func TestStorageOutageKeepsUnpushedCountsOnTheHostAsItGoes(t *testing.T) {
 // instance forget is still charged to the quota Redis counted, before the
 // outage and during it.
 func TestRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone = "outage_redis_quota"
 	rd := harness.StartRedis(t)
 	e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day\nstore redis "+rd.URL)
@@ -597,6 +598,7 @@ func TestRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
 // Redis last reported to this instance: a quota used up in Redis stays
 // used up.
 func TestRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone = "redis_removed_quota"
 	rd := harness.StartRedis(t)
 	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day"
@@ -614,6 +616,7 @@ func TestRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T) {
 // Redis does: a start without the store counts from those, so a quota used
 // up partly in Redis stays used up.
 func TestRestartAfterRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone, token = "redis_removed_restart", "valid-removed-restart"
 	skipNearReset(t, nextDay)
 	rd := harness.StartRedis(t)
@@ -640,6 +643,7 @@ func TestRestartAfterRemovingTheRedisStoreKeepsTheQuotaRedisCounted(t *testing.T
 // Redis reported, and keeps its calls for Redis too). Another instance's
 // call counted in Redis meanwhile hides none of them.
 func TestRestartWithTheRedisStoreAddedBackCarriesTheCountsMadeWithoutIt(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	for _, c := range []struct {
 		name    string
 		removed func(t *testing.T, block string, opts harness.Options) *env
@@ -874,6 +878,7 @@ func TestLockKeptFreshForeverIsBroken(t *testing.T) {
 // quota in Redis stays refused, instead of getting the quota afresh from
 // each restart during the outage.
 func TestRestartDuringRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone = "redis_restart_quota"
 	rd := harness.StartRedis(t)
 	block := "zone " + zone + "\npreauth 100/s burst 100\ntenant 100/s burst 100\nquota 3/day\nstore redis " + rd.URL
@@ -937,6 +942,7 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 // so a restart while Redis is unreachable counts each once (a copy
 // holding them too made 6 of the 4 calls here, and refused the fifth).
 func TestOthersPushedCallsReadFromStorageAreNotCountedTwiceByTheCopy(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const zone, token = "redis_pushed_then_stored", "valid-pushed-then-stored"
 	skipNearReset(t, nextDay)
 	rd := harness.StartRedis(t)

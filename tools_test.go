@@ -144,6 +144,7 @@ func TestToolQuotaRefusesThePhotoToolOnly(t *testing.T) {
 // still be refused. A call of another tool is told the day's. With Redis,
 // so is a call answered from memory after a refusal for the day.
 func TestUsedUpToolQuotaResettingLaterIsNamed(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	const block = "tenant off\nquota 3/day\ntool analyze_photo {\n quota 2/month\n}"
 	check := func(t *testing.T, e *env, token string) {
 		h := []string{"Authorization", "Bearer " + token}
