@@ -89,3 +89,19 @@ func TestMonthQuotaOutlastsTheDayOnItsLastDay(t *testing.T) {
 		t.Fatal("the month's refusal does not outlast the day's mid-month")
 	}
 }
+
+// On a month's last day, a call costing more than the whole daily quota
+// while the month's quota is used up is told the daily quota is too small
+// for it: both reset at the same moment, and after it the same call would
+// still be refused, so the refusal that says what to change is given.
+func TestTooSmallDayOutlastsAUsedUpMonthResettingWithIt(t *testing.T) {
+	last := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	day := quotaRefusal(layerQuota, quota.Item{Period: quota.Day, N: 10, Limit: 5}, "", last)
+	month := quotaRefusal(layerQuota, quota.Item{Period: quota.Month, N: 10, Limit: 100, Used: 100}, "", last)
+	if !day.never() || !month.usedUp() {
+		t.Fatalf("setup: day never %v, month used up %v", day.never(), month.usedUp())
+	}
+	if !day.outlasts(&month) || month.outlasts(&day) {
+		t.Fatal("a used-up month outlasts the too-small day resetting with it")
+	}
+}
