@@ -249,3 +249,38 @@ func TestAbandonedCallEndsOnceAnswered(t *testing.T) {
 		t.Fatal("an answered call whose client had left went on at the backend")
 	}
 }
+
+// An unproven key's free request (tools/list) is not held for the
+// backend's verdict: nothing is charged by it, so its client's leaving
+// ends it at once, as it would without the limiter, and it is never
+// charged as an unheard call.
+func TestFreeRequestOfAnUnprovenKeyEndsWithItsClient(t *testing.T) {
+	hold := abandonedCallHold
+	t.Cleanup(func() { abandonedCallHold = hold })
+	abandonedCallHold = time.Hour
+	h := provisionForTest(t, &Handler{
+		Zone: "abandon-free", Quota: &QuotaLimit{Day: 5}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	hung, backendCtx := hungBackend()
+	clientCtx, leave := context.WithCancel(context.Background())
+	req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "http://test/mcp",
+		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)))
+	req.Header.Set("Authorization", "Bearer valid-free-list")
+	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = h.ServeHTTP(httptest.NewRecorder(), req, hung)
+	}()
+	<-backendCtx
+	leave()
+	select {
+	case <-served:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a free request of an unproven key went on at the backend after its client left")
+	}
+	fp := h.zone.fpKey.Load().sum("Bearer valid-free-list")
+	if h.zone.forgotten.Contains(fp, time.Now()) || h.zone.quota.Used([]byte("i/"+fingerprintHex(fp)), quota.Day, time.Now()) != 0 {
+		t.Fatal("a free request whose client left was charged")
+	}
+}

@@ -59,6 +59,35 @@ func TestKnownSetIsSavedWhenItMatters(t *testing.T) {
 	}
 }
 
+// The last flush, as a zone stops, saves the known-good set whatever
+// knownRefresh says: the last uses since the previous save would be lost
+// otherwise, and after a restart an identity in use could lapse up to
+// knownRefresh early and have to prove itself again.
+func TestLastFlushSavesTheLastUses(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "known-final", KnownTTL: caddy.Duration(24 * time.Hour), FlushInterval: caddy.Duration(time.Second)})
+	z := h.zone
+	now := time.Now()
+	z.prove([16]byte{1}, now.Add(-30*time.Minute))
+	z.flush(t.Context(), false)
+	z.known.Proven([16]byte{1}, now) // a use, saved only when due
+	last := func() int64 {
+		t.Helper()
+		stored, err := z.quota.LoadKnown(t.Context())
+		if err != nil || len(stored) != 1 {
+			t.Fatalf("stored known set %v, %v; want the proven identity", stored, err)
+		}
+		return stored[0].Last
+	}
+	z.flush(t.Context(), false)
+	if last() >= now.UnixMilli() {
+		t.Fatal("setup: a flush saved a last use before knownRefresh")
+	}
+	z.flush(t.Context(), true)
+	if got := last(); got < now.UnixMilli() {
+		t.Fatalf("the last flush left the stored last use at %d, before the use at %d", got, now.UnixMilli())
+	}
+}
+
 // An identity forgotten and proven again within one second stays proven in
 // storage: forget times are whole seconds, so the save must not read the
 // new proof as older than the forget.

@@ -40,3 +40,25 @@ func TestParkedZoneOutlivesItsCallsInFlight(t *testing.T) {
 		})
 	}
 }
+
+// A stopped zone with no concurrency cap stays parked while calls it
+// admitted are in flight too: the zone that takes it up counts them in
+// mcp_ratelimit_inflight until they end, not from zero.
+func TestParkedZoneWithoutACapOutlivesItsCallsInFlight(t *testing.T) {
+	h := provisionForTest(t, &Handler{
+		Zone: "parked-busy-nocap", Preauth: &RateLimit{Rate: "1000/s", Burst: 1}, Tenant: &RateLimit{Rate: "1000/s", Burst: 1},
+		Global: &RateLimit{Off: true}, Quota: &QuotaLimit{Off: true},
+	})
+	z := h.zone
+	z.metrics.inflightAdd(1) // a call admitted, still running
+	_ = z.Destruct()
+	time.Sleep(50 * time.Millisecond) // fifty times the longest refill
+	z2, err := newZone(z.storage.get(), h.pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z2.Destruct() })
+	if n := z2.metrics.inflightN.Load(); n != 1 {
+		t.Fatalf("the zone taken up again counts %d calls in flight, want 1", n)
+	}
+}
