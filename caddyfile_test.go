@@ -448,6 +448,18 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"override non-hex fingerprint", "override " + strings.Repeat("g", 32) + " {\ntenant 1/s\n}", "override", "fingerprint"},
 		{"override with no limits", "override " + fpA + " {\n}", "block:override", "no limits"},
 		{"override unknown field", "override " + fpA + " {\nmatch {p} x\n}", "match", "unknown subdirective"},
+		{"error_code zero", "error_code 0", "error_code", "non-zero"},
+		{"error_code past 15 digits, negative", "error_code -1000000000000000", "error_code", "15 digits"},
+		{"quota value then off", "quota 5/day\nquota off", "quota off", "cannot be combined"},
+		{"tool cost twice", "tool x {\ncost 2\ncost 3\n}", "cost 3", "more than once"},
+		{"tool arg twice", "tool x {\narg limit max 5\narg limit max 500\n}", "arg limit max 500", "more than once"},
+		{"tier tenant twice", "tier a {\nmatch {http.auth.user.plan} a\ntenant 1/s\ntenant 9/s\n}", "tenant 9/s", "more than once"},
+		{"override concurrency twice", "override " + fpA + " {\nconcurrency 2\nconcurrency 3\n}", "concurrency 3", "more than once"},
+		{"override twice", "override " + fpA + " {\ntenant 1/s\n}\noverride  " + fpA + " {\ntenant 2/s\n}", "block:override  " + fpA, "more than once"},
+		{"identity without arguments", "identity", "identity", "argument"},
+		{"reject_status without arguments", "reject_status", "reject_status", "argument"},
+		{"group_quota without group", "group_quota 100/day", "group_quota", "requires group"},
+		{"identity error after group_quota before group", "group_quota 100/day\ngroup {http.auth.user.org} 5/s\nidentity notaplaceholder", "identity notaplaceholder", "no placeholder"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -514,6 +526,31 @@ func adaptThenLoad(t *testing.T, block, marker string) error {
 		t.Fatalf("Caddy loaded an invalid config:\n%s", block)
 	}
 	return err
+}
+
+// The largest values the docs allow adapt: a zone name of 64 bytes, a
+// rate of 999999999999999 and an error_code of as many digits.
+func TestCaddyfileAcceptsTheLargestDocumentedValues(t *testing.T) {
+	block := "zone " + strings.Repeat("z", 64) + "\nglobal 999999999999999/s\nerror_code -999999999999999"
+	if _, err := harness.AdaptErr(adaptSite(block)); err != nil {
+		t.Fatalf("adapt refused the largest documented values: %v", err)
+	}
+}
+
+// An argument after the directive's name (a zone written there, or a
+// matcher missing its slash) fails adapt: the block after it would
+// otherwise be dropped whole, and the handler run on defaults.
+func TestCaddyfileArgumentAfterTheDirectiveFailsAdapt(t *testing.T) {
+	for _, site := range []string{"reverse_proxy 127.0.0.1:1\nmcp_ratelimit foo {\ntenant 5/s\n}", "reverse_proxy 127.0.0.1:1\nmcp_ratelimit api"} {
+		cfg := harness.Config(site, "", 1, 2, "/nonexistent-storage", "")
+		_, err := harness.AdaptErr(cfg)
+		if err == nil || !strings.Contains(err.Error(), "argument") {
+			t.Fatalf("adapt of %q: %v, want an error about the argument", site, err)
+		}
+		if line := lineOf(t, cfg, "mcp_ratelimit"); !strings.Contains(err.Error(), fmt.Sprintf("Caddyfile:%d", line)) {
+			t.Errorf("error does not name line %d: %v", line, err)
+		}
+	}
 }
 
 func TestCaddyfileGroupQuotaWithoutGroupIsAConfigError(t *testing.T) {

@@ -34,6 +34,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		word string // names the field at fault
 	}{
 		{`{"tenant":{"rate":"0/s"}}`, "tenant"},
+		{`{"quota":{"off":true,"month":5}}`, "quota"},
+		{`{"error_code":-1000000000000000}`, "error_code"},
 		{`{"tenant":{"rate":"-1/s"}}`, "tenant"},
 		{`{"tenant":{"rate":"5/d"}}`, "tenant"},
 		{`{"tenant":{"rate":"abc"}}`, "tenant"},
@@ -193,6 +195,8 @@ func TestValidateAcceptsValidJSON(t *testing.T) {
 		`{"identity":["{http.request.host}"]}`,
 		`{"identity":["{http.request.remote.host}"]}`,
 		`{"group":{"key":"{http.request.remote.host}","rate":"5/s"}}`,
+		// The largest values the docs allow.
+		`{"zone":"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzzz","global":{"rate":"999999999999999/s"},"error_code":-999999999999999}`,
 	} {
 		if err := validateJSON(t, js); err != nil {
 			t.Errorf("Validate refused valid %s: %v", js, err)
@@ -242,6 +246,9 @@ func TestLoadingInvalidJSONIntoCaddyFailsNamingTheField(t *testing.T) {
 		// encoding/json reads a null cost as 0, which the cost check would
 		// then quote.
 		{`{"handler":"mcp_ratelimit","costs":{"slow":null}}`, "costs.slow: null is no cost"},
+		// A key spelt in another case, which encoding/json takes, is named
+		// where it is too.
+		{`{"handler":"mcp_ratelimit","Tiers":[{"name":"a","tenant":{"brust":1}}]}`, `tiers[0].tenant: json: unknown field "brust"`},
 		{`{"handler":"mcp_ratelimit","overrides":{"0123456789abcdef0123456789abcdef":{"costs":{"slow":null}}}}`, "overrides.0123456789abcdef0123456789abcdef.costs.slow: null is no cost"},
 	} {
 		cfg := `{"admin":{"listen":"127.0.0.1:` + itoa(harness.FreePort(t)) + `","config":{"persist":false}},` +
