@@ -1,0 +1,113 @@
+package mcplimit
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"slices"
+	"testing"
+)
+
+// webobPairs finds the cookies WebOb finds after a tab or other ASCII
+// whitespace, after spaces following '=', after an escaped quote inside a
+// quoted value and after the shortest expiry date, and does not take a
+// date one byte too long as a date. Were it to miss any of these, a
+// Pyramid backend would read a second token cookie the limiter never
+// counted; were it to take the long date, a lone real token would be
+// refused. (The expected pairs are what WebOb's own pattern finds.)
+func TestWebobPairsFindCookiesAfterWhitespaceEscapesAndDates(t *testing.T) {
+	for line, want := range map[string][]string{
+		"x=a\"token\t=c1":                        {"x@1", "token@9"},
+		"x=a\"token\v=c1":                        {"x@1", "token@9"},
+		`x= b="token=c1"`:                        {"x@1", "token@11"},
+		"x=\tb=\"token=c1\"":                     {"x@1", "token@11"},
+		"exp=Wed, 21-Oct-15 07:28:00 GMTtoken=v": {"exp@3", "token@36"},
+		`x="\"b="token=c1"`:                      {"x@1", "token@13"},
+		"token=c1; exp=Wed, 21-Oct-20150 07:28:00 GMTtoken=v": {"token@5", "exp@13", "GMTtoken@49"},
+		"exp=Wed, 21-Oct-2015 07:28:00 GMT; token=c1":         {"exp@3", "token@40"},
+		"exp=Wed, 21-Oct-201 07:28:00 GMT; token=c1":          {"exp@3", "token@39"},
+		"token=c1; exp=Wed, 21-Oct-1 07:28:00 GMTtoken=v":     {"token@5", "exp@13", "GMTtoken@45"},
+	} {
+		var got []string
+		webobPairs(line, func(name string, end int) { got = append(got, fmt.Sprintf("%s@%d", name, end)) })
+		if !slices.Equal(got, want) {
+			t.Errorf("webobPairs(%q) = %q, want %q", line, got, want)
+		}
+	}
+}
+
+// A Cookie header hiding a second token where only one backend's reading
+// finds it (WebOb after a tab, after `x= `, after an escaped quote or a
+// short date; Rack 2 after a ',') is refused as repeated, while a lone
+// token beside a date too long to be one to WebOb is accepted. A missed
+// second token lets a client spend a throwaway identity while the backend
+// authenticates the real one; a false refusal locks out a real client.
+func TestReadCookieCountsTokensEachBackendReads(t *testing.T) {
+	for _, c := range []struct {
+		cookie  string
+		refused bool
+	}{
+		{"token=junk; x=a\"token\t=real", true},
+		{`token=junk; x= b="token=real"`, true},
+		{"token=junk; exp=Wed, 21-Oct-15 07:28:00 GMTtoken=real", true},
+		{`token=junk; x="\"b="token=real"`, true},
+		{`x=a\,token=real; token=junk`, true},
+		{"token=c1; exp=Wed, 21-Oct-20150 07:28:00 GMTtoken=v", false},
+	} {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.Header.Set("Cookie", c.cookie)
+		_, why := readCookie(r, "token")
+		if (why != "") != c.refused {
+			t.Errorf("readCookie(%q): unreadable %q, want refused %v", c.cookie, why, c.refused)
+		}
+	}
+}
+
+// splitPairs splits a cookie part at ',' as Rack 2 and SimpleCookie do,
+// so `x=a\,token=real` holds a token cookie: a Rack backend reads it
+// (the first of two), and the limiter must count it.
+func TestSplitPairsSplitsAtCommas(t *testing.T) {
+	var got []string
+	splitPairs(`x=a\,token=c1; token=junk`, func(name string, end int) {
+		got = append(got, fmt.Sprintf("%s@%d", name, end))
+	})
+	if want := []string{"x@1", "token@10", "token@20"}; !slices.Equal(got, want) {
+		t.Errorf("splitPairs = %q, want %q", got, want)
+	}
+}
+
+// A query whose second token hides behind ';' (`token=junk&x=1;token=real`)
+// is refused: Rack 2 and older parse_qs split pairs at ';' and read the
+// real token, while Go drops the pair and the limiter would see junk.
+func TestReadQueryCountsTokensAfterSemicolons(t *testing.T) {
+	for _, q := range []string{"token=junk&x=1;token=real", "x=1;token=real&token=junk"} {
+		r := httptest.NewRequest("POST", "/mcp?"+q, nil)
+		if _, why := readQuery(r, "token"); why == "" {
+			t.Errorf("readQuery(?%s) accepted, want it refused as repeated", q)
+		}
+	}
+}
+
+// queryKey counts the plain ASCII spelling of a non-ASCII name whose case
+// fold is shorter in bytes (`sid` for `ſid`): backends that fold case read
+// it as the name. A lone cookie `sid` is then refused for an identity
+// cookie named ſid, which Caddy's placeholder does not read, instead of
+// being served with no identity while such a backend authenticates it.
+func TestQueryKeyMatchesShorterCaseFoldOfNonASCIIName(t *testing.T) {
+	for _, c := range []struct {
+		key, name string
+		want      bool
+	}{
+		{"sid", "ſid", true},
+		{"SID", "ſid", true},
+		{"si", "ſid", false},
+	} {
+		if got := newInputName(c.name).queryKey(c.key); got != c.want {
+			t.Errorf("queryKey(%q) of %q = %v, want %v", c.key, c.name, got, c.want)
+		}
+	}
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	r.Header.Set("Cookie", "sid=b")
+	if _, why := readCookie(r, "ſid"); why == "" {
+		t.Errorf("readCookie(sid=b) for the cookie ſid accepted, want it refused")
+	}
+}
