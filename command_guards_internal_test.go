@@ -1,0 +1,209 @@
+package mcplimit
+
+import (
+	"bytes"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	caddycmd "github.com/caddyserver/caddy/v2/cmd"
+	"github.com/spf13/cobra"
+)
+
+// writeGuardConfig writes a Caddyfile with file storage dir and the given
+// site blocks to a file named name in a new directory, and returns its path.
+func writeGuardConfig(t *testing.T, name, dir, sites string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\n%s", dir, sites)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// guardFingerprint runs the fingerprint command for zone with stdin and
+// returns what it prints and notes.
+func guardFingerprint(t *testing.T, zone, cfgPath, adapter, stdin string) (string, string) {
+	t.Helper()
+	var out, notes bytes.Buffer
+	if err := runFingerprint(zone, cfgPath, adapter, strings.NewReader(stdin), &out, &notes); err != nil {
+		t.Fatalf("runFingerprint(zone %q): %v (notes %q)", zone, err, notes.String())
+	}
+	return out.String(), notes.String()
+}
+
+// With store redis and Redis holding no key (lost, flushed), the command
+// offers Redis the key this host last used for the zone, as a starting
+// handler does, even when storage holds another key: the fingerprint it
+// prints is then the one Caddy starting on this host logs and matches in
+// overrides, and Redis keeps that key for the next run.
+func TestFingerprintCommandOffersRedisTheCachedKeyOverStorages(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	url, _ := localRedis(t)
+	zone := "offer-redis-" + rand.Text()[:8]
+	cached, stored := newFingerprintKey(), newFingerprintKey()
+	if err := writeKeyCache(zone, cached); err != nil {
+		t.Fatal(err)
+	}
+	store := t.TempDir()
+	keyFile := filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key")
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeGuardConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
+	want := fingerprintHex(newFingerprinter(cached).sum("Bearer abc")) + "\n"
+	first, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	if first != want {
+		t.Fatalf("printed %q, want %q under the key this host last used (storage's gives %q); notes %q",
+			first, want, fingerprintHex(newFingerprinter(stored).sum("Bearer abc")), notes)
+	}
+	again, _ := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	if again != first {
+		t.Fatalf("second run printed %q, first %q: Redis did not keep the key", again, first)
+	}
+}
+
+// With store redis, a storage that holds no key yet (another host, a new
+// storage) while the zone's Redis store already holds one is no key
+// creation: the command prints the fingerprint under Redis's key, the one
+// every instance uses, and says nothing of a created key, which would
+// have the operator believe the zone never ran.
+func TestFingerprintCommandDoesNotNoteACreatedKeyRedisAlreadyHeld(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	url, _ := localRedis(t)
+	zone := "redis-held-" + rand.Text()[:8]
+	site := fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url)
+	first, notes := guardFingerprint(t, zone, writeGuardConfig(t, "Caddyfile", t.TempDir(), site), "caddyfile", "Bearer abc\n")
+	if !strings.Contains(notes, "created one") {
+		t.Fatalf("first run on a new zone: notes %q, want the created key noted", notes)
+	}
+	second, notes := guardFingerprint(t, zone, writeGuardConfig(t, "Caddyfile", t.TempDir(), site), "caddyfile", "Bearer abc\n")
+	if second != first {
+		t.Fatalf("fresh storage, same Redis: printed %q, first %q; want Redis's key", second, first)
+	}
+	if notes != "" {
+		t.Fatalf("fresh storage, Redis holding the key: notes %q, want none", notes)
+	}
+}
+
+// The adapter given to the command is used to read the config: a
+// Caddyfile under another name (site.conf) is read with the caddyfile
+// adapter, as `caddy run --adapter caddyfile` reads it, rather than
+// refused as JSON.
+func TestFingerprintCommandUsesTheGivenAdapter(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	cfgPath := writeGuardConfig(t, "site.conf", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone conf\n\t}\n}\n")
+	out, notes := guardFingerprint(t, "conf", cfgPath, "caddyfile", "Bearer abc\n")
+	if _, err := parseFingerprint(strings.TrimSuffix(out, "\n")); err != nil {
+		t.Fatalf("printed %q (notes %q): %v", out, notes, err)
+	}
+	if strings.Contains(notes, "no mcp_ratelimit handler") {
+		t.Fatalf("notes %q: the config's zone was not read", notes)
+	}
+}
+
+// `caddy mcp-ratelimit fingerprint --adapter caddyfile` passes the
+// adapter on: a Caddyfile under another name is read as one, and the
+// command prints the fingerprint the direct call prints.
+func TestFingerprintSubcommandPassesTheAdapterFlagOn(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	cfgPath := writeGuardConfig(t, "site.conf", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone z\n\t}\n}\n")
+	want, _ := guardFingerprint(t, "z", cfgPath, "caddyfile", "Bearer abc\n")
+
+	command, ok := caddycmd.Commands()["mcp-ratelimit"]
+	if !ok {
+		t.Fatal("no mcp-ratelimit command registered")
+	}
+	root := &cobra.Command{Use: command.Name}
+	command.CobraFunc(root)
+	root.SetArgs([]string{"fingerprint", "--config", cfgPath, "--adapter", "caddyfile", "--zone", "z"})
+	root.SilenceUsage = true
+
+	dir := t.TempDir()
+	stdin, err := os.Create(filepath.Join(dir, "stdin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.WriteString("Bearer abc\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdin.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := os.Create(filepath.Join(dir, "stdout"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldIn, oldOut := os.Stdin, os.Stdout
+	os.Stdin, os.Stdout = stdin, stdout
+	err = root.Execute()
+	os.Stdin, os.Stdout = oldIn, oldOut
+	_ = stdin.Close()
+	_ = stdout.Close()
+	if err != nil {
+		t.Fatalf("fingerprint --adapter caddyfile: %v", err)
+	}
+	got, err := os.ReadFile(stdout.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("subcommand printed %q, want %q", got, want)
+	}
+}
+
+// `--zone b` fingerprints the value only as zone b's handlers read it:
+// a handler of another zone, with another identity rule, adds no line,
+// no note of several ways and no misfit note, which would have the
+// operator paste a fingerprint that no handler of the zone ever logs.
+func TestFingerprintCommandIgnoresOtherZonesHandlers(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	store := t.TempDir()
+	cfgPath := writeGuardConfig(t, "Caddyfile", store,
+		"http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone a\n\t\tidentity {http.request.cookie.sid}\n\t}\n}\n"+
+			"http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone b\n\t}\n}\n")
+	out, notes := guardFingerprint(t, "b", cfgPath, "caddyfile", "Bearer tokA\n")
+	if strings.Count(out, "\n") != 1 {
+		t.Fatalf("printed %q, want one line (notes %q)", out, notes)
+	}
+	if strings.Contains(notes, "read this value in") || strings.Contains(notes, "does not fit") {
+		t.Fatalf("notes %q, want no other way of reading: zone b's only handler reads the Authorization header", notes)
+	}
+	alone, _ := guardFingerprint(t, "b", writeGuardConfig(t, "Caddyfile", store, "http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone b\n\t}\n}\n"), "caddyfile", "Bearer tokA\n")
+	if alone != out {
+		t.Fatalf("printed %q, a config with zone b alone %q", out, alone)
+	}
+}
+
+// A handler without an identity reads the Authorization header, and the
+// command's notes name it so: the rule of each printed line, and the rules
+// the value does not fit, are {http.request.header.Authorization}, never
+// an empty name the operator cannot match to a handler.
+func TestFingerprintCommandNamesTheDefaultIdentity(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	cfgPath := writeGuardConfig(t, "Caddyfile", t.TempDir(),
+		"http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone d\n\t}\n}\n"+
+			"http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone d\n\t\tidentity {http.request.cookie.sid}\n\t}\n}\n"+
+			"http://127.0.0.1:3 {\n\tmcp_ratelimit {\n\t\tzone d\n\t\tidentity {http.request.header.X-A} {http.request.header.X-B}\n\t}\n}\n")
+	out, notes := guardFingerprint(t, "d", cfgPath, "caddyfile", "Bearer  tokA\n")
+	if strings.Count(out, "\n") != 2 {
+		t.Fatalf("printed %q, want two lines (notes %q)", out, notes)
+	}
+	if want := "in order: " + defaultIdentity + "; {http.request.cookie.sid}\n"; !strings.HasSuffix(notes, want) {
+		t.Fatalf("notes %q, want them to end %q", notes, want)
+	}
+	out, notes = guardFingerprint(t, "d", cfgPath, "caddyfile", "a\nb\n")
+	if strings.Count(out, "\n") != 1 {
+		t.Fatalf("two lines on stdin: printed %q, want one line (notes %q)", out, notes)
+	}
+	if want := "with identity " + defaultIdentity + "; {http.request.cookie.sid} ("; !strings.Contains(notes, want) {
+		t.Fatalf("notes %q, want them to name the rules the value does not fit: %q", notes, want)
+	}
+}
