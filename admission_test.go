@@ -1244,21 +1244,13 @@ func TestAmbiguousIdentityBesideAProvenOnePaysPreauth(t *testing.T) {
 func TestIdentityValueWithALineBreakIsRefused(t *testing.T) {
 	e := start(t, "zone linebreak\nidentity {http.request.uri.query.user} {http.request.cookie.key}\n"+
 		"tenant 10/s burst 100\nquota 2/day\npreauth 100/s burst 1000")
-	send := func(query, cookie string) *harness.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, e.mcp+"?"+query, strings.NewReader(harness.ToolCall(3, "echo", map[string]any{"text": "hi"})))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Cookie", cookie)
-		return harness.Do(t, req)
-	}
 	before := e.backend.ToolCalls()
 	for _, c := range []struct{ query, cookie string }{
 		{"user=v%0A1", "key=2"},
 		{"user=v", "key=1%0A2"},
 		{"user=a%0Ab", "key=c%0Ad"},
 	} {
-		r := send(c.query, c.cookie)
+		r := e.queryCookieCall(c.query, c.cookie)
 		var got rpcError
 		r.JSON(t, &got)
 		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "line break") {
@@ -1267,11 +1259,11 @@ func TestIdentityValueWithALineBreakIsRefused(t *testing.T) {
 	}
 	unchanged(t, e, before, "identity values with a line break")
 	for i := range 2 { // values without one still make an identity
-		if r := send("user=v", "key=1"); r.Status != http.StatusOK {
+		if r := e.queryCookieCall("user=v", "key=1"); r.Status != http.StatusOK {
 			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
 		}
 	}
-	refusal(t, send("user=v", "key=1"), http.StatusTooManyRequests, "quota")
+	refusal(t, e.queryCookieCall("user=v", "key=1"), http.StatusTooManyRequests, "quota")
 }
 
 // An unproven request costing more than the pre-auth burst is told so,

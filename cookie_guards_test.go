@@ -4,8 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
 
 // A second token hidden where only some backend's parser finds it is
@@ -20,15 +18,7 @@ import (
 func TestTokensHiddenFromOneParserAreRefused(t *testing.T) {
 	e := start(t, "identity {http.request.uri.query.token} {http.request.cookie.token}\n"+
 		"tenant 10/s burst 100\nquota off\npreauth 100/s burst 1000")
-	send := func(query, cookie string) *harness.Response {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, e.mcp+"?"+query, strings.NewReader(harness.ToolCall(3, "echo", map[string]any{"text": "hi"})))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Cookie", cookie)
-		return harness.Do(t, req)
-	}
-	if r := send("token=valid-q", "token=c1; exp=Wed, 21-Oct-20150 07:28:00 GMTtoken=v"); r.Status != http.StatusOK {
+	if r := e.queryCookieCall("token=valid-q", "token=c1; exp=Wed, 21-Oct-20150 07:28:00 GMTtoken=v"); r.Status != http.StatusOK {
 		t.Fatalf("lone token beside a 12-character date: %d %s, want 200", r.Status, r.Body)
 	}
 	before := e.backend.ToolCalls()
@@ -40,7 +30,7 @@ func TestTokensHiddenFromOneParserAreRefused(t *testing.T) {
 		{"token=valid-q", `x=a\,token=real; token=junk`, "token cookie"},
 		{"token=valid-q&x=1;token=x28", "token=c1", "token query parameter"},
 	} {
-		r := send(c.query, c.cookie)
+		r := e.queryCookieCall(c.query, c.cookie)
 		var got rpcError
 		r.JSON(t, &got)
 		if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, c.named) {

@@ -27,13 +27,7 @@ func TestParkedZoneOutlivesItsCallsInFlight(t *testing.T) {
 			if !z.all.Acquire(globalKey, 1, 1) {
 				t.Fatal("no slot for the call in flight")
 			}
-			_ = z.Destruct()
-			time.Sleep(50 * time.Millisecond) // fifty times the longest refill
-			z2, err := newZone(z.storage.get(), h.pol, zap.NewNop())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = z2.Destruct() })
+			z2 := takenUpLater(t, h)
 			if n := z2.all.Count(globalKey); n != 1 {
 				t.Fatalf("the zone taken up again finds %d calls in flight, want 1", n)
 			}
@@ -51,14 +45,23 @@ func TestParkedZoneWithoutACapOutlivesItsCallsInFlight(t *testing.T) {
 	})
 	z := h.zone
 	z.metrics.inflightAdd(1) // a call admitted, still running
-	_ = z.Destruct()
-	time.Sleep(50 * time.Millisecond) // fifty times the longest refill
-	z2, err := newZone(z.storage.get(), h.pol, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = z2.Destruct() })
+	z2 := takenUpLater(t, h)
 	if n := z2.metrics.inflightN.Load(); n != 1 {
 		t.Fatalf("the zone taken up again counts %d calls in flight, want 1", n)
 	}
+}
+
+// takenUpLater stops h's zone and, once every bucket it had would have
+// refilled, starts a zone of its name again, which takes up the parked
+// one when it is still parked.
+func takenUpLater(t *testing.T, h *Handler) *zone {
+	t.Helper()
+	_ = h.zone.Destruct()
+	time.Sleep(50 * time.Millisecond) // fifty times the longest refill
+	z, err := newZone(h.zone.storage.get(), h.pol, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	return z
 }

@@ -92,6 +92,17 @@ func (e *env) call(id int, hdr ...string) *harness.Response {
 	return harness.Post(e.t, e.mcp, harness.ToolCall(id, "echo", map[string]any{"text": "hi"}), hdr...)
 }
 
+// queryCookieCall posts a tools/call of echo to the endpoint with the
+// given query string and Cookie header.
+func (e *env) queryCookieCall(query, cookie string) *harness.Response {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.mcp+"?"+query, strings.NewReader(harness.ToolCall(3, "echo", map[string]any{"text": "hi"})))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Cookie", cookie)
+	return harness.Do(e.t, req)
+}
+
 // post posts body with the given headers.
 func (e *env) post(body string, hdr ...string) *harness.Response {
 	e.t.Helper()
