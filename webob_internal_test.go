@@ -26,6 +26,20 @@ func TestWebobPairsReadAsWebObDoes(t *testing.T) {
 		`a="token=v\"`:                               {"a@1"},
 		"exp=Wed, 21-Oct-2015 07:28:00 GMTtoken=v":   {"exp@3", "token@38"},
 		strings.Repeat("a", 5000):                    nil,
+		// After a tab or other ASCII whitespace, after spaces following
+		// '=', after an escaped quote in a quoted value, after the shortest
+		// date; a date one byte too long is none (a lone token beside it is
+		// no second one).
+		"x=a\"token\t=c1":                        {"x@1", "token@9"},
+		"x=a\"token\v=c1":                        {"x@1", "token@9"},
+		`x= b="token=c1"`:                        {"x@1", "token@11"},
+		"x=\tb=\"token=c1\"":                     {"x@1", "token@11"},
+		"exp=Wed, 21-Oct-15 07:28:00 GMTtoken=v": {"exp@3", "token@36"},
+		`x="\"b="token=c1"`:                      {"x@1", "token@13"},
+		"token=c1; exp=Wed, 21-Oct-20150 07:28:00 GMTtoken=v": {"token@5", "exp@13", "GMTtoken@49"},
+		"exp=Wed, 21-Oct-2015 07:28:00 GMT; token=c1":         {"exp@3", "token@40"},
+		"exp=Wed, 21-Oct-201 07:28:00 GMT; token=c1":          {"exp@3", "token@39"},
+		"token=c1; exp=Wed, 21-Oct-1 07:28:00 GMTtoken=v":     {"token@5", "exp@13", "GMTtoken@45"},
 	} {
 		var got []string
 		webobPairs(line, func(name string, end int) { got = append(got, fmt.Sprintf("%s@%d", name, end)) })
