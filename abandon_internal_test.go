@@ -169,8 +169,13 @@ func TestAbandonedCallKeepsItsSlotWhileTheBackendStillWrites(t *testing.T) {
 // slowCall is a prepared tools/call of the slow tool by token's bearer,
 // whose client context is ctx.
 func slowCall(ctx context.Context, token string) *http.Request {
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://test/mcp",
-		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`)))
+	return preparedPost(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"slow"}}`, token)
+}
+
+// preparedPost is a prepared POST of body by token's bearer, whose client
+// context is ctx.
+func preparedPost(ctx context.Context, body, token string) *http.Request {
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "http://test/mcp", bytes.NewReader([]byte(body)))
 	req.Header.Set("Authorization", "Bearer "+token)
 	return caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
 }
@@ -263,10 +268,7 @@ func TestFreeRequestOfAnUnprovenKeyEndsWithItsClient(t *testing.T) {
 	})
 	hung, backendCtx := hungBackend()
 	clientCtx, leave := context.WithCancel(context.Background())
-	req := httptest.NewRequestWithContext(clientCtx, http.MethodPost, "http://test/mcp",
-		bytes.NewReader([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)))
-	req.Header.Set("Authorization", "Bearer valid-free-list")
-	req = caddyhttp.PrepareRequest(req, caddy.NewReplacer(), nil, nil)
+	req := preparedPost(clientCtx, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, "valid-free-list")
 	served := make(chan struct{})
 	go func() {
 		defer close(served)

@@ -13,18 +13,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// writeGuardConfig writes a Caddyfile with file storage dir and the given
-// site blocks to a file named name in a new directory, and returns its path.
-func writeGuardConfig(t *testing.T, name, dir, sites string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), name)
-	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\n%s", dir, sites)
-	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // guardFingerprint runs the fingerprint command for zone with stdin and
 // returns what it prints and notes.
 func guardFingerprint(t *testing.T, zone, cfgPath, adapter, stdin string) (string, string) {
@@ -57,7 +45,7 @@ func TestFingerprintCommandOffersRedisTheCachedKeyOverStorages(t *testing.T) {
 	if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := writeGuardConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
+	cfgPath := writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
 	want := fingerprintHex(newFingerprinter(cached).sum("Bearer abc")) + "\n"
 	first, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
 	if first != want {
@@ -80,11 +68,11 @@ func TestFingerprintCommandDoesNotNoteACreatedKeyRedisAlreadyHeld(t *testing.T) 
 	url, _ := localRedis(t)
 	zone := "redis-held-" + rand.Text()[:8]
 	site := fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url)
-	first, notes := guardFingerprint(t, zone, writeGuardConfig(t, "Caddyfile", t.TempDir(), site), "caddyfile", "Bearer abc\n")
+	first, notes := guardFingerprint(t, zone, writeCommandConfig(t, "Caddyfile", t.TempDir(), site), "caddyfile", "Bearer abc\n")
 	if !strings.Contains(notes, "created one") {
 		t.Fatalf("first run on a new zone: notes %q, want the created key noted", notes)
 	}
-	second, notes := guardFingerprint(t, zone, writeGuardConfig(t, "Caddyfile", t.TempDir(), site), "caddyfile", "Bearer abc\n")
+	second, notes := guardFingerprint(t, zone, writeCommandConfig(t, "Caddyfile", t.TempDir(), site), "caddyfile", "Bearer abc\n")
 	if second != first {
 		t.Fatalf("fresh storage, same Redis: printed %q, first %q; want Redis's key", second, first)
 	}
@@ -99,7 +87,7 @@ func TestFingerprintCommandDoesNotNoteACreatedKeyRedisAlreadyHeld(t *testing.T) 
 // refused as JSON.
 func TestFingerprintCommandUsesTheGivenAdapter(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	cfgPath := writeGuardConfig(t, "site.conf", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone conf\n\t}\n}\n")
+	cfgPath := writeCommandConfig(t, "site.conf", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone conf\n\t}\n}\n")
 	out, notes := guardFingerprint(t, "conf", cfgPath, "caddyfile", "Bearer abc\n")
 	if _, err := parseFingerprint(strings.TrimSuffix(out, "\n")); err != nil {
 		t.Fatalf("printed %q (notes %q): %v", out, notes, err)
@@ -114,7 +102,7 @@ func TestFingerprintCommandUsesTheGivenAdapter(t *testing.T) {
 // command prints the fingerprint the direct call prints.
 func TestFingerprintSubcommandPassesTheAdapterFlagOn(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	cfgPath := writeGuardConfig(t, "site.conf", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone z\n\t}\n}\n")
+	cfgPath := writeCommandConfig(t, "site.conf", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone z\n\t}\n}\n")
 	want, _ := guardFingerprint(t, "z", cfgPath, "caddyfile", "Bearer abc\n")
 
 	command, ok := caddycmd.Commands()["mcp-ratelimit"]
@@ -166,7 +154,7 @@ func TestFingerprintSubcommandPassesTheAdapterFlagOn(t *testing.T) {
 func TestFingerprintCommandIgnoresOtherZonesHandlers(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	store := t.TempDir()
-	cfgPath := writeGuardConfig(t, "Caddyfile", store,
+	cfgPath := writeCommandConfig(t, "Caddyfile", store,
 		"http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone a\n\t\tidentity {http.request.cookie.sid}\n\t}\n}\n"+
 			"http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone b\n\t}\n}\n")
 	out, notes := guardFingerprint(t, "b", cfgPath, "caddyfile", "Bearer tokA\n")
@@ -176,7 +164,7 @@ func TestFingerprintCommandIgnoresOtherZonesHandlers(t *testing.T) {
 	if strings.Contains(notes, "read this value in") || strings.Contains(notes, "does not fit") {
 		t.Fatalf("notes %q, want no other way of reading: zone b's only handler reads the Authorization header", notes)
 	}
-	alone, _ := guardFingerprint(t, "b", writeGuardConfig(t, "Caddyfile", store, "http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone b\n\t}\n}\n"), "caddyfile", "Bearer tokA\n")
+	alone, _ := guardFingerprint(t, "b", writeCommandConfig(t, "Caddyfile", store, "http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone b\n\t}\n}\n"), "caddyfile", "Bearer tokA\n")
 	if alone != out {
 		t.Fatalf("printed %q, a config with zone b alone %q", out, alone)
 	}
@@ -188,7 +176,7 @@ func TestFingerprintCommandIgnoresOtherZonesHandlers(t *testing.T) {
 // an empty name the operator cannot match to a handler.
 func TestFingerprintCommandNamesTheDefaultIdentity(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	cfgPath := writeGuardConfig(t, "Caddyfile", t.TempDir(),
+	cfgPath := writeCommandConfig(t, "Caddyfile", t.TempDir(),
 		"http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone d\n\t}\n}\n"+
 			"http://127.0.0.1:2 {\n\tmcp_ratelimit {\n\t\tzone d\n\t\tidentity {http.request.cookie.sid}\n\t}\n}\n"+
 			"http://127.0.0.1:3 {\n\tmcp_ratelimit {\n\t\tzone d\n\t\tidentity {http.request.header.X-A} {http.request.header.X-B}\n\t}\n}\n")

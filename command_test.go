@@ -30,6 +30,18 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// writeCommandConfig writes a Caddyfile with file storage dir and the given
+// site blocks to a file named name in a new directory, and returns its path.
+func writeCommandConfig(t *testing.T, name, dir, sites string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\n%s", dir, sites)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // loggedFingerprint runs Caddy in process with file storage dir and a
 // handler whose identity is the placeholder identity ("" for the default),
 // makes a pre-auth refusal of requests carrying value in the request header
@@ -245,11 +257,7 @@ func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			zone := "notes-" + tc.name + "-" + rand.Text()[:8]
-			cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
-			cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\t%s\n\t}\n}\n", t.TempDir(), zone, tc.store)
-			if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-				t.Fatal(err)
-			}
+			cfgPath := writeCommandConfig(t, "Caddyfile", t.TempDir(), fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\t%s\n\t}\n}\n", zone, tc.store))
 			var out, notes bytes.Buffer
 			if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
 				t.Fatal(err)
@@ -273,11 +281,7 @@ func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
 // A store URL that its variable leaves empty is named as such, as
 // `caddy validate` names it, not as a URL without a scheme.
 func TestFingerprintCommandNamesAnEmptyStoreURL(t *testing.T) {
-	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
-	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone unset-url\n\t\tstore redis {env.MCPRL_TEST_UNSET_REDIS_URL}\n\t}\n}\n", t.TempDir())
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeCommandConfig(t, "Caddyfile", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone unset-url\n\t\tstore redis {env.MCPRL_TEST_UNSET_REDIS_URL}\n\t}\n}\n")
 	var out, notes bytes.Buffer
 	err := runFingerprint("unset-url", cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes)
 	if err == nil || !strings.Contains(err.Error(), "empty once expanded") {
@@ -292,11 +296,7 @@ func TestFingerprintCommandNamesAnEmptyStoreURL(t *testing.T) {
 func TestFingerprintCommandRefusesZonesTheHandlerRefuses(t *testing.T) {
 	root := t.TempDir()
 	stor := filepath.Join(root, "st")
-	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
-	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit\n}\n", stor)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeCommandConfig(t, "Caddyfile", stor, "http://127.0.0.1:1 {\n\tmcp_ratelimit\n}\n")
 	for _, zone := range []string{"../../outside", "../x", "a b", "..", ".", strings.Repeat("z", 65)} {
 		var out, notes bytes.Buffer
 		err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes)
@@ -323,11 +323,7 @@ func TestFingerprintCommandRefusesZonesTheHandlerRefuses(t *testing.T) {
 // joins them: fewer or more lines are a mistake, not an identity (the
 // handler refuses a value holding a line break).
 func TestFingerprintCommandWantsALinePerPlaceholder(t *testing.T) {
-	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
-	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tidentity {http.request.header.X-A} {http.request.header.X-B}\n\t}\n}\n", t.TempDir())
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeCommandConfig(t, "Caddyfile", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tidentity {http.request.header.X-A} {http.request.header.X-B}\n\t}\n}\n")
 	var out, notes bytes.Buffer
 	for _, stdin := range []string{"v1\n", "v1\nv2\nv3", "v1\nv2\n\n"} {
 		if err := runFingerprint("default", cfgPath, "caddyfile", strings.NewReader(stdin), &out, &notes); err == nil || !strings.Contains(err.Error(), "one line per placeholder") {
@@ -484,11 +480,7 @@ func TestFingerprintCommandOffersTheCachedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := t.TempDir()
-	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
-	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t}\n}\n", store, zone)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t}\n}\n", zone))
 	var out, notes bytes.Buffer
 	if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err != nil {
 		t.Fatal(err)
@@ -515,11 +507,7 @@ func TestFingerprintCommandUsesTheCachedKeyDuringAnOutage(t *testing.T) {
 	if err := os.WriteFile(store, []byte("a file, not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := filepath.Join(t.TempDir(), "Caddyfile")
-	cfg := fmt.Sprintf("{\n\tstorage file_system %s\n}\nhttp://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t}\n}\n", store, zone)
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t}\n}\n", zone))
 	var out, notes bytes.Buffer
 	if err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes); err == nil {
 		t.Fatalf("printed %q with storage unreachable and no key on this host", out.String())
