@@ -40,11 +40,14 @@ func appendCountLine(b []byte, c quota.Count) []byte {
 }
 
 // parseCounts reads the lines appendCountLine wrote; malformed lines are
-// skipped.
+// skipped. Fields are split at single spaces, as they were written: a key
+// holds every byte but space and newline (appendKeyTool escapes only
+// those and '%'), so a tool named with a tab or a no-break space keeps
+// its counts.
 func parseCounts(data []byte) []quota.Count {
 	var out []quota.Count
 	for line := range strings.Lines(string(data)) {
-		f := strings.Fields(line)
+		f := strings.Split(strings.TrimSuffix(line, "\n"), " ")
 		if len(f) != 4 && len(f) != 5 {
 			continue
 		}

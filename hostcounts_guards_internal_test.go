@@ -36,3 +36,27 @@ func TestParseCountsSkipsMalformedLines(t *testing.T) {
 		t.Fatalf("a written count reads back as %+v, want %+v", back, c)
 	}
 }
+
+// A tool's quota count reads back from the host whatever the tool's name
+// holds besides the space and newline appendKeyTool escapes: a tab, a
+// carriage return or a Unicode space is part of the key, not a separator,
+// or the count would be lost from the host copies at a restart.
+func TestCountLinesKeepToolNamesWithOtherWhitespace(t *testing.T) {
+	start := quota.Day.Start(time.Now())
+	var data []byte
+	var want []string
+	for _, tool := range []string{"a\tb", "a\rb", "a\vb", "a\fb", "a\u00a0b", "a\u2003b", "a\u0085b", "a b"} {
+		key := string(appendKeyTool([]byte("t/"), []byte(tool))) + "/00ff"
+		want = append(want, key)
+		data = appendCountLine(data, quota.Count{Key: key, Period: quota.Day, Start: start, N: 3})
+	}
+	cs := parseCounts(data)
+	if len(cs) != len(want) {
+		t.Fatalf("read %d counts back, want %d: %+v", len(cs), len(want), cs)
+	}
+	for i, c := range cs {
+		if c.Key != want[i] || c.N != 3 || toolOfKey([]byte(c.Key)) == "" {
+			t.Errorf("count %d read back as %+v, want key %q with 3", i, c, want[i])
+		}
+	}
+}
