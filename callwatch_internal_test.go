@@ -224,6 +224,9 @@ func chunks(s string, n int) []string {
 
 // A backend answers with the id it decoded, spelled its own way: the
 // answer ends the call whose id has its value; another value ends nothing.
+// A string of invalid UTF-8 has the value a decoder reads (U+FFFD for each
+// bad byte), however the answer spells it; integers past what an int64
+// holds keep values of their own, short of infinity.
 func TestCallWatchMatchesAnIDByItsValue(t *testing.T) {
 	for _, c := range []struct {
 		sent, echoed string
@@ -243,6 +246,15 @@ func TestCallWatchMatchesAnIDByItsValue(t *testing.T) {
 		{`"a"`, `"A"`, false},
 		{`123456789012345`, `123456789012346`, false},
 		{`1.5`, `1`, false},
+		{"\"a\xff\"", `"a\ufffd"`, true},
+		{"\"a\xff\"", "\"a\xef\xbf\xbd\"", true},
+		{"\"a\xff\"", "\"a\xff\"", true}, // echoed as sent, by a backend that copies bytes
+		{"\"a\xff\"", `"a"`, false},
+		{`1e19`, `1e20`, false},
+		{`-1e19`, `-1e30`, false},
+		{`1e19`, `1e400`, false},
+		{`1e19`, `10000000000000000000`, true},
+		{`1e15`, `1000000000000000`, true},
 	} {
 		body := `{"jsonrpc":"2.0","id":` + c.sent + `,"method":"tools/call","params":{"name":"slow"}}`
 		w := watching(t, body)

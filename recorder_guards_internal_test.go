@@ -15,21 +15,28 @@ import (
 // 200, as net/http gives one) proves the credential it answered, as an
 // explicit 200 does.
 func TestImplicit200ProvesTheCredential(t *testing.T) {
-	h := provisionForTest(t, &Handler{
-		Zone: "implicit-200", Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-	})
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+	proven := provenByAnswer(t, "implicit-200", func(w http.ResponseWriter, r *http.Request) error {
 		_, err := w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 		return err
 	})
-	w := httptest.NewRecorder()
-	if err := h.ServeHTTP(w, slowCall(context.Background(), "valid-implicit"), next); err != nil || w.Code != http.StatusOK {
-		t.Fatalf("ServeHTTP: %d, %v", w.Code, err)
-	}
-	fp := h.zone.fpKey.Load().sum("Bearer valid-implicit")
-	if !h.zone.known.Contains(fp, time.Now()) {
+	if !proven {
 		t.Fatal("a credential answered by an implicit 200 is not proven")
 	}
+}
+
+// provenByAnswer has a fresh zone's handler pass an unproven credential's
+// tools/call to next, which must answer 200, and reports whether the
+// credential is proven after it.
+func provenByAnswer(t *testing.T, zone string, next caddyhttp.HandlerFunc) bool {
+	t.Helper()
+	h := provisionForTest(t, &Handler{
+		Zone: zone, Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
+	})
+	w := httptest.NewRecorder()
+	if err := h.ServeHTTP(w, slowCall(context.Background(), "valid-"+zone), next); err != nil || w.Code != http.StatusOK {
+		t.Fatalf("ServeHTTP: %d, %v", w.Code, err)
+	}
+	return h.zone.known.Contains(h.zone.fpKey.Load().sum("Bearer valid-"+zone), time.Now())
 }
 
 // The backend's status that reverse_proxy leaves behind a written 2xx is
@@ -69,21 +76,13 @@ func TestVerdictLooksBehindOnlyAnUnprovenIdentitysTwoHundred(t *testing.T) {
 // which net/http ignores (the client got the first), neither forgets
 // nor proves anything.
 func TestSuperfluousWriteHeaderIsNoVerdict(t *testing.T) {
-	h := provisionForTest(t, &Handler{
-		Zone: "superfluous", Quota: &QuotaLimit{Off: true}, Preauth: &RateLimit{Rate: "100/s", Burst: 100},
-	})
-	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
+	proven := provenByAnswer(t, "superfluous", func(w http.ResponseWriter, r *http.Request) error {
 		w.WriteHeader(http.StatusOK)
 		w.WriteHeader(http.StatusUnauthorized)
 		_, err := w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`))
 		return err
 	})
-	w := httptest.NewRecorder()
-	if err := h.ServeHTTP(w, slowCall(context.Background(), "valid-superfluous"), next); err != nil || w.Code != http.StatusOK {
-		t.Fatalf("ServeHTTP: %d, %v", w.Code, err)
-	}
-	fp := h.zone.fpKey.Load().sum("Bearer valid-superfluous")
-	if !h.zone.known.Contains(fp, time.Now()) {
+	if !proven {
 		t.Fatal("a credential answered 200 was forgotten by a superfluous 401 written after it")
 	}
 }
