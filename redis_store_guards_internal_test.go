@@ -296,7 +296,8 @@ func TestProvingCallInDoubtIsBoundForRedisAtOnce(t *testing.T) {
 // Counts pushed just before a decision (those of its own quotas) are no
 // longer bound for Redis once it holds them: still bound, a seed would
 // leave them out of what it carries, and storage would keep marking
-// calls already in Redis as on their way there.
+// calls already in Redis as on their way there. Nor are they pending: the
+// next push of the outage's counts would send them a second time.
 func TestCountsPushedBeforeADecisionAreNoLongerBound(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir()) // host copies of its own, none an earlier run left
 	h := onRedis(t, &Handler{Zone: "redis-guard-pushfor", Quota: &QuotaLimit{Day: 10}})
@@ -322,6 +323,15 @@ func TestCountsPushedBeforeADecisionAreNoLongerBound(t *testing.T) {
 	}
 	if n := z.redisBound.Used([]byte("i/a"), quota.Day, now); n != 0 {
 		t.Fatalf("counts Redis holds are still bound for it %d times, want 0", n)
+	}
+	if n := r.pendingLen(); n != 0 {
+		t.Fatalf("%d counts still pending after the push before the decision, want none", n)
+	}
+	if err := r.push(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := st.Used(t.Context(), "i/a", quota.Day, quota.Day.Start(now)); err != nil || n != 2 {
+		t.Fatalf("Redis holds %d (%v) after the push before the decision and the next push, want 2", n, err)
 	}
 }
 
