@@ -246,17 +246,25 @@ func TestIdleTimeBetweenChangesEarnsTheSlowestRate(t *testing.T) {
 	load := func(e *env, v1 string) {
 		e.caddy.Load(t, harness.Config(site(v1), e.backend.Addr, e.caddy.Port, e.caddy.AdminPort, e.caddy.Storage, ""))
 	}
-	auth := []string{"Authorization", "Bearer valid-slowest"}
 	e := startSite(t, site("2/s burst 10"))
-	e.prove("valid-slowest")
-	e.drain(auth...)
-	load(e, "3/s burst 10")
-	time.Sleep(3 * time.Second)
-	load(e, "4/s burst 10")
-	settleAfterReload(t, e, auth[1])
-	if n := e.admitted(6, auth...); n > 3 {
+	if n := admittedAfterIdleBetweenChanges(t, e, "valid-slowest", func(fast string) { load(e, fast) }); n > 3 {
 		t.Fatalf("%d of 6 calls admitted after 3s idle between two changes, want at most 3: the idle time earned the fast route's rate", n)
 	}
+}
+
+// admittedAfterIdleBetweenChanges proves token and drains its bucket, has
+// change set the faster limits to 3/s and, 3s later, to 4/s (burst 10),
+// and returns how many of 6 calls are then admitted.
+func admittedAfterIdleBetweenChanges(t *testing.T, e *env, token string, change func(fast string)) int {
+	t.Helper()
+	auth := []string{"Authorization", "Bearer " + token}
+	e.prove(token)
+	e.drain(auth...)
+	change("3/s burst 10")
+	time.Sleep(3 * time.Second)
+	change("4/s burst 10")
+	settleAfterReload(t, e, auth[1])
+	return e.admitted(6, auth...)
 }
 
 // A bucket that refilled past the burst it was last used with, after a

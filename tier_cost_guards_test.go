@@ -77,15 +77,8 @@ func TestIdleTimeBetweenChangesEarnsTheSlowestRateInOneHandler(t *testing.T) {
 		return "zone slowestone\npreauth 100/s burst 100\nquota off\nglobal off\ntenant 6/m burst 10\n" +
 			"tier fast {\nmatch {http.request.header.X-Plan} fast\ntenant " + fast + "\n}"
 	}
-	auth := []string{"Authorization", "Bearer valid-slowestone"}
 	e := start(t, block("2/s burst 10"))
-	e.prove("valid-slowestone")
-	e.drain(auth...)
-	e.reloadWith(t, block("3/s burst 10"))
-	time.Sleep(3 * time.Second)
-	e.reloadWith(t, block("4/s burst 10"))
-	settleAfterReload(t, e, auth[1])
-	if n := e.admitted(6, auth...); n > 3 {
+	if n := admittedAfterIdleBetweenChanges(t, e, "valid-slowestone", func(fast string) { e.reloadWith(t, block(fast)) }); n > 3 {
 		t.Fatalf("%d of 6 calls admitted after 3s idle between two changes, want at most 3: the idle time earned the tier's rate", n)
 	}
 }
