@@ -139,10 +139,10 @@ func (v *argVerdict) add(raw []byte) {
 	if len(raw) == 0 {
 		return
 	}
-	c := raw[0]
-	if c == 'n' { // null
+	if string(raw) == "null" {
 		return
 	}
+	c := raw[0]
 	v.present = true
 	if c != '-' && (c < '0' || c > '9') || len(raw) > 1 && raw[1] == 'I' { // not a number, or -Infinity
 		v.numeric = false

@@ -31,6 +31,7 @@ func TestArgVerdictCoversEveryReading(t *testing.T) {
 		{"key_escaped", call(`{"l\u0069mit":100}`), 100, true, true},
 		{"null_is_not_present", call(`{"limit":null}`), 0, true, false},
 		{"null_beside_number", call(`{"limit":null,"limit":3}`), 3, true, true},
+		{"null_before_a_space", call(`{"limit":null }`), 0, true, false},
 		{"absent", call(`{"other":100}`), 0, true, false},
 		{"nested_key_is_not_the_argument", call(`{"q":{"limit":100}}`), 0, true, false},
 		{"overflow_is_plus_inf", call(`{"limit":1e400}`), inf, true, true},
@@ -170,6 +171,14 @@ func TestArgUnquotedKeysAndValuesAreReadings(t *testing.T) {
 		{"unquoted_string_value", call(`{limit:many}`), 0, false},
 		{"unquoted_value_starting_like_a_number", call(`{limit:5e}`), 0, false},
 		{"digits_with_underscore", call(`{limit:1_000}`), 0, false},
+		// Only null itself is null: an unquoted string that starts as it
+		// does (a string to Hjson) is not, nor is nan a number.
+		{"unquoted_n", call(`{limit:n}`), 0, false},
+		{"unquoted_nope", call(`{limit:nope}`), 0, false},
+		{"unquoted_nul", call(`{limit:nul}`), 0, false},
+		{"unquoted_nullx", call(`{limit:nullx}`), 0, false},
+		{"unquoted_nan", call(`{limit:nan }`), 0, false},
+		{"unquoted_nope_beside_a_number", call(`{limit:nope,limit:3}`), 3, false},
 		{"unknown_escape_in_the_key", call(`{"\limit":1000}`), 1000, true},
 		{"raw_control_byte_beside", call("{\"limit\":1000,\"text\":\"a\nb\"}"), 1000, true},
 	})
