@@ -388,6 +388,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		`{jsonrpc:"2.0",id:7,method:"tools/call",params:{name:"echo",arguments:{limit:100}}}`,
 		`{"jsonrpc":"2.0","id":7,"method":tools/call,"params":{"name":echo,"arguments":{"limit":100}}}`,
 		argCall(7, `{"limit":1_000}`),
+		argCall(7, `{"limit":nope}`),
+		argCall(7, `{"limit":nan}`),
 		`/* c */` + argCall(7, `{"limit":100}`),
 		argCall(7, `{"limit":100/* c */}`),
 		"// c\n" + argCall(7, "{// c\n\"limit\"://\n100}"),
