@@ -134,6 +134,41 @@ func TestNewValidKeyProvesItselfThenGetsTenantBudget(t *testing.T) {
 	refusal(t, e.call(9, "Authorization", "Bearer valid-carol"), http.StatusTooManyRequests, "tenant")
 }
 
+// A credential the backend has not answered yet is on its address's
+// pre-auth budget alone (README, Trade-offs): calls it sends at once run
+// within that budget, beyond its tenant rate, and are counted in its
+// quota once a 2xx proves it. A per_identity cap counts them in flight.
+func TestANewKeysCallsSentAtOnceAreBoundByAPerIdentityCap(t *testing.T) {
+	for _, c := range []struct {
+		name, cap string
+		ran       int
+	}{
+		{"without a cap", "", 4},
+		{"per_identity 1", "\nconcurrency per_identity 1", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			zone := "firstwave" + strconv.Itoa(c.ran)
+			e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntenant 1/m burst 1\nquota 10/day"+c.cap)
+			auth := []string{"Authorization", "Bearer valid-" + zone}
+			var done []<-chan int
+			for range 4 {
+				done = append(done, e.slowInBackground(1500, auth...))
+			}
+			statuses := map[int]int{}
+			for _, d := range done {
+				statuses[<-d]++
+			}
+			if statuses[http.StatusOK] != c.ran || statuses[http.StatusTooManyRequests] != 4-c.ran || e.backend.ToolCalls() != int64(c.ran) {
+				t.Fatalf("four calls at once from a new key: statuses %v, %d at the backend, want %d run", statuses, e.backend.ToolCalls(), c.ran)
+			}
+			fp := onlyIdentity(t, e, zone)
+			if used := identityQuotaUsed(t, e, zone, fp)["day"]; used != int64(c.ran) {
+				t.Fatalf("quota used %d after the 2xx proved the key, want the %d calls that ran", used, c.ran)
+			}
+		})
+	}
+}
+
 func TestRejectingStatusForgetsButServerErrorDoesNot(t *testing.T) {
 	e := start(t, "preauth 1/m burst 1\ntenant 10/s burst 20\nquota off")
 	e.prove("valid-dave")
