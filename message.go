@@ -148,6 +148,16 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 	if tool {
 		b = append(b, ". Do not call this tool with this key until the quota resets at "...)
 		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+		if c := ref.costOut; !c.resetsAt.IsZero() {
+			b = append(b, "; "...)
+			b = appendOwner(b, c.layer)
+			b = append(b, periodWord(c.period)...)
+			b = append(b, " quota ("...)
+			b = strconv.AppendInt(b, c.limit, 10)
+			b = append(b, ") is used up too, so no other tool works with this key before "...)
+			b = c.resetsAt.UTC().AppendFormat(b, time.RFC3339)
+			return append(b, "; report the exhausted quotas to the user."...)
+		}
 		return append(b, " (other tools still work); report the exhausted quota to the user."...)
 	}
 	b = append(b, ". Do not retry with this key until the quota resets at "...)
@@ -156,8 +166,11 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 }
 
 // periodWord is the quota refusal's period as an adjective.
-func (ref *refusal) periodWord() string {
-	if ref.item.Period == quota.Month {
+func (ref *refusal) periodWord() string { return periodWord(ref.item.Period) }
+
+// periodWord is a quota's period p as an adjective.
+func periodWord(p quota.Period) string {
+	if p == quota.Month {
 		return "monthly"
 	}
 	return "daily"
@@ -180,11 +193,7 @@ func (ref *refusal) appendQuotaCost(b []byte) []byte {
 // appendQuotaName appends whose quota refused, e.g. "this API key's daily
 // quota (5000)", with prefix before the period.
 func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
-	if ref.layer == layerGroupQuota {
-		b = append(b, "this caller's organization's "...)
-	} else {
-		b = append(b, "this API key's "...)
-	}
+	b = appendOwner(b, ref.layer)
 	b = append(b, prefix...)
 	b = append(b, ref.periodWord()...)
 	b = append(b, " quota"...)
@@ -192,6 +201,15 @@ func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
 		b = append(b, " for that tool"...)
 	}
 	return ref.appendQuotaLimit(b)
+}
+
+// appendOwner appends whose quota of layer l it is, as a possessive:
+// the organization's for a group quota, else the API key's.
+func appendOwner(b []byte, l layer) []byte {
+	if l == layerGroupQuota {
+		return append(b, "this caller's organization's "...)
+	}
+	return append(b, "this API key's "...)
 }
 
 // appendQuotaLimit appends the quota's figure: " (5000)", or " (20

@@ -350,3 +350,87 @@ func TestQuotaRefusalWeighsEveryQuota(t *testing.T) {
 		t.Fatalf("6 calls of the tool with the identity's quota used up: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
 	}
 }
+
+// A used-up tool quota's refusal says other tools still work only when
+// they do: with the key's (or its organization's) quota used up too, it
+// names that quota and its reset, and a batch's other calls are told the
+// same, not to be sent again without the tool's calls.
+func TestUsedUpToolQuotaNamesAUsedUpAccountQuota(t *testing.T) {
+	skipNearReset(t, nextMonth)
+	photo := harness.ToolCall(5, "analyze_photo", nil)
+	batch := "[" + photo + "," + harness.ToolCall(6, "echo", nil) + "]"
+	for _, c := range []struct {
+		name, block, owner string
+	}{
+		{"identity", "zone toolout\ntenant 100/s burst 100\nquota 2/day", "this API key's daily quota (2)"},
+		{"organization", "zone toolorg\ntenant 100/s burst 100\nquota off\ngroup {http.vars.org} 100/s burst 100\ngroup_quota 2/day", "this caller's organization's daily quota (2)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := startSite(t, groupSite(c.block+"\ntool analyze_photo {\n quota 1/month\n}"))
+			h := e.member("valid-"+c.name+"-out", "acme")
+			e.passes(1, "analyze_photo", h...)
+			e.passes(1, "echo", h...) // the day's quota used up, the tool's month's too
+			want := c.owner + " is used up too, so no other tool works with this key before " + nextDay(time.Now()).Format(time.RFC3339)
+			got := refusal(t, e.post(photo, h...), http.StatusTooManyRequests, "tool_quota")
+			if m := got.Error.Message; !strings.Contains(m, want) || strings.Contains(m, "other tools still work") || got.Error.Data.ResetsAt != nextMonth(time.Now()).Format(time.RFC3339) {
+				t.Fatalf("the tool's call: %q, resetsAt %s; want it to say %q", m, got.Error.Data.ResetsAt, want)
+			}
+			r := e.post(batch, h...)
+			var entries []rpcError
+			r.JSON(t, &entries)
+			if r.Status != http.StatusTooManyRequests || len(entries) != 2 {
+				t.Fatalf("the batch: %d %s", r.Status, r.Body)
+			}
+			for _, en := range entries {
+				if m := en.Error.Message; !strings.Contains(m, want) || strings.Contains(m, "without them") {
+					t.Fatalf("batch entry %v: %q, want it to say %q", en.ID, m, want)
+				}
+			}
+		})
+	}
+}
+
+// A request that a quota resetting later refuses as sent (it costs more
+// than that quota has left) is told that reset, not the earlier one of a
+// used-up quota: the same request passes no sooner.
+func TestUsedUpQuotaYieldsToALaterOneTheRequestExceeds(t *testing.T) {
+	skipNearReset(t, nextMonth)
+	e := start(t, "zone upmonth\ntenant 100/s burst 100\nquota 2/day\nquota 3/month")
+	h := []string{"Authorization", "Bearer valid-upmonth"}
+	e.prove("valid-upmonth")
+	e.passes(2, "echo", h...) // the day used up, 1 left this month
+	got, r := e.quotaBatch(2, h...)
+	ra, _ := strconv.ParseInt(r.Header.Get("Retry-After"), 10, 64)
+	month := time.Until(nextMonth(time.Now())).Seconds()
+	if got.Error.Data.Limit != "quota" || got.Error.Data.ResetsAt != nextMonth(time.Now()).Format(time.RFC3339) ||
+		float64(ra) < month-5 || got.Error.Data.MaxPerRequest != 0 || !strings.Contains(got.Error.Message, "more than the 1 left of this API key's monthly quota (3)") {
+		t.Fatalf("a batch of 2 with the day used up and 1 left this month: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
+	}
+	// A single call, which the month still admits, is told the day's reset.
+	got = refusal(t, e.call(9, h...), http.StatusTooManyRequests, "quota")
+	if got.Error.Data.ResetsAt != nextDay(time.Now()).Format(time.RFC3339) || !strings.Contains(got.Error.Message, "used its daily quota (2)") {
+		t.Fatalf("one call with the day used up: %+v", got.Error)
+	}
+	// A batch larger than the whole month never passes as sent: the
+	// used-up day is named ahead of it, as the README says.
+	got, _ = e.quotaBatch(4, h...)
+	if got.Error.Data.ResetsAt != nextDay(time.Now()).Format(time.RFC3339) || !strings.Contains(got.Error.Message, "used its daily quota (2)") {
+		t.Fatalf("a batch of 4 with the day used up, over the month's 3: %+v", got.Error)
+	}
+
+	// With a tool's day used up and the key's month short of the batch,
+	// the month is named, and what fits now is told: other tools' calls.
+	e = start(t, "zone uptoolmonth\ntenant 100/s burst 100\nquota 3/month\ntool analyze_photo {\n quota 1/day\n}")
+	h = []string{"Authorization", "Bearer valid-uptoolmonth"}
+	e.prove("valid-uptoolmonth")
+	e.passes(1, "analyze_photo", h...)
+	e.passes(1, "echo", h...) // the tool's day used up, 1 left this month
+	r = e.post("["+harness.ToolCall(1, "analyze_photo", nil)+","+harness.ToolCall(2, "echo", nil)+"]", h...)
+	var entries []rpcError
+	r.JSON(t, &entries)
+	if len(entries) != 2 || entries[1].Error == nil || entries[1].Error.Data.ResetsAt != nextMonth(time.Now()).Format(time.RFC3339) ||
+		entries[1].Error.Data.MaxPerRequest != 1 || !strings.Contains(entries[1].Error.Message, "costing at most 1 fit the quotas now") {
+		t.Fatalf("a batch of the used-up tool and another, 1 left this month: %s", r.Body)
+	}
+	e.passes(1, "echo", h...)
+}

@@ -100,7 +100,7 @@ func (d *decision) quotasRefusal(failed int) refusal {
 		}
 	}
 	if found {
-		return best
+		return d.usedUpRefusal(best)
 	}
 	d.fitNow(failed, &best)
 	for q, it := range d.items {
@@ -111,6 +111,38 @@ func (d *decision) quotasRefusal(failed int) refusal {
 		d.fitNow(q, &ref)
 		if ref.never() != best.never() && ref.never() || ref.never() == best.never() && ref.outlasts(&best) {
 			best = ref
+		}
+	}
+	return best
+}
+
+// usedUpRefusal completes best, the refusal of the used-up quota that
+// resets last. A quota the request exceeds as sent (with some left, but
+// less than it costs) that resets later still is named instead, with what
+// fits now: the same request waits for its reset, and Retry-After is
+// never earlier than the real wait. A used-up tool quota's refusal names
+// the used-up quota counting cost that resets last, if any: the key's
+// other tools do not work either before its reset.
+func (d *decision) usedUpRefusal(best refusal) refusal {
+	for q, it := range d.items {
+		if it.Used >= it.Limit || it.Used+it.N <= it.Limit || it.N > it.Limit {
+			continue // used up, fitting, or never fitting as sent
+		}
+		if ref := d.itemRefusal(q); ceilSeconds(ref.wait) > ceilSeconds(best.wait) {
+			d.fitNow(q, &ref)
+			best = ref
+		}
+	}
+	if !best.usedUp() || best.layer != layerToolQuota {
+		return best
+	}
+	for q, it := range d.items {
+		l := d.itemLayers[q]
+		if l == layerToolQuota || it.Used < it.Limit {
+			continue
+		}
+		if reset := it.Period.Next(d.now); best.costOut.resetsAt.IsZero() || reset.After(best.costOut.resetsAt) {
+			best.costOut = usedUpQuota{layer: l, period: it.Period, limit: it.Limit, resetsAt: reset}
 		}
 	}
 	return best

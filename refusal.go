@@ -47,6 +47,20 @@ type refusal struct {
 	// unread says the request's body was not read (see decision.unread):
 	// the wait is for one call, and only such a call is promised it.
 	unread bool
+	// costOut, on a used-up tool quota's refusal, is a quota counting
+	// cost (the identity's or the organization's) used up as well, which
+	// refuses the key's other tools too (see decision.usedUpRefusal).
+	costOut usedUpQuota
+}
+
+// usedUpQuota names a used-up quota counting cost for refusal.costOut:
+// its layer (layerQuota or layerGroupQuota), period, limit and reset; the
+// zero value (no reset) names none.
+type usedUpQuota struct {
+	layer    layer
+	period   quota.Period
+	limit    int64
+	resetsAt time.Time
 }
 
 // busyCap is a concurrency cap that refused too, for refusal.busy.

@@ -119,8 +119,9 @@ func (h *Handler) refusalBody(buf *bytes.Buffer, d *decision, ref *refusal, msg 
 	}
 	others := msg // what the entries not at fault are told
 	// A tool's quota, or a fail_closed tool's store, refuses the batch
-	// for its calls of that tool only.
-	toolQuota := (ref.layer == layerToolQuota || ref.layer == layerStore) && ref.tool != ""
+	// for its calls of that tool only, unless a quota counting cost is
+	// used up too, which refuses every call.
+	toolQuota := (ref.layer == layerToolQuota || ref.layer == layerStore) && ref.tool != "" && ref.costOut.resetsAt.IsZero()
 	switch {
 	case ref.arg != nil:
 		others = appendJSONString(nil, ref.appendBatchNote(nil, req.Entry(ref.argEntry)))
