@@ -160,7 +160,11 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		}
 		return append(b, " (other tools still work); report the exhausted quota to the user."...)
 	}
-	b = append(b, ". Do not retry with this key until the quota resets at "...)
+	if ref.layer == layerGroupQuota {
+		b = append(b, ". Do not retry with this key, nor with another key of the organization, until the quota resets at "...)
+	} else {
+		b = append(b, ". Do not retry with this key until the quota resets at "...)
+	}
 	b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
 	return append(b, "; report the exhausted quota to the user."...)
 }

@@ -321,7 +321,8 @@ func TestQuotaRefusalWeighsEveryQuota(t *testing.T) {
 	p3 := g.member("valid-weighs-p3", "acme")
 	got, r = g.quotaBatch(6, p3...)
 	if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 60 || got.Error.Data.Limit != "group_quota" ||
-		got.Error.Data.MaxPerRequest != 0 || !strings.Contains(got.Error.Message, "Quota exhausted") {
+		got.Error.Data.MaxPerRequest != 0 || !strings.Contains(got.Error.Message, "Quota exhausted") ||
+		!strings.Contains(got.Error.Message, "nor with another key of the organization") {
 		t.Fatalf("batch of 6 over a quota of 5 while the organization's is exhausted: Retry-After %s, %s", r.Header.Get("Retry-After"), r.Body)
 	}
 
