@@ -435,3 +435,29 @@ func TestUsedUpQuotaYieldsToALaterOneTheRequestExceeds(t *testing.T) {
 	}
 	e.passes(1, "echo", h...)
 }
+
+// With `store redis` the two refusals above read the same, whether Redis
+// answers or the instance answers from memory a refusal it remembers.
+func TestUsedUpQuotaRefusalsReadTheSameOnRedis(t *testing.T) {
+	skipNearReset(t, nextMonth)
+	rd := harness.StartRedis(t)
+	e := startSite(t, groupSite("zone redistoolout\ntenant 100/s burst 100\nquota 2/day\ntool analyze_photo {\n quota 1/month\n}\nstore redis "+rd.URL))
+	h := e.member("valid-redis-toolout", "acme")
+	e.passes(1, "analyze_photo", h...)
+	e.passes(1, "echo", h...)
+	want := "this API key's daily quota (2) is used up too, so no other tool works with this key before " + nextDay(time.Now()).Format(time.RFC3339)
+	for i := range 2 {
+		if m := refusal(t, e.post(harness.ToolCall(5, "analyze_photo", nil), h...), http.StatusTooManyRequests, "tool_quota").Error.Message; !strings.Contains(m, want) {
+			t.Fatalf("the tool's call, refusal %d: %q, want it to say %q", i+1, m, want)
+		}
+	}
+	e = start(t, "zone redisupmonth\ntenant 100/s burst 100\nquota 2/day\nquota 3/month\nstore redis "+rd.URL)
+	h = []string{"Authorization", "Bearer valid-redis-upmonth"}
+	e.prove("valid-redis-upmonth")
+	e.passes(2, "echo", h...)
+	for i := range 2 {
+		if got, r := e.quotaBatch(2, h...); got.Error.Data.ResetsAt != nextMonth(time.Now()).Format(time.RFC3339) {
+			t.Fatalf("a batch of 2 with the day used up and 1 left this month, refusal %d: %s", i+1, r.Body)
+		}
+	}
+}
