@@ -440,6 +440,7 @@ func TestUsedUpQuotaYieldsToALaterOneTheRequestExceeds(t *testing.T) {
 // answers or the instance answers from memory a refusal it remembers.
 func TestUsedUpQuotaRefusalsReadTheSameOnRedis(t *testing.T) {
 	skipNearReset(t, nextMonth)
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // no host copy of an earlier run's counts
 	rd := harness.StartRedis(t)
 	e := startSite(t, groupSite("zone redistoolout\ntenant 100/s burst 100\nquota 2/day\ntool analyze_photo {\n quota 1/month\n}\nstore redis "+rd.URL))
 	h := e.member("valid-redis-toolout", "acme")
