@@ -1272,8 +1272,8 @@ func TestAmbiguousIdentityBesideAProvenOnePaysPreauth(t *testing.T) {
 	}
 }
 
-// With several identity placeholders, a value holding a line break is
-// refused (400): the values are joined with newlines, so ("v\n1", "2")
+// An identity value holding a line break is refused (400). With several
+// placeholders the values are joined with newlines, so ("v\n1", "2")
 // and ("v", "1\n2") would be one identity, and a caller never accepted
 // by the backend would spend, and could get forgotten, another's.
 func TestIdentityValueWithALineBreakIsRefused(t *testing.T) {
@@ -1299,6 +1299,18 @@ func TestIdentityValueWithALineBreakIsRefused(t *testing.T) {
 		}
 	}
 	refusal(t, e.queryCookieCall("user=v", "key=1"), http.StatusTooManyRequests, "quota")
+
+	// So is a lone value: the fingerprint command reads one line per
+	// placeholder, and could not name it for an override.
+	lone := start(t, "zone linebreaklone\nidentity {http.request.uri.query.user}\npreauth 100/s burst 1000")
+	before = lone.backend.ToolCalls()
+	r := lone.queryCookieCall("user=a%0Ab", "")
+	var got rpcError
+	r.JSON(t, &got)
+	if r.Status != http.StatusBadRequest || got.Error == nil || !strings.Contains(got.Error.Message, "line break") {
+		t.Fatalf("?user=a%%0Ab alone: %d %s, want 400 naming the line break", r.Status, r.Body)
+	}
+	unchanged(t, lone, before, "a lone identity value with a line break")
 }
 
 // An unproven request costing more than the pre-auth burst is told so,

@@ -75,7 +75,7 @@ func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 	}
 	if len(pol.identity) == 1 {
 		value, _, unreadable = readPlaceholder(r, pol.identity[0])
-		return value, unreadable
+		return value, cmp.Or(unreadable, lineBreak(pol.identity[0], value))
 	}
 	parts := make([]string, len(pol.identity))
 	empty := true
@@ -84,11 +84,11 @@ func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 		var varied bool
 		parts[i], varied, why = readPlaceholder(r, p)
 		empty = empty && !varied
-		if why == "" && strings.Contains(parts[i], "\n") {
+		if why == "" {
 			// A query parameter or a cookie may hold one (%0A): then
 			// ("a\nb", "c") and ("a", "b\nc") would join into one
 			// identity, which the second caller would share unproven.
-			why = "An identity value (" + p + ") holds a line break, which is not accepted here: send it without one."
+			why = lineBreak(p, parts[i])
 		}
 		unreadable = cmp.Or(unreadable, why)
 	}
@@ -96,6 +96,18 @@ func identityValue(r *http.Request, pol *policy) (value, unreadable string) {
 		return "", unreadable
 	}
 	return strings.Join(parts, "\n"), unreadable
+}
+
+// lineBreak says why the value of identity placeholder p is refused when
+// it holds a line break, which a query parameter or a cookie may (%0A):
+// several values are joined with newlines, and the fingerprint command
+// reads one line per placeholder, so no value may hold one. It is ""
+// otherwise.
+func lineBreak(p, value string) string {
+	if !strings.Contains(value, "\n") {
+		return ""
+	}
+	return "An identity value (" + p + ") holds a line break, which is not accepted here: send it without one."
 }
 
 // placeholderValue evaluates one placeholder, as identityValue reads it.
