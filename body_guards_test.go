@@ -1,0 +1,139 @@
+package mcplimit_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf16"
+
+	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
+)
+
+// A pre-auth refusal of a request whose declared length is over max_body
+// gives that 413 at once: the body, which will never be read, is not
+// waited for (net/http would otherwise drain up to 256 KiB of it before
+// sending the answer, here until the client's deadline, since it never
+// comes).
+func TestPreauthRefusalOfAnOversizedDeclaredBodyDoesNotWaitForIt(t *testing.T) {
+	e := start(t, "max_body 1KiB\npreauth 1/m burst 1")
+	e.call(1)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(3 * time.Second))
+	// 2000 bytes announced (over max_body, under peekLimit and net/http's
+	// 256 KiB drain), one sent.
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 2000\r\n\r\n{", conn.RemoteAddr())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer while the declared body is pending: %v", err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("%d %s, want 413", resp.StatusCode, body)
+	}
+}
+
+// A pre-auth refusal echoes the id of a body of exactly peekLimit (64
+// KiB), which it reads: only a larger one is answered with id null unread.
+func TestPreauthRefusalEchoesTheIDOfABodyOfExactlyThePeekLimit(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1")
+	e.call(1)
+	base := harness.ToolCall(7, "echo", map[string]any{"text": ""})
+	for size, want := range map[int]string{64 << 10: `"id":7`, 64<<10 + 1: `"id":null`} {
+		body := harness.ToolCall(7, "echo", map[string]any{"text": strings.Repeat("x", size-len(base))})
+		if len(body) != size {
+			t.Fatalf("body of %d bytes, want %d", len(body), size)
+		}
+		r := e.post(body)
+		if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Body), want) {
+			t.Fatalf("body of %d bytes: %d %s, want a pre-auth refusal with %s", size, r.Status, r.Body, want)
+		}
+	}
+}
+
+// The body handed on is the one read whole, so it goes on with its
+// length: a chunked request reaches the backend with a Content-Length and
+// no Transfer-Encoding (servers that cannot read a chunked body, as some
+// WSGI servers cannot, read it all the same).
+func TestChunkedBodyReachesTheBackendWithItsLength(t *testing.T) {
+	type framing struct {
+		length int64
+		te     []string
+	}
+	seen := make(chan framing, 1)
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		select {
+		case seen <- framing{r.ContentLength, r.TransferEncoding}:
+		default:
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	}))
+	t.Cleanup(backend.Close)
+	e := startSite(t, "mcp_ratelimit {\npreauth 100/s burst 100\n}\nreverse_proxy "+strings.TrimPrefix(backend.URL, "http://"))
+	body := harness.ToolCall(1, "echo", map[string]any{"text": "hi"})
+	req, _ := http.NewRequest(http.MethodPost, e.mcp, io.NopCloser(strings.NewReader(body)))
+	req.ContentLength = -1 // chunked
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if r := harness.Do(t, req); r.Status != http.StatusOK {
+		t.Fatalf("chunked call: %d %s", r.Status, r.Body)
+	}
+	if got := <-seen; got.length != int64(len(body)) || len(got.te) != 0 {
+		t.Fatalf("the backend got Content-Length %d, Transfer-Encoding %q; want %d and none", got.length, got.te, len(body))
+	}
+}
+
+// A call naming two tools (params.name twice, which lenient parsers read
+// either way) that break both tools' bounds is refused naming the first
+// in the body, as the tools appear, every time.
+func TestArgRefusalOfACallNamingTwoToolsNamesTheFirst(t *testing.T) {
+	e := start(t, "tenant 100/s burst 100\nquota off\ntool alpha {\n arg n max 1\n}\ntool beta {\n arg n max 1\n}")
+	e.prove("valid-twotools")
+	for _, c := range []struct{ first, second string }{{"alpha", "beta"}, {"beta", "alpha"}} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + c.first + `","name":"` + c.second + `","arguments":{"n":5}}}`
+		r := e.post(body, "Authorization", "Bearer valid-twotools")
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || got.Error.Data.Tool != c.first {
+			t.Fatalf("%s then %s: %d %s, want 400 naming %s", c.first, c.second, r.Status, r.Body, c.first)
+		}
+	}
+}
+
+// A POST without a body is read as one (an empty message), so its
+// Content-Encoding decides the answer as any body's does: refused by
+// pre-auth, it gets the 415 that no wait lets pass, not a wait.
+func TestPreauthRefusalOfAnEmptyEncodedPostIs415(t *testing.T) {
+	e := start(t, "preauth 1/m burst 1")
+	e.call(1)
+	if r := e.post("", "Content-Encoding", "gzip"); r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("empty gzip POST after pre-auth ran out: %d %s, want 415", r.Status, r.Body)
+	}
+}
+
+// A UTF-16 body read by a pre-auth refusal gets the 415 that no wait lets
+// pass, as a gzip one does, not a wait.
+func TestPreauthRefusalOfAUTF16BodyIs415(t *testing.T) {
+	e := start(t, "preauth 1/h burst 1")
+	e.call(1)
+	var le16 []byte
+	for _, u := range utf16.Encode([]rune(harness.ToolCall(2, "echo", map[string]any{"text": "x"}))) {
+		le16 = binary.LittleEndian.AppendUint16(le16, u)
+	}
+	if r := e.post(string(le16)); r.Status != http.StatusUnsupportedMediaType {
+		t.Fatalf("UTF-16LE body with pre-auth empty: %d %s, want 415", r.Status, r.Body)
+	}
+}
