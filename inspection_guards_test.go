@@ -5,27 +5,18 @@ import (
 	"testing"
 )
 
-// An argument only a JSON5 reading sees (\x6d is m), after a nested value
-// holding a single-quoted brace, is still bounded.
-func TestArgBoundSeesJSON5KeyAfterANestedQuotedBrace(t *testing.T) {
+// An argument only one reading sees is still bounded: a JSON5 one (\x6d
+// is m) after a nested value holding a single-quoted brace, and the
+// lenient (Kotlin) one, where a single quote is part of an unquoted key.
+func TestArgBoundSeesKeysOnlyOneQuoteReadingFinds(t *testing.T) {
 	e := start(t, "tool echo {\narg limit max 10\n}")
-	r := e.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{'x':{'a':'}'},'li\x6dit':500}}}`)
-	var got rpcError
-	r.JSON(t, &got)
-	if r.Status != http.StatusBadRequest || got.Error == nil || got.Error.Code != -32602 {
-		t.Fatalf("%d %s, want 400 and -32602", r.Status, r.Body)
-	}
-}
-
-// An argument only the lenient (Kotlin) reading sees, where a single quote
-// is part of an unquoted key, is still bounded.
-func TestArgBoundSeesLenientKeyAfterASingleQuote(t *testing.T) {
-	e := start(t, "tool echo {\narg limit max 10\n}")
-	r := e.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{'x:1,limit:500,y':2}}}`)
-	var got rpcError
-	r.JSON(t, &got)
-	if r.Status != http.StatusBadRequest || got.Error == nil || got.Error.Code != -32602 {
-		t.Fatalf("%d %s, want 400 and -32602", r.Status, r.Body)
+	for _, args := range []string{`{'x':{'a':'}'},'li\x6dit':500}`, `{'x:1,limit:500,y':2}`} {
+		r := e.post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":` + args + `}}`)
+		var got rpcError
+		r.JSON(t, &got)
+		if r.Status != http.StatusBadRequest || got.Error == nil || got.Error.Code != -32602 {
+			t.Fatalf("arguments %s: %d %s, want 400 and -32602", args, r.Status, r.Body)
+		}
 	}
 }
 
