@@ -150,11 +150,8 @@ func (ref *refusal) appendQuotaMessage(b []byte) []byte {
 		b = ref.resetsAt.UTC().AppendFormat(b, time.RFC3339)
 		if c := ref.costOut; !c.resetsAt.IsZero() {
 			b = append(b, "; "...)
-			b = appendOwner(b, c.layer)
-			b = append(b, periodWord(c.period)...)
-			b = append(b, " quota ("...)
-			b = strconv.AppendInt(b, c.limit, 10)
-			b = append(b, ") is used up too, so no other tool works with this key before "...)
+			b = appendQuotaName(b, c.layer, c.period, c.limit, "")
+			b = append(b, " is used up too, so no other tool works with this key before "...)
 			b = c.resetsAt.UTC().AppendFormat(b, time.RFC3339)
 			return append(b, "; report the exhausted quotas to the user."...)
 		}
@@ -197,14 +194,20 @@ func (ref *refusal) appendQuotaCost(b []byte) []byte {
 // appendQuotaName appends whose quota refused, e.g. "this API key's daily
 // quota (5000)", with prefix before the period.
 func (ref *refusal) appendQuotaName(b []byte, prefix string) []byte {
-	b = appendOwner(b, ref.layer)
+	return appendQuotaName(b, ref.layer, ref.item.Period, ref.item.Limit, prefix)
+}
+
+// appendQuotaName appends the name of layer l's quota of period p and
+// limit, with prefix before the period.
+func appendQuotaName(b []byte, l layer, p quota.Period, limit int64, prefix string) []byte {
+	b = appendOwner(b, l)
 	b = append(b, prefix...)
-	b = append(b, ref.periodWord()...)
+	b = append(b, periodWord(p)...)
 	b = append(b, " quota"...)
-	if ref.layer == layerToolQuota {
+	if l == layerToolQuota {
 		b = append(b, " for that tool"...)
 	}
-	return ref.appendQuotaLimit(b)
+	return appendQuotaLimit(b, l, limit)
 }
 
 // appendOwner appends whose quota of layer l it is, as a possessive:
@@ -219,11 +222,16 @@ func appendOwner(b []byte, l layer) []byte {
 // appendQuotaLimit appends the quota's figure: " (5000)", or " (20
 // calls)" for a tool's quota.
 func (ref *refusal) appendQuotaLimit(b []byte) []byte {
+	return appendQuotaLimit(b, ref.layer, ref.item.Limit)
+}
+
+// appendQuotaLimit appends the figure of layer l's quota of limit.
+func appendQuotaLimit(b []byte, l layer, limit int64) []byte {
 	b = append(b, " ("...)
-	b = strconv.AppendInt(b, ref.item.Limit, 10)
+	b = strconv.AppendInt(b, limit, 10)
 	switch {
-	case ref.layer != layerToolQuota:
-	case ref.item.Limit == 1:
+	case l != layerToolQuota:
+	case limit == 1:
 		b = append(b, " call"...)
 	default:
 		b = append(b, " calls"...)
