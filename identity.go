@@ -251,13 +251,15 @@ func warnDerivedIdentity(pol *policy, logger *zap.Logger) {
 // value an earlier handler derived from the request.
 const derivedIdentityWarning = "identity reads a value an earlier handler derived from the request: the checks of request inputs (a header sent twice, a parameter or cookie under two spellings) do not apply to what went into it; name the request input in identity, or derive the value from an authenticated one"
 
-// unknownPlaceholder reports whether the placeholder key is none of
-// Caddy's own: neither global nor of its HTTP server. A JSON config's
-// Caddyfile shorthand ({method}, {header.X}), a typo or a doubled brace
-// ({{x}}) is empty for every caller, unless an earlier handler sets it
-// (a map's destination, a plugin's): see unsetWatch.
+// unknownPlaceholder reports whether the placeholder key is none that
+// Caddy answers itself: neither global nor one its HTTP server answers
+// for every request (caddyHTTPPlaceholder). A JSON config's Caddyfile
+// shorthand ({method}, {header.X}), a typo ({http.request.headers.X}) or
+// a doubled brace ({{x}}) is empty for every caller, unless an earlier
+// handler sets it (a map's destination, an auth handler's
+// {http.auth.user.*}, a plugin's): see unsetWatch.
 func unknownPlaceholder(key string) bool {
-	return !strings.HasPrefix(key, "http.") && !hasPrefixIn(key, globalPlaceholders)
+	return !caddyHTTPPlaceholder(key) && !hasPrefixIn(key, globalPlaceholders)
 }
 
 // headersIn returns the names of the request headers whose placeholders

@@ -257,24 +257,36 @@ func TestIdentityOfSeveralClientInputsIsWarnedAbout(t *testing.T) {
 	})
 }
 
-// A placeholder that is none of Caddy's own, in identity, the group key
-// or a tier's match, is warned about at the first request for which no
-// earlier handler set it, once; one that Caddy's map handler sets before
-// the handler runs is not, but in identity it is a value derived from the
-// request, warned about once too.
+// A placeholder that Caddy does not answer itself, in identity, the group
+// key or a tier's match, is warned about at the first request for which
+// no earlier handler set it, once: a JSON config's shorthand, a map's
+// destination, and under http. a typo of one of Caddy's own or one an
+// auth handler sets. One that Caddy's map handler sets before the handler
+// runs is not, but in identity one outside http. is a value derived from
+// the request, warned about once too.
 func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 	for _, c := range []struct {
-		text string
-		want int
+		text           string
+		derived, unset int
 	}{
-		{"{method}", 1},
-		{"{header.X-Api-Key}", 1},
-		{"{{http.request.header.X-Api-Key}}", 1},
-		{"{env.PREFIX}-{mykey}", 1},
-		{"{http.request.header.X-Api-Key}", 0},
-		{"{http.vars.key}", 0},
-		{"{http.auth.user.id}", 0},
-		{"{env.PREFIX}-{http.request.cookie.sid}", 0},
+		{"{method}", 1, 3},
+		{"{header.X-Api-Key}", 1, 3},
+		{"{{http.request.header.X-Api-Key}}", 1, 3},
+		{"{env.PREFIX}-{mykey}", 1, 3},
+		{"{http.request.headers.X-Api-Key}", 0, 3},
+		{"{http.request.query.key}", 0, 3},
+		{"{http.request.header}", 0, 3},
+		{"{http.auth.user.id}", 0, 3},
+		{"{http.regexp.key.1}", 0, 3},
+		{"{http.request.header.X-Api-Key}", 0, 0},
+		{"{http.request.uri.query.key}", 0, 0},
+		{"{http.request.remote.host/24}", 0, 0},
+		{"{http.request.tls.client.fingerprint}", 0, 0},
+		{"{http.request.host.labels.5}", 0, 0},
+		{"{http.request.uri.path.7}", 0, 0},
+		{"{http.request.orig_uri.path.7}", 0, 0},
+		{"{http.vars.key}", 0, 0},
+		{"{env.PREFIX}-{http.request.cookie.sid}", 0, 0},
 	} {
 		h := &Handler{
 			Identity: []string{c.text},
@@ -286,32 +298,71 @@ func TestUnsetPlaceholderIsWarnedAbout(t *testing.T) {
 		for _, w := range h.unset {
 			keys = append(keys, w.key)
 		}
+		if c.unset == 0 && len(keys) != 0 {
+			t.Errorf("%s: watches for %q, want none: Caddy answers them", c.text, keys)
+		}
 		mapped := &maphandler.Handler{Source: "{http.request.method}", Destinations: keys, Defaults: make([]string, len(keys))}
 		if err := mapped.ServeHTTP(httptest.NewRecorder(), unsetRequest(), warn); err != nil {
 			t.Fatal(err)
 		}
 		// Set, the identity's is a value derived from the request.
-		if got := logs.FilterMessage(derivedIdentityWarning).Len(); got != c.want || logs.Len() != c.want {
-			t.Fatalf("%s: %d warnings, %d of them of a derived identity, when a map sets it; want %d of those alone", c.text, logs.Len(), got, c.want)
+		if got := logs.FilterMessage(derivedIdentityWarning).Len(); got != c.derived || logs.Len() != c.derived {
+			t.Fatalf("%s: %d warnings, %d of them of a derived identity, when a map sets it; want %d of those alone", c.text, logs.Len(), got, c.derived)
 		}
 		for range 2 {
 			_ = warn(httptest.NewRecorder(), unsetRequest())
 		}
-		if got := logs.Len() - c.want; got != 3*c.want {
-			t.Errorf("%s: %d warnings for two requests without the map, want %d (identity, group, tier)", c.text, got, 3*c.want)
+		if got := logs.Len() - c.derived; got != c.unset {
+			t.Errorf("%s: %d warnings for two requests without the map, want %d (identity, group, tier)", c.text, got, c.unset)
 		}
 		for range 2 {
 			if err := mapped.ServeHTTP(httptest.NewRecorder(), unsetRequest(), warn); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if got := logs.Len(); got != 4*c.want {
-			t.Errorf("%s: %d warnings after more requests, want each given once (%d)", c.text, got, 4*c.want)
+		if got := logs.Len(); got != c.derived+c.unset {
+			t.Errorf("%s: %d warnings after more requests, want each given once (%d)", c.text, got, c.derived+c.unset)
 		}
 		for _, e := range logs.All() {
 			if ph := e.ContextMap()["placeholder"]; !strings.HasPrefix(c.text, "{env") && !strings.Contains(c.text, ph.(string)) {
 				t.Errorf("%s: warning names %v", c.text, ph)
 			}
+			if typo := strings.Contains(e.Message, "a typo, such as {http.request.headers"); typo != strings.HasPrefix(c.text, "{http.") {
+				t.Errorf("%s: warning %q", c.text, e.Message)
+			}
+		}
+	}
+}
+
+// Every placeholder caddyhttp's replacer answers is Caddy's own, so no
+// handler pays for watching it; a near miss of one is not.
+func TestCaddysOwnHTTPPlaceholders(t *testing.T) {
+	own := []string{
+		"method", "scheme", "proto", "proto_name", "host", "port", "hostport",
+		"local", "local.host", "local.port", "remote", "remote.host", "remote.port",
+		"uri", "uri_escaped", "uri.path", "uri.path_escaped", "uri.query", "uri.query_escaped", "uri.prefixed_query",
+		"duration", "duration_ms", "uuid", "body", "body_base64",
+		"orig_method", "orig_uri", "orig_uri.path", "orig_uri.query", "orig_uri.prefixed_query",
+		"header.X-Api-Key", "cookie.sid", "uri.query.key", "tls.client.fingerprint", "uri.path.file.base",
+		"orig_uri.path.file_escaped", "host.labels.0", "remote.host/24,64",
+	}
+	for _, name := range own {
+		if key := "http.request." + name; !caddyHTTPPlaceholder(key) {
+			t.Errorf("{%s} is not read as Caddy's own", key)
+		}
+	}
+	for _, key := range []string{"http.vars.client_ip", "http.response.header.X", "http.shutting_down", "http.time_until_shutdown"} {
+		if !caddyHTTPPlaceholder(key) {
+			t.Errorf("{%s} is not read as Caddy's own", key)
+		}
+	}
+	for _, key := range []string{
+		"http.request.headers.X-Api-Key", "http.request.header", "http.request.query.key", "http.request.uri.querys",
+		"http.request.remote.ip", "http.request.cookies.sid", "http.auth.user.id", "http.regexp.k.1", "http.var.key",
+		"http.response.headers.X", "request.header.X", "http.request.methods",
+	} {
+		if caddyHTTPPlaceholder(key) {
+			t.Errorf("{%s} is read as Caddy's own", key)
 		}
 	}
 }

@@ -49,3 +49,30 @@ reverse_proxy $BACKEND`, opts)
 		t.Fatalf("warnings for %q, want one, for {org}", w)
 	}
 }
+
+// In a real Caddy, an identity placeholder misspelt under {http.*} (a
+// header's placeholder written {http.request.headers.…}) is empty for
+// every caller, which puts every key on pre-auth for good: the first
+// request says so.
+func TestAMisspeltHTTPPlaceholderIsWarnedAbout(t *testing.T) {
+	opts, logPath := logOptions(t)
+	e := startSite(t, `mcp_ratelimit {
+ zone misspelt
+ identity {http.request.headers.Authorization}
+ preauth 100/s burst 100
+}
+reverse_proxy $BACKEND`, opts)
+	if r := e.call(1, "Authorization", "Bearer valid-misspelt"); r.Status != http.StatusOK {
+		t.Fatalf("call: %d %s", r.Status, r.Body)
+	}
+	harness.Eventually(t, 5*time.Second, "the misspelt placeholder's warning", func() bool {
+		for _, ev := range logEvents(t, logPath) {
+			msg, _ := ev["msg"].(string)
+			if ev["level"] == "warn" && strings.Contains(msg, "none that Caddy's HTTP server answers itself") &&
+				ev["placeholder"] == "{http.request.headers.Authorization}" {
+				return true
+			}
+		}
+		return false
+	})
+}
