@@ -293,3 +293,32 @@ func TestSecondChangeAfterARaisedBurstIsNoFreshBurst(t *testing.T) {
 		t.Fatalf("%d of 50 calls admitted after two changes, want the 10 or so earned between them", n)
 	}
 }
+
+// A quota period that a live change takes out of every identity quota
+// stops being counted, and put back it goes on from the count it had: 5
+// calls under 10/day, 3 under 100/month alone, and 10/day again leaves 5
+// for today, neither 10 (a fresh period) nor 2 (counting the calls made
+// while no limit used it).
+func TestQuotaPeriodTakenOutAndPutBackGoesOnFromItsCount(t *testing.T) {
+	const base = "zone periodback\npreauth 100/s burst 100\ntenant 100/s burst 100\nglobal off\n"
+	auth := []string{"Authorization", "Bearer valid-periodback"}
+	e := start(t, base+"quota 10/day")
+	e.prove("valid-periodback")
+	if n := e.admitted(5, auth...); n != 5 {
+		t.Fatalf("%d of 5 calls admitted under 10/day", n)
+	}
+	e.reloadWith(t, base+"quota 100/month")
+	settleAfterReload(t, e, auth[1])
+	if n := e.admitted(3, auth...); n != 3 {
+		t.Fatalf("%d of 3 calls admitted under 100/month", n)
+	}
+	e.reloadWith(t, base+"quota 10/day")
+	settleAfterReload(t, e, auth[1])
+	r := e.call(60, auth...)
+	if r.Status != http.StatusOK {
+		t.Fatalf("call under 10/day again: %d %s", r.Status, r.Body)
+	}
+	if got := rateLimit(t, r)["quota-day"][0]; got != 4 {
+		t.Fatalf("quota-day r=%d after one more call, want 4 (5 used before, the 3 made without a day limit not counted); RateLimit %q", got, r.Header.Get("RateLimit"))
+	}
+}
