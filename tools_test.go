@@ -372,7 +372,8 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 	// string; Go's encoding/json/v2 matching names case-insensitively
 	// ignores dashes and underscores too (li_mit is limit); Jackson reads
 	// trailing commas and missing values, and ends a line comment at \r
-	// too. Such a server still runs the call, so
+	// too; Hjson reads a number out of a double's range (1e400) as a
+	// string to the end of its line. Such a server still runs the call, so
 	// argument bounds and per-tool quotas must hold for these bodies too.
 	e := start(t, "tenant 100/s burst 100\nquota off\ntool echo {\n arg limit max 25\n}\ntool 7 {\n arg limit max 25\n}\ntool analyze_photo {\n quota 2/day\n}")
 	h := []string{"Authorization", "Bearer valid-lenient"}
@@ -412,6 +413,7 @@ func TestToolPoliciesHoldForBodiesOnlyLenientParsersAccept(t *testing.T) {
 		argCall(7, `{li\u006dit:100}`),
 		argCall(7, "{\f\"limit\"\u00a0:100}"),
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ec\x68o","arguments":{"limit":100}}}`,
+		"jsonrpc: \"2.0\"\nid: 7\nmethod: tools/call\nparams: {\nname: echo\narguments: {x: 1e400}\nlimit: 100\n}\n}\n",
 	} {
 		r := e.post(body, h...)
 		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Body), "-32602") {

@@ -1,6 +1,8 @@
 package jsonrpc
 
 import (
+	"math"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 )
@@ -386,8 +388,10 @@ func hjsonLiteral(raw []byte, goTrim bool) []byte {
 
 // hjsonNumber returns v as a JSON number when Hjson reads it as a number:
 // JSON's syntax, but a fraction may have no digits ("1.", which is 1 to
-// JavaScript) and a leading zero may not be followed by digits. The JSON
-// form gets a 0 after such a point.
+// JavaScript) and a leading zero may not be followed by digits, and its
+// value within a double's range (hjson-js and hjson-go read 1e400 as a
+// quoteless string, which runs to the end of its line). The JSON form
+// gets a 0 after such a point.
 func hjsonNumber(v []byte) (num []byte, ok bool) {
 	i := 0
 	if i < len(v) && v[i] == '-' {
@@ -420,6 +424,9 @@ func hjsonNumber(v []byte) (num []byte, ok bool) {
 		}
 	}
 	if i != len(v) {
+		return nil, false
+	}
+	if f, _ := strconv.ParseFloat(string(v), 64); math.IsInf(f, 0) {
 		return nil, false
 	}
 	if point >= 0 && (point+1 == len(v) || v[point+1] < '0' || v[point+1] > '9') {

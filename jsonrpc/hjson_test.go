@@ -14,7 +14,7 @@ func TestHjsonJSONReadsAsHjsonDoes(t *testing.T) {
 		{"a: 1\nb: x", `{"a":1,"b":"x"}`}, // braces left out
 		{"{a: 5 # c\n b: true// c\n c: null/* c */}", `{"a":5,"b":true,"c":null}`},
 		{"{a: 5 apples, b: 1\n}", `{"a":"5 apples, b: 1"}`},
-		{"{a: 1., b: -0, c: 1.e3, d: 1e400\n}", `{"a":1.0,"b":-0,"c":1.0e3,"d":1e400}`},
+		{"{a: 1., b: -0, c: 1.e3, d: 1e400\n}", `{"a":1.0,"b":-0,"c":1.0e3,"d":"1e400"}`},
 		{"{a: 01\n b: -.5\n c: +5\n d: 1e\n}", `{"a":"01","b":"-.5","c":"+5","d":"1e"}`},
 		{"{a: 'it\\'s \"q\"', b: \"\\u0041\\/\"}", `{"a":"it's \"q\"","b":"\u0041\/"}`},
 		{"{a: '''tools/call''', b:\n  '''\n  line1\n    line2\n  '''\n}", `{"a":"tools/call","b":"line1\nline2"}`},
