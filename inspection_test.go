@@ -687,6 +687,8 @@ func TestPerToolCostIsCharged(t *testing.T) {
 		// URLSearchParams (Hono's parseBody) drops a leading '?'.
 		"jsonrpc=2.0&id=2&method=tools%2Fcall&params.name=slow",
 		"?method=tools%2Fcall&params.name=slow&jsonrpc=2.0&id=2",
+		// qs drops an array's holes: params[5] alone is params[0].
+		"jsonrpc=2.0&id=2&method=tools%2Fcall&params[5][name]=slow",
 	} {
 		r := e.post(body, "Authorization", "Bearer "+tok)
 		got := refusal(t, r, http.StatusTooManyRequests, "tenant")

@@ -304,6 +304,8 @@ func TestArgBoundRefusesBiggerPagesBeforeSpendingTokens(t *testing.T) {
 		// Hono sets it as a member).
 		"jsonrpc=2.0&id=7&method=tools%2Fcall&params[name]=echo&params[arguments][limit][__proto__]=5000",
 		"jsonrpc=2.0&id=7&method=tools%2Fcall&params.name=echo&params.arguments.limit.__proto__=5000",
+		// Given by position at indexes qs compacts: echo and its arguments.
+		"jsonrpc=2.0&id=7&method=tools%2Fcall&params[3]=echo&params[8][limit]=5000",
 	} {
 		form := e.post(body, h...)
 		var formAnswer rpcError

@@ -2,6 +2,8 @@ package jsonrpc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"unicode/utf8"
 )
 
@@ -49,6 +51,7 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 	if bytes.IndexByte(b, '=') < 0 {
 		return dst, false
 	}
+	plain, dots := formArrays(b)
 	dst = append(dst, '{')
 	var key, val, dotted []byte
 	for field := range bytes.SplitSeq(b, []byte{'&'}) {
@@ -57,13 +60,13 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 		if hasValue {
 			val = formDecode(val, v)
 		}
-		dst = appendFormField(dst, key, val)
+		dst = appendFormField(dst, key, val, plain)
 		if bytes.IndexByte(key, '.') >= 0 {
 			// Koa's body parsers (co-body) set qs's allowDots, and
 			// Hono's parseBody({dot: true}) nests at dots too: the
 			// field is also the member they read.
 			if dotted = dotsAsBrackets(dotted[:0], key); !bytes.Equal(dotted, key) {
-				dst = appendFormField(dst, dotted, val)
+				dst = appendFormField(dst, dotted, val, dots)
 			}
 		}
 	}
@@ -185,41 +188,22 @@ func formUndecoded(dst, s []byte) []byte {
 // top-level object, followed by a comma: the key's name, then an object
 // for each of its segments, or an array for [] and a numeric index (see
 // formIndex), as qs makes: params[0]=search is params given by position.
-// A field with an empty key, or with
-// a __proto__ name, adds nothing, as qs drops them; one with a __proto__
-// segment is an empty object where that segment starts.
-func appendFormField(dst, key, val []byte) []byte {
-	name, segs := formSegments(key)
-	if len(name) == 0 {
-		if len(segs) == 0 {
-			return dst
-		}
-		// qs reads the first segment as the name ([] as 0: a top-level
-		// array merges into the object by index).
-		name, segs = segs[0], segs[1:]
-		if len(name) == 0 {
-			name = []byte{'0'}
-		}
-	}
-	if string(name) == "__proto__" {
+// The index's element is at its position among the indexes the form's
+// fields give that array (arrays), since qs drops an array's holes:
+// params[5][name]=big alone is params[0][name]=big. A field with an empty
+// key, or with a __proto__ name, adds nothing, as qs drops them; one with
+// a __proto__ segment is an empty object where that segment starts.
+func appendFormField(dst, key, val []byte, arrays formIndexes) []byte {
+	name, segs, empty, ok := formPath(key)
+	if !ok {
 		return dst
-	}
-	empty := false
-	for i, s := range segs {
-		if string(s) == "__proto__" {
-			// qs drops the segment and what follows it but keeps the
-			// object it was to be set in, empty (Hono sets it there as a
-			// member): either way the member before it is an object.
-			segs, empty = segs[:i], true
-			break
-		}
 	}
 	dst = appendJSONString(dst, name)
 	dst = append(dst, ':')
-	for _, s := range segs {
+	for j, s := range segs {
 		if n, ok := formIndex(s); ok {
 			dst = append(dst, '[')
-			for range n {
+			for range arrays.position(name, segs[:j], n) {
 				dst = append(dst, "null,"...)
 			}
 			continue
@@ -241,6 +225,87 @@ func appendFormField(dst, key, val []byte) []byte {
 		}
 	}
 	return append(dst, ',')
+}
+
+// formPath returns the name and segments of the decoded key as qs builds
+// its value, and whether qs keeps the field at all. A key with an empty
+// name takes its first segment as the name ([] as 0: a top-level array
+// merges into the object by index); one named __proto__ is dropped. A
+// __proto__ segment ends the segments: qs drops it and what follows it
+// but keeps the object it was to be set in, empty (Hono sets it there as
+// a member), which empty reports: either way the member before it is an
+// object.
+func formPath(key []byte) (name []byte, segs [][]byte, empty, ok bool) {
+	name, segs = formSegments(key)
+	if len(name) == 0 {
+		if len(segs) == 0 {
+			return nil, nil, false, false
+		}
+		name, segs = segs[0], segs[1:]
+		if len(name) == 0 {
+			name = []byte{'0'}
+		}
+	}
+	if string(name) == "__proto__" {
+		return nil, nil, false, false
+	}
+	for i, s := range segs {
+		if string(s) == "__proto__" {
+			return name, segs[:i], true, true
+		}
+	}
+	return name, segs, false, true
+}
+
+// formIndexes holds, for each array the fields of a form make (named by
+// formArrayName), the set of indexes they give it, bit n for index n
+// (formIndex: at most 20).
+type formIndexes map[string]uint32
+
+// formArrays returns the indexes the fields of the form b give each of
+// its arrays, as qs reads the keys, and as it reads them with allowDots.
+func formArrays(b []byte) (plain, dots formIndexes) {
+	plain, dots = formIndexes{}, formIndexes{}
+	var key, dotted []byte
+	for field := range bytes.SplitSeq(b, []byte{'&'}) {
+		k, _, _ := formField(field)
+		key = formDecode(key[:0], k)
+		dotted = dotsAsBrackets(dotted[:0], key)
+		plain.add(key)
+		dots.add(dotted)
+	}
+	return plain, dots
+}
+
+// add records the indexes the decoded key gives its arrays.
+func (ix formIndexes) add(key []byte) {
+	name, segs, _, ok := formPath(key)
+	if !ok {
+		return
+	}
+	for j, s := range segs {
+		if n, ok := formIndex(s); ok {
+			ix[formArrayName(name, segs[:j])] |= 1 << n
+		}
+	}
+}
+
+// position returns where the element of index n of the array that name
+// and the segments before it make ends up once qs has dropped the holes:
+// the number of smaller indexes the form gives that array.
+func (ix formIndexes) position(name []byte, before [][]byte, n int) int {
+	return bits.OnesCount32(ix[formArrayName(name, before)] & (1<<n - 1))
+}
+
+// formArrayName names the array that the name and the segments before
+// an index make: each part after its length, so that no two paths share
+// a name.
+func formArrayName(name []byte, before [][]byte) string {
+	b := append(binary.AppendUvarint(nil, uint64(len(name))), name...)
+	for _, s := range before {
+		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
+	}
+	return string(b)
 }
 
 // formIndex reports whether qs reads the segment s as an array index, and

@@ -1,7 +1,6 @@
 package jsonrpc
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -27,11 +26,15 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"a":{},"k":"v"}`},
 		{"a[b][__proto__]=1&c.__proto__=2", `{"a":{"b":{}},"c.__proto__":"2","c":{}}`}, // an empty object where __proto__ starts
 		{"a=1&a=2", `{"a":"1","a":"2"}`},
-		// [] and an index up to qs's arrayLimit make arrays; a larger
-		// index or one with a leading zero is a key.
-		{"a[]=1&a[2][b]=3", `{"a":["1"],"a":[null,null,{"b":"3"}]}`},
+		// [] and an index up to qs's arrayLimit make arrays, without
+		// holes; a larger index or one with a leading zero is a key.
+		{"a[]=1&a[2][b]=3", `{"a":["1"],"a":[null,{"b":"3"}]}`},
 		{"a[b][0][]=1", `{"a":{"b":[["1"]]}}`},
-		{"a[20]=1&a[21]=2&a[01]=3&a[-1]=4", `{"a":[` + strings.Repeat("null,", 20) + `"1"],"a":{"21":"2"},"a":{"01":"3"},"a":{"-1":"4"}}`},
+		{"a[5][b]=1&a[b][7]=2", `{"a":[{"b":"1"}],"a":{"b":["2"]}}`},
+		{"a[0]=x&a[5][b]=1&a[5][c]=2", `{"a":["x"],"a":[null,{"b":"1"}],"a":[null,{"c":"2"}]}`},
+		{"a[3]=b&a[]=a", `{"a":[null,"b"],"a":["a"]}`},
+		{"a[2][4]=x&a[2][1]=y&a[7][4]=z", `{"a":[[null,"x"]],"a":[["y"]],"a":[null,["z"]]}`},
+		{"a[20]=1&a[21]=2&a[01]=3&a[-1]=4", `{"a":["1"],"a":{"21":"2"},"a":{"01":"3"},"a":{"-1":"4"}}`},
 		{"a.0=1", `{"a.0":"1","a":["1"]}`},
 		{"\xef\xbb\xbfa=1&\xef\xbb\xbfb=2", "{\"a\":\"1\",\"\xef\xbb\xbfb\":\"2\"}"}, // the body's BOM is dropped first
 		// With allowDots (co-body's default) too: a dot followed by text
