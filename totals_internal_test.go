@@ -14,12 +14,19 @@ import (
 // it is totalsRefresh old, though no quota was used up or refused here
 // (another instance may have used one up), and not at every flush.
 func TestTotalsCopyIsRefreshed(t *testing.T) {
-	_, z := threeCallsFlushed(t, "totals-refresh")
+	h, z := threeCallsFlushed(t, "totals-refresh")
 	ctx := context.Background()
 	z.totalsSaved.Store(time.Now().Add(-totalsRefresh).UnixNano())
 	z.flush(ctx, false)
 	if n := copiedTotals(t, z); n != 3 {
 		t.Fatalf("the copy once totalsRefresh old holds %d calls, want 3", n)
+	}
+	// The refresh dates the copy: the next flush, with no quota used up,
+	// leaves it as it is (with 100k tenants it is megabytes).
+	serveCall(t, h, "Bearer valid-totals", http.StatusOK)
+	z.flush(ctx, false)
+	if n := copiedTotals(t, z); n != 3 {
+		t.Fatalf("the flush after a refresh wrote the copy again (%d calls), want the refreshed copy of 3 kept", n)
 	}
 }
 
