@@ -3,6 +3,7 @@ package jsonrpc
 import (
 	"bytes"
 	"encoding/binary"
+	"hash/maphash"
 	"math/bits"
 	"unicode/utf8"
 )
@@ -200,17 +201,20 @@ func appendFormField(dst, key, val []byte, arrays formIndexes) []byte {
 	}
 	dst = appendJSONString(dst, name)
 	dst = append(dst, ':')
-	for j, s := range segs {
+	var w formArrayWalk
+	w.start(name)
+	for _, s := range segs {
 		if n, ok := formIndex(s); ok {
 			dst = append(dst, '[')
-			for range arrays.position(name, segs[:j], n) {
+			for range arrays.position(w.array(), n) {
 				dst = append(dst, "null,"...)
 			}
-			continue
+		} else {
+			dst = append(dst, '{')
+			dst = appendJSONString(dst, s)
+			dst = append(dst, ':')
 		}
-		dst = append(dst, '{')
-		dst = appendJSONString(dst, s)
-		dst = append(dst, ':')
+		w.part(s)
 	}
 	if empty {
 		dst = append(dst, "{}"...)
@@ -258,9 +262,9 @@ func formPath(key []byte) (name []byte, segs [][]byte, empty, ok bool) {
 }
 
 // formIndexes holds, for each array the fields of a form make (named by
-// formArrayName), the set of indexes they give it, bit n for index n
+// formArrayWalk), the set of indexes they give it, bit n for index n
 // (formIndex: at most 20).
-type formIndexes map[string]uint32
+type formIndexes map[uint64]uint32
 
 // formArrays returns the indexes the fields of the form b give each of
 // its arrays, as qs reads the keys, and as it reads them with allowDots.
@@ -283,29 +287,50 @@ func (ix formIndexes) add(key []byte) {
 	if !ok {
 		return
 	}
-	for j, s := range segs {
+	var w formArrayWalk
+	w.start(name)
+	for _, s := range segs {
 		if n, ok := formIndex(s); ok {
-			ix[formArrayName(name, segs[:j])] |= 1 << n
+			ix[w.array()] |= 1 << n
 		}
+		w.part(s)
 	}
 }
 
-// position returns where the element of index n of the array that name
-// and the segments before it make ends up once qs has dropped the holes:
-// the number of smaller indexes the form gives that array.
-func (ix formIndexes) position(name []byte, before [][]byte, n int) int {
-	return bits.OnesCount32(ix[formArrayName(name, before)] & (1<<n - 1))
+// position returns where the element of index n of the array named
+// array ends up once qs has dropped the holes: the number of smaller
+// indexes the form gives that array.
+func (ix formIndexes) position(array uint64, n int) int {
+	return bits.OnesCount32(ix[array] & (1<<n - 1))
 }
 
-// formArrayName names the array that the name and the segments before
-// an index make: each part after its length, so that no two paths share
-// a name.
-func formArrayName(name []byte, before [][]byte) string {
-	b := append(binary.AppendUvarint(nil, uint64(len(name))), name...)
-	for _, s := range before {
-		b = append(binary.AppendUvarint(b, uint64(len(s))), s...)
-	}
-	return string(b)
+// formArraySeed seeds the hashes that name a form's arrays. It is secret,
+// so that no body can give two of its arrays one name.
+var formArraySeed = maphash.MakeSeed()
+
+// formArrayWalk names the arrays along one key's path: after its name and
+// the segments before an index, array names the array that index is of.
+// Each part is hashed after its length, so two paths share a name only by
+// a collision of the secret-seeded 64-bit hash, and a walk costs the
+// key's length however deep it nests.
+type formArrayWalk struct{ h maphash.Hash }
+
+// start begins the walk of a key named name.
+func (w *formArrayWalk) start(name []byte) {
+	w.h.SetSeed(formArraySeed)
+	w.part(name)
+}
+
+// part adds the next part of the key's path.
+func (w *formArrayWalk) part(p []byte) {
+	var n [binary.MaxVarintLen64]byte
+	_, _ = w.h.Write(n[:binary.PutUvarint(n[:], uint64(len(p)))])
+	_, _ = w.h.Write(p)
+}
+
+// array names the array an index after the parts so far is of.
+func (w *formArrayWalk) array() uint64 {
+	return w.h.Sum64()
 }
 
 // formIndex reports whether qs reads the segment s as an array index, and
