@@ -28,6 +28,7 @@ func TestFormGuards(t *testing.T) {
 	}
 }
 
+// A call whose form reading needs those guards is charged.
 func TestCostFormGuards(t *testing.T) {
 	runCostCases(t, []costCase{
 		{"lowercase_5d_before_an_equals", "method=tools/call&params[name%5dx=y%5d=big", 5, false},
@@ -35,24 +36,6 @@ func TestCostFormGuards(t *testing.T) {
 		{"dotted_then_bracket", "method=tools/call&params.x[y]=1&params.name=big", 5, false},
 		// qs leaves the key undecoded but its brackets: params[n%61me] names nothing.
 		{"lone_percent_leaves_the_key_undecoded", "method=tools/call&params[n%61me]%=big", 1, false},
-	})
-}
-
-// qs drops an array's holes: a lone params[5][name]=big is the params
-// array [{"name":"big"}], the call params[0][name]=big makes, and a lone
-// params[1]=big is params ["big"], big given by position; with params[0]
-// given too, params[5] is the second element.
-func TestFormArrayIndexesAreCompacted(t *testing.T) {
-	runCostCases(t, []costCase{
-		{"params_object_at_a_later_index", "method=tools/call&params[5][name]=big", 5, false},
-		{"params_by_a_later_position", "method=tools/call&params[1]=big", 5, false},
-		{"params_pushed_after_a_later_index", "method=tools/call&params[3][q]=x&params[]=big", 5, false},
-		{"later_index_after_the_first", "method=tools/call&params[0]=echo&params[5]=big", 1, false},
-		{"later_dotted_index_after_the_first", "method=tools/call&params.0=echo&params.5=big", 1, false},
-		{"dotted_index_after_a_bracketed_one", "method=tools/call&params[0]=echo&params.5=big", 1, false},
-	})
-	runLenientArgCases(t, []lenientArgCase{
-		{"arguments_at_a_later_position", "method=tools/call&params[2]=search&params[9][limit]=1000", 0, false},
 	})
 }
 

@@ -77,6 +77,15 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"params_pushed", "method=tools/call&params[]=big", 5, false},
 		{"params_dotted_index", "method=tools/call&params.0=photo", 3, false},
 		{"params_object_in_an_array", "method=tools/call&params[0][name]=big", 5, false},
+		// qs drops an array's holes: a lone params[5][name]=big is
+		// params[0][name]=big, a lone params[1]=big is big by position,
+		// and beside params[0] given too, params[5] is the second element.
+		{"params_object_at_a_later_index", "method=tools/call&params[5][name]=big", 5, false},
+		{"params_by_a_later_position", "method=tools/call&params[1]=big", 5, false},
+		{"params_pushed_after_a_later_index", "method=tools/call&params[3][q]=x&params[]=big", 5, false},
+		{"later_index_after_the_first", "method=tools/call&params[0]=echo&params[5]=big", 1, false},
+		{"later_dotted_index_after_the_first", "method=tools/call&params.0=echo&params.5=big", 1, false},
+		{"dotted_index_after_a_bracketed_one", "method=tools/call&params[0]=echo&params.5=big", 1, false},
 	})
 	runLenientArgCases(t, []lenientArgCase{
 		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
@@ -84,5 +93,6 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"argument_emptied_by_proto", "method=tools/call&params[name]=search&params[arguments][limit][__proto__]=1000", 0, false},
 		{"argument_holding_proto", "method=tools/call&params.name=search&params.arguments.limit.__proto__=1000", 0, false},
 		{"argument_by_position", "method=tools/call&params[0]=search&params[1][limit]=1000", 0, false},
+		{"arguments_at_a_later_position", "method=tools/call&params[2]=search&params[9][limit]=1000", 0, false},
 	})
 }

@@ -14,7 +14,11 @@ func TestHjsonJSONReadsAsHjsonDoes(t *testing.T) {
 		{"a: 1\nb: x", `{"a":1,"b":"x"}`}, // braces left out
 		{"{a: 5 # c\n b: true// c\n c: null/* c */}", `{"a":5,"b":true,"c":null}`},
 		{"{a: 5 apples, b: 1\n}", `{"a":"5 apples, b: 1"}`},
+		// A number out of a double's range is a quoteless string to the
+		// end of its line, to hjson-js and hjson-go alike.
 		{"{a: 1., b: -0, c: 1.e3, d: 1e400\n}", `{"a":1.0,"b":-0,"c":1.0e3,"d":"1e400"}`},
+		{"{a: 1e400, b: 2\n}", `{"a":"1e400, b: 2"}`},
+		{"{a: 1e308, b: 1e-400, c: 0e400\n}", `{"a":1e308,"b":1e-400,"c":0e400}`},
 		{"{a: 01\n b: -.5\n c: +5\n d: 1e\n}", `{"a":"01","b":"-.5","c":"+5","d":"1e"}`},
 		{"{a: 'it\\'s \"q\"', b: \"\\u0041\\/\"}", `{"a":"it's \"q\"","b":"\u0041\/"}`},
 		{"{a: '''tools/call''', b:\n  '''\n  line1\n    line2\n  '''\n}", `{"a":"tools/call","b":"line1\nline2"}`},
@@ -65,6 +69,10 @@ func TestCostHjsonIsAReading(t *testing.T) {
 		{"trailing_comma", `{"method":"tools/call","params":{"name":"big"},}`, 5, false},
 		// To Hjson the name runs to the end of the line: big} is no tool.
 		{"name_to_the_end_of_the_line", "{method: tools/call, params: {name: big}}\n", 5, false},
+		// An out-of-range number runs to the end of its line: "1e400}"
+		// does not close params.
+		{"tool_after_an_overflowing_number", "params: {x: 1e400}\nname: big\n}\nmethod: tools/call\n", 5, false},
+		{"tool_after_a_negative_overflow", "params: {x: -1e400}\nname: big\n}\nmethod: tools/call\n", 5, false},
 	})
 }
 
@@ -98,6 +106,7 @@ func TestArgHjsonIsAReading(t *testing.T) {
 		{"nothing_quoted", "{\n method: tools/call\n params: {\n  name: search\n  arguments: {\n   limit: 50\n  }\n }\n}", 50, true},
 		{"a_point_without_digits", "method: tools/call\nparams: {\n arguments: {\n  limit: 50.\n }\n}", 50, true},
 		{"quoteless_text", "method: tools/call\nparams: {\n arguments: {\n  limit: 50 pages\n }\n}", 0, false},
+		{"after_an_overflowing_number", "method: tools/call\nparams: {arguments: {x: 1e400}\nlimit: 1000\n}\nname: search\n}\n", 1000, true},
 	})
 }
 
