@@ -66,7 +66,7 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    dry_run
 //	}
 //
-// A rate is `<n>/<s|m|h>`. `quota` and `group_quota` may be given once
+// A rate is `<n>/<s|m|h>` (or with the unit spelled out: `20/min`). `quota` and `group_quota` may be given once
 // per period; `cost`, `gateway`, `tool`, `tier` and `override` once per
 // name; every other subdirective once.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {

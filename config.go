@@ -15,8 +15,9 @@ import (
 // RateLimit configures one token bucket. A zero value inherits the
 // layer's default; Off disables the layer.
 type RateLimit struct {
-	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`;
-	// <n> is at most 999999999999999 (15 digits). Default: the layer's default (pre-auth 1/s, tenant 5/s, global
+	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`
+	// (the unit may be spelled `sec`, `second`, `min`, `minute`, `hr` or
+	// `hour`: `20/min` is `20/m`); <n> is at most 999999999999999 (15 digits). Default: the layer's default (pre-auth 1/s, tenant 5/s, global
 	// 100/s; anonymous has none, so it needs a Rate); in a tier or an
 	// override, the tenant rate otherwise in force for the identity (its
 	// tier's, else the top-level one).
@@ -344,18 +345,26 @@ func parseRate(s string) (rate.Limit, int, error) {
 	if err != nil || n <= 0 || n > maxFigure || num[0] == '+' { // messages quote the rate as written
 		return 0, 0, fmt.Errorf("rate %q: <n> must be a positive integer, at most %d", s, maxFigure)
 	}
-	var per time.Duration
-	switch unit {
-	case "s":
-		per = time.Second
-	case "m":
-		per = time.Minute
-	case "h":
-		per = time.Hour
-	default:
-		return 0, 0, fmt.Errorf("rate %q: unit must be s, m or h", s)
+	per := rateUnit(unit)
+	if per == 0 {
+		return 0, 0, fmt.Errorf("rate %q: unit must be s, m or h (or sec, min, hour)", s)
 	}
 	return rate.Limit(float64(n) / per.Seconds()), n, nil
+}
+
+// rateUnit returns the period of a rate's unit, or 0 for none: s, m and h
+// as the Caddyfile's grammar writes them, and the spellings an operator
+// also writes (20/min, as SPEC's plans do).
+func rateUnit(unit string) time.Duration {
+	switch unit {
+	case "s", "sec", "second":
+		return time.Second
+	case "m", "min", "minute":
+		return time.Minute
+	case "h", "hr", "hour":
+		return time.Hour
+	}
+	return 0
 }
 
 // bucketLimit is a resolved token bucket.
@@ -367,10 +376,11 @@ type bucketLimit struct {
 
 // unitWord names a rate's unit for refusal messages.
 func (b bucketLimit) unitWord() string {
-	switch {
-	case strings.HasSuffix(b.text, "/m"):
+	_, unit, _ := strings.Cut(b.text, "/")
+	switch rateUnit(unit) {
+	case time.Minute:
 		return "per-minute"
-	case strings.HasSuffix(b.text, "/h"):
+	case time.Hour:
 		return "per-hour"
 	}
 	return "per-second"

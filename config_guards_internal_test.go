@@ -1,6 +1,11 @@
 package mcplimit
 
-import "testing"
+import (
+	"math"
+	"testing"
+
+	"golang.org/x/time/rate"
+)
 
 // A layer given as `{}` (or with burst 0) keeps the layer's default
 // burst, as RateLimit.Burst documents: `"tenant":{}` is 5/s burst 20, not
@@ -14,12 +19,30 @@ func TestEmptyRateLimitKeepsTheDefaultBurst(t *testing.T) {
 	}
 }
 
-// A refusal names a rate's unit as its client reads it: per-second,
-// per-minute, per-hour.
+// A rate's unit may be spelled out (20/min, as SPEC's plans write it),
+// and a refusal names it as its client reads it: per-second, per-minute,
+// per-hour.
 func TestRefusalsNameTheRatesUnit(t *testing.T) {
-	for text, want := range map[string]string{"5/s": "per-second", "5/m": "per-minute", "1/h": "per-hour"} {
-		if got := (bucketLimit{text: text}).unitWord(); got != want {
-			t.Errorf("unit of %s is %q, want %q", text, got, want)
+	for _, c := range []struct {
+		text, want string
+		perSecond  rate.Limit
+		n          int
+	}{
+		{"5/s", "per-second", 5, 5}, {"5/sec", "per-second", 5, 5}, {"5/second", "per-second", 5, 5},
+		{"6/m", "per-minute", 0.1, 6}, {"6/min", "per-minute", 0.1, 6}, {"6/minute", "per-minute", 0.1, 6},
+		{"36/h", "per-hour", 0.01, 36}, {"36/hr", "per-hour", 0.01, 36}, {"36/hour", "per-hour", 0.01, 36},
+	} {
+		r, n, err := parseRate(c.text)
+		if err != nil || math.Abs(float64(r-c.perSecond)) > 1e-12 || n != c.n {
+			t.Errorf("parseRate(%s) = %v, %d, %v; want %v/s, %d", c.text, r, n, err, c.perSecond, c.n)
+		}
+		if got := (bucketLimit{text: c.text}).unitWord(); got != c.want {
+			t.Errorf("unit of %s is %q, want %q", c.text, got, c.want)
+		}
+	}
+	for _, bad := range []string{"5/d", "5/M", "5/mins", "5/", "5/ms"} {
+		if _, _, err := parseRate(bad); err == nil {
+			t.Errorf("parseRate(%s) accepted it", bad)
 		}
 	}
 }

@@ -20,7 +20,7 @@ import (
 // in {http.vars.plan} (here from a header, which is fine for a test but
 // would let a real client pick its own plan), a paid tier and a tighter
 // trial tier share one zone, and callers without a plan get the
-// top-level limits.
+// top-level limits. The tiers' rates are written as SPEC writes them.
 const planSite = `route {
 	vars plan {http.request.header.X-Plan}
 	mcp_ratelimit {
@@ -28,13 +28,13 @@ const planSite = `route {
 		quota 50/day
 		tier paid {
 			match {http.vars.plan} paid
-			tenant 20/m
+			tenant 20/min
 			quota 10000/month
 			cost analyze_photo 5
 		}
 		tier trial {
 			match {http.vars.plan} trial
-			tenant 5/m
+			tenant 5/min
 			quota 200/month
 		}
 	}
@@ -69,14 +69,14 @@ func TestTiersGiveEachPlanItsOwnLimits(t *testing.T) {
 	e.passes(5, "echo", trial...)
 	r := e.callTool(1, "echo", trial...)
 	got := refusal(t, r, http.StatusTooManyRequests, "tenant")
-	if !strings.Contains(got.Error.Message, "5/m") {
+	if !strings.Contains(got.Error.Message, "per-minute limit (5/min, burst 5)") {
 		t.Fatalf("trial refusal does not state the trial limit: %s", got.Error.Message)
 	}
 
 	e.passes(20, "echo", paid...)
 	r = e.callTool(2, "echo", paid...)
 	got = refusal(t, r, http.StatusTooManyRequests, "tenant")
-	if !strings.Contains(got.Error.Message, "20/m") {
+	if !strings.Contains(got.Error.Message, "per-minute limit (20/min, burst 20)") {
 		t.Fatalf("paid refusal does not state the paid limit: %s", got.Error.Message)
 	}
 
