@@ -180,7 +180,7 @@ func (z *zone) status() map[string]any {
 		"admitted":           m.admittedN.Load(),
 		"inflight":           m.inflightN.Load(),
 		"upstream_throttled": m.upstreamN.Load(),
-		"quota_store":        storeView(z.quotaState()),
+		"quota_store":        storeView(z.quotaStoreState()),
 		"store":              z.storeStatus(),
 	}
 }
@@ -194,6 +194,20 @@ func (z *zone) tracked() map[string]int {
 		"known":           z.known.Len(),
 		"quota_entries":   z.quota.State().Tracked,
 	}
+}
+
+// quotaStoreState is the state the admin view's quota_store shows: the
+// flushes to storage, and degraded whenever mcp_ratelimit_quota_degraded
+// is 1. With a Redis store, which then holds the quotas, that is while
+// Redis is unreachable too, its error named unless storage failed as well.
+func (z *zone) quotaStoreState() quota.State {
+	st := z.quotaState()
+	if r := z.redis.Load(); r != nil && r.degraded.Load() && !st.Degraded {
+		r.mu.Lock()
+		st.Degraded, st.LastError, st.LastErrorTime = true, r.lastErr, r.lastErrAt
+		r.mu.Unlock()
+	}
+	return st
 }
 
 func storeView(st quota.State) map[string]any {

@@ -721,6 +721,9 @@ func TestReloadAddingTheRedisStoreBackPushesTheCountsMadeWithoutIt(t *testing.T)
 	harness.Eventually(t, 10*time.Second, "the call counted without the store pushed to redis", func() bool {
 		return rd.Do(t, "GET", key) == "4" && !adminZone(t, e.caddy, zone)["store"].(map[string]any)["degraded"].(bool)
 	})
+	if qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore; qs.Degraded {
+		t.Fatalf("quota_store %+v once Redis took the counts, want not degraded", qs)
+	}
 	before := e.backend.ToolCalls()
 	refusal(t, e.call(5, "Authorization", "Bearer "+token), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a quota counted in Redis, without it, and by another instance")
@@ -923,16 +926,29 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 	harness.Eventually(t, 10*time.Second, "Redis degraded", func() bool {
 		return harness.GetStore(t, e.caddy.Admin, zone).Degraded
 	})
+	// Both down: quota_store names storage's error, its own.
+	if qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore; !qs.Degraded || qs.LastError == harness.GetStore(t, e.caddy.Admin, zone).LastError {
+		t.Fatalf("quota_store %+v with storage and Redis down, want degraded with storage's error", qs)
+	}
 	before := e.backend.ToolCalls()
 	r := e.callTool(2, "analyze_photo", "Authorization", "Bearer valid-fc-unproven-2")
 	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
 		t.Fatalf("fail_closed tool with Redis down: %s", r.Body)
 	}
 	unchanged(t, e, before, "a fail_closed call with Redis down")
+	flushed := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Flushes
 	o.set(false)
 	harness.Eventually(t, 10*time.Second, "storage available again", func() bool {
-		return !harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded
+		return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Flushes > flushed
 	})
+	// The quotas are Redis's: quota_store stays degraded, as the metric
+	// does, and names Redis's error now that storage answers.
+	if qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore; !qs.Degraded || qs.LastError != harness.GetStore(t, e.caddy.Admin, zone).LastError {
+		t.Fatalf("quota_store %+v with Redis down, want degraded with Redis's error", qs)
+	}
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v with Redis down, want 1", v)
+	}
 	r = e.callTool(3, "analyze_photo", "Authorization", "Bearer valid-fc-proven")
 	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
 		t.Fatalf("fail_closed tool with Redis down and storage up: %s", r.Body)
