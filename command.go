@@ -55,7 +55,7 @@ admin API and accepts in "override".`,
 				},
 			}
 			fp.Flags().String("zone", defaultZone, "Zone whose key to use")
-			fp.Flags().StringP("config", "c", "", "Config file whose storage holds the key (default: Caddy's default storage)")
+			fp.Flags().StringP("config", "c", "", "Config file whose storage holds the key (default: ./Caddyfile if there is one, as for caddy run; else Caddy's default storage)")
 			fp.Flags().StringP("adapter", "a", "", "Name of config adapter")
 			cmd.AddCommand(fp)
 			cmd.Args = cobra.ArbitraryArgs
@@ -82,7 +82,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfigJSON(configFile, adapter)
+	cfg, configFile, err := loadConfigJSON(configFile, adapter)
 	if err != nil {
 		return err
 	}
@@ -256,13 +256,12 @@ func readIdentity(in io.Reader) (string, error) {
 	return s, nil
 }
 
-// loadConfigJSON returns the JSON of the config file, or nil without one.
-func loadConfigJSON(configFile, adapter string) ([]byte, error) {
-	if configFile == "" {
-		return nil, nil
-	}
-	cfg, _, _, err := caddycmd.LoadConfig(configFile, adapter)
-	return cfg, err
+// loadConfigJSON returns the JSON of the config and its file's name: the
+// file given, else a Caddyfile in the working directory, as `caddy run`
+// takes one, else none (nil).
+func loadConfigJSON(configFile, adapter string) ([]byte, string, error) {
+	cfg, file, _, err := caddycmd.LoadConfig(configFile, adapter)
+	return cfg, file, err
 }
 
 // configuredStorage returns the storage of the config (its top-level
