@@ -27,9 +27,11 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	// The header rules of headersAllowBody, written out: this is the path
 	// of every metered call, and the call costs more than its checks.
 	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
+		d.startLinger(w, r)
 		return d.refused(encodingRefusal(ce))
 	}
 	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
+		d.startLinger(w, r)
 		return d.refused(charsetRefusal(cs))
 	}
 	// The body is held in memory until it is all here, before any layer
@@ -46,9 +48,15 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		b := buf.Bytes()
 		d.cutID = jsonrpc.LeadingID(nil, b[:min(len(b), peekLimit)])
 		buf.Release()
-		// The deadline passes now on a refused body: the server stops
-		// reading, and answers without waiting for more of it (net/http
-		// would otherwise drain up to 256 KiB of a chunked one first).
+		if err == nil {
+			// Too large: the rest is read after the refusal, bounded.
+			d.startLinger(w, r)
+			return d.refused(tooLargeRefusal(pol.maxBody))
+		}
+		// The deadline passes now on a body that failed: the server
+		// stops reading, and answers without waiting for more of it
+		// (net/http would otherwise drain up to 256 KiB of a chunked
+		// one first).
 		setReadDeadline(w, time.Now())
 		if errors.Is(err, os.ErrDeadlineExceeded) && time.Since(d.now) < wait-time.Second {
 			// The server's shorter read_timeout ended it, not this wait.

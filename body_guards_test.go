@@ -2,12 +2,14 @@ package mcplimit_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +43,131 @@ func TestPreauthRefusalOfAnOversizedDeclaredBodyDoesNotWaitForIt(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("%d %s, want 413", resp.StatusCode, body)
+	}
+}
+
+// A body refused for its size or its content coding, once pre-auth let
+// it in, is read to its end after its refusal is sent over HTTP/1 (for at
+// most 2s and 64 MiB), as nginx's lingering close does; the connection
+// then closes (the refusal says so). Left unread, the body still arriving fills the
+// connection until the server closes it: a client still writing it (Go's
+// and Node's read the answer meanwhile, Python's requests writes it all
+// first) meets a failed write or a reset, not the 413 or 415 it was sent.
+// Here the client reads the answer before it writes the rest of its body,
+// so the answer must come first.
+func TestRefusedBodyIsReadToItsEndSoTheClientReadsItsAnswer(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100")
+	call := harness.ToolCall(7, "echo", map[string]any{"text": strings.Repeat("x", 40<<20)}) // past any socket buffers
+	json, length := "Content-Type: application/json\r\n", fmt.Sprintf("Content-Length: %d\r\n", len(call))
+	// Just over max_body: the answer must come before the server would
+	// have read more.
+	const first = 1<<20 + 1<<10
+	for _, c := range []struct {
+		name, headers, body string
+		status              int
+	}{
+		{"over max_body", json + length, call, http.StatusRequestEntityTooLarge},
+		{"over max_body, chunked", json + "Transfer-Encoding: chunked\r\n", fmt.Sprintf("%x\r\n%s\r\n0\r\n\r\n", len(call), call), http.StatusRequestEntityTooLarge},
+		{"over max_body, sent before a 100 Continue", json + "Expect: 100-continue\r\n" + length, call, http.StatusRequestEntityTooLarge},
+		{"gzip", json + "Content-Encoding: gzip\r\n" + length, call, http.StatusUnsupportedMediaType},
+		{"UTF-16", "Content-Type: application/json; charset=utf-16\r\n" + length, call, http.StatusUnsupportedMediaType},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(time.Minute)) // only so a failure cannot hang
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer valid-linger\r\n"+
+			"Accept: application/json, text/event-stream\r\n%s\r\n%s", conn.RemoteAddr(), c.headers, c.body[:first])
+		rd := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(rd, nil)
+		for err == nil && resp.StatusCode == http.StatusContinue {
+			resp, err = http.ReadResponse(rd, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: reading the answer: %v", c.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || !strings.Contains(string(body), `"error"`) || !resp.Close {
+			t.Fatalf("%s: %d %s (Connection: close %v), want %d with its JSON-RPC error, closing", c.name, resp.StatusCode, body, resp.Close, c.status)
+		}
+		if _, err := io.WriteString(conn, c.body[first:]); err != nil {
+			t.Fatalf("%s: writing the rest of the body after the answer: %v; want it read to its end", c.name, err)
+		}
+		if _, err := rd.ReadByte(); err != io.EOF {
+			t.Fatalf("%s: after the body: %v, want the connection closed", c.name, err)
+		}
+		conn.Close()
+	}
+}
+
+// The rest of a refused body is read for a bounded time: a client that
+// stalls after its refusal is let go (after 2s), not waited for as long
+// as it keeps the connection open.
+func TestRefusedBodyStalledAfterItsRefusalIsLetGo(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100")
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second)) // far past the 2s: only so a failure cannot hang
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer valid-stalled\r\nContent-Encoding: gzip\r\n"+
+		"Content-Length: %d\r\n\r\n%s", conn.RemoteAddr(), 40<<20, strings.Repeat("x", 1<<10))
+	rd := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(rd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Fatalf("%d, want 415", resp.StatusCode)
+	}
+	if _, err := rd.ReadByte(); err != io.EOF {
+		t.Fatalf("after the refusal, with the body stalled: %v, want the connection closed", err)
+	}
+}
+
+// Over HTTP/2 a refused body is not read on: the stream ends alone, the
+// client reads its 413, and the connection serves the next request. (The
+// Connection: close that ends a lingering HTTP/1 refusal would have the
+// server send GOAWAY here, ending the connection of every stream.)
+func TestRefusedBodyOverHTTP2KeepsTheConnection(t *testing.T) {
+	e := start(t, "preauth 100/s burst 100", harness.Options{Global: "servers {\n protocols h1 h2c\n}"})
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	var reused []bool
+	trace := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+		GotConn: func(c httptrace.GotConnInfo) { reused = append(reused, c.Reused) },
+	})
+	post := func(body string) int {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(trace, http.MethodPost, e.mcp, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer valid-h2-refused")
+		resp, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.ProtoMajor != 2 {
+			t.Fatalf("answered over %s, want HTTP/2", resp.Proto)
+		}
+		return resp.StatusCode
+	}
+	if s := post(harness.ToolCall(7, "echo", map[string]any{"text": strings.Repeat("x", 4<<20)})); s != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized body: %d, want 413", s)
+	}
+	if s := post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); s != http.StatusOK {
+		t.Fatalf("next request: %d, want 200", s)
+	}
+	if len(reused) != 2 || !reused[1] {
+		t.Fatalf("connections reused %v: want the next request on the same connection", reused)
 	}
 }
 

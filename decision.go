@@ -54,6 +54,9 @@ type decision struct {
 	// unread says peekIDs left a body it found unread (too large, too
 	// slow): what the request costs is not known.
 	unread bool
+	// linger says the rest of a refused body is to be read and dropped
+	// once the refusal is sent (startLinger).
+	linger bool
 	// probing makes the layers after a refusal decide without taking
 	// anything, to find the refusal that holds the request back longest.
 	probing bool

@@ -387,6 +387,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	defer d.release()
 	if refused := h.admit(d, w, r); refused {
 		h.zone.metrics.observe(start)
+		if d.linger {
+			lingerOn(w, r)
+		}
 		return nil
 	}
 	h.zone.metrics.observe(start)

@@ -26,6 +26,7 @@ var refusalBufs = sync.Pool{New: func() any { return new(refusalScratch) }}
 var (
 	hdrJSON    = []string{"application/json"}
 	hdrNoStore = []string{"no-store"}
+	hdrClose   = []string{"close"}
 )
 
 // retryAfterText holds the Retry-After values of the first hour, so the
@@ -89,6 +90,13 @@ func (h *Handler) writeRefusal(w http.ResponseWriter, d *decision, ref refusal) 
 	if sc.out.Len() == 0 {
 		// Notifications get no JSON-RPC answer; the status still refuses.
 		status = ref.status
+	}
+	if d.linger {
+		// Sent before the handler ends (lingerOn): with its length, the
+		// client reads the answer whole while its body is still read,
+		// and the connection ends with it (startLinger).
+		hdr["Content-Length"] = []string{strconv.Itoa(sc.out.Len())}
+		hdr["Connection"] = hdrClose
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(sc.out.Bytes())
