@@ -344,7 +344,12 @@ func TestCaddysOwnHTTPPlaceholders(t *testing.T) {
 		"duration", "duration_ms", "uuid", "body", "body_base64",
 		"orig_method", "orig_uri", "orig_uri.path", "orig_uri.query", "orig_uri.prefixed_query",
 		"header.X-Api-Key", "cookie.sid", "uri.query.key", "tls.client.fingerprint", "uri.path.file.base",
-		"orig_uri.path.file_escaped", "host.labels.0", "remote.host/24,64",
+		"orig_uri.path.file_escaped", "host.labels.0", "remote.host/24,64", "remote.host/24",
+		"uri.path.file", "uri.path.dir", "uri.path.file.ext", "uri.path.0", "orig_uri.path.file", "orig_uri.path.dir", "orig_uri.path.2",
+		"host.labels.12", "tls.version", "tls.cipher_suite", "tls.resumed", "tls.proto", "tls.proto_mutual", "tls.server_name", "tls.ech",
+		"tls.client.public_key", "tls.client.public_key_sha256", "tls.client.issuer", "tls.client.serial", "tls.client.subject",
+		"tls.client.certificate_pem", "tls.client.certificate_der_base64", "TLS.Client.Fingerprint",
+		"tls.client.san.dns_names", "tls.client.san.emails.0", "tls.client.san.ips", "tls.client.san.uris.3",
 	}
 	for _, name := range own {
 		if key := "http.request." + name; !caddyHTTPPlaceholder(key) {
@@ -360,6 +365,12 @@ func TestCaddysOwnHTTPPlaceholders(t *testing.T) {
 		"http.request.headers.X-Api-Key", "http.request.header", "http.request.query.key", "http.request.uri.querys",
 		"http.request.remote.ip", "http.request.cookies.sid", "http.auth.user.id", "http.regexp.k.1", "http.var.key",
 		"http.response.headers.X", "request.header.X", "http.request.methods",
+		// Typos under the prefixes the replacer reads by name or index.
+		"http.request.tls.client.fingerprints", "http.request.tls.versions", "http.request.tls.client.san.dns",
+		"http.request.tls.client.san.dns_names.x", "http.request.tls.client.san.dns_names0", "http.request.tls.client.san.emails.-1",
+		"http.request.host.labels.first", "http.request.host.labels.-1", "http.request.uri.path.x", "http.request.uri.path.files",
+		"http.request.orig_uri.path.last", "http.request.remote.host/x", "http.request.remote.host/24,", "http.request.remote.host/24,64,8",
+		"http.request.remote.host/129",
 	} {
 		if caddyHTTPPlaceholder(key) {
 			t.Errorf("{%s} is read as Caddy's own", key)
