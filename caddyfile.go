@@ -66,9 +66,10 @@ func parseCaddyfile(h httpcaddyfile.Helper) (caddyhttp.MiddlewareHandler, error)
 //	    dry_run
 //	}
 //
-// A rate is `<n>/<s|m|h>` (or with the unit spelled out: `20/min`). `quota` and `group_quota` may be given once
-// per period; `cost`, `gateway`, `tool`, `tier` and `override` once per
-// name; every other subdirective once.
+// A rate is `<n>/<s|m|h>` (or with the unit spelled out: `20/min`).
+// `quota` and `group_quota` may be given once per period; `cost`,
+// `gateway`, `tool`, `tier` and `override` once per name; every other
+// subdirective once.
 func (h *Handler) UnmarshalCaddyfile(d *caddyfile.Dispenser) error {
 	if err := h.parseBlock(d, false); err != nil {
 		return err

@@ -17,7 +17,8 @@ import (
 type RateLimit struct {
 	// Rate is the refill rate as `<n>/<s|m|h>`, e.g. `5/s` or `300/m`
 	// (the unit may be spelled `sec`, `second`, `min`, `minute`, `hr` or
-	// `hour`: `20/min` is `20/m`); <n> is at most 999999999999999 (15 digits). Default: the layer's default (pre-auth 1/s, tenant 5/s, global
+	// `hour`: `20/min` is `20/m`); <n> is at most 999999999999999 (15
+	// digits). Default: the layer's default (pre-auth 1/s, tenant 5/s, global
 	// 100/s; anonymous has none, so it needs a Rate); in a tier or an
 	// override, the tenant rate otherwise in force for the identity (its
 	// tier's, else the top-level one).
