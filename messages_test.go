@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -205,33 +204,12 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 			if status == 0 {
 				status = http.StatusTooManyRequests
 			}
-			msg := firstErrorMessage(t, c.send(e), status, c.limit)
+			msg := refusal(t, c.send(e), status, c.limit).Error.Message
 			if !regexp.MustCompile(`^` + c.want + `$`).MatchString(msg) {
 				t.Errorf("message\n%s\ndoes not read\n%s", msg, c.want)
 			}
 		})
 	}
-}
-
-// firstErrorMessage checks a refusal's status and data.limit and returns
-// its message, of the first entry's error for a batch.
-func firstErrorMessage(t *testing.T, r *harness.Response, status int, limit string) string {
-	t.Helper()
-	if r.Status != status {
-		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
-	}
-	var one rpcError
-	if strings.HasPrefix(string(r.Body), "[") {
-		var all []rpcError
-		r.JSON(t, &all)
-		one = all[0]
-	} else {
-		r.JSON(t, &one)
-	}
-	if one.Error == nil || one.Error.Data.Limit != limit {
-		t.Fatalf("want an error of data.limit %q: %s", limit, r.Body)
-	}
-	return one.Error.Message
 }
 
 // holdACall starts a slow call with the headers hdr and waits until the

@@ -139,14 +139,24 @@ func (e *env) prove(token string, hdr ...string) {
 	}
 }
 
-// refusal decodes and checks the common shape of a refusal.
+// refusal decodes and checks the common shape of a refusal, of its first
+// entry's error for a batch.
 func refusal(t *testing.T, r *harness.Response, status int, limit string) rpcError {
 	t.Helper()
 	if r.Status != status {
 		t.Fatalf("status %d, want %d; body %s", r.Status, status, r.Body)
 	}
 	var e rpcError
-	r.JSON(t, &e)
+	if strings.HasPrefix(string(r.Body), "[") {
+		var all []rpcError
+		r.JSON(t, &all)
+		if len(all) == 0 {
+			t.Fatalf("an empty batch of answers: %s", r.Body)
+		}
+		e = all[0]
+	} else {
+		r.JSON(t, &e)
+	}
 	if e.Error == nil {
 		t.Fatalf("no JSON-RPC error in %s", r.Body)
 	}

@@ -43,6 +43,15 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"p[x].y%2Ez=1", `{"p":{"x":"1"},"p":{"x":{"y":{"z":"1"}}}}`},
 		{"a[b.c]=1", `{"a":{"b.c":"1"},"a[b":{"c":"1"}}`}, // a[b[c]]
 		{"a..b=1&.c=2&d.=3", `{"a..b":"1","a.":{"b":"1"},".c":"2","c":"2","d.":"3"}`},
+		{"a.b[c]=1", `{"a.b":{"c":"1"},"a":{"b":{"c":"1"}}}`}, // a dot's segment ends at '[' (/\.([^.[]+)/g)
+		// qs reads %5d as a bracket in either case, before it looks for "]=".
+		{"a[b%5dx=y%5d=c", `{"a":{"b":"c"}}`},
+		// A lone % leaves the whole value undecoded, its valid escapes too.
+		{"a=%41%", `{"a":"%41%"}`},
+		{"a=%41%4", `{"a":"%41%4"}`},
+		// A field ending in a bracket, without "=".
+		{"a=1&b]", `{"a":"1","b]":""}`},
+		{"a=1&b%5D", `{"a":"1","b]":""}`},
 	} {
 		got, ok := formJSON(nil, []byte(c.in))
 		if !ok || string(got) != c.want {
@@ -86,6 +95,11 @@ func TestFormReadingIsCharged(t *testing.T) {
 		{"later_index_after_the_first", "method=tools/call&params[0]=echo&params[5]=big", 1, false},
 		{"later_dotted_index_after_the_first", "method=tools/call&params.0=echo&params.5=big", 1, false},
 		{"dotted_index_after_a_bracketed_one", "method=tools/call&params[0]=echo&params.5=big", 1, false},
+		{"lowercase_5d_before_an_equals", "method=tools/call&params[name%5dx=y%5d=big", 5, false},
+		{"dotted_index_then_bracket", "method=tools/call&params.0[name]=big", 5, false},
+		{"dotted_then_bracket", "method=tools/call&params.x[y]=1&params.name=big", 5, false},
+		// qs leaves the key undecoded but its brackets: params[n%61me] names nothing.
+		{"lone_percent_leaves_the_key_undecoded", "method=tools/call&params[n%61me]%=big", 1, false},
 	})
 	runLenientArgCases(t, []lenientArgCase{
 		{"argument_is_a_string", "method=tools/call&params[name]=search&params[arguments][limit]=1000", 0, false},
