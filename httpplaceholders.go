@@ -45,8 +45,11 @@ var requestPlaceholderPrefixes = []string{"header.", "cookie.", "uri.query."}
 // replacer reads as an index (a host label, a path segment).
 func indexed(name, prefix string) bool {
 	idx, ok := strings.CutPrefix(name, prefix)
+	if !ok {
+		return false
+	}
 	n, err := strconv.Atoi(idx)
-	return ok && err == nil && n >= 0
+	return err == nil && n >= 0
 }
 
 // remotePrefix reports whether name is remote.host/<v4 bits>[,<v6 bits>],

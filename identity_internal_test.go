@@ -370,7 +370,7 @@ func TestCaddysOwnHTTPPlaceholders(t *testing.T) {
 		"http.request.tls.client.san.dns_names.x", "http.request.tls.client.san.dns_names0", "http.request.tls.client.san.emails.-1",
 		"http.request.host.labels.first", "http.request.host.labels.-1", "http.request.uri.path.x", "http.request.uri.path.files",
 		"http.request.orig_uri.path.last", "http.request.remote.host/x", "http.request.remote.host/24,", "http.request.remote.host/24,64,8",
-		"http.request.remote.host/129",
+		"http.request.remote.host/129", "http.request.7",
 	} {
 		if caddyHTTPPlaceholder(key) {
 			t.Errorf("{%s} is read as Caddy's own", key)

@@ -146,8 +146,10 @@ type Handler struct {
 	Costs Costs `json:"costs,omitempty"`
 
 	// MaxBody is the largest request body read on a metered route, in
-	// bytes; larger bodies get 413. At most 1073741824 (1GiB). Default:
-	// 1048576 (1MiB).
+	// bytes; larger bodies get 413 (over HTTP/1, the rest of such a body
+	// is then read and dropped, for at most 2s and 64 MiB, and the
+	// connection closes). At most 1073741824 (1GiB). Default: 1048576
+	// (1MiB).
 	MaxBody int64 `json:"max_body,omitempty"`
 
 	// MaxBatch is the most entries a JSON-RPC batch may have; more get 400.
