@@ -76,7 +76,7 @@ func TestAnotherFingerprintKeyInStorageIsAdopted(t *testing.T) {
 // its identities keep their fingerprints and counts.
 func TestStartOnStorageWithoutKeyOffersTheCachedKey(t *testing.T) {
 	const zone, token = "key_offer", "valid-key-offer"
-	block, o, e, fp := countedBeforeOutage(t, zone, token, 1000, 1)
+	block, o, _, fp := countedBeforeOutage(t, zone, token, 1000, 1)
 	key := o.storedKey(zone)
 	if err := caddy.Stop(); err != nil {
 		t.Fatal(err)
@@ -84,7 +84,7 @@ func TestStartOnStorageWithoutKeyOffersTheCachedKey(t *testing.T) {
 	if err := os.Remove(o.keyFile(zone)); err != nil {
 		t.Fatal(err)
 	}
-	e = start(t, block, o.options())
+	e := start(t, block, o.options())
 	if !bytes.Equal(o.storedKey(zone), key) {
 		t.Fatal("the key stored at the start is not the one the zone last used")
 	}

@@ -19,8 +19,8 @@ import (
 func TestMovingTheRedisStoreCarriesTheCallsPushedToTheOldOne(t *testing.T) {
 	const zone, token = "redis_move_pushed", "valid-move-pushed"
 	first, second := harness.StartRedis(t), harness.StartRedis(t)
-	e, block, opts, key := spentInRedis(t, zone, token, 10, 5, first.URL)
-	e = start(t, block, opts)
+	_, block, opts, key := spentInRedis(t, zone, token, 10, 5, first.URL)
+	e := start(t, block, opts)
 	e.spend(token, 3)
 	e = start(t, block+"\nstore redis "+first.URL, opts)
 	settledAt(t, e, zone, first, key, "8")
@@ -90,8 +90,8 @@ func settledAt(t *testing.T, e *env, zone string, rd *harness.Redis, key, want s
 func TestReloadAddingTheRedisStorePushesWhatAStopWithoutItSaved(t *testing.T) {
 	const zone, token = "redis_readd_saved", "valid-readd-saved"
 	rd := harness.StartRedis(t)
-	e, block, opts, key := spentInRedis(t, zone, token, 4, 2, rd.URL)
-	e = start(t, block, opts)
+	_, block, opts, key := spentInRedis(t, zone, token, 4, 2, rd.URL)
+	e := start(t, block, opts)
 	e.spend(token, 2)
 	if err := caddy.Stop(); err != nil { // saves the 2 for Redis in storage
 		t.Fatal(err)

@@ -12,7 +12,7 @@ type (
 	plainStorage struct{ certmagic.Storage }
 	listStorage  struct {
 		certmagic.Storage
-		nodes []string
+		_ []string
 	}
 	// holderStorage compares as a type but not always as a value.
 	holderStorage struct {

@@ -355,13 +355,13 @@ func countedBeforeOutage(t *testing.T, zone, token string, limit, n int) (string
 
 func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
 	const zone, token = "outage_restart", "valid-outage-restart"
-	block, o, e, fp := countedBeforeOutage(t, zone, token, 1000, 1)
+	block, o, _, fp := countedBeforeOutage(t, zone, token, 1000, 1)
 	if err := caddy.Stop(); err != nil { // a graceful stop flushes
 		t.Fatal(err)
 	}
 
 	o.set(true)
-	e = start(t, block, o.options())
+	e := start(t, block, o.options())
 	e.prove(token)
 	e.spend(token, 2)
 	if got := onlyIdentity(t, e, zone); got != fp {

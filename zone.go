@@ -155,8 +155,10 @@ type zone struct {
 // of the config loading.
 func acquireZone(st certmagic.Storage, reg *prometheus.Registry, pol *policy, logger *zap.Logger) (*zone, error) {
 	val, _, err := zones.LoadOrNew(pol.zone, func() (caddy.Destructor, error) {
-		zoneEnds.RLock() // a zone of this name ending now has ended
-		zoneEnds.RUnlock()
+		// A zone of this name ending now has ended once the read lock is
+		// held: the empty section is the wait.
+		zoneEnds.RLock()
+		zoneEnds.RUnlock() //lint:ignore SA2001 a barrier, not a critical section
 		return newZone(st, pol, logger)
 	})
 	if err != nil {

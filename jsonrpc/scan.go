@@ -64,7 +64,7 @@ func comment(b []byte, i int) int {
 // U+2028 and U+2029 as well (see lineEnd). The copy has b's length, so
 // offsets into one are offsets into the other.
 func blankComments(dst, b []byte, single, short bool) ([]byte, bool) {
-	if bytes.Index(b, []byte("/*")) < 0 && bytes.Index(b, []byte("//")) < 0 && bytes.IndexByte(b, '#') < 0 &&
+	if !bytes.Contains(b, []byte("/*")) && !bytes.Contains(b, []byte("//")) && bytes.IndexByte(b, '#') < 0 &&
 		(!single || !hasOddSpace(b)) {
 		return dst, false
 	}
