@@ -75,6 +75,17 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 		}
 		return d.refused(tooLargeRefusal(limit))
 	}
+	if int64(len(buf.Bytes())) < r.ContentLength {
+		// HTTP/3 (quic-go) ends a body where its stream ends, short of
+		// its Content-Length or not, and a handler before this one
+		// (Caddy's {http.request.body} placeholder) may keep what arrived
+		// of a body cut short: handed on with the length read, a message
+		// cut in two would reach the backend as a whole one. net/http
+		// refuses such a body over HTTP/1 and HTTP/2, and reverse_proxy
+		// would too.
+		buf.Release()
+		return d.refused(bodyRefusal(http.StatusBadRequest, "The request body is shorter than its Content-Length header says; send the whole body."))
+	}
 	if jsonrpc.WideEncoding(buf.Bytes()) {
 		buf.Release()
 		return d.refused(wideRefusal())

@@ -264,3 +264,33 @@ func TestPreauthRefusalOfAUTF16BodyIs415(t *testing.T) {
 		t.Fatalf("UTF-16LE body with pre-auth empty: %d %s, want 415", r.Status, r.Body)
 	}
 }
+
+// A body cut short of its Content-Length is refused even when a handler
+// before the limiter kept what arrived of it: Caddy's {http.request.body}
+// placeholder reads the body, and on its early end keeps the part it read
+// as the body, the declared length unchanged. Handed on with the length
+// read, the call would reach the backend as a whole one.
+func TestBodyCutShortBeforeTheLimiterIsRefused(t *testing.T) {
+	e := startSite(t, "route {\n\tvars seen {http.request.body}\n\tmcp_ratelimit {\n\t\tpreauth 100/s burst 100\n\t}\n\treverse_proxy $BACKEND\n}")
+	call := harness.ToolCall(7, "echo", map[string]any{"text": "hi"})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer valid-cut\r\nContent-Length: %d\r\n\r\n%s",
+		conn.RemoteAddr(), len(call)+50, call)
+	if err := conn.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "shorter than its Content-Length header says") || e.backend.ToolCalls() != 0 {
+		t.Fatalf("%d %s, %d calls reached the backend; want 400 naming the length and none", resp.StatusCode, body, e.backend.ToolCalls())
+	}
+}
