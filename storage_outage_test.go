@@ -33,7 +33,8 @@ func init() {
 
 // flakyStorage is file-system storage that is unreachable while the file
 // Down exists: every operation but Unlock then fails. Unlock fails while
-// the file Down+".unlock" exists. Caddyfile:
+// the file Down+".unlock" exists, and the writes (Lock, Store, Delete)
+// while Down+".ro" does, as on a read-only folder. Caddyfile:
 //
 //	storage mcprl_flaky <root> <down file>
 type flakyStorage struct {
@@ -74,8 +75,18 @@ func (f *flakyFS) check() error {
 	return nil
 }
 
+var errReadOnly = errors.New("read-only file system (test outage)")
+
+// checkWrite is check for an operation that writes.
+func (f *flakyFS) checkWrite() error {
+	if _, err := os.Stat(f.down + ".ro"); err == nil {
+		return errReadOnly
+	}
+	return f.check()
+}
+
 func (f *flakyFS) Lock(ctx context.Context, name string) error {
-	if err := f.check(); err != nil {
+	if err := f.checkWrite(); err != nil {
 		return err
 	}
 	return f.fs.Lock(ctx, name)
@@ -92,7 +103,7 @@ func (f *flakyFS) Unlock(ctx context.Context, name string) error {
 }
 
 func (f *flakyFS) Store(ctx context.Context, key string, value []byte) error {
-	if err := f.check(); err != nil {
+	if err := f.checkWrite(); err != nil {
 		return err
 	}
 	return f.fs.Store(ctx, key, value)
@@ -106,7 +117,7 @@ func (f *flakyFS) Load(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (f *flakyFS) Delete(ctx context.Context, key string) error {
-	if err := f.check(); err != nil {
+	if err := f.checkWrite(); err != nil {
 		return err
 	}
 	return f.fs.Delete(ctx, key)
@@ -161,6 +172,21 @@ func (o *outage) set(down bool) {
 		return
 	}
 	if err := os.WriteFile(o.down, nil, 0o600); err != nil {
+		o.t.Fatal(err)
+	}
+}
+
+// setReadOnly makes the storage refuse writes (read-only) or take them
+// again.
+func (o *outage) setReadOnly(on bool) {
+	o.t.Helper()
+	if !on {
+		if err := os.Remove(o.down + ".ro"); err != nil {
+			o.t.Fatal(err)
+		}
+		return
+	}
+	if err := os.WriteFile(o.down+".ro", nil, 0o600); err != nil {
 		o.t.Fatal(err)
 	}
 }
@@ -901,6 +927,34 @@ func TestRestartDuringRedisOutageKeepsTheQuotaRedisCounted(t *testing.T) {
 	e.prove("valid-restarted")
 	refusal(t, e.call(4, "Authorization", "Bearer valid-restarted"), http.StatusTooManyRequests, "quota")
 	unchanged(t, e, before, "a call over a quota Redis counted, after a restart during the Redis outage")
+}
+
+// A start on a storage that reads but cannot write (a read-only folder, a
+// full disk: its key and counts load) is degraded at once, not at its
+// first flush with counts to push, a flush interval later: fail_closed
+// tools, whose calls must never go uncounted, are refused from the first
+// call, while other tools are counted on this host.
+func TestStartOnStorageThatCannotWriteIsDegradedAtOnce(t *testing.T) {
+	const zone = "readonly_start"
+	o := newOutage(t)
+	o.putKey(zone)
+	o.setReadOnly(true)
+	e := start(t, "zone "+zone+"\npreauth 100/s burst 100\ntool analyze_photo {\n fail_closed\n}", o.options())
+	if qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore; !qs.Degraded || !strings.Contains(qs.LastError, "read-only") {
+		t.Fatalf("quota_store %+v at the start, want degraded with the storage's error", qs)
+	}
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
+		t.Fatalf("mcp_ratelimit_quota_degraded %v at the start, want 1", v)
+	}
+	before := e.backend.ToolCalls()
+	r := e.callTool(1, "analyze_photo", "Authorization", "Bearer valid-ro-start")
+	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
+		t.Fatalf("fail_closed tool on a read-only storage: %s", r.Body)
+	}
+	unchanged(t, e, before, "a fail_closed call on a read-only storage")
+	if r := e.callTool(2, "echo", "Authorization", "Bearer valid-ro-start"); r.Status != http.StatusOK {
+		t.Fatalf("another tool on a read-only storage: %d %s, want it counted here", r.Status, r.Body)
+	}
 }
 
 // With a Redis store, fail_closed tools follow Redis: calls are counted

@@ -333,6 +333,11 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	defer cancelLoad()
 	if err := z.quota.Load(loadCtx); err != nil {
 		z.seedTotals(logger) // the move to degraded was logged (onDegraded)
+	} else {
+		// A storage that reads but cannot write starts degraded too, not
+		// a flush interval later: fail_closed tools are refused from the
+		// first call (the move is logged by onDegraded).
+		_ = z.quota.Probe(loadCtx)
 	}
 	for _, u := range z.unpushedCopies() {
 		z.adoptUnpushed(u, time.Now())
