@@ -186,6 +186,72 @@ func TestRejectingStatusForgetsButServerErrorDoesNot(t *testing.T) {
 	refusal(t, e.call(4, "Authorization", "Bearer valid-dave"), http.StatusTooManyRequests, "preauth")
 }
 
+// A rejection a later handler returns as an error, which Caddy writes
+// after the limiter has handed the request on (basic_auth's 401, the error
+// directive, a reverse_proxy handle_response route's error), forgets the
+// identity as a written one does; a server error kept as an error does
+// not, and neither does an upstream 429 turned into one, which counts as
+// upstream throttling.
+func TestRejectionReturnedAsAnErrorForgets(t *testing.T) {
+	const site = `route {
+	mcp_ratelimit {
+		zone rejecterr
+		preauth 1/m burst 1
+		tenant 10/s burst 20
+		quota off
+	}
+	@deny header X-Deny *
+	error @deny "denied" {http.request.header.X-Deny}
+	reverse_proxy $BACKEND {
+		@failed status 4xx
+		handle_response @failed {
+			error "upstream said no" {rp.status_code}
+		}
+	}
+}`
+	for _, c := range []struct {
+		rule   string
+		proven bool // the identity is proven before the call
+		hdr    []string
+		status int
+		after  int // proven identities after the call
+	}{
+		{"the error directive's 401", true, []string{"X-Deny", "401"}, 401, 0},
+		{"the error directive's 403", true, []string{"X-Deny", "403"}, 403, 0},
+		{"the error directive's 503", true, []string{"X-Deny", "503"}, 503, 1},
+		{"an error's 2xx to a new key", false, []string{"X-Deny", "204"}, 204, 0},
+		{"the backend's 401 made an error by handle_response", true, []string{"X-Demo-Status", "401"}, 401, 0},
+		{"the backend's 429 made an error by handle_response", true, []string{"X-Demo-Status", "429"}, 429, 1},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			e := startSite(t, site)
+			auth := []string{"Authorization", "Bearer valid-rejecterr"}
+			if c.proven {
+				e.prove("valid-rejecterr")
+			}
+			r := e.call(1, append(auth, c.hdr...)...)
+			if r.Status != c.status {
+				t.Fatalf("status %d, want %d", r.Status, c.status)
+			}
+			if c.status == http.StatusTooManyRequests {
+				if got := r.Header.Get("RateLimit"); got != "" {
+					t.Fatalf("the backend's 429 carries the limiter's RateLimit %q", got)
+				}
+				if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_upstream_throttled_total{zone="rejecterr"}`); v != 1 {
+					t.Fatalf("upstream_throttled %v after the backend's 429, want 1", v)
+				}
+			}
+			var v struct {
+				Identities []struct{} `json:"identities"`
+			}
+			e.caddy.AdminJSON(t, "/mcp_ratelimit/rejecterr/identities", &v)
+			if len(v.Identities) != c.after {
+				t.Fatalf("%d proven identities after %s, want %d", len(v.Identities), c.rule, c.after)
+			}
+		})
+	}
+}
+
 // An identity forgotten after it was charged (any reject_status answer,
 // here to a free tools/list) stays charged to its quota while unproven:
 // forgetting and proving again must not make every other call free. A
@@ -1999,6 +2065,29 @@ func TestRejectionRewrittenTo2xxProvesNothing(t *testing.T) {
 	for i := range 2 {
 		if r := e.call(i, junk...); r.Status != http.StatusOK || !strings.Contains(string(r.Body), "unauthorized") {
 			t.Fatalf("call %d with a rejected credential: %d %s, want the rewritten 200", i, r.Status, r.Body)
+		}
+	}
+	refusal(t, e.call(2, junk...), http.StatusTooManyRequests, "preauth")
+}
+
+// The intercept handler turns a rejection into a 2xx as handle_response
+// does, for a handler that is no reverse_proxy too (here respond, as an
+// application served in Caddy answers): the status it intercepted is the
+// verdict, and the rewritten 200 proves nothing.
+func TestRejectionInterceptedTo2xxProvesNothing(t *testing.T) {
+	e := startSite(t, "route {\n\tmcp_ratelimit {\n\t\tzone intercepted\n\t\tpreauth 1/m burst 3\n\t\ttenant 100/s burst 100\n\t}\n"+
+		"\tintercept {\n\t\t@denied status 401 403\n\t\thandle_response @denied {\n\t\t\trespond \"unauthorized\" 200\n\t\t}\n\t}\n"+
+		"\trespond \"answered\" {http.request.header.X-Status}\n}")
+	if r := e.call(1, "Authorization", "Bearer valid-intercepted", "X-Status", "200"); r.Status != http.StatusOK {
+		t.Fatalf("an accepted credential: %d %s", r.Status, r.Body)
+	}
+	if r := e.call(2, "Authorization", "Bearer valid-intercepted", "X-Status", "200"); !strings.Contains(r.Header.Get("RateLimit-Policy"), "tenant") {
+		t.Fatalf("accepted credential after its 200: %d %v, want a tenant bucket", r.Status, r.Header)
+	}
+	junk := []string{"Authorization", "Bearer junk-intercepted", "X-Status", "401"}
+	for i := range 2 {
+		if r := e.call(i, junk...); r.Status != http.StatusOK || string(r.Body) != "unauthorized" {
+			t.Fatalf("call %d with a rejected credential: %d %s, want the intercepted 200", i, r.Status, r.Body)
 		}
 	}
 	refusal(t, e.call(2, junk...), http.StatusTooManyRequests, "preauth")

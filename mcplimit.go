@@ -410,6 +410,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	defer d.finish()
 	err := next.ServeHTTP(&d.rec, d.detach(r))
 	d.unheard()
+	d.rec.learnError(err)
 	return err
 }
 

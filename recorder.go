@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"errors"
 	"io"
 	"net/http"
 
@@ -84,12 +85,35 @@ func (s *statusRecorder) record(code int) {
 	s.d.watch.start(s.d, s.Header())
 }
 
+// learnError learns from err, what the next handler returned, the status
+// of an answer it left to Caddy to write: basic_auth's 401, the error
+// directive, a reverse_proxy handle_response route's error write nothing
+// through the recorder, and Caddy (or handle_errors) writes the status
+// after this handler returns. A rejecting status forgets the identity as
+// a written one does, or a revoked credential would keep its tenant
+// budget for as long as it kept trying. An error's 2xx proves nothing.
+func (s *statusRecorder) learnError(err error) {
+	if err == nil {
+		return // before he, which errors.As moves to the heap
+	}
+	var he caddyhttp.HandlerError
+	if !errors.As(err, &he) || he.StatusCode < 300 {
+		return
+	}
+	s.d.learn(he.StatusCode)
+	if he.StatusCode == http.StatusTooManyRequests {
+		s.d.withdrawRateLimit(s.Header())
+	}
+}
+
 // verdict is the backend's status for an answer that starts with code. A
 // 2xx written by reverse_proxy's handle_response routes may stand for a
 // rejection (a 401 turned into a 200 carrying a JSON-RPC error, which the
 // SDKs read where they drop a 401's body): reverse_proxy sets the status
 // the backend sent as {http.reverse_proxy.status_code} before those run,
-// and that is the verdict on the credential. Only a 2xx to an unproven
+// and that is the verdict on the credential. The intercept handler does
+// the same for any handler's answer ({http.intercept.status_code}), one
+// that is no reverse_proxy included. Only a 2xx to an unproven
 // identity is looked behind, the answer that would prove it: an error
 // status written over a backend's 2xx is no acceptance, and looking
 // behind every proven identity's 2xx would cost every call a walk of the
@@ -103,9 +127,11 @@ func (s *statusRecorder) verdict(code int) int {
 	if repl == nil {
 		return code
 	}
-	if v, ok := repl.Get("http.reverse_proxy.status_code"); ok {
-		if upstream, ok := v.(int); ok && upstream >= 100 {
-			return upstream
+	for _, name := range [...]string{"http.reverse_proxy.status_code", "http.intercept.status_code"} {
+		if v, ok := repl.Get(name); ok {
+			if upstream, ok := v.(int); ok && upstream >= 100 {
+				return upstream
+			}
 		}
 	}
 	return code
