@@ -165,42 +165,33 @@ func (o *outage) options() harness.Options {
 // set makes the storage unreachable (down) or reachable again.
 func (o *outage) set(down bool) {
 	o.t.Helper()
-	if !down {
-		if err := os.Remove(o.down); err != nil {
-			o.t.Fatal(err)
-		}
-		return
-	}
-	if err := os.WriteFile(o.down, nil, 0o600); err != nil {
-		o.t.Fatal(err)
-	}
+	o.mark(o.down, down)
 }
 
 // setReadOnly makes the storage refuse writes (read-only) or take them
 // again.
 func (o *outage) setReadOnly(on bool) {
 	o.t.Helper()
-	if !on {
-		if err := os.Remove(o.down + ".ro"); err != nil {
-			o.t.Fatal(err)
-		}
-		return
-	}
-	if err := os.WriteFile(o.down+".ro", nil, 0o600); err != nil {
-		o.t.Fatal(err)
-	}
+	o.mark(o.down+".ro", on)
 }
 
 // setUnlock makes Unlock fail (down) or work again.
 func (o *outage) setUnlock(down bool) {
 	o.t.Helper()
-	if !down {
-		if err := os.Remove(o.down + ".unlock"); err != nil {
+	o.mark(o.down+".unlock", down)
+}
+
+// mark creates the marker file name (on) or removes it, which flakyFS
+// reads at each operation.
+func (o *outage) mark(name string, on bool) {
+	o.t.Helper()
+	if !on {
+		if err := os.Remove(name); err != nil {
 			o.t.Fatal(err)
 		}
 		return
 	}
-	if err := os.WriteFile(o.down+".unlock", nil, 0o600); err != nil {
+	if err := os.WriteFile(name, nil, 0o600); err != nil {
 		o.t.Fatal(err)
 	}
 }
