@@ -937,12 +937,7 @@ func TestStartOnStorageThatCannotWriteIsDegradedAtOnce(t *testing.T) {
 	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
 		t.Fatalf("mcp_ratelimit_quota_degraded %v at the start, want 1", v)
 	}
-	before := e.backend.ToolCalls()
-	r := e.callTool(1, "analyze_photo", "Authorization", "Bearer valid-ro-start")
-	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
-		t.Fatalf("fail_closed tool on a read-only storage: %s", r.Body)
-	}
-	unchanged(t, e, before, "a fail_closed call on a read-only storage")
+	refusedUncounted(t, e, 1, "valid-ro-start", "a fail_closed call on a read-only storage")
 	if r := e.callTool(2, "echo", "Authorization", "Bearer valid-ro-start"); r.Status != http.StatusOK {
 		t.Fatalf("another tool on a read-only storage: %d %s, want it counted here", r.Status, r.Body)
 	}
@@ -975,12 +970,7 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 	if qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore; !qs.Degraded || qs.LastError == harness.GetStore(t, e.caddy.Admin, zone).LastError {
 		t.Fatalf("quota_store %+v with storage and Redis down, want degraded with storage's error", qs)
 	}
-	before := e.backend.ToolCalls()
-	r := e.callTool(2, "analyze_photo", "Authorization", "Bearer valid-fc-unproven-2")
-	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
-		t.Fatalf("fail_closed tool with Redis down: %s", r.Body)
-	}
-	unchanged(t, e, before, "a fail_closed call with Redis down")
+	refusedUncounted(t, e, 2, "valid-fc-unproven-2", "a fail_closed call with Redis down")
 	flushed := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Flushes
 	o.set(false)
 	harness.Eventually(t, 10*time.Second, "storage available again", func() bool {
@@ -994,11 +984,20 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
 		t.Fatalf("mcp_ratelimit_quota_degraded = %v with Redis down, want 1", v)
 	}
-	r = e.callTool(3, "analyze_photo", "Authorization", "Bearer valid-fc-proven")
+	refusedUncounted(t, e, 3, "valid-fc-proven", "a fail_closed call with Redis down and storage up")
+}
+
+// refusedUncounted checks that a call of the fail_closed tool
+// analyze_photo by token is refused as one the store cannot count (503,
+// STORE_UNAVAILABLE) and does not reach the backend.
+func refusedUncounted(t *testing.T, e *env, id int, token, what string) {
+	t.Helper()
+	before := e.backend.ToolCalls()
+	r := e.callTool(id, "analyze_photo", "Authorization", "Bearer "+token)
 	if got := refusal(t, r, http.StatusServiceUnavailable, "store"); got.Error.Data.Code != "STORE_UNAVAILABLE" {
-		t.Fatalf("fail_closed tool with Redis down and storage up: %s", r.Body)
+		t.Fatalf("%s: %s", what, r.Body)
 	}
-	unchanged(t, e, before, "a fail_closed call with Redis down and storage up")
+	unchanged(t, e, before, what)
 }
 
 // Calls another instance pushed to Redis after an outage reach storage
