@@ -65,11 +65,7 @@ type writerOnly struct{ io.Writer }
 func (s *statusRecorder) record(code int) {
 	s.status = code
 	if !s.refusal {
-		s.d.learn(s.verdict(code))
-		if code == http.StatusTooManyRequests {
-			// The backend's own throttling passes through untouched.
-			s.d.withdrawRateLimit(s.Header())
-		}
+		s.heard(s.verdict(code), code)
 	}
 	s.d.hear()
 	if !s.d.post || s.d.listens {
@@ -100,8 +96,16 @@ func (s *statusRecorder) learnError(err error) {
 	if !errors.As(err, &he) || he.StatusCode < 300 {
 		return
 	}
-	s.d.learn(he.StatusCode)
-	if he.StatusCode == http.StatusTooManyRequests {
+	s.heard(he.StatusCode, he.StatusCode)
+}
+
+// heard takes verdict, the backend's status, as its answer starting with
+// code: it proves, forgets or counts throttling (see learn), and the
+// backend's own throttling passes through untouched, without this
+// handler's RateLimit values.
+func (s *statusRecorder) heard(verdict, code int) {
+	s.d.learn(verdict)
+	if code == http.StatusTooManyRequests {
 		s.d.withdrawRateLimit(s.Header())
 	}
 }
