@@ -51,12 +51,9 @@ func localRedis(tb testing.TB) (string, *os.Process) {
 // trip per metered call.
 func BenchmarkServeHTTPAdmittedRedis(b *testing.B) {
 	url, _ := localRedis(b)
-	h := benchHandler(b, &Handler{
-		Zone: "bench-admit-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
-		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		Store:  &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
-	})
+	cfg := admitting("bench-admit-redis")
+	cfg.Store = &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}}
+	h := benchHandler(b, cfg)
 	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusOK)
 	b.StopTimer()
 	reportRoundTrips(b, h)
@@ -67,11 +64,9 @@ func BenchmarkServeHTTPAdmittedRedis(b *testing.B) {
 // answers without a round trip.
 func BenchmarkServeHTTPRefusedRedis(b *testing.B) {
 	url, _ := localRedis(b)
-	h := benchHandler(b, &Handler{
-		Zone: "bench-refuse-redis", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},
-		Store: &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}},
-	})
+	cfg := refusing("bench-refuse-redis")
+	cfg.Store = &Store{Redis: &RedisStore{URL: url, Timeout: caddy.Duration(time.Second)}}
+	h := benchHandler(b, cfg)
 	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusTooManyRequests)
 	b.StopTimer()
 	reportRoundTrips(b, h)

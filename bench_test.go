@@ -121,15 +121,8 @@ func TestDecisionAllocatesAtMostTwice(t *testing.T) {
 		h      *Handler
 		status int
 	}{
-		{"admitted", &Handler{
-			Zone: "allocs-admit", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-			Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
-			Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		}, http.StatusOK},
-		{"refused", &Handler{
-			Zone: "allocs-refuse", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-			Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},
-		}, http.StatusTooManyRequests},
+		{"admitted", admitting("allocs-admit"), http.StatusOK},
+		{"refused", refusing("allocs-refuse"), http.StatusTooManyRequests},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			serve := prepareServe(t, provisionForTest(t, c.h), toolCall300, "Bearer valid-bench", c.status)
@@ -143,13 +136,26 @@ func TestDecisionAllocatesAtMostTwice(t *testing.T) {
 // toolCall300 is a ~300-byte tools/call as the Go SDK sends it.
 var toolCall300 = []byte(`{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"search_documents","arguments":{"query":"quarterly revenue by region for the last fiscal year","limit":25,"include_archived":false,"sort":"relevance"},"_meta":{"progressToken":"0c5d3a9e-7d1f-4b8a-9f2e-3c6b1a2d4e5f"}}}`)
 
-func BenchmarkServeHTTPAdmitted(b *testing.B) {
-	h := benchHandler(b, &Handler{
-		Zone: "bench-admit", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+// admitting is a handler whose limits none binds, as in bench/compare.
+func admitting(zone string) *Handler {
+	return &Handler{
+		Zone: zone, Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
 		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
 		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-	})
-	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusOK)
+	}
+}
+
+// refusing is a handler whose tenant bucket of 1/h refuses each call once
+// its burst of 1 is spent.
+func refusing(zone string) *Handler {
+	return &Handler{
+		Zone: zone, Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
+		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},
+	}
+}
+
+func BenchmarkServeHTTPAdmitted(b *testing.B) {
+	benchServe(b, benchHandler(b, admitting("bench-admit")), toolCall300, "Bearer valid-bench", http.StatusOK)
 }
 
 // BenchmarkServeHTTPAdmittedParallel is BenchmarkServeHTTPAdmitted from
@@ -157,11 +163,7 @@ func BenchmarkServeHTTPAdmitted(b *testing.B) {
 // state (metrics, the global bucket, the quota's lock) costs when requests
 // run side by side, as in a server.
 func BenchmarkServeHTTPAdmittedParallel(b *testing.B) {
-	h := benchHandler(b, &Handler{
-		Zone: "bench-admit-parallel", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		Tenant: &RateLimit{Rate: "1000000/s", Burst: 1000000}, Quota: &QuotaLimit{Day: 1 << 40},
-		Global: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-	})
+	h := benchHandler(b, admitting("bench-admit-parallel"))
 	next := caddyhttp.HandlerFunc(func(w http.ResponseWriter, r *http.Request) error {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_ = r.Body.Close()
@@ -196,11 +198,7 @@ func BenchmarkServeHTTPAdmittedParallel(b *testing.B) {
 }
 
 func BenchmarkServeHTTPRefused(b *testing.B) {
-	h := benchHandler(b, &Handler{
-		Zone: "bench-refuse", Preauth: &RateLimit{Rate: "1000000/s", Burst: 1000000},
-		Tenant: &RateLimit{Rate: "1/h", Burst: 1}, Quota: &QuotaLimit{Off: true},
-	})
-	benchServe(b, h, toolCall300, "Bearer valid-bench", http.StatusTooManyRequests)
+	benchServe(b, benchHandler(b, refusing("bench-refuse")), toolCall300, "Bearer valid-bench", http.StatusTooManyRequests)
 }
 
 // BenchmarkZoneFlush100k measures one flush of a zone whose 100k proven

@@ -3,62 +3,16 @@ package mcplimit_test
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/caddyserver/caddy/v2"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 )
-
-// startHTTPS serves block in front of the demo backend on an HTTPS site
-// with Caddy's internal CA, over HTTP/1.1, HTTP/2 and HTTP/3 (QUIC), as
-// Caddy serves every HTTPS site by default. It returns the site's URL.
-func startHTTPS(t *testing.T, block string) (string, *harness.Backend) {
-	t.Helper()
-	b := harness.StartBackend(t)
-	port, admin := harness.FreePort(t), harness.FreePort(t)
-	cfg := fmt.Sprintf(`{
-	admin 127.0.0.1:%d
-	persist_config off
-	skip_install_trust
-	storage file_system %s
-	servers {
-		protocols h1 h2 h3
-	}
-}
-
-https://127.0.0.1:%d {
-	bind 127.0.0.1
-	tls internal
-	mcp_ratelimit {
-		%s
-	}
-	reverse_proxy %s
-}
-`, admin, t.TempDir(), port, block, b.Addr)
-	c := &harness.Caddy{Port: port, AdminPort: admin}
-	c.Load(t, cfg)
-	t.Cleanup(func() {
-		if err := caddy.Stop(); err != nil {
-			t.Logf("stopping caddy: %v", err)
-		}
-	})
-	// The site's certificate is issued in the background.
-	harness.Eventually(t, 10*time.Second, "the site's certificate", func() bool {
-		conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{InsecureSkipVerify: true})
-		if err == nil {
-			conn.Close()
-		}
-		return err == nil
-	})
-	return fmt.Sprintf("https://127.0.0.1:%d/mcp", port), b
-}
 
 // postH3 sends body over HTTP/3 on a request stream of its own whose
 // Content-Length header says length, then ends the stream, and returns
@@ -109,7 +63,8 @@ func postH3(t *testing.T, url, body string, length int64) *harness.Response {
 // length read, a call cut in two would reach the backend as a whole
 // message, and so would the rest of one cut short anywhere else.
 func TestHTTP3BodyShorterThanItsContentLengthIsRefused(t *testing.T) {
-	url, b := startHTTPS(t, "preauth 100/s burst 100")
+	e := start(t, "preauth 100/s burst 100", harness.Options{HTTPS: true})
+	url, b := e.mcp, e.backend
 	call := harness.ToolCall(7, "echo", map[string]any{"text": "hi"})
 	if r := postH3(t, url, call, int64(len(call))); r.Status != http.StatusOK || b.ToolCalls() != 1 {
 		t.Fatalf("a whole body over HTTP/3: %d %s, %d calls reached the backend; want 200 and 1", r.Status, r.Body, b.ToolCalls())

@@ -8,6 +8,7 @@ package harness
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,26 +150,41 @@ type Options struct {
 	Global string
 	// Storage overrides the storage directory.
 	Storage string
+	// HTTPS serves the site over HTTPS with Caddy's internal CA, on
+	// HTTP/1.1, HTTP/2 and HTTP/3 (QUIC), as Caddy serves HTTPS sites by
+	// default.
+	HTTPS bool
 }
 
 // Config renders a Caddyfile: global options with a free admin port,
 // auto_https off and file-system storage, then one site on a free port
 // whose body is site. In site, $BACKEND is the backend's host:port.
 func Config(site, backend string, port, adminPort int, storage, global string) string {
+	return render(site, backend, port, adminPort, storage, global, false)
+}
+
+// render is Config, or with https the site on HTTPS with Caddy's internal
+// CA and HTTP/3 (which auto_https off would leave without a certificate).
+func render(site, backend string, port, adminPort int, storage, global string, https bool) string {
 	site = strings.ReplaceAll(site, "$BACKEND", backend)
+	scheme, tlsOptions := "http", "auto_https off"
+	if https {
+		scheme, tlsOptions = "https", "skip_install_trust\n\tservers {\n\t\tprotocols h1 h2 h3\n\t}"
+		site = "tls internal\n" + site
+	}
 	return fmt.Sprintf(`{
 	admin 127.0.0.1:%d
 	persist_config off
-	auto_https off
+	%s
 	storage file_system %s
 	%s
 }
 
-http://127.0.0.1:%d {
+%s://127.0.0.1:%d {
 	bind 127.0.0.1
 	%s
 }
-`, adminPort, storage, global, port, site)
+`, adminPort, tlsOptions, storage, global, scheme, port, site)
 }
 
 // StartCaddy loads a config into the in-process Caddy and stops it when
@@ -183,7 +199,7 @@ func StartCaddy(t testing.TB, site string, b *Backend, opts Options) *Caddy {
 	if b != nil {
 		backend = b.Addr
 	}
-	cfg := Config(site, backend, c.Port, c.AdminPort, c.Storage, opts.Global)
+	cfg := render(site, backend, c.Port, c.AdminPort, c.Storage, opts.Global, opts.HTTPS)
 	c.URL = "http://127.0.0.1:" + strconv.Itoa(c.Port)
 	c.Admin = "http://127.0.0.1:" + strconv.Itoa(c.AdminPort)
 	c.Load(t, cfg)
@@ -192,6 +208,17 @@ func StartCaddy(t testing.TB, site string, b *Backend, opts Options) *Caddy {
 			t.Logf("stopping caddy: %v", err)
 		}
 	})
+	if opts.HTTPS {
+		c.URL = "https://127.0.0.1:" + strconv.Itoa(c.Port)
+		// The site's certificate is issued in the background.
+		Eventually(t, 10*time.Second, "the site's certificate", func() bool {
+			conn, err := tls.Dial("tcp", "127.0.0.1:"+strconv.Itoa(c.Port), &tls.Config{InsecureSkipVerify: true})
+			if err == nil {
+				conn.Close()
+			}
+			return err == nil
+		})
+	}
 	return c
 }
 
