@@ -38,8 +38,11 @@ type sampler struct {
 func newSampler() *sampler { return &sampler{state: map[sampleKey]*sampleState{}} }
 
 // record counts one refusal and returns how many refusals the event to
-// log now represents (0: do not log).
-func (s *sampler) record(k sampleKey, now time.Time) uint64 {
+// log now represents (0: do not log), and how many the window that ended
+// before it left unrepresented when no drain came in between (the zone's
+// loop drains once a second, and a flood goes on past a window's end):
+// they are logged apart, as a drain logs them.
+func (s *sampler) record(k sampleKey, now time.Time) (n, heldBack uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.state[k]
@@ -48,21 +51,19 @@ func (s *sampler) record(k sampleKey, now time.Time) uint64 {
 		s.state[k] = st
 	}
 	if now.Sub(st.windowStart) >= sampleWindow {
-		carried := st.pending
-		st.windowStart, st.seen, st.pending = now, 1, 0
-		return carried + 1
+		heldBack = st.pending
+		st.windowStart, st.seen, st.pending = now, 0, 0
 	}
 	st.seen++
 	if st.seen <= sampleThreshold {
-		return 1
+		return 1, heldBack
 	}
 	st.pending++
 	if st.pending >= sampleEvery {
-		n := st.pending
+		n = st.pending
 		st.pending = 0
-		return n
 	}
-	return 0
+	return n, heldBack
 }
 
 // drain returns the refusals not yet represented by a logged event in

@@ -15,11 +15,11 @@ func TestSampledEventRepresentsSampleEveryRefusals(t *testing.T) {
 		s.record(k, t0)
 	}
 	for i := 1; i < sampleEvery; i++ {
-		if n := s.record(k, t0); n != 0 {
+		if n, _ := s.record(k, t0); n != 0 {
 			t.Fatalf("refusal %d past the threshold logged, representing %d", i, n)
 		}
 	}
-	if n := s.record(k, t0); n != sampleEvery {
+	if n, _ := s.record(k, t0); n != sampleEvery {
 		t.Fatalf("refusal %d past the threshold represents %d, want %d", sampleEvery, n, sampleEvery)
 	}
 }
@@ -37,7 +37,7 @@ func TestDrainLeavesAYoungWindowAlone(t *testing.T) {
 	if left := s.drain(t0.Add(sampleWindow/2), false); len(left) != 0 {
 		t.Fatalf("a drain within the window gave %v, want nothing", left)
 	}
-	if n := s.record(k, t0.Add(sampleWindow/2)); n != 0 {
+	if n, _ := s.record(k, t0.Add(sampleWindow/2)); n != 0 {
 		t.Fatalf("a refusal past the threshold, after a drain within its window, logged representing %d", n)
 	}
 	if left := s.drain(t0.Add(sampleWindow), false); left[k] != 6 {

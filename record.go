@@ -14,7 +14,11 @@ func (h *Handler) record(d *decision, ref refusal, dry bool) {
 	if dry {
 		d.wouldGive(ref)
 	}
-	n := d.z.sampler.record(sampleKey{layer: ref.layer, dry: dry}, d.now)
+	k := sampleKey{layer: ref.layer, dry: dry}
+	n, heldBack := d.z.sampler.record(k, d.now)
+	if heldBack > 0 {
+		d.z.logHeldBack(k, heldBack)
+	}
 	if n == 0 {
 		return
 	}
@@ -76,12 +80,18 @@ func (d *decision) dryRefusal() *refusal {
 // windows that have ended, or in all of them when the zone stops.
 func (z *zone) drainSampler(stopping bool) {
 	for k, n := range z.sampler.drain(time.Now(), stopping) {
-		msg := "refused"
-		fields := []zap.Field{zap.String("zone", z.name), zap.String("layer", k.layer.String()), zap.Uint64("represents_count", n)}
-		if k.dry {
-			msg = "would refuse (dry run)"
-			fields = append(fields, zap.Bool("dry_run", true))
-		}
-		z.logger.Load().Info(msg, fields...)
+		z.logHeldBack(k, n)
 	}
+}
+
+// logHeldBack logs the n refusals of k that a window's sampling held back:
+// one event that stands for several requests, so it names none of them.
+func (z *zone) logHeldBack(k sampleKey, n uint64) {
+	msg := "refused"
+	fields := []zap.Field{zap.String("zone", z.name), zap.String("layer", k.layer.String()), zap.Uint64("represents_count", n)}
+	if k.dry {
+		msg = "would refuse (dry run)"
+		fields = append(fields, zap.Bool("dry_run", true))
+	}
+	z.logger.Load().Info(msg, fields...)
 }

@@ -48,3 +48,37 @@ func TestRefusalLogNamesTheTier(t *testing.T) {
 		t.Fatalf("refusal under tier gold logged %v, want one event with tier gold", logs.All())
 	}
 }
+
+// The refusals a window held back, when the next window's first refusal
+// comes before a drain, are logged apart, as a drain logs them: an event
+// that names no caller, while the refusal's own event, with its
+// fingerprint, represents that refusal alone.
+func TestHeldBackRefusalsAreNotLoggedAsTheNextCallers(t *testing.T) {
+	h := provisionForTest(t, &Handler{Zone: "held-back", Quota: &QuotaLimit{Off: true}})
+	core, logs := observer.New(zap.InfoLevel)
+	h.logger = zap.New(core)
+	h.zone.logger.Store(h.logger)
+	t0 := time.Now()
+	d := &decision{z: h.zone, now: t0, hasID: true}
+	for range sampleThreshold + 5 {
+		h.record(d, refusal{layer: layerPreauth, wait: time.Second}, false)
+	}
+	next := &decision{z: h.zone, now: t0.Add(sampleWindow), hasID: true}
+	next.fp[0] = 0xab
+	h.record(next, refusal{layer: layerPreauth, wait: time.Second}, false)
+	var apart, own []map[string]any
+	for _, e := range logs.FilterMessage("refused").All() {
+		switch m := e.ContextMap(); m["fingerprint"] {
+		case nil:
+			apart = append(apart, m)
+		case fingerprintHex(next.fp):
+			own = append(own, m)
+		}
+	}
+	if len(apart) != 1 || apart[0]["represents_count"] != uint64(5) || apart[0]["layer"] != "preauth" || len(apart[0]) != 3 {
+		t.Fatalf("events naming no caller %v, want one for the 5 held back with zone, layer and represents_count alone", apart)
+	}
+	if len(own) != 1 || own[0]["represents_count"] != uint64(1) || own[0]["fingerprint"] != fingerprintHex(next.fp) {
+		t.Fatalf("the next refusal's events %v, want one representing it alone, with its fingerprint", own)
+	}
+}
