@@ -197,9 +197,10 @@ func (z *zone) tracked() map[string]int {
 }
 
 // quotaStoreState is the state the admin view's quota_store shows: the
-// flushes to storage, and degraded whenever mcp_ratelimit_quota_degraded
-// is 1. With a Redis store, which then holds the quotas, that is while
-// Redis is unreachable too, its error named unless storage failed as well.
+// flushes to storage, degraded while they fail, and whenever
+// mcp_ratelimit_quota_degraded is 1: with a Redis store, which holds the
+// quotas, while Redis is unreachable, its error named unless storage
+// failed as well.
 func (z *zone) quotaStoreState() quota.State {
 	st := z.quotaState()
 	if r := z.redis.Load(); r != nil && r.degraded.Load() && !st.Degraded {

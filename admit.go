@@ -444,7 +444,7 @@ func (d *decision) admitGroup() bool {
 // admitStore refuses calls of fail_closed tools while the quota store is
 // degraded; every other call keeps failing open.
 func (d *decision) admitStore() bool {
-	if d.inRedis || !d.pol.failClosed || d.req == nil || !d.z.failClosedDegraded() {
+	if d.inRedis || !d.pol.failClosed || d.req == nil || !d.z.quotaDegraded() {
 		return true
 	}
 	var tool string

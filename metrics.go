@@ -88,7 +88,7 @@ func newZoneMetrics(zone string) *zoneMetrics {
 			Name: "mcp_ratelimit_tracked", Help: "Entries tracked in memory, by kind.", ConstLabels: zl,
 		}, []string{"kind"}),
 		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "mcp_ratelimit_quota_degraded", Help: "1 while the quota store is unreachable and quotas are counted in memory.", ConstLabels: zl,
+			Name: "mcp_ratelimit_quota_degraded", Help: "1 while the store holding the quotas (Caddy storage, or Redis with store redis) is unreachable and quotas are counted in memory.", ConstLabels: zl,
 		}),
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_ratelimit_flushes_total", Help: "Quota flushes to storage, by result.", ConstLabels: zl,

@@ -458,28 +458,20 @@ func (z *zone) redisHealthy() bool {
 	return r != nil && !r.degraded.Load()
 }
 
-// storeDegraded reports whether quotas cannot be counted in their store
-// right now: the Redis store is degraded, or the storage flush fails, or
-// the fingerprint key is not yet confirmed in storage.
-func (z *zone) storeDegraded() bool {
-	if r := z.redis.Load(); r != nil && r.degraded.Load() {
-		return true
-	}
-	return z.quotaState().Degraded
-}
-
-// failClosedDegraded reports whether fail_closed tools are refused: when
-// the store their calls are counted in is degraded. With a Redis store
-// that is Redis, whoever calls, whatever becomes of the flushes to
-// storage.
-func (z *zone) failClosedDegraded() bool {
+// quotaDegraded reports whether the zone's quotas are counted in memory
+// because the store that holds them is unreachable: with a Redis store,
+// Redis, whatever becomes of the flushes to storage (which then save only
+// the host's copies and the proven identities); otherwise storage, whose
+// flush fails or which has not yet confirmed the fingerprint key. Then
+// fail_closed tools are refused and mcp_ratelimit_quota_degraded is 1.
+func (z *zone) quotaDegraded() bool {
 	if r := z.redis.Load(); r != nil {
 		return r.degraded.Load()
 	}
 	return z.quotaState().Degraded
 }
 
-// storeRetryWait is how long until the store failClosedDegraded found
+// storeRetryWait is how long until the store quotaDegraded found
 // degraded may be back: Redis, at its next probe (probes run each second,
 // backing off to 5 s); storage, at the next flush, a flush interval after
 // the last. A second more covers the tick that runs either and its I/O.
@@ -493,9 +485,9 @@ func (z *zone) storeRetryWait(now time.Time, flush time.Duration) time.Duration 
 	return max(next.Sub(now), 0) + time.Second
 }
 
-// setDegradedGauge sets mcp_ratelimit_quota_degraded from both stores.
+// setDegradedGauge sets mcp_ratelimit_quota_degraded (see quotaDegraded).
 func (z *zone) setDegradedGauge() {
-	if z.storeDegraded() {
+	if z.quotaDegraded() {
 		z.metrics.degraded.Set(1)
 		return
 	}

@@ -264,16 +264,18 @@ func onlyIdentity(t *testing.T, e *env, zone string) string {
 	return v.Identities[0].Fingerprint
 }
 
-// degradedOnKey checks that zone shows degraded, in the admin API and the
-// metric, because its fingerprint key is not confirmed in storage.
-func degradedOnKey(t *testing.T, e *env, zone string) {
+// degradedOnKey checks that zone shows degraded in the admin API because
+// its fingerprint key is not confirmed in storage, and that the metric
+// says whether its quotas are counted in memory: gauge 1, or 0 with a
+// Redis store that holds them.
+func degradedOnKey(t *testing.T, e *env, zone string, gauge float64) {
 	t.Helper()
 	qs := harness.GetZone(t, e.caddy.Admin, zone).QuotaStore
 	if !qs.Degraded || !strings.Contains(qs.LastError, "fingerprint key") {
 		t.Fatalf("quota_store %+v, want degraded on the fingerprint key", qs)
 	}
-	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 1 {
-		t.Fatalf("mcp_ratelimit_quota_degraded = %v, want 1", v)
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != gauge {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v, want %v", v, gauge)
 	}
 }
 
@@ -384,7 +386,7 @@ func TestRestartDuringStorageOutageKeepsFingerprints(t *testing.T) {
 	if got := onlyIdentity(t, e, zone); got != fp {
 		t.Fatalf("fingerprint after a restart during the outage %s, want %s as before", got, fp)
 	}
-	degradedOnKey(t, e, zone)
+	degradedOnKey(t, e, zone, 1)
 	if used := identityQuotaUsed(t, e, zone, fp); used["day"] != 3 {
 		t.Fatalf("quota used during the outage %v, want day 3: the 1 stored before, from the host's copy of the totals, and the 2 counted in memory", used)
 	}
@@ -428,7 +430,7 @@ func TestZoneCreatedDuringStorageOutageStoresItsKey(t *testing.T) {
 			e.prove(token)
 			e.spend(token, 1)
 			fp := onlyIdentity(t, e, zone)
-			degradedOnKey(t, e, zone)
+			degradedOnKey(t, e, zone, 1)
 
 			o.set(false)
 			recovers(t, e, zone)
@@ -499,7 +501,7 @@ func TestRedisKeyKeepsPrecedenceOverStorageAfterOutage(t *testing.T) {
 	if want := hex.EncodeToString(m.Sum(nil)[:16]); fp != want {
 		t.Fatalf("fingerprint %s, want %s under the key in redis", fp, want)
 	}
-	degradedOnKey(t, e, zone)
+	degradedOnKey(t, e, zone, 0) // Redis holds the quotas
 
 	o.set(false)
 	recovers(t, e, zone)
@@ -943,9 +945,11 @@ func TestStartOnStorageThatCannotWriteIsDegradedAtOnce(t *testing.T) {
 	}
 }
 
-// With a Redis store, fail_closed tools follow Redis: calls are counted
-// there (an unproven caller's with the next tick) while Caddy storage is
-// down, so they are not refused as uncountable; they are once Redis is.
+// With a Redis store, fail_closed tools follow Redis, and so does
+// mcp_ratelimit_quota_degraded: calls are counted there (an unproven
+// caller's with the next tick) while Caddy storage is down, so they are
+// not refused as uncountable, nor the quotas said to be counted in memory;
+// they are once Redis is down.
 func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 	const zone = "redis_failclosed_storage"
 	rd := harness.StartRedis(t)
@@ -957,6 +961,9 @@ func TestFailClosedFollowsTheRedisStoreNotStorage(t *testing.T) {
 	harness.Eventually(t, 10*time.Second, "storage degraded", func() bool {
 		return harness.GetZone(t, e.caddy.Admin, zone).QuotaStore.Degraded
 	})
+	if v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_quota_degraded{zone="`+zone+`"}`); v != 0 {
+		t.Fatalf("mcp_ratelimit_quota_degraded = %v with Redis up and storage down, want 0", v)
+	}
 	for _, token := range []string{"valid-fc-proven", "valid-fc-unproven"} {
 		if r := e.callTool(1, "analyze_photo", "Authorization", "Bearer "+token); r.Status != http.StatusOK {
 			t.Fatalf("fail_closed tool by %s with Redis up and storage down: %d %s", token, r.Status, r.Body)

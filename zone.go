@@ -783,15 +783,27 @@ func lockWait(flush time.Duration) time.Duration {
 	return min(quota.DefaultLockTimeout, max(2*time.Second, flush))
 }
 
+// onDegraded logs the transitions of the flushes to storage, and sets the
+// degraded gauge. With a Redis store, which holds the quotas, storage
+// keeps only copies (of the counts, the proven identities): its outage
+// alone leaves the quotas exact.
 func (z *zone) onDegraded(degraded bool, err error) {
 	log := z.logger.Load()
+	z.setDegradedGauge()
+	inRedis := z.redis.Load() != nil
 	if degraded {
-		z.metrics.degraded.Set(1)
-		log.Error("quota store unavailable: counting in memory until it returns", zap.String("zone", z.name), zap.Error(err))
+		if inRedis {
+			log.Error("storage unavailable: quotas are still decided in Redis; the copies storage keeps wait in memory until it returns", zap.String("zone", z.name), zap.Error(err))
+		} else {
+			log.Error("quota store unavailable: counting in memory until it returns", zap.String("zone", z.name), zap.Error(err))
+		}
 		z.saveTotals()
 		return
 	}
-	z.setDegradedGauge() // stays 1 while a Redis store is degraded
+	if inRedis {
+		log.Info("storage available again: its copies saved", zap.String("zone", z.name))
+		return
+	}
 	log.Info("quota store available again: pending counts pushed", zap.String("zone", z.name))
 }
 
