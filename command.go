@@ -21,6 +21,7 @@ import (
 	caddycmd "github.com/caddyserver/caddy/v2/cmd"
 	"github.com/caddyserver/certmagic"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/redisstore"
 )
@@ -144,11 +145,16 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 			key, created = cached, false
 		}
 		offered := key
-		if key, err = redisFingerprintKey(h.Store.Redis, zoneName, key); err != nil {
+		var unreached error
+		if key, unreached, err = redisFingerprintKey(h.Store.Redis, zoneName, key); err != nil {
 			return err
 		}
-		created = created && bytes.Equal(key, offered)
-		where = "its Redis store"
+		if unreached == nil {
+			created = created && bytes.Equal(key, offered)
+			where = "its Redis store"
+		} else {
+			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it (or storage's), as Caddy starting now would\n", zoneName, unreached)
+		}
 	}
 	switch {
 	case created && cached != nil && bytes.Equal(key, cached):
@@ -389,22 +395,24 @@ func zoneHandlers(cfg []byte, zone string) ([]*Handler, []string, error) {
 }
 
 // redisFingerprintKey returns the zone's fingerprint key from its Redis
-// store, as the handler does at start with candidate from storage.
-func redisFingerprintKey(rs *RedisStore, zone string, candidate []byte) ([]byte, error) {
+// store, as the handler does at start with candidate (the key this host
+// last used, else storage's). As a handler starting then does, it returns
+// candidate when Redis cannot be reached, with why as unreached.
+func redisFingerprintKey(rs *RedisStore, zone string, candidate []byte) (key []byte, unreached, err error) {
 	cfg, err := rs.storeConfig(zone, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	goRedisLog.use(zap.NewNop()) // its failed dials: the note names the outage
 	s, err := redisstore.New(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("store redis: %w", err)
+		return nil, nil, fmt.Errorf("store redis: %w", err)
 	}
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	key, _, err := s.FingerprintKey(ctx, candidate)
-	if err != nil {
-		return nil, fmt.Errorf("zone %q keeps its fingerprint key in its Redis store: %w", zone, err)
+	if key, _, err = s.FingerprintKey(ctx, candidate); err != nil {
+		return candidate, err, nil
 	}
-	return key, nil
+	return key, nil, nil
 }

@@ -195,3 +195,47 @@ func TestFingerprintCommandNamesTheDefaultIdentity(t *testing.T) {
 		t.Fatalf("notes %q, want them to name the rules the value does not fit: %q", notes, want)
 	}
 }
+
+// With store redis and Redis unreachable, the command uses the key a
+// handler starting then uses, and says so: the key this host last used
+// for the zone, else storage's. It does not fail, as it did, while the
+// zone it describes serves on with that key.
+func TestFingerprintCommandWithRedisDownUsesTheKeyAStartingHandlerWould(t *testing.T) {
+	for _, c := range []struct {
+		rule   string
+		cached bool
+	}{
+		{"the key this host last used", true},
+		{"storage's key, on a host that never ran the zone", false},
+	} {
+		t.Run(c.rule, func(t *testing.T) {
+			t.Setenv("XDG_DATA_HOME", t.TempDir())
+			zone := "redis-down-" + rand.Text()[:8]
+			cached, stored := newFingerprintKey(), newFingerprintKey()
+			want := stored
+			if c.cached {
+				if err := writeKeyCache(zone, cached); err != nil {
+					t.Fatal(err)
+				}
+				want = cached
+			}
+			store := t.TempDir()
+			keyFile := filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key")
+			if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			down := fmt.Sprintf("redis://127.0.0.1:%d", freePort(t))
+			cfgPath := writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, down))
+			got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+			if got != fingerprintHex(newFingerprinter(want).sum("Bearer abc"))+"\n" {
+				t.Fatalf("printed %q with Redis down, want the fingerprint under %s; notes %q", got, c.rule, notes)
+			}
+			if !strings.Contains(notes, "Redis store unreachable") || strings.Contains(notes, "created") {
+				t.Fatalf("notes %q, want Redis's outage named and no key said to be created", notes)
+			}
+		})
+	}
+}
