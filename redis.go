@@ -182,7 +182,7 @@ func openRedis(pol *policy, candidate []byte, cs redisCounters, logger *zap.Logg
 		// zone ever reached it: counts made now go under the same
 		// fingerprints as every instance's.
 		logger.Error("redis store unavailable at start: deciding locally, fingerprints use the key last used on this host (or Caddy storage's) until it returns",
-			zap.String("zone", pol.zone), zap.Duration("waited", wait), zap.Error(err))
+			zap.String("zone", pol.zone), zap.Duration("timeout", wait), zap.Error(err))
 		r.fail(err, time.Now())
 		return r, candidate, nil
 	}

@@ -938,8 +938,8 @@ func TestStartWhileRedisHangsWaitsTheTimeout(t *testing.T) {
 		if len(events) != 1 {
 			t.Fatalf("timeout %v: %d start failures logged, want 1", c.timeout, len(events))
 		}
-		if waited, _ := events[0].ContextMap()["waited"].(time.Duration); waited != c.want {
-			t.Errorf("timeout %v: the start waited %v for Redis, want %v", c.timeout, waited, c.want)
+		if wait, _ := events[0].ContextMap()["timeout"].(time.Duration); wait != c.want {
+			t.Errorf("timeout %v: the start waits %v for Redis, want %v", c.timeout, wait, c.want)
 		}
 	}
 }
