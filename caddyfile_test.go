@@ -339,6 +339,8 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"store redis wrong scheme", "store redis http://127.0.0.1:6379", "store redis", "scheme"},
 		{"store redis negative DB", "store redis redis://:pw@127.0.0.1:6379/-1", "store redis", "DB index"},
 		{"store redis DB twice", "store redis redis://:pw@127.0.0.1:6379/1?db=3", "store redis", "DB is given twice"},
+		{"store redis db parameter twice", "store redis redis://:pw@127.0.0.1:6379?db=1&db=2", "store redis", "db parameter is given more than once"},
+		{"store redis pool_size twice", "store redis redis://127.0.0.1:6379?pool_size=5&pool_size=50", "store redis", "pool_size parameter is given more than once"},
 		{"store redis port out of range", "store redis redis://127.0.0.1:99999", "store redis", "port"},
 		{"store redis port zero", "store redis rediss://127.0.0.1:0/2", "store redis", "port"},
 		{"store redis wrong scheme, with a block", "store redis http://127.0.0.1:6379 {\ntimeout 10ms\n}", "store redis", "scheme"},

@@ -115,11 +115,16 @@ func checkableNow(url string) bool {
 }
 
 // storeConfig is the configuration of rs's store for zone, its URL
-// expanded: an error when that leaves it empty (an unset variable).
+// expanded: an error when that leaves it empty, or leaves a placeholder in
+// it empty (an unset variable), where go-redis would dial its default host
+// or port.
 func (rs *RedisStore) storeConfig(zone string, timeout time.Duration) (redisstore.Config, error) {
 	cfg := redisstore.Config{URL: expandRedisURL(rs), Cluster: rs.Cluster, Zone: zone, Timeout: timeout}
 	if cfg.URL == "" {
 		return cfg, fmt.Errorf("store redis: url %q is empty once expanded", rs.URL)
+	}
+	if _, err := caddy.NewReplacer().ReplaceOrErr(rs.URL, true, false); err != nil {
+		return cfg, fmt.Errorf("store redis: url %q: %w", rs.URL, err)
 	}
 	return cfg, nil
 }

@@ -47,3 +47,25 @@ func TestRedisURLFromAVariableIsCheckedExpanded(t *testing.T) {
 		}
 	}
 }
+
+// A placeholder in a store URL that expands to nothing (an unset
+// variable) fails the start naming it, wherever it stands in the URL:
+// go-redis would dial its default port, or host, for the part it leaves
+// empty, each instance its own local Redis.
+func TestRedisURLWithAnEmptyPlaceholderIsRefused(t *testing.T) {
+	for url, want := range map[string]string{
+		"{env.MCPRL_TEST_UNSET_REDIS_URL}":                    "empty once expanded",
+		"redis://127.0.0.1:{env.MCPRL_TEST_UNSET_PORT}/2":     "{env.MCPRL_TEST_UNSET_PORT} is empty",
+		"redis://{env.MCPRL_TEST_UNSET_HOST}:6380/2":          "{env.MCPRL_TEST_UNSET_HOST} is empty",
+		"redis://:{env.MCPRL_TEST_UNSET_PW}@127.0.0.1:6379/2": "{env.MCPRL_TEST_UNSET_PW} is empty",
+	} {
+		err := checkRedisStore(&RedisStore{URL: url}, "unset")
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("store redis %s: err = %v, want %q", url, err, want)
+		}
+	}
+	t.Setenv("MCPRL_TEST_SET_PORT", "6380")
+	if err := checkRedisStore(&RedisStore{URL: "redis://127.0.0.1:{env.MCPRL_TEST_SET_PORT}/2"}, "set"); err != nil {
+		t.Fatalf("store redis with its port in a variable that is set: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/url"
@@ -229,7 +230,8 @@ func parseURL(rawURL string) (*redis.Options, error) {
 // is an opaque URL, go-redis dials localhost without the password), and
 // addr parameters other than a cluster's nodes, host:port alone (go-redis
 // quotes a bad one, credentials and all; without cluster it is no option),
-// and a DB given both in the path and as ?db=.
+// a DB given both in the path and as ?db=, and any other parameter given
+// twice (go-redis takes one of them).
 func checkShape(rawURL string, cluster bool) error {
 	if _, rest, ok := strings.Cut(rawURL, ":"); ok && !strings.HasPrefix(rest, "//") {
 		return errors.New(`no "//" after the scheme: want redis://host:port, rediss://… or unix:///path`)
@@ -251,6 +253,11 @@ func checkShape(rawURL string, cluster bool) error {
 	for _, a := range addrs {
 		if err := checkAddr(a); err != nil {
 			return fmt.Errorf("an addr parameter: %w", err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(u.Query())) {
+		if name != "addr" && len(u.Query()[name]) > 1 {
+			return fmt.Errorf("the %s parameter is given more than once: give it once", name)
 		}
 	}
 	return nil
