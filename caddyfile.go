@@ -268,6 +268,9 @@ func init() {
 				return err
 			}
 			code, err := strconv.Atoi(s)
+			if strings.HasPrefix(s, "+") {
+				err = errors.New("a sign other than -") // as a count takes none
+			}
 			if errors.Is(err, strconv.ErrRange) {
 				return d.Errf("error_code %q: at most %d digits", s, len(strconv.Itoa(maxFigure)))
 			}
@@ -632,9 +635,15 @@ func parseTool(d *caddyfile.Dispenser, h *Handler) error {
 			case len(args) != 3:
 				return d.Errf("tool %s arg %s: want arg <name> max <n>, with one number", name, args[0])
 			}
+			if err := checkArgName(name, args[0]); err != nil {
+				return d.Err(err.Error())
+			}
+			// Written as JSON writes a number, as every other figure here:
+			// no sign, digit separators or hexadecimal, which ParseFloat
+			// takes from Go's syntax.
 			v, err := strconv.ParseFloat(args[2], 64)
-			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-				return d.Errf("tool %s arg %s max %q: want a number", name, args[0], args[2])
+			if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || strings.HasPrefix(args[2], "+") || strings.ContainsAny(args[2], "_xX") {
+				return d.Errf("tool %s arg %s max %q: want a decimal number", name, args[0], args[2])
 			}
 			if tp.Args == nil {
 				tp.Args = ArgBounds{}

@@ -518,8 +518,8 @@ func compileTools(p *policy, h *Handler) error {
 			tp.quota = q
 		}
 		for arg, max := range t.Args {
-			if arg == "" {
-				return fmt.Errorf("tool %s: empty arg name", name)
+			if err := checkArgName(name, arg); err != nil {
+				return err
 			}
 			tp.args = append(tp.args, argBound{name: arg, max: max})
 		}
@@ -762,8 +762,22 @@ func parseFingerprint(s string) ([16]byte, error) {
 	return fp, nil
 }
 
+// checkArgName checks the name of an argument tool bounds: not empty, and
+// without a placeholder, which is never replaced (the name is matched
+// literally against the call's arguments).
+func checkArgName(tool, arg string) error {
+	switch {
+	case arg == "":
+		return fmt.Errorf("tool %s: empty arg name", tool)
+	case hasPlaceholder(arg):
+		return fmt.Errorf("tool %s: arg %s: an argument name is matched literally, its placeholders are not replaced; name the argument", tool, arg)
+	}
+	return nil
+}
+
 // checkTierMatch checks tier name's match on its own: a placeholder that
-// can differ between callers, and values each listed once.
+// can differ between callers, and values each listed once, without a
+// placeholder (a value is compared as written).
 func checkTierMatch(name string, m TierMatch) error {
 	if m.Placeholder == "" || len(m.Values) == 0 {
 		return fmt.Errorf("tier %s: match needs a placeholder and at least one value", name)
@@ -774,6 +788,9 @@ func checkTierMatch(name string, m TierMatch) error {
 	for i, v := range m.Values {
 		if v == "" {
 			return fmt.Errorf("tier %s: match value \"\": a placeholder that is unset or empty selects no tier, so this value would never apply", name)
+		}
+		if hasPlaceholder(v) {
+			return fmt.Errorf("tier %s: match value %s: a value is compared literally, its placeholders are not replaced; write the value (in a Caddyfile, {$VAR} reads an environment variable as it is adapted)", name, v)
 		}
 		if slices.Contains(m.Values[:i], v) {
 			return fmt.Errorf("tier %s: match value %q listed twice", name, v)

@@ -114,6 +114,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"tools":{"x":{"quota":{"off":true}}}}`, "tool x quota"},
 		{`{"group":{"key":"{http.auth.user.org}","rate":"5/s"},"group_quota":{"off":true}}`, "group_quota"},
 		{`{"tools":{"x":{"args":{"":5}}}}`, "tool x"},
+		{`{"tools":{"x":{"args":{"{env.MCPRL_ARG}":5}}}}`, "not replaced"},
+		{`{"tiers":[{"name":"p","match":{"placeholder":"{http.auth.user.plan}","values":["{env.MCPRL_PAID}"]},"tenant":{"rate":"1/s"}}]}`, "not replaced"},
 		{`{"tools":{"":{"cost":1}}}`, "tool"},
 		{`{"costs":{"":2}}`, "empty tool name"},
 		{`{"costs":{"x":1000000000000000}}`, "cost x"},
