@@ -531,6 +531,8 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) erro
 	case len(args) == 1 && args[0] == "off":
 		c.Off = true
 		args = nil
+	case len(args) > 1 && args[0] == "off":
+		return d.Errf("concurrency off: takes no other arguments")
 	case len(args) == 1 || len(args) == 3:
 		n, err := parseCount[int](args[0])
 		if err != nil || n <= 0 || n > maxFigure {

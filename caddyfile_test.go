@@ -391,7 +391,7 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"concurrency zero", "concurrency 0", "concurrency", "concurrency"},
 		{"concurrency per_identity zero", "concurrency 4 per_identity 0", "concurrency", "per_identity"},
 		{"concurrency keyword misspelt", "concurrency 4 per_id 2", "concurrency", "per_identity"},
-		{"concurrency off with a cap", "concurrency off per_identity 2", "concurrency", "positive integer"},
+		{"concurrency off with a cap", "concurrency off per_identity 2", "concurrency", "off: takes no other arguments"},
 		{"meter star with names", "meter * tools/call", "meter", "combined"},
 		{"meter no args", "meter", "meter", "argument"},
 		{"trust_identity with an argument", "trust_identity yes", "trust_identity", "argument"},
