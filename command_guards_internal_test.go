@@ -24,6 +24,22 @@ func guardFingerprint(t *testing.T, zone, cfgPath, adapter, stdin string) (strin
 	return out.String(), notes.String()
 }
 
+// redisZoneWithStoredKey writes a config whose handler keeps zone in the
+// Redis store at url, on a file storage holding key as the zone's, and
+// returns its path.
+func redisZoneWithStoredKey(t *testing.T, zone string, key []byte, url string) string {
+	t.Helper()
+	store := t.TempDir()
+	keyFile := filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key")
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
+}
+
 // With store redis and Redis holding no key (lost, flushed), the command
 // offers Redis the key this host last used for the zone, as a starting
 // handler does, even when storage holds another key: the fingerprint it
@@ -37,15 +53,7 @@ func TestFingerprintCommandOffersRedisTheCachedKeyOverStorages(t *testing.T) {
 	if err := writeKeyCache(zone, cached); err != nil {
 		t.Fatal(err)
 	}
-	store := t.TempDir()
-	keyFile := filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key")
-	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfgPath := writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
+	cfgPath := redisZoneWithStoredKey(t, zone, stored, url)
 	want := fingerprintHex(newFingerprinter(cached).sum("Bearer abc")) + "\n"
 	first, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
 	if first != want {
@@ -219,16 +227,7 @@ func TestFingerprintCommandWithRedisDownUsesTheKeyAStartingHandlerWould(t *testi
 				}
 				want = cached
 			}
-			store := t.TempDir()
-			keyFile := filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key")
-			if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
-				t.Fatal(err)
-			}
-			down := fmt.Sprintf("redis://127.0.0.1:%d", freePort(t))
-			cfgPath := writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, down))
+			cfgPath := redisZoneWithStoredKey(t, zone, stored, fmt.Sprintf("redis://127.0.0.1:%d", freePort(t)))
 			got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
 			if got != fingerprintHex(newFingerprinter(want).sum("Bearer abc"))+"\n" {
 				t.Fatalf("printed %q with Redis down, want the fingerprint under %s; notes %q", got, c.rule, notes)
