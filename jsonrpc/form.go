@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -83,6 +84,7 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 // segment (key.replace(/\.([^.[]+)/g, '[$1]')), so params.name is
 // params[name] and params[arguments].limit is params[arguments][limit].
 func dotsAsBrackets(dst, key []byte) []byte {
+	dst = slices.Grow(dst, len(key)+len(key)/2) // a dot and a byte become 3
 	for i := 0; i < len(key); i++ {
 		end := i + 1
 		for key[i] == '.' && end < len(key) && key[end] != '.' && key[end] != '[' {
@@ -143,6 +145,7 @@ func escapeAt(b []byte, i int) bool {
 // is not UTF-8), qs keeps the text with only its + replaced, and its %5B
 // and %5D, which it replaced before anything else.
 func formDecode(dst, s []byte) []byte {
+	dst = slices.Grow(dst, len(s)) // at most as long: grown once, not by doubling
 	start := len(dst)
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
@@ -354,10 +357,18 @@ func formIndex(s []byte) (int, bool) {
 	return n, n <= 20
 }
 
+// formDepth is how many segments of a key qs reads before it takes the
+// rest of the key as one more: body-parser's depth (qs's own is 5; what a
+// call's cost reads is at most 3 deep, and a deeper path is an object
+// either way). Unbounded, a key of a million brackets would make a
+// million nested arrays out of one field.
+const formDepth = 32
+
 // formSegments splits a decoded key as qs does: its name is the text
 // before its first segment, a '[' whose next bracket is a ']', and its
 // segments are the contents of each such bracket pair, the text between
-// them skipped.
+// them skipped, up to formDepth of them; the rest of the key, from the
+// next such pair on, is one segment more.
 func formSegments(key []byte) (name []byte, segs [][]byte) {
 	name = key
 	for i := 0; ; {
@@ -374,6 +385,9 @@ func formSegments(key []byte) (name []byte, segs [][]byte) {
 		if key[next] == '[' {
 			i = next // this '[' may open the segment
 			continue
+		}
+		if len(segs) == formDepth {
+			return name, append(segs, key[open:])
 		}
 		if segs == nil {
 			name = key[:open]

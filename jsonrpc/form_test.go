@@ -1,12 +1,14 @@
 package jsonrpc
 
 import (
+	"strings"
 	"testing"
 )
 
 // The conversion agrees with qs 6.13 (qs.parse with body-parser's options:
-// allowPrototypes, depth Infinity) on these bodies, but for fields of one
-// name, each a member of its own here (qs merges them).
+// allowPrototypes, depth 32, as body-parser sets it since 1.20.3 without
+// its strictDepth, which refuses a deeper key) on these bodies, but for
+// fields of one name, each a member of its own here (qs merges them).
 func TestFormJSONReadsAsQsDoes(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"a=1&b", `{"a":"1","b":""}`},
@@ -26,6 +28,10 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"=x&&__proto__[method]=y&a[__proto__][b]=c&k=v", `{"a":{},"k":"v"}`},
 		{"a[b][__proto__]=1&c.__proto__=2", `{"a":{"b":{}},"c.__proto__":"2","c":{}}`}, // an empty object where __proto__ starts
 		{"a=1&a=2", `{"a":"1","a":"2"}`},
+		// Past 32 segments, the rest of the key is one, from its next
+		// segment on (the text before that skipped).
+		{"a" + strings.Repeat("[b]", 32) + "x[c][d]=1", `{"a":` + strings.Repeat(`{"b":`, 32) + `{"[c][d]":"1"}` + strings.Repeat("}", 32) + "}"},
+		{"a" + strings.Repeat("[b]", 32) + "[c=1", `{"a":` + strings.Repeat(`{"b":`, 32) + `"1"` + strings.Repeat("}", 32) + "}"},
 		// [] and an index up to qs's arrayLimit make arrays, without
 		// holes; a larger index or one with a leading zero is a key.
 		{"a[]=1&a[2][b]=3", `{"a":["1"],"a":[null,{"b":"3"}]}`},
