@@ -29,7 +29,7 @@ import (
 // "=" is an empty string, + is a space, and a %-escape that is not UTF-8
 // leaves its field's key or value undecoded. A key is a name followed by
 // [segments] (qs skips the text between them, and a key that starts with
-// one has no name): each opens an object (see appendFormField for the
+// one has no name): each opens an object (see formReader.appendField for the
 // arrays qs makes of some); a __proto__ segment ends its field's key
 // with an empty object. Every other value is a string.
 //
@@ -53,7 +53,8 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 	if bytes.IndexByte(b, '=') < 0 {
 		return dst, false
 	}
-	plain, dots := formArrays(b)
+	var f formReader
+	plain, dots := f.arrays(b)
 	dst = append(dst, '{')
 	var key, val, dotted []byte
 	for field := range bytes.SplitSeq(b, []byte{'&'}) {
@@ -62,13 +63,13 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 		if hasValue {
 			val = formDecode(val, v)
 		}
-		dst = appendFormField(dst, key, val, plain)
+		dst = f.appendField(dst, key, val, plain)
 		if bytes.IndexByte(key, '.') >= 0 {
 			// Koa's body parsers (co-body) set qs's allowDots, and
 			// Hono's parseBody({dot: true}) nests at dots too: the
 			// field is also the member they read.
 			if dotted = dotsAsBrackets(dotted[:0], key); !bytes.Equal(dotted, key) {
-				dst = appendFormField(dst, dotted, val, dots)
+				dst = f.appendField(dst, dotted, val, dots)
 			}
 		}
 	}
@@ -188,7 +189,11 @@ func formUndecoded(dst, s []byte) []byte {
 	return dst
 }
 
-// appendFormField appends the decoded field key=val as a member of the
+// formReader holds what reading a form reuses field after field: the
+// segments of the key at hand.
+type formReader struct{ segs [][]byte }
+
+// appendField appends the decoded field key=val as a member of the
 // top-level object, followed by a comma: the key's name, then an object
 // for each of its segments, or an array for [] and a numeric index (see
 // formIndex), as qs makes: params[0]=search is params given by position.
@@ -197,8 +202,8 @@ func formUndecoded(dst, s []byte) []byte {
 // params[5][name]=big alone is params[0][name]=big. A field with an empty
 // key, or with a __proto__ name, adds nothing, as qs drops them; one with
 // a __proto__ segment is an empty object where that segment starts.
-func appendFormField(dst, key, val []byte, arrays formIndexes) []byte {
-	name, segs, empty, ok := formPath(key)
+func (f *formReader) appendField(dst, key, val []byte, arrays formIndexes) []byte {
+	name, segs, empty, ok := f.path(key)
 	if !ok {
 		return dst
 	}
@@ -234,7 +239,7 @@ func appendFormField(dst, key, val []byte, arrays formIndexes) []byte {
 	return append(dst, ',')
 }
 
-// formPath returns the name and segments of the decoded key as qs builds
+// path returns the name and segments of the decoded key as qs builds
 // its value, and whether qs keeps the field at all. A key with an empty
 // name takes its first segment as the name ([] as 0: a top-level array
 // merges into the object by index); one named __proto__ is dropped. A
@@ -242,8 +247,9 @@ func appendFormField(dst, key, val []byte, arrays formIndexes) []byte {
 // but keeps the object it was to be set in, empty (Hono sets it there as
 // a member), which empty reports: either way the member before it is an
 // object.
-func formPath(key []byte) (name []byte, segs [][]byte, empty, ok bool) {
-	name, segs = formSegments(key)
+func (f *formReader) path(key []byte) (name []byte, segs [][]byte, empty, ok bool) {
+	name, f.segs = formSegments(key, f.segs[:0])
+	segs = f.segs
 	if len(name) == 0 {
 		if len(segs) == 0 {
 			return nil, nil, false, false
@@ -269,24 +275,24 @@ func formPath(key []byte) (name []byte, segs [][]byte, empty, ok bool) {
 // (formIndex: at most 20).
 type formIndexes map[uint64]uint32
 
-// formArrays returns the indexes the fields of the form b give each of
-// its arrays, as qs reads the keys, and as it reads them with allowDots.
-func formArrays(b []byte) (plain, dots formIndexes) {
+// arrays returns the indexes the fields of the form b give each of its
+// arrays, as qs reads the keys, and as it reads them with allowDots.
+func (f *formReader) arrays(b []byte) (plain, dots formIndexes) {
 	plain, dots = formIndexes{}, formIndexes{}
 	var key, dotted []byte
 	for field := range bytes.SplitSeq(b, []byte{'&'}) {
 		k, _, _ := formField(field)
 		key = formDecode(key[:0], k)
 		dotted = dotsAsBrackets(dotted[:0], key)
-		plain.add(key)
-		dots.add(dotted)
+		f.index(plain, key)
+		f.index(dots, dotted)
 	}
 	return plain, dots
 }
 
-// add records the indexes the decoded key gives its arrays.
-func (ix formIndexes) add(key []byte) {
-	name, segs, _, ok := formPath(key)
+// index records in ix the indexes the decoded key gives its arrays.
+func (f *formReader) index(ix formIndexes, key []byte) {
+	name, segs, _, ok := f.path(key)
 	if !ok {
 		return
 	}
@@ -368,8 +374,8 @@ const formDepth = 32
 // before its first segment, a '[' whose next bracket is a ']', and its
 // segments are the contents of each such bracket pair, the text between
 // them skipped, up to formDepth of them; the rest of the key, from the
-// next such pair on, is one segment more.
-func formSegments(key []byte) (name []byte, segs [][]byte) {
+// next such pair on, is one segment more. They are appended to segs.
+func formSegments(key []byte, segs [][]byte) (name []byte, _ [][]byte) {
 	name = key
 	for i := 0; ; {
 		open := bytes.IndexByte(key[i:], '[')
@@ -389,7 +395,7 @@ func formSegments(key []byte) (name []byte, segs [][]byte) {
 		if len(segs) == formDepth {
 			return name, append(segs, key[open:])
 		}
-		if segs == nil {
+		if len(segs) == 0 {
 			name = key[:open]
 		}
 		segs = append(segs, key[open+1:next])
