@@ -312,20 +312,27 @@ func (h *hjson) indent() {
 
 // quoteless converts a value without quotes. It runs to the end of the
 // line and is a string, trimmed; but where a comma, a closing bracket or
-// a comment ends a number, true, false or null, it is that value.
+// a comment ends a number, true, false or null, it is that value. Only the
+// first such end can: past it, the value holds that comma, bracket or
+// comment, which no number or literal does, so it is not read again (a
+// long number followed by thousands of commas made each comma read it).
 func (h *hjson) quoteless() bool {
 	b := h.b
 	start := h.i
 	if h.i < len(b) && hjsonPunctuator(b[h.i]) {
 		return false
 	}
+	ended := false // a comma, bracket or comment was met, and read past
 	for {
 		if h.i < len(b) {
 			h.i++ // the first byte is the value's, whatever it is
 		}
 		eol := h.stop(h.i) || b[h.i] == '\n' || b[h.i] == '\r'
-		if eol || hjsonValueEnd(b, h.i) {
-			raw := b[start:h.i]
+		if !eol && (ended || !hjsonValueEnd(b, h.i)) {
+			continue
+		}
+		raw := b[start:h.i]
+		if !ended {
 			if lit := hjsonLiteral(raw, h.goNUL); lit != nil {
 				h.out = append(h.out, lit...)
 				return true
@@ -339,11 +346,12 @@ func (h *hjson) quoteless() bool {
 				h.out = append(h.out, num...)
 				return true
 			}
-			if eol {
-				h.out = appendJSONString(h.out, trimSpace(raw))
-				return true
-			}
 		}
+		if eol {
+			h.out = appendJSONString(h.out, trimSpace(raw))
+			return true
+		}
+		ended = true
 	}
 }
 

@@ -18,6 +18,7 @@ func TestHjsonJSONReadsAsHjsonDoes(t *testing.T) {
 		// end of its line, to hjson-js and hjson-go alike.
 		{"{a: 1., b: -0, c: 1.e3, d: 1e400\n}", `{"a":1.0,"b":-0,"c":1.0e3,"d":"1e400"}`},
 		{"{a: 1e400, b: 2\n}", `{"a":"1e400, b: 2"}`},
+		{"{a: 1e400,,]}#//x, b: 2\n}", `{"a":"1e400,,]}#//x, b: 2"}`}, // every end after the first is part of it
 		{"{a: 1e308, b: 1e-400, c: 0e400\n}", `{"a":1e308,"b":1e-400,"c":0e400}`},
 		{"{a: 01\n b: -.5\n c: +5\n d: 1e\n}", `{"a":"01","b":"-.5","c":"+5","d":"1e"}`},
 		{"{a: 'it\\'s \"q\"', b: \"\\u0041\\/\"}", `{"a":"it's \"q\"","b":"\u0041\/"}`},
