@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -67,58 +68,115 @@ const maxProvingDepth = 127
 // Python's reads it as infinity), and no object holding a member name
 // twice under case folding (serde refuses a name twice, Go's decoder
 // matches names case-insensitively, and parsers keep one or the other).
+// It reads the bytes itself, a token at a time without allocating one, as
+// encoding/json's Token would have at 130 bytes per byte of a body of
+// small values; what is no JSON fails it, and WellFormedCall's decoding
+// refuses any other syntax error.
 func strictValues(body []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	type container struct {
-		names map[string]bool // folded member names; nil in an array
-		named bool            // in an object, its next token is a value
-	}
-	var open []container
-	for {
-		t, err := dec.Token()
-		if err == io.EOF {
-			return true
-		}
-		if err != nil {
-			return false
-		}
-		var in *container
-		if len(open) > 0 && open[len(open)-1].names != nil {
-			in = &open[len(open)-1]
-		}
-		if name, ok := t.(string); ok && in != nil && !in.named {
-			folded := foldName(name)
-			if in.names[folded] {
+	var open []strictContainer
+	name := false // the next string is a member's name
+	for i := 0; i < len(body); {
+		switch c := body[i]; {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == ':':
+			i++
+		case c == ',':
+			name = len(open) > 0 && open[len(open)-1].object
+			i++
+		case c == '{' || c == '[':
+			if len(open) == maxProvingDepth {
 				return false
 			}
-			in.names[folded], in.named = true, true
-			continue
-		}
-		if in != nil {
-			in.named = false // the value is this token, or opened by it
-		}
-		switch v := t.(type) {
-		case json.Delim:
-			switch v {
-			case '{', '[':
-				if len(open) == maxProvingDepth {
+			if len(open) < cap(open) {
+				open = open[:len(open)+1] // its names' storage reused
+			} else {
+				open = append(open, strictContainer{})
+			}
+			open[len(open)-1].reset(c == '{')
+			name = c == '{'
+			i++
+		case c == '}' || c == ']':
+			if len(open) == 0 {
+				return false
+			}
+			open = open[:len(open)-1] // a ',' or the end comes next
+			i++
+		case c == '"':
+			end, flags := stringEnd(body, i)
+			if end == len(body) {
+				return false
+			}
+			if name {
+				if !open[len(open)-1].add(body[i:end+1], flags&flagEscape != 0) {
 					return false
 				}
-				c := container{}
-				if v == '{' {
-					c.names = map[string]bool{}
-				}
-				open = append(open, c)
-			default:
-				open = open[:len(open)-1]
+				name = false
 			}
-		case json.Number:
-			if math.IsInf(numberValue([]byte(v)), 0) {
+			i = end + 1
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(body) && (body[j] >= '0' && body[j] <= '9' || body[j] == '.' || body[j] == 'e' || body[j] == 'E' || body[j] == '+' || body[j] == '-') {
+				j++
+			}
+			if math.IsInf(numberValue(body[i:j]), 0) {
 				return false
 			}
+			i = j
+		case c >= 'a' && c <= 'z': // true, false, null
+			for i < len(body) && body[i] >= 'a' && body[i] <= 'z' {
+				i++
+			}
+		default:
+			return false
 		}
 	}
+	return true
+}
+
+// strictContainer is an object or array strictValues is in: an object's
+// folded member names, in a slice while they are few, then in a set.
+type strictContainer struct {
+	object bool
+	names  []string
+	set    map[string]bool
+}
+
+// reset makes c a new object, or array.
+func (c *strictContainer) reset(object bool) {
+	c.object, c.names = object, c.names[:0]
+	clear(c.set)
+}
+
+// add records the member name raw (a JSON string, quotes included, with
+// escapes when escaped) and reports whether no earlier member's name
+// folds the same way.
+func (c *strictContainer) add(raw []byte, escaped bool) bool {
+	var name string
+	if !escaped {
+		name = string(raw[1 : len(raw)-1])
+	} else if json.Unmarshal(raw, &name) != nil {
+		return false
+	}
+	folded := foldName(name)
+	if len(c.names) < 16 {
+		if slices.Contains(c.names, folded) {
+			return false
+		}
+		c.names = append(c.names, folded)
+		return true
+	}
+	if c.set == nil {
+		c.set = map[string]bool{}
+	}
+	if len(c.set) == 0 {
+		for _, n := range c.names {
+			c.set[n] = true
+		}
+	}
+	if c.set[folded] {
+		return false
+	}
+	c.set[folded] = true
+	return true
 }
 
 // surrogatesPaired reports whether every \u escape of a UTF-16 surrogate

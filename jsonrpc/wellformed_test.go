@@ -35,6 +35,9 @@ func TestWellFormedCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","Method":"ping","id":1}`, false},
 		{`{"jsonrpc":"2.0","method":"ping","id":1,"x":1,"X":2}`, false},
 		{"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1,\"\u212a\":1,\"k\":2}", false},
+		{`{"jsonrpc":"2.0","method":"ping","id":1,"\u0078":1,"X":2}`, false}, // an escaped name, decoded
+		{`{"jsonrpc":"2.0","method":"ping","id":1,"p":{"\u0078":1,"x":2}}`, false},
+		{`{"jsonrpc":"2.0","method":"ping","id":1,"p":{"\u0078":1,"y":2}}`, true},
 		// Not a request.
 		{`{"jsonrpc":"2.0","id":1,"result":{}}`, false},
 		{`[{"jsonrpc":"2.0","id":1,"result":{}}]`, false},
@@ -104,6 +107,22 @@ func TestWellFormedCall(t *testing.T) {
 	}
 }
 
+// Objects side by side, each with as many members as make a set of their
+// names, are read each on its own: the second holds no name of the first
+// twice.
+func TestWellFormedCallSiblingObjectsWithManyMembers(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"m":0`)
+	for i := range 40 {
+		b.WriteString(`,"m` + strconv.Itoa(i) + `":0`)
+	}
+	b.WriteString(`}`)
+	o := b.String()
+	if !WellFormedCall([]byte(`{"jsonrpc":"2.0","id":1,"method":"ping","params":[` + o + `,` + o + `]}`)) {
+		t.Fatal("two objects with the same 41 member names each are not well formed")
+	}
+}
+
 // A request with many members of distinct names is well formed; one of
 // them repeated at the end, in another case, makes it not.
 func TestWellFormedCallManyMembers(t *testing.T) {
@@ -115,7 +134,9 @@ func TestWellFormedCallManyMembers(t *testing.T) {
 	if !WellFormedCall([]byte(b.String() + `}`)) {
 		t.Fatal("a request with many distinct members is not well formed")
 	}
-	if WellFormedCall([]byte(b.String() + `,"M17":1}`)) {
-		t.Fatal("a member repeated in another case went unseen")
+	for _, again := range []string{"M17", "M1", "ID"} { // a name among the first members too
+		if WellFormedCall([]byte(b.String() + `,"` + again + `":1}`)) {
+			t.Fatalf("member %s repeated in another case went unseen", again)
+		}
 	}
 }
