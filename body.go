@@ -112,8 +112,10 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	// charged, and so is a message without "jsonrpc":"2.0" or with a
 	// member twice, but a backend may answer such a body with an error
 	// before it checks the credential. Only an unproven identity's
-	// answer proves (see learn), so only its body is read again.
-	if d.hasID && !d.proven && d.req.Valid() {
+	// answer proves (see learn), so only its body is read again, and only
+	// when every entry is a message in some reading: one that is none
+	// (`[0,0,…]`) is no request as the specification writes it either.
+	if d.hasID && !d.proven && d.req.Valid() && d.req.Largest() == d.req.Len() {
 		d.called = jsonrpc.WellFormedCall(buf.Bytes())
 	}
 	// max_batch and arg bounds are limits an operator tunes, so a dry run
