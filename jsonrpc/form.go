@@ -189,6 +189,10 @@ func formUndecoded(dst, s []byte) []byte {
 	return dst
 }
 
+// formPlaces is how many segments of a key place an array's element where
+// qs does: params given by position (params[1][limit]), and one more.
+const formPlaces = 2
+
 // formReader holds what reading a form reuses field after field: the
 // segments of the key at hand.
 type formReader struct{ segs [][]byte }
@@ -199,9 +203,13 @@ type formReader struct{ segs [][]byte }
 // formIndex), as qs makes: params[0]=search is params given by position.
 // The index's element is at its position among the indexes the form's
 // fields give that array (arrays), since qs drops an array's holes:
-// params[5][name]=big alone is params[0][name]=big. A field with an empty
-// key, or with a __proto__ name, adds nothing, as qs drops them; one with
-// a __proto__ segment is an empty object where that segment starts.
+// params[5][name]=big alone is params[0][name]=big. Past formPlaces
+// segments, an element is first in its array, wherever qs puts it: no
+// cost or argument bound reads an array that deep, and placing each
+// would write up to 20 nulls per segment, 33 deep, for every field. A
+// field with an empty key, or with a __proto__ name, adds nothing, as qs
+// drops them; one with a __proto__ segment is an empty object where that
+// segment starts.
 func (f *formReader) appendField(dst, key, val []byte, arrays formIndexes) []byte {
 	name, segs, empty, ok := f.path(key)
 	if !ok {
@@ -211,10 +219,10 @@ func (f *formReader) appendField(dst, key, val []byte, arrays formIndexes) []byt
 	dst = append(dst, ':')
 	var w formArrayWalk
 	w.start(name)
-	for _, s := range segs {
+	for i, s := range segs {
 		if n, ok := formIndex(s); ok {
 			dst = append(dst, '[')
-			for range arrays.position(w.array(), n) {
+			for range arrays.position(w.array(), n) { // 0 past formPlaces: none recorded (index)
 				dst = append(dst, "null,"...)
 			}
 		} else {
@@ -222,7 +230,9 @@ func (f *formReader) appendField(dst, key, val []byte, arrays formIndexes) []byt
 			dst = appendJSONString(dst, s)
 			dst = append(dst, ':')
 		}
-		w.part(s)
+		if i < formPlaces {
+			w.part(s)
+		}
 	}
 	if empty {
 		dst = append(dst, "{}"...)
@@ -290,7 +300,8 @@ func (f *formReader) arrays(b []byte) (plain, dots formIndexes) {
 	return plain, dots
 }
 
-// index records in ix the indexes the decoded key gives its arrays.
+// index records in ix the indexes the decoded key gives its arrays, in its
+// first formPlaces segments.
 func (f *formReader) index(ix formIndexes, key []byte) {
 	name, segs, _, ok := f.path(key)
 	if !ok {
@@ -298,7 +309,7 @@ func (f *formReader) index(ix formIndexes, key []byte) {
 	}
 	var w formArrayWalk
 	w.start(name)
-	for _, s := range segs {
+	for _, s := range segs[:min(len(segs), formPlaces)] {
 		if n, ok := formIndex(s); ok {
 			ix[w.array()] |= 1 << n
 		}

@@ -8,7 +8,8 @@ import (
 // The conversion agrees with qs 6.13 (qs.parse with body-parser's options:
 // allowPrototypes, depth 32, as body-parser sets it since 1.20.3 without
 // its strictDepth, which refuses a deeper key) on these bodies, but for
-// fields of one name, each a member of its own here (qs merges them).
+// fields of one name, each a member of its own here (qs merges them), and
+// the places of elements past two segments.
 func TestFormJSONReadsAsQsDoes(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"a=1&b", `{"a":"1","b":""}`},
@@ -40,6 +41,9 @@ func TestFormJSONReadsAsQsDoes(t *testing.T) {
 		{"a[0]=x&a[5][b]=1&a[5][c]=2", `{"a":["x"],"a":[null,{"b":"1"}],"a":[null,{"c":"2"}]}`},
 		{"a[3]=b&a[]=a", `{"a":[null,"b"],"a":["a"]}`},
 		{"a[2][4]=x&a[2][1]=y&a[7][4]=z", `{"a":[[null,"x"]],"a":[["y"]],"a":[null,["z"]]}`},
+		// Past two segments an element is first in its array, wherever
+		// qs puts it (here second).
+		{"a[b][c][3]=x&a[b][c][5]=y", `{"a":{"b":{"c":["x"]}},"a":{"b":{"c":["y"]}}}`},
 		{"a[20]=1&a[21]=2&a[01]=3&a[-1]=4", `{"a":["1"],"a":{"21":"2"},"a":{"01":"3"},"a":{"-1":"4"}}`},
 		{"a.0=1", `{"a.0":"1","a":["1"]}`},
 		{"\xef\xbb\xbfa=1&\xef\xbb\xbfb=2", "{\"a\":\"1\",\"\xef\xbb\xbfb\":\"2\"}"}, // the body's BOM is dropped first
