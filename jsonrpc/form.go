@@ -55,7 +55,7 @@ func formJSON(dst, b []byte) (out []byte, ok bool) {
 	}
 	var f formReader
 	plain, dots := f.arrays(b)
-	dst = append(dst, '{')
+	dst = append(jsonGrown(dst, b, 3), '{')
 	var key, val, dotted []byte
 	for field := range bytes.SplitSeq(b, []byte{'&'}) {
 		k, v, hasValue := formField(field)

@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"unicode"
 	"unicode/utf8"
@@ -29,7 +30,7 @@ import (
 // well. The conversion is one pass without recursion; its output is
 // valid JSON when ok is true.
 func hjsonJSON(dst, b []byte, goNUL bool) (out []byte, ok bool) {
-	h := hjson{b: b, out: dst, goNUL: goNUL}
+	h := hjson{b: b, out: jsonGrown(dst, b, 2), goNUL: goNUL}
 	h.white()
 	switch {
 	case h.stop(h.i):
@@ -511,6 +512,22 @@ func trimSpace(v []byte) []byte {
 		v = v[:len(v)-n]
 	}
 	return v
+}
+
+// jsonGrown returns dst with room for b written as JSON by a reading:
+// scale times b's length, for the syntax the reading adds around its
+// tokens, and five more bytes for each byte appendJSONByte may write as an
+// escape, so that the output of a body of control bytes, six times as
+// long, is allocated once instead of growing by a quarter at a time (five
+// times as many bytes allocated, and copied).
+func jsonGrown(dst, b []byte, scale int) []byte {
+	n := 0
+	for _, c := range b {
+		if c < ' ' || c == '"' || c == '\\' {
+			n++
+		}
+	}
+	return slices.Grow(dst, scale*len(b)+5*n)
 }
 
 // appendJSONString appends s as a JSON string.

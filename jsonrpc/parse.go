@@ -2,6 +2,7 @@ package jsonrpc
 
 import (
 	"bytes"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -504,7 +505,9 @@ func (r *Request) appendText(list []text, b []byte, i int, scalars bool) ([]text
 // decoded in the given mode (see appendUnquoted) into the arena.
 func (r *Request) appendDecoded(list []text, raw []byte, mode uint8) []text {
 	lo := len(r.arena)
-	r.arena = appendUnquoted(r.arena, raw, mode)
+	// At most three bytes for each of raw's (an invalid byte is U+FFFD):
+	// grown once, not by a quarter at a time.
+	r.arena = appendUnquoted(slices.Grow(r.arena, 3*len(raw)), raw, mode)
 	list = append(list, text{lo, len(r.arena), true})
 	return appendBeforeNUL(list, r.arena[lo:], lo, true)
 }
