@@ -98,7 +98,7 @@ func strictValues(body []byte) bool {
 			if len(open) == 0 {
 				return false
 			}
-			open = open[:len(open)-1] // a ',' or the end comes next
+			open, name = open[:len(open)-1], false
 			i++
 		case c == '"':
 			end, flags := stringEnd(body, i)
