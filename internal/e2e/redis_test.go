@@ -40,11 +40,6 @@ func startRedisProcesses(t *testing.T, n int, site string) ([]*harness.Process, 
 	return ps, backend
 }
 
-// oneShot opens a connection per request: a config reload closes the
-// idle connections of the server it replaces, and a POST sent on one of
-// them just then fails (net/http retries no POST).
-var oneShot = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-
 // rawCall sends a tools/call and returns the outcome ("ok" or data.limit)
 // without a *testing.T, for goroutines.
 func rawCall(url, token, tool string, hdr ...string) (string, error) {
@@ -59,7 +54,7 @@ func rawCall(url, token, tool string, hdr ...string) (string, error) {
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
-	resp, err := oneShot.Do(req)
+	resp, err := harness.Send(req)
 	if err != nil {
 		return "", err
 	}

@@ -266,15 +266,24 @@ var adminClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: tru
 // replaces the admin server, and a connection the old one had accepted is
 // closed unanswered.
 func adminDo(req *http.Request) (*http.Response, error) {
-	resp, err := adminClient.Do(req)
-	for try := 0; err != nil && repeatable(req) && droppedUnanswered(err) && try < 5; try++ {
+	if !repeatable(req) {
+		return adminClient.Do(req)
+	}
+	return sendAgainIfDropped(adminClient, req)
+}
+
+// sendAgainIfDropped sends req with c, and sends it again, a few times,
+// while its connection is dropped before any answer.
+func sendAgainIfDropped(c *http.Client, req *http.Request) (*http.Response, error) {
+	resp, err := c.Do(req)
+	for try := 0; err != nil && droppedUnanswered(err) && try < 5; try++ {
 		time.Sleep(20 * time.Millisecond)
 		if req.GetBody != nil {
 			if req.Body, err = req.GetBody(); err != nil {
 				return nil, err
 			}
 		}
-		resp, err = adminClient.Do(req)
+		resp, err = c.Do(req)
 	}
 	return resp, err
 }
@@ -368,24 +377,18 @@ func Post(t testing.TB, url, body string, hdr ...string) *Response {
 // idle connections) never break a test's next request.
 var client = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 
-// Do sends req and reads the whole response. A connection dropped before
+// Send sends req on a connection of its own. A connection dropped before
 // any answer is retried a few times: during a config reload Caddy closes
 // the old listener, and connections still queued on it are reset without
 // ever reaching a handler.
+func Send(req *http.Request) (*http.Response, error) {
+	return sendAgainIfDropped(client, req)
+}
+
+// Do sends req (see Send) and reads the whole response.
 func Do(t testing.TB, req *http.Request) *Response {
 	t.Helper()
-	resp, err := client.Do(req)
-	for try := 0; err != nil && droppedUnanswered(err) && try < 5; try++ {
-		time.Sleep(20 * time.Millisecond)
-		if req.GetBody != nil {
-			body, berr := req.GetBody()
-			if berr != nil {
-				break
-			}
-			req.Body = body
-		}
-		resp, err = client.Do(req)
-	}
+	resp, err := Send(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", req.Method, req.URL, err)
 	}
