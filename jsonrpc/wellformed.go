@@ -113,11 +113,8 @@ func strictValues(body []byte) bool {
 			}
 			i = end + 1
 		case c == '-' || '0' <= c && c <= '9':
-			j := i + 1
-			for j < len(body) && (body[j] >= '0' && body[j] <= '9' || body[j] == '.' || body[j] == 'e' || body[j] == 'E' || body[j] == '+' || body[j] == '-') {
-				j++
-			}
-			if math.IsInf(numberValue(body[i:j]), 0) {
+			j := scanNumber(body, i)
+			if j < 0 || math.IsInf(numberValue(body[i:j]), 0) {
 				return false
 			}
 			i = j

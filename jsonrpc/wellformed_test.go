@@ -38,6 +38,9 @@ func TestWellFormedCall(t *testing.T) {
 		{`{"jsonrpc":"2.0","method":"ping","id":1,"\u0078":1,"X":2}`, false}, // an escaped name, decoded
 		{`{"jsonrpc":"2.0","method":"ping","id":1,"p":{"\u0078":1,"x":2}}`, false},
 		{`{"jsonrpc":"2.0","method":"ping","id":1,"p":{"\u0078":1,"y":2}}`, true},
+		// A number cut short.
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":[-]}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping","params":[1.]}`, false},
 		// A value after the first, a string after an empty object too.
 		{`{}"x"`, false},
 		{`{"jsonrpc":"2.0","id":1,"method":"ping","p":{}} "x"`, false},
