@@ -126,7 +126,8 @@ type ToolPolicy struct {
 	// Values compare as doubles, as JavaScript reads them, however long
 	// they are written; an integer without fraction or exponent compares
 	// exactly, as Python and Go integer fields read it. A bound is itself
-	// a double: past 2^53 it is in force as the nearest one.
+	// a double: past 2^53 it is in force as the nearest one. A name is
+	// matched literally: one holding a placeholder is refused.
 	Args ArgBounds `json:"args,omitempty"`
 
 	// FailClosed refuses calls of this tool with HTTP 503
@@ -198,7 +199,8 @@ type TierMatch struct {
 	// an earlier tier with the same placeholder lists (a request header's
 	// name spelt in any case is the same) is refused, as this
 	// tier would never apply to it, and so is an empty value: an unset or
-	// empty placeholder selects no tier.
+	// empty placeholder selects no tier. A value is compared as written: one
+	// holding a placeholder is refused.
 	Values []string `json:"values,omitempty"`
 }
 
@@ -230,10 +232,11 @@ type Store struct {
 // RedisStore configures the Redis store.
 type RedisStore struct {
 	// URL is `redis://[:password@]host:port[/db]` or `rediss://…` (a DB
-	// in the path and a `db` parameter beside it is refused);
-	// placeholders such as `{env.REDIS_URL}` are expanded at provision time,
-	// and a URL holding one is checked then, once expanded (not by
-	// `caddy adapt`).
+	// in the path and a `db` parameter beside it is refused, and so is any
+	// parameter given twice); placeholders such as `{env.REDIS_URL}` are
+	// expanded at provision time, and a URL holding one is checked then,
+	// once expanded (not by `caddy adapt`): one that expands to nothing,
+	// where go-redis would dial its default host or port, is refused.
 	URL string `json:"url,omitempty"`
 
 	// Cluster treats URL as one node of a Redis Cluster: the store learns
