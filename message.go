@@ -1,6 +1,7 @@
 package mcplimit
 
 import (
+	"math"
 	"strconv"
 	"time"
 
@@ -16,7 +17,7 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		return append(b, ref.msg...)
 	case ref.kind == kindRate && ref.n > ref.lim.burst:
 		b = append(b, "Rate limited: this request costs "...)
-		b = strconv.AppendInt(b, int64(ref.n), 10)
+		b = appendCost(b, int64(ref.n))
 		b = append(b, ", more than the "...)
 		b = append(b, ref.lim.unitWord()...)
 		b = append(b, " limit ("...)
@@ -183,12 +184,22 @@ func periodWord(p quota.Period) string {
 func (ref *refusal) appendQuotaCost(b []byte) []byte {
 	if ref.layer != layerToolQuota {
 		b = append(b, "costs "...)
-		return strconv.AppendInt(b, ref.item.N, 10)
+		return appendCost(b, ref.item.N)
 	}
 	b = append(b, "makes "...)
 	b = strconv.AppendInt(b, ref.item.N, 10)
 	b = append(b, " calls to tool "...)
 	return strconv.AppendQuote(b, ref.tool)
+}
+
+// appendCost appends a request's cost n. A batch's cost is a sum that
+// saturates at math.MaxInt64 (jsonrpc.Request.Cost), so that figure
+// reads "at least" it.
+func appendCost(b []byte, n int64) []byte {
+	if n == math.MaxInt64 {
+		b = append(b, "at least "...)
+	}
+	return strconv.AppendInt(b, n, 10)
 }
 
 // appendQuotaName appends whose quota refused, e.g. "this API key's daily

@@ -100,6 +100,21 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 		want: `Rate limited: this request costs 6, more than the per-hour limit \(1/h, burst 5\) admits at once; it will never be admitted as sent\. ` +
 			`Send fewer or cheaper calls per request, costing at most 4 together \(the most the other limits on this request admit\)\.`,
 	}, {
+		name:  "a batch whose cost is beyond counting",
+		block: "max_batch 10000\nglobal off\ntenant 1/h burst 999999999999999\nquota off\ncost echo 999999999999999",
+		setup: func(e *env) { e.prove("valid-msg-a") },
+		send:  func(e *env) *harness.Response { return e.post(batch(1, 9300), a...) },
+		limit: "tenant",
+		want: `Rate limited: this request costs at least 9223372036854775807, more than the per-hour limit \(1/h, burst 999999999999999\) admits at once; it will never be admitted as sent\. ` +
+			`Send fewer or cheaper calls per request, costing at most 999999999999999 together\.`,
+	}, {
+		name:  "a batch beyond counting against a quota",
+		block: "max_batch 10000\nglobal off\ntenant off\nquota 999999999999999/day\ncost echo 999999999999999",
+		setup: func(e *env) { e.prove("valid-msg-a") },
+		send:  func(e *env) *harness.Response { return e.post(batch(1, 9300), a...) },
+		limit: "quota",
+		want:  `Quota too small for this request: it costs at least 9223372036854775807, more than this API key's whole daily quota \(999999999999999\); it will never be admitted as sent\. Send requests costing at most 999999999999999\.`,
+	}, {
 		name:  "a full set of callers",
 		block: "max_known 1\ntenant 1/h burst 5\nquota off",
 		setup: func(e *env) { e.prove("valid-msg-a"); e.spend("valid-msg-a", 1); e.prove("valid-msg-b") },
