@@ -374,6 +374,8 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"error_code not a number", "error_code abc", "error_code", "error_code"},
 		{"reject_status 5xx", "reject_status 401 503", "reject_status", "reject_status"},
 		{"reject_status code twice", "reject_status 401 403 401", "reject_status", "listed twice"},
+		{"meter method twice", "meter tools/call prompts/get tools/call", "meter", "meter \"tools/call\": listed twice"},
+		{"identity placeholder twice", "identity {http.request.header.X-Key} {http.request.header.X-Key}", "identity", "listed twice"},
 		{"quota week", "quota 5/week", "5/week", "quota"},
 		{"quota zero", "quota 0/day", "0/day", "quota"},
 		{"quota beyond 15 digits", "quota 1000000000000000/day", "quota", "999999999999999"},

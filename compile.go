@@ -201,7 +201,10 @@ func compile(h *Handler) (*policy, error) {
 		p.identityHeader, _ = headerPlaceholder(p.identity[0])
 	}
 	perCaller := false
-	for _, ph := range p.identity {
+	for i, ph := range p.identity {
+		if slices.Contains(p.identity[:i], ph) {
+			return nil, fmt.Errorf("identity %q: listed twice, which adds nothing to tell callers apart", ph)
+		}
 		if !hasPlaceholder(ph) {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)
 		}

@@ -63,7 +63,8 @@ type Concurrency struct {
 
 	// PerIdentity is the most metered calls in flight for one identity,
 	// proven or not; requests without an identity are covered by Max only.
-	// 0 means no per-identity cap; at most 999999999999999.
+	// 0 means no per-identity cap; at most 999999999999999. A cap above
+	// the zone-wide one in force never binds, and is warned about at start.
 	PerIdentity int `json:"per_identity,omitempty"`
 
 	// Off says there is no cap, as when the layer is left out. In a tier

@@ -72,7 +72,7 @@ type Handler struct {
 	// identity either; Caddy's global placeholders ({env.*}, {system.*})
 	// do not count there. One entry holds at most one placeholder a caller
 	// may vary (values in one text run together, so two callers could be
-	// one identity): list each as its own entry. The server's side of the
+	// one identity): list each as its own entry, and each once. The server's side of the
 	// request and the connection ({http.request.method}, .proto, .scheme,
 	// .local*, .remote with its port, .uuid) is refused: a caller varies
 	// it at will; so is the clock ({time.*}), beside a credential too. One read from a value an earlier handler
@@ -132,7 +132,8 @@ type Handler struct {
 	// close misspelling of a client's (tools/cal, TOOLS/CALL) is refused,
 	// and so are "off" and names holding a space or an invisible
 	// character; other names MCP does not define for a client are metered
-	// as written, warned about at start. A list without tools/call leaves
+	// as written, warned about at start. A method listed twice is refused.
+	// A list without tools/call leaves
 	// tool costs, tool quotas and fail_closed without effect (warned about
 	// at start; arg bounds still refuse). Default: ["tools/call"].
 	Meter []string `json:"meter,omitempty"`
@@ -313,6 +314,7 @@ func (h *Handler) Provision(ctx caddy.Context) error {
 	warnUnpayableCosts(pol, h.logger)
 	warnUnmeteredToolPolicies(pol, h.logger)
 	warnUnknownMethods(pol, h.logger)
+	warnPerIdentityAboveMax(pol, h.logger)
 	if pol.redis != nil {
 		if err := checkRedisStore(pol.redis, pol.zone); err != nil {
 			return err

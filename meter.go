@@ -18,7 +18,10 @@ func compileMeter(p *policy, meter []string) error {
 		p.meter = jsonrpc.Meter{Methods: []string{"tools/call"}}
 		return nil
 	}
-	for _, m := range meter {
+	for i, m := range meter {
+		if slices.Contains(meter[:i], m) {
+			return fmt.Errorf("meter %q: listed twice", m)
+		}
 		if m == "" {
 			return fmt.Errorf("meter: empty method name")
 		}

@@ -69,6 +69,8 @@ func TestValidateRejectsEveryInvalidJSONValueNamingTheField(t *testing.T) {
 		{`{"reject_status":[500]}`, "reject_status"},
 		{`{"reject_status":[200]}`, "reject_status"},
 		{`{"reject_status":[401,401]}`, "listed twice"},
+		{`{"meter":["tools/call","tools/call"]}`, "meter \"tools/call\": listed twice"},
+		{`{"identity":["{http.request.header.A}","{http.request.header.A}"]}`, "identity \"{http.request.header.A}\": listed twice"},
 		{`{"zone":"a/b"}`, "zone"},
 		{`{"zone":"a b"}`, "zone"},
 		{`{"zone":"a\u0000b"}`, "control"},
