@@ -202,8 +202,8 @@ func compile(h *Handler) (*policy, error) {
 	}
 	perCaller := false
 	for i, ph := range p.identity {
-		if slices.Contains(p.identity[:i], ph) {
-			return nil, fmt.Errorf("identity %q: listed twice, which adds nothing to tell callers apart", ph)
+		if j := slices.IndexFunc(p.identity[:i], func(e string) bool { return samePlaceholder(e, ph) }); j >= 0 {
+			return nil, fmt.Errorf("identity %q: reads what %q reads, listed twice, which adds nothing to tell callers apart", ph, p.identity[j])
 		}
 		if !hasPlaceholder(ph) {
 			return nil, fmt.Errorf("identity %q: no placeholder, so every caller would be one identity; use a placeholder such as {http.request.header.Authorization}", ph)

@@ -247,13 +247,12 @@ func TestWholeInputIdentityIsWarnedAbout(t *testing.T) {
 // credential from one of them proves every variant of the others.
 func TestIdentityOfSeveralClientInputsIsWarnedAbout(t *testing.T) {
 	wantStartWarnings(t, warnSeveralInputsIdentity, map[string][2]int{
-		"{http.request.header.X-Api-Key} {http.request.uri.query.key}":    {1, 0},
-		"{http.request.header.Authorization} {http.request.cookie.sid}":   {1, 0},
-		"{http.request.uri.path} {http.request.header.X-Tenant}":          {1, 0},
-		"{http.request.header.X-Api-Key}":                                 {0, 0},
-		"{http.request.header.X-Api-Key} {http.request.header.X-Api-Key}": {0, 0},
-		"{http.auth.user.id} {http.request.header.X-Api-Key}":             {0, 0},
-		"{env.PREFIX} {http.request.uri.query.key}":                       {0, 0},
+		"{http.request.header.X-Api-Key} {http.request.uri.query.key}":  {1, 0},
+		"{http.request.header.Authorization} {http.request.cookie.sid}": {1, 0},
+		"{http.request.uri.path} {http.request.header.X-Tenant}":        {1, 0},
+		"{http.request.header.X-Api-Key}":                               {0, 0},
+		"{http.auth.user.id} {http.request.header.X-Api-Key}":           {0, 0},
+		"{env.PREFIX} {http.request.uri.query.key}":                     {0, 0},
 	})
 }
 
