@@ -114,8 +114,14 @@ type decision struct {
 	preauthLeft   float64
 	preauthHeld   bool
 	policySet     []string // the RateLimit-Policy values setRateLimit set on the response
-	tenantLeft    float64  // tokens the tenant's bucket holds, as its layer reported
-	tenantHeld    bool     // tenantLeft is set and stands
+	// describedOwn says the pre-auth RateLimit fields went on to the
+	// identity's tenant bucket and quotas (see writePreauthHeaders), and
+	// chargedNext that the backend's 2xx has just made its next calls
+	// spend them (see learn and describeCharged).
+	describedOwn bool
+	chargedNext  bool
+	tenantLeft   float64 // tokens the tenant's bucket holds, as its layer reported
+	tenantHeld   bool    // tenantLeft is set and stands
 	// untracked has bit 1<<l set when layer l refused a new key because
 	// its bucket set was full: that key has no bucket, and none to spend
 	// until roomWait has passed, when a bucket may have made room.
@@ -358,6 +364,7 @@ func (d *decision) learn(status int) {
 		if d.post && d.called || d.pol.meter.All {
 			d.z.prove(d.fp, time.Now())
 			d.countProvingCall()
+			d.chargedNext = true
 		} else if d.cost > 0 {
 			// No proof (see inspect), but the backend may have run the
 			// calls it answered: a valid key whose bodies are never
@@ -366,6 +373,7 @@ func (d *decision) learn(status int) {
 			// address's pre-auth budget, its tenant bucket and quotas
 			// never charged.
 			d.chargeUnproven()
+			d.chargedNext = true
 		}
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
@@ -23,8 +24,9 @@ import (
 //	RateLimit-Policy: "preauth";q=5;w=5
 //	RateLimit: "preauth";r=4;t=1
 //
-// followed, for a forgotten identity still charged to them, by its tenant
-// and quota policies.
+// followed, for a forgotten identity still charged to them, and in the
+// response whose 2xx proves the caller (see describeCharged), by its
+// tenant and quota policies.
 //
 // For the token bucket, q is the burst, w the seconds to refill it from
 // empty, r the whole tokens left and t the seconds until it is full again.
@@ -210,6 +212,7 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 		}
 		pb = append(pb, d.preauthPolicy[0]...)
 	}
+	d.describedOwn = true
 	if tenant {
 		sep()
 		tokens, ok := d.tenantLeft, d.tenantHeld
@@ -232,6 +235,66 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 		}
 	}
 	d.setRateLimit(w, []string{string(pb)}, b)
+}
+
+// describeCharged extends the pre-auth RateLimit fields of the response
+// whose 2xx has just proven the caller's identity (or charged it as a
+// forgotten one, see learn) to what its next calls spend: after the
+// pre-auth bucket that charged this request come the identity's tenant
+// bucket and its quotas, which count this call (see countProvingCall).
+// Fields that described them already (a forgotten identity's), that the
+// next handler changed, or with store redis, whose counts this instance
+// does not hold, are left as they are.
+func (d *decision) describeCharged(hdr http.Header) {
+	if d.describedOwn || d.cost <= 0 || d.inRedis || d.redisHolds() {
+		return
+	}
+	tenant := !d.lim.tenantOff && d.lim.tenant.rate > 0
+	var arr, parr [160]byte
+	b, pb := arr[:0], parr[:0]
+	if tenant {
+		tokens, ok := d.z.tenants.Tokens(d.fp, d.now)
+		b = d.appendKeyLeft(b, "tenant", layerTenant, d.lim.tenant, tokens, ok, 0)
+		pb = appendBucketPolicy(pb, "tenant", d.lim.tenant)
+	}
+	for _, p := range quotaPeriods {
+		lim := d.lim.quota.of(p)
+		if lim <= 0 {
+			continue
+		}
+		if len(b) > 0 {
+			b, pb = append(b, ", "...), append(pb, ", "...)
+		}
+		b = appendQuotaLeft(b, p, lim, d.z.quota.Used(d.identityQuotaKey(), p, d.now), d.now)
+		pb = appendQuotaPolicy(pb, p, lim)
+	}
+	if len(pb) == 0 {
+		return
+	}
+	if d.policySet == nil { // preauth off: no fields yet
+		if len(hdr[hdrPolicy]) > 0 || len(hdr[hdrRateLimit]) > 0 {
+			return
+		}
+		hdr[hdrPolicy], hdr[hdrRateLimit] = []string{string(pb)}, []string{string(b)}
+		return
+	}
+	if !replaceLeading(hdr, hdrPolicy, d.policySet, strings.Join(d.policySet, ", ")+", "+string(pb)) {
+		return
+	}
+	if c := d.carried; c != nil {
+		replaceLeading(hdr, hdrRateLimit, c.rateLimit[:], c.rateLimit[0]+", "+string(b))
+	}
+}
+
+// replaceLeading replaces vals with the one value repl in the values of
+// key in hdr if vals are its leading ones, and reports whether it did.
+func replaceLeading(hdr http.Header, key string, vals []string, repl string) bool {
+	have := hdr[key]
+	if !slices.Equal(have[:min(len(vals), len(have))], vals) {
+		return false
+	}
+	hdr[key] = append([]string{repl}, have[len(vals):]...)
+	return true
 }
 
 // forgottenCharges reports whether an unproven identity's metered request

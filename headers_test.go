@@ -287,3 +287,100 @@ func TestRateLimitPolicyWindowRoundsUp(t *testing.T) {
 		t.Fatalf("%d, RateLimit-Policy %q, want %q", r.Status, got, want)
 	}
 }
+
+// The response whose 2xx proves a new key describes, after the pre-auth
+// bucket that charged it, the tenant bucket and quotas its next calls
+// spend, the quotas counting this call: an agent reading its first answer
+// learns the limits it will meet, and the next call counts on from there.
+// So does a 2xx that charges a key as a forgotten one without proving it
+// (a body no parser reads as the specification writes one). A key the
+// backend rejects, and one with store redis (whose counts this instance
+// does not hold), are described by the pre-auth bucket alone.
+func TestRateLimitHeadersOfAProvingResponseDescribeWhatComesNext(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	skipNearReset(t, nextDay)
+	const (
+		block  = "preauth 1/m burst 3\ntenant 1/m burst 4\nquota 5/day\nquota 50/month"
+		policy = `"preauth";q=3;w=180, "tenant";q=4;w=240, "quota-day";q=5;w=86400, "quota-month";q=50;w=2678400`
+	)
+	for _, tc := range []struct {
+		name, body string
+	}{
+		{"proving", ""},
+		{"charging", `{"jsonrpc":"2.0","id":1,"method":"tools/call","method":"tools/call","params":{"name":"echo","arguments":{"text":"x"}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := start(t, "zone provehdr_"+tc.name+"\n"+block)
+			auth := []string{"Authorization", "Bearer valid-provehdr"}
+			var r *harness.Response
+			if tc.body == "" {
+				r = e.call(1, auth...)
+			} else {
+				r = e.post(tc.body, auth...)
+			}
+			if r.Status != http.StatusOK {
+				t.Fatalf("first call: %d %s", r.Status, r.Body)
+			}
+			if got := r.Header.Get("RateLimit-Policy"); got != policy {
+				t.Fatalf("first call: RateLimit-Policy %q, want %q", got, policy)
+			}
+			day, month := untilUTC(time.Now())
+			got := rateLimit(t, r)
+			if got["preauth"][0] != 2 || got["tenant"] != [2]int64{4, 0} || got["quota-day"][0] != 4 || got["quota-month"][0] != 49 ||
+				got["quota-day"][1] > day || got["quota-day"][1] < day-5 || got["quota-month"][1] > month || got["quota-month"][1] < month-5 {
+				t.Fatalf("first call: RateLimit %q, want preauth r=2, tenant r=4;t=0, quota-day r=4, quota-month r=49 with their resets", r.Header.Get("RateLimit"))
+			}
+			r = e.call(2, auth...)
+			if got := rateLimit(t, r); got["tenant"][0] != 3 || got["quota-day"][0] != 3 || got["quota-month"][0] != 48 {
+				t.Fatalf("second call: RateLimit %q, want tenant r=3, quota-day r=3, quota-month r=48", r.Header.Get("RateLimit"))
+			}
+		})
+	}
+	t.Run("preauth off", func(t *testing.T) {
+		e := start(t, "zone provehdr_nopreauth\n"+strings.Replace(block, "preauth 1/m burst 3", "preauth off", 1))
+		r := e.call(1, "Authorization", "Bearer valid-provehdr")
+		if got, want := r.Header.Get("RateLimit-Policy"), strings.TrimPrefix(policy, `"preauth";q=3;w=180, `); got != want {
+			t.Fatalf("preauth off: RateLimit-Policy %q, want %q", got, want)
+		}
+		if got := rateLimit(t, r); got["tenant"] != [2]int64{4, 0} || got["quota-day"][0] != 4 {
+			t.Fatalf("preauth off: RateLimit %q, want tenant r=4;t=0 and quota-day r=4", r.Header.Get("RateLimit"))
+		}
+	})
+	t.Run("over the quota", func(t *testing.T) {
+		// An unproven batch is charged at pre-auth, and counted in full
+		// once its 2xx proves the key: past the quota, which reads 0 left
+		// (a structured-field Integer here is never negative).
+		e := start(t, "zone provehdr_over\npreauth 1/m burst 10\nquota 2/day")
+		r := e.post(batch(1, 3), "Authorization", "Bearer valid-provehdr")
+		if r.Status != http.StatusOK {
+			t.Fatalf("batch: %d %s", r.Status, r.Body)
+		}
+		if got := r.Header.Get("RateLimit"); !strings.Contains(got, `"quota-day";r=0;t=`) {
+			t.Fatalf("batch: RateLimit %q, want quota-day r=0", got)
+		}
+	})
+	t.Run("fields a later handler set", func(t *testing.T) {
+		e := startSite(t, "route {\nmcp_ratelimit {\nzone provehdr_set\n"+block+"\n}\nheader RateLimit-Policy mine\nreverse_proxy $BACKEND\n}")
+		r := e.call(1, "Authorization", "Bearer valid-provehdr")
+		if r.Status != http.StatusOK || r.Header.Get("RateLimit-Policy") != "mine" || !strings.HasPrefix(r.Header.Get("RateLimit"), `"preauth";r=2;t=`) || strings.Contains(r.Header.Get("RateLimit"), ",") {
+			t.Fatalf("%d: RateLimit-Policy %q, RateLimit %q, want the header handler's policy and the pre-auth value alone", r.Status, r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))
+		}
+	})
+	t.Run("rejected", func(t *testing.T) {
+		e := start(t, "zone provehdr_rejected\n"+block)
+		r := e.call(1, "Authorization", "Bearer rejected-provehdr")
+		if got := r.Header.Get("RateLimit-Policy"); got != `"preauth";q=3;w=180` {
+			t.Fatalf("rejected: RateLimit-Policy %q", got)
+		}
+	})
+	t.Run("redis", func(t *testing.T) {
+		e := start(t, "zone provehdr_redis\n"+block+"\nstore redis "+harness.StartRedis(t).URL)
+		r := e.call(1, "Authorization", "Bearer valid-provehdr")
+		if r.Status != http.StatusOK {
+			t.Fatalf("first call: %d %s", r.Status, r.Body)
+		}
+		if got := r.Header.Get("RateLimit-Policy"); got != `"preauth";q=3;w=180` {
+			t.Fatalf("redis: RateLimit-Policy %q", got)
+		}
+	})
+}

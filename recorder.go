@@ -105,6 +105,9 @@ func (s *statusRecorder) learnError(err error) {
 // handler's RateLimit values.
 func (s *statusRecorder) heard(verdict, code int) {
 	s.d.learn(verdict)
+	if s.d.chargedNext {
+		s.d.describeCharged(s.Header())
+	}
 	if code == http.StatusTooManyRequests {
 		s.d.withdrawRateLimit(s.Header())
 	}
