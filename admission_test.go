@@ -508,19 +508,12 @@ func (e *env) reloadWith(t *testing.T, block string) {
 }
 
 func TestDrainedBucketSurvivesCapPressureAndOverflowIsRefused(t *testing.T) {
-	e := start(t, "max_known 8\npreauth 1/m burst 1", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
-	if r := e.call(1, "X-Forwarded-For", "198.51.100.1"); r.Status != http.StatusOK {
-		t.Fatalf("first address: %d", r.Status)
-	}
-	for i := 2; i <= 8; i++ {
-		if r := e.call(i, "X-Forwarded-For", fmt.Sprintf("198.51.100.%d", i)); r.Status != http.StatusOK {
-			t.Fatalf("address %d filling the set: %d", i, r.Status)
-		}
-	}
+	e := start(t, "max_known 8\nglobal off\npreauth 1/m burst 1", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	e.fillAddresses()
 	// Every bucket is drained: a new address cannot evict one, so it is refused.
 	refusal(t, e.call(20, "X-Forwarded-For", "198.51.100.20"), http.StatusTooManyRequests, "preauth")
 	// The first address's drained bucket was not dropped and recreated full.
-	refusal(t, e.call(21, "X-Forwarded-For", "198.51.100.1"), http.StatusTooManyRequests, "preauth")
+	refusal(t, e.call(21, "X-Forwarded-For", "10.0.0.0"), http.StatusTooManyRequests, "preauth")
 }
 
 func TestAnonymousBucketIsSharedByRequestsWithoutIdentity(t *testing.T) {
@@ -1649,15 +1642,39 @@ func TestPreauthRefusalWaitsForTheWholeCost(t *testing.T) {
 	}
 }
 
+// A small max_known drops the least recently used proven identities and
+// nothing more: the identities it keeps are never refused for want of a
+// bucket while the drained buckets of those it dropped refill (each set
+// holds twice max_known, and at least mcplimit.MinBucketRoom).
+func TestASmallMaxKnownNeverHoldsAProvenIdentityBack(t *testing.T) {
+	e := start(t, "zone small-known\nmax_known 2\npreauth 100/s burst 100\ntenant 1/h burst 5\nquota off")
+	toks := []string{"valid-small-a", "valid-small-b", "valid-small-c"}
+	for _, tok := range toks { // each proves itself; c's proof drops a
+		if r := e.call(1, "Authorization", "Bearer "+tok); r.Status != http.StatusOK {
+			t.Fatalf("%s proving: %d %s", tok, r.Status, r.Body)
+		}
+	}
+	// Each was dropped in turn (a by c's proof, b by a's, c by b's):
+	// unproven, it is charged at pre-auth again, and to a tenant bucket
+	// as a forgotten identity is, each its own.
+	for _, tok := range toks {
+		r := e.call(2, "Authorization", "Bearer "+tok)
+		if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("RateLimit-Policy"), `"preauth"`) {
+			t.Fatalf("%s: %d, RateLimit-Policy %q, want pre-auth first: %s", tok, r.Status, r.Header.Get("RateLimit-Policy"), r.Body)
+		}
+	}
+	// c, proven again and kept, calls on.
+	if r := e.call(3, "Authorization", "Bearer valid-small-c"); r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("RateLimit-Policy"), `"tenant"`) {
+		t.Fatalf("valid-small-c, proven: %d, RateLimit-Policy %q", r.Status, r.Header.Get("RateLimit-Policy"))
+	}
+}
+
 // A new caller refused because the bucket set is full is told so, with a
 // wait after which a bucket can make room, never "you exceeded your limit,
 // retry in 1s".
 func TestFullBucketSetRefusalSaysSoHonestly(t *testing.T) {
-	e := start(t, "max_known 2\npreauth 100/s burst 100\ntenant 1/m burst 2\nquota off")
-	for _, tok := range []string{"valid-full-a", "valid-full-b"} {
-		e.prove(tok)
-		e.spend(tok, 1)
-	}
+	e := start(t, "max_known 2\nglobal off\npreauth 10000/s burst 10000\ntenant 1/m burst 2\nquota off")
+	e.fillTenants("valid-full")
 	e.prove("valid-full-c")
 	r := e.call(3, "Authorization", "Bearer valid-full-c")
 	got := refusal(t, r, http.StatusTooManyRequests, "tenant")

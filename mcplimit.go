@@ -121,7 +121,9 @@ type Handler struct {
 
 	// MaxKnown caps the proven identities kept in the zone (least recently
 	// used are dropped beyond it, never below), and the forgotten ones it
-	// remembers; it also caps each bucket set as a whole. A zone applies the largest MaxKnown of the handlers
+	// remembers; each bucket set (pre-auth, tenant, group) holds twice
+	// it, and at least 1024 buckets, so that the drained buckets of the
+	// identities it drops never hold back those it keeps. A zone applies the largest MaxKnown of the handlers
 	// holding it: a lower value applies once the config that lowers it is
 	// in force and the old one has let go, never for a rejected load.
 	// At most 999999999999999. Default: 100000.

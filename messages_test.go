@@ -50,9 +50,9 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 		want:  `Rate limited: requests from this network address without an accepted credential exceeded their per-hour limit \(1/h, burst 1\)\. ` + wait + `; the same call will work then\.`,
 	}, {
 		name:  "a full set of addresses",
-		block: "max_known 1",
+		block: "max_known 1\nglobal off",
 		opts:  proxied,
-		setup: func(e *env) { e.call(1, "Authorization", "Bearer bad-msg", "X-Forwarded-For", "198.51.100.1") },
+		setup: func(e *env) { e.fillAddresses() },
 		send: func(e *env) *harness.Response {
 			return e.call(9, "Authorization", "Bearer bad-msg", "X-Forwarded-For", "198.51.100.2")
 		},
@@ -116,8 +116,8 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 		want:  `Quota too small for this request: it costs at least 9223372036854775807, more than this API key's whole daily quota \(999999999999999\); it will never be admitted as sent\. Send requests costing at most 999999999999999\.`,
 	}, {
 		name:  "a full set of callers",
-		block: "max_known 1\ntenant 1/h burst 5\nquota off",
-		setup: func(e *env) { e.prove("valid-msg-a"); e.spend("valid-msg-a", 1); e.prove("valid-msg-b") },
+		block: "max_known 1\nglobal off\npreauth 10000/s burst 10000\ntenant 1/h burst 5\nquota off",
+		setup: func(e *env) { e.fillTenants("valid-msg-fill"); e.prove("valid-msg-b") },
 		send:  func(e *env) *harness.Response { return e.call(9, b...) },
 		limit: "tenant",
 		want:  `Rate limited: this server already tracks as many callers as it may, and none of them can make room for this one yet\. ` + wait + ` or later\.`,

@@ -120,7 +120,7 @@ func (z *zone) adoptParked(capacity zoneCapacity) {
 	parked.Unlock()
 	z.inMemory = p.inMemory
 	z.metrics.revive()
-	z.preauth.SetCapacity(capacity.maxKnown)
-	z.tenants.SetCapacity(capacity.maxKnown)
-	z.groups.SetCapacity(capacity.maxKnown)
+	z.preauth.SetCapacity(bucketRoom(capacity.maxKnown))
+	z.tenants.SetCapacity(bucketRoom(capacity.maxKnown))
+	z.groups.SetCapacity(bucketRoom(capacity.maxKnown))
 }

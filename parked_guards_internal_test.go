@@ -12,7 +12,8 @@ import (
 )
 
 // A zone that takes up a parked one keeps as many pre-auth, tenant and
-// group buckets as its own max_known asks, not the parked zone's.
+// group buckets as its own max_known asks (bucketRoom), not the parked
+// zone's.
 func TestTakenUpZoneHasItsOwnCapacity(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	handler := func(maxKnown int) *Handler {
@@ -21,9 +22,9 @@ func TestTakenUpZoneHasItsOwnCapacity(t *testing.T) {
 			Global: &RateLimit{Off: true}, Quota: &QuotaLimit{Off: true}, MaxKnown: maxKnown,
 		}
 	}
-	h := provisionForTest(t, handler(1000))
+	h := provisionForTest(t, handler(5000))
 	_ = h.zone.Destruct()
-	pol, err := compile(handler(2))
+	pol, err := compile(handler(600))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,9 +38,11 @@ func TestTakenUpZoneHasItsOwnCapacity(t *testing.T) {
 	}
 	lim := buckets.Limit{Rate: rate.Every(time.Hour), Burst: 5}
 	now := time.Now()
+	const keys = 1300
+	const room = 1200 // twice max_known: see bucketRoom
 	held := func(reserve func(i int) bool) int {
 		n := 0
-		for i := range 10 {
+		for i := range keys {
 			if reserve(i) {
 				n++
 			}
@@ -48,20 +51,20 @@ func TestTakenUpZoneHasItsOwnCapacity(t *testing.T) {
 	}
 	for name, reserve := range map[string]func(i int) bool{
 		"preauth": func(i int) bool {
-			_, _, ok, _ := z2.preauth.Reserve(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, 0, byte(i)}), 32), lim, 1, now)
+			_, _, ok, _ := z2.preauth.Reserve(netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}), 32), lim, 1, now)
 			return ok
 		},
 		"tenant": func(i int) bool {
-			_, _, ok, _ := z2.tenants.Reserve([16]byte{byte(i)}, lim, 1, now)
+			_, _, ok, _ := z2.tenants.Reserve([16]byte{byte(i >> 8), byte(i)}, lim, 1, now)
 			return ok
 		},
 		"group": func(i int) bool {
-			_, _, ok, _ := z2.groups.Reserve([16]byte{byte(i)}, lim, 1, now)
+			_, _, ok, _ := z2.groups.Reserve([16]byte{byte(i >> 8), byte(i)}, lim, 1, now)
 			return ok
 		},
 	} {
-		if n := held(reserve); n > 2 {
-			t.Errorf("%s buckets: %d of 10 new keys taken under max_known 2 of the zone that took them up", name, n)
+		if n := held(reserve); n != room {
+			t.Errorf("%s buckets: %d of %d new keys taken under max_known 600 of the zone that took them up, want %d", name, n, keys, room)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	mcplimit "github.com/mcpratelimit/caddy-mcp-ratelimit"
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/internal/harness"
 )
 
@@ -101,6 +102,33 @@ func (e *env) queryCookieCall(query, cookie string) *harness.Response {
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Cookie", cookie)
 	return harness.Do(e.t, req)
+}
+
+// fillAddresses has mcplimit.MinBucketRoom addresses (X-Forwarded-For
+// 10.0.x.y, from a Caddy trusting its loopback proxy) each make one call
+// that leaves its pre-auth bucket drained, as a zone with max_known at
+// most half of that fills its pre-auth bucket set.
+func (e *env) fillAddresses() {
+	e.t.Helper()
+	for i := range mcplimit.MinBucketRoom {
+		xff := fmt.Sprintf("10.0.%d.%d", i>>8, i&255)
+		if r := e.call(1, "Authorization", "Bearer bad-fill", "X-Forwarded-For", xff); r.Status == http.StatusTooManyRequests {
+			e.t.Fatalf("address %s filling the set: %d %s", xff, r.Status, r.Body)
+		}
+	}
+}
+
+// fillTenants has mcplimit.MinBucketRoom identities (Bearer prefix-N)
+// each prove itself and make one call, which leaves its tenant bucket
+// drained, as a zone with max_known at most half of that fills its tenant
+// bucket set.
+func (e *env) fillTenants(prefix string) {
+	e.t.Helper()
+	for i := range mcplimit.MinBucketRoom {
+		tok := fmt.Sprintf("%s-%d", prefix, i)
+		e.prove(tok)
+		e.spend(tok, 1)
+	}
 }
 
 // post posts body with the given headers.

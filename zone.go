@@ -266,9 +266,9 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		redisHost:   newHostFiles(redisPendingKind, pol.zone, owner),
 		redisCounts: newHostFiles(redisCountsKind, pol.zone, owner),
 		inMemory: inMemory{
-			preauth: buckets.New[netip.Prefix](capacity.maxKnown, buckets.HashPrefix),
-			tenants: buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
-			groups:  buckets.New[[16]byte](capacity.maxKnown, buckets.HashFingerprint),
+			preauth: buckets.New[netip.Prefix](bucketRoom(capacity.maxKnown), buckets.HashPrefix),
+			tenants: buckets.New[[16]byte](bucketRoom(capacity.maxKnown), buckets.HashFingerprint),
+			groups:  buckets.New[[16]byte](bucketRoom(capacity.maxKnown), buckets.HashFingerprint),
 			global:  buckets.New[[16]byte](1, buckets.HashFingerprint),
 			anon:    buckets.New[[16]byte](1, buckets.HashFingerprint),
 			perID:   buckets.NewGauge[[16]byte](buckets.HashFingerprint),
@@ -436,10 +436,25 @@ func (z *zone) applyCapacities(applied zoneCapacity) zoneCapacity {
 	}
 	z.known.SetLimits(c.maxKnown, c.knownTTL)
 	z.forgotten.SetLimits(c.maxKnown, c.forgottenTTL)
-	z.preauth.SetCapacity(c.maxKnown)
-	z.tenants.SetCapacity(c.maxKnown)
-	z.groups.SetCapacity(c.maxKnown)
+	z.preauth.SetCapacity(bucketRoom(c.maxKnown))
+	z.tenants.SetCapacity(bucketRoom(c.maxKnown))
+	z.groups.SetCapacity(bucketRoom(c.maxKnown))
 	return c
+}
+
+// minBucketRoom is the fewest buckets a bucket set holds, whatever
+// max_known says.
+const minBucketRoom = 1024
+
+// bucketRoom is how many buckets each of a zone's bucket sets (pre-auth,
+// tenant, group) holds under max_known maxKnown: twice it, since the
+// identities max_known drops keep their drained tenant buckets until they
+// refill (they are charged to them, see decision.forgotten) beside the
+// buckets of those it keeps, and at least minBucketRoom, so that a small
+// max_known (one that tests its eviction, say) never holds a proven
+// identity or a new address back for want of room.
+func bucketRoom(maxKnown int) int {
+	return max(2*maxKnown, minBucketRoom)
 }
 
 // Destruct stops the zone's background work after a final flush.
