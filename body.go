@@ -26,11 +26,15 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	}
 	// The header rules of headersAllowBody, written out: this is the path
 	// of every metered call, and the call costs more than its checks.
+	// Their refusals echo the ids of a small body that reads as JSON
+	// whatever its headers say (one sent unencoded under a coding, say).
 	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
+		d.peekIDs(w, r)
 		d.startLinger(w, r)
 		return d.refused(encodingRefusal(ce))
 	}
 	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
+		d.peekIDs(w, r)
 		d.startLinger(w, r)
 		return d.refused(charsetRefusal(cs))
 	}

@@ -555,6 +555,34 @@ func TestEncodedBodyIs415(t *testing.T) {
 	unchanged(t, e, before, "gzip")
 }
 
+// A body refused for its coding or its charset is answered with the ids
+// it carries when it reads as JSON anyway (SPEC: refusals echo the
+// request id): one sent unencoded under Content-Encoding, a batch under a
+// foreign charset. A body that is really encoded has no id to read.
+func TestEncodedOrForeignBodyRefusalEchoesItsIds(t *testing.T) {
+	e := start(t, "zone echo415\nquota off")
+	before := e.backend.ToolCalls()
+	r := e.post(harness.ToolCall(5, "echo", map[string]any{"text": "plain"}), "Content-Encoding", "gzip")
+	if got := refusal(t, r, http.StatusUnsupportedMediaType, ""); fmt.Sprint(got.ID) != "5" {
+		t.Fatalf("unencoded body under gzip: id %s, want 5: %s", got.ID, r.Body)
+	}
+	r = e.post(batch(7, 2), "Content-Type", "application/json; charset=iso-8859-1")
+	var answers []rpcError
+	r.JSON(t, &answers)
+	if r.Status != http.StatusUnsupportedMediaType || len(answers) != 2 || fmt.Sprint(answers[0].ID) != "7" || fmt.Sprint(answers[1].ID) != "8" {
+		t.Fatalf("batch under latin1: %d %s, want 415 answering ids 7 and 8", r.Status, r.Body)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	_, _ = zw.Write([]byte(harness.ToolCall(9, "echo", map[string]any{"text": "zipped"})))
+	_ = zw.Close()
+	r = e.post(zb.String(), "Content-Encoding", "gzip")
+	if got := refusal(t, r, http.StatusUnsupportedMediaType, ""); got.ID != nil {
+		t.Fatalf("gzip body: id %s, want null: %s", got.ID, r.Body)
+	}
+	unchanged(t, e, before, "refused bodies")
+}
+
 func TestBatchOverMaxBatchIs400(t *testing.T) {
 	const tok = "valid-maxbatch"
 	e := start(t, "tenant 10/s burst 100\nquota off")
