@@ -583,6 +583,29 @@ func TestEncodedOrForeignBodyRefusalEchoesItsIds(t *testing.T) {
 	unchanged(t, e, before, "refused bodies")
 }
 
+// The body rules' refusals carry the zone's error_code as every other
+// refusal of the limiter does (SPEC: the JSON-RPC code is configurable),
+// not a code of JSON-RPC's reserved range, which error_code stays out of.
+func TestBodyRuleRefusalsUseTheConfiguredErrorCode(t *testing.T) {
+	e := start(t, "zone bodycode\nerror_code -31099\nmax_body 2KiB\nquota off")
+	for name, r := range map[string]*harness.Response{
+		"413":           e.post(harness.ToolCall(1, "echo", map[string]any{"text": strings.Repeat("x", 4<<10)})),
+		"415":           e.post(harness.ToolCall(1, "echo", map[string]any{"text": "x"}), "Content-Encoding", "br"),
+		"400 max_batch": e.post(batch(1, 33)),
+	} {
+		var got rpcError
+		if err := json.Unmarshal(r.Body, &got); err != nil { // a batch's answers
+			var answers []rpcError
+			if json.Unmarshal(r.Body, &answers) == nil && len(answers) > 0 {
+				got = answers[0]
+			}
+		}
+		if r.Status < 400 || r.Status == http.StatusTooManyRequests || got.Error == nil || got.Error.Code != -31099 {
+			t.Errorf("%s: %d %s, want a body rule's refusal with code -31099", name, r.Status, r.Body)
+		}
+	}
+}
+
 func TestBatchOverMaxBatchIs400(t *testing.T) {
 	const tok = "valid-maxbatch"
 	e := start(t, "tenant 10/s burst 100\nquota off")

@@ -221,8 +221,11 @@ type Handler struct {
 	// At least 100ms. Default: 30s.
 	FlushInterval caddy.Duration `json:"flush_interval,omitempty"`
 
-	// ErrorCode is the JSON-RPC error code of refusals; it must lie
-	// outside -32768…-32000, and have at most 15 digits. Default: -31004.
+	// ErrorCode is the JSON-RPC error code of refusals, the body rules'
+	// (413, 415, 408, 400) included; only an argument over its `arg`
+	// bound is answered with JSON-RPC's -32602 (invalid params). It must
+	// lie outside -32768…-32000, and have at most 15 digits. Default:
+	// -31004.
 	ErrorCode int `json:"error_code,omitempty"`
 
 	// RefuseWith is how refusals are answered: `status` (HTTP 429/503 with

@@ -10,11 +10,9 @@ import (
 	"github.com/mcpratelimit/caddy-mcp-ratelimit/quota"
 )
 
-// JSON-RPC codes of the body rules; refusals by a layer use error_code.
-const (
-	codeInvalidRequest = -32600
-	codeInvalidParams  = -32602
-)
+// codeInvalidParams is the JSON-RPC code of an argument over its bound;
+// every other refusal, the body rules' included, uses error_code.
+const codeInvalidParams = -32602
 
 // refusal describes why a request is not admitted. Messages of the
 // refusals a flood produces (rate, quota, concurrency) are written
@@ -298,7 +296,7 @@ func argRefusal(tool string, a argBound) refusal {
 }
 
 func bodyRefusal(status int, msg string) refusal {
-	return refusal{layer: layerRequest, status: status, code: codeInvalidRequest, body: true, msg: msg}
+	return refusal{layer: layerRequest, status: status, body: true, msg: msg}
 }
 
 // batchRefusal refuses a batch of more than max entries.

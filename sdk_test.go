@@ -109,8 +109,8 @@ func TestSDKSessionSurvivesAnOversizedCall(t *testing.T) {
 	before := e.backend.ToolCalls()
 	_, err := sdkEcho(ctx, s, strings.Repeat("x", 8<<10))
 	var rpcErr *jsonrpc.Error
-	if !errors.As(err, &rpcErr) || rpcErr.Code != -32600 || !strings.Contains(rpcErr.Message, "too large") {
-		t.Fatalf("an oversized call: %v, want the refusal's JSON-RPC error (-32600, too large)", err)
+	if !errors.As(err, &rpcErr) || rpcErr.Code != -31004 || !strings.Contains(rpcErr.Message, "too large") {
+		t.Fatalf("an oversized call: %v, want the refusal's JSON-RPC error (-31004, too large)", err)
 	}
 	if e.backend.ToolCalls() != before {
 		t.Fatal("an oversized call reached the backend")
