@@ -278,23 +278,17 @@ func (d *decision) describeCharged(hdr http.Header) {
 		hdr[hdrPolicy], hdr[hdrRateLimit] = []string{string(pb)}, []string{string(b)}
 		return
 	}
-	if !replaceLeading(hdr, hdrPolicy, d.policySet, strings.Join(d.policySet, ", ")+", "+string(pb)) {
+	c := d.carried
+	if c == nil || !leading(hdr[hdrPolicy], d.policySet) || !leading(hdr[hdrRateLimit], c.rateLimit[:]) {
 		return
 	}
-	if c := d.carried; c != nil {
-		replaceLeading(hdr, hdrRateLimit, c.rateLimit[:], c.rateLimit[0]+", "+string(b))
-	}
+	hdr[hdrPolicy] = append([]string{strings.Join(d.policySet, ", ") + ", " + string(pb)}, hdr[hdrPolicy][len(d.policySet):]...)
+	hdr[hdrRateLimit] = append([]string{c.rateLimit[0] + ", " + string(b)}, hdr[hdrRateLimit][1:]...)
 }
 
-// replaceLeading replaces vals with the one value repl in the values of
-// key in hdr if vals are its leading ones, and reports whether it did.
-func replaceLeading(hdr http.Header, key string, vals []string, repl string) bool {
-	have := hdr[key]
-	if !slices.Equal(have[:min(len(vals), len(have))], vals) {
-		return false
-	}
-	hdr[key] = append([]string{repl}, have[len(vals):]...)
-	return true
+// leading reports whether vals are the leading values of have.
+func leading(have, vals []string) bool {
+	return slices.Equal(have[:min(len(vals), len(have))], vals)
 }
 
 // forgottenCharges reports whether an unproven identity's metered request
@@ -380,7 +374,7 @@ func (d *decision) withdrawRateLimit(hdr http.Header) {
 // leading ones, and the key when nothing is left.
 func dropLeading(hdr http.Header, key string, vals []string) {
 	have := hdr[key]
-	if len(vals) == 0 || !slices.Equal(have[:min(len(vals), len(have))], vals) {
+	if len(vals) == 0 || !leading(have, vals) {
 		return
 	}
 	if len(have) == len(vals) {

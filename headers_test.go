@@ -359,6 +359,13 @@ func TestRateLimitHeadersOfAProvingResponseDescribeWhatComesNext(t *testing.T) {
 			t.Fatalf("batch: RateLimit %q, want quota-day r=0", got)
 		}
 	})
+	t.Run("a RateLimit a later handler set", func(t *testing.T) {
+		e := startSite(t, "route {\nmcp_ratelimit {\nzone provehdr_setrl\n"+block+"\n}\nheader RateLimit theirs\nreverse_proxy $BACKEND\n}")
+		r := e.call(1, "Authorization", "Bearer valid-provehdr")
+		if r.Status != http.StatusOK || r.Header.Get("RateLimit-Policy") != `"preauth";q=3;w=180` || r.Header.Get("RateLimit") != "theirs" {
+			t.Fatalf("%d: RateLimit-Policy %q, RateLimit %q, want the pre-auth policy alone and the header handler's value", r.Status, r.Header.Get("RateLimit-Policy"), r.Header.Get("RateLimit"))
+		}
+	})
 	t.Run("fields a later handler set", func(t *testing.T) {
 		e := startSite(t, "route {\nmcp_ratelimit {\nzone provehdr_set\n"+block+"\n}\nheader RateLimit-Policy mine\nreverse_proxy $BACKEND\n}")
 		r := e.call(1, "Authorization", "Bearer valid-provehdr")
