@@ -508,7 +508,7 @@ func (e *env) reloadWith(t *testing.T, block string) {
 }
 
 func TestDrainedBucketSurvivesCapPressureAndOverflowIsRefused(t *testing.T) {
-	e := start(t, "max_known 8\nglobal off\npreauth 1/m burst 1", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
+	e := start(t, "max_known 8\nglobal off\npreauth 1/h burst 1", harness.Options{Global: "servers {\n trusted_proxies static 127.0.0.1/32\n}"})
 	e.fillAddresses()
 	// Every bucket is drained: a new address cannot evict one, so it is refused.
 	refusal(t, e.call(20, "X-Forwarded-For", "198.51.100.20"), http.StatusTooManyRequests, "preauth")
@@ -1673,7 +1673,7 @@ func TestASmallMaxKnownNeverHoldsAProvenIdentityBack(t *testing.T) {
 // wait after which a bucket can make room, never "you exceeded your limit,
 // retry in 1s".
 func TestFullBucketSetRefusalSaysSoHonestly(t *testing.T) {
-	e := start(t, "max_known 2\nglobal off\npreauth 10000/s burst 10000\ntenant 1/m burst 2\nquota off")
+	e := start(t, "max_known 2\nglobal off\npreauth 10000/s burst 10000\ntenant 1/h burst 2\nquota off")
 	e.fillTenants("valid-full")
 	e.prove("valid-full-c")
 	r := e.call(3, "Authorization", "Bearer valid-full-c")
@@ -1681,13 +1681,13 @@ func TestFullBucketSetRefusalSaysSoHonestly(t *testing.T) {
 	if !strings.Contains(got.Error.Message, "tracks as many") || strings.Contains(got.Error.Message, "exceeded") {
 		t.Fatalf("full-set refusal message: %s", got.Error.Message)
 	}
-	if got.Error.Data.RetryAfterSeconds < 50 {
-		t.Fatalf("Retry-After %d; no bucket can make room for about a minute", got.Error.Data.RetryAfterSeconds)
+	if got.Error.Data.RetryAfterSeconds < 3000 {
+		t.Fatalf("Retry-After %d; no bucket can make room for about an hour", got.Error.Data.RetryAfterSeconds)
 	}
 	// The key has no bucket, and none to spend until room may appear:
-	// the header says so, with the refusal's wait, not the 120 s window.
+	// the header says so, with the refusal's wait, not the 7200 s window.
 	want := fmt.Sprintf(`"tenant";r=0;t=%d`, got.Error.Data.RetryAfterSeconds)
-	if rl := r.Header.Get("RateLimit"); rl != want || got.Error.Data.RetryAfterSeconds > 60 {
+	if rl := r.Header.Get("RateLimit"); rl != want || got.Error.Data.RetryAfterSeconds > 3600 {
 		t.Fatalf("RateLimit %q on a full-set refusal with Retry-After %d, want %q", rl, got.Error.Data.RetryAfterSeconds, want)
 	}
 }

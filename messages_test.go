@@ -50,7 +50,7 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 		want:  `Rate limited: requests from this network address without an accepted credential exceeded their per-hour limit \(1/h, burst 1\)\. ` + wait + `; the same call will work then\.`,
 	}, {
 		name:  "a full set of addresses",
-		block: "max_known 1\nglobal off",
+		block: "max_known 1\nglobal off\npreauth 1/h burst 5", // no bucket refills while the set fills
 		opts:  proxied,
 		setup: func(e *env) { e.fillAddresses() },
 		send: func(e *env) *harness.Response {

@@ -107,7 +107,9 @@ func (e *env) queryCookieCall(query, cookie string) *harness.Response {
 // fillAddresses has mcplimit.MinBucketRoom addresses (X-Forwarded-For
 // 10.0.x.y, from a Caddy trusting its loopback proxy) each make one call
 // that leaves its pre-auth bucket drained, as a zone with max_known at
-// most half of that fills its pre-auth bucket set.
+// most half of that fills its pre-auth bucket set. The zone's pre-auth
+// rate must be slow enough that no bucket refills while it runs (1/h): a
+// full one would make room.
 func (e *env) fillAddresses() {
 	e.t.Helper()
 	for i := range mcplimit.MinBucketRoom {
@@ -121,7 +123,8 @@ func (e *env) fillAddresses() {
 // fillTenants has mcplimit.MinBucketRoom identities (Bearer prefix-N)
 // each prove itself and make one call, which leaves its tenant bucket
 // drained, as a zone with max_known at most half of that fills its tenant
-// bucket set.
+// bucket set. The tenant rate must be slow enough that no bucket refills
+// while it runs (1/h).
 func (e *env) fillTenants(prefix string) {
 	e.t.Helper()
 	for i := range mcplimit.MinBucketRoom {
