@@ -109,11 +109,15 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 			`Send fewer or cheaper calls per request, costing at most 999999999999999 together\.`,
 	}, {
 		name:  "a batch beyond counting against a quota",
-		block: "max_batch 10000\nglobal off\ntenant off\nquota 999999999999999/day\ncost echo 999999999999999",
-		setup: func(e *env) { e.prove("valid-msg-a") },
+		block: "max_batch 10000\nglobal off\ntenant off\nquota 999999999999999/day\ncost echo 999999999999999\ncost other 1",
+		// One call counted first: its count plus the batch's would wrap.
+		setup: func(e *env) {
+			e.prove("valid-msg-a")
+			e.post(harness.ToolCall(1, "other", map[string]any{}), a...)
+		},
 		send:  func(e *env) *harness.Response { return e.post(batch(1, 9300), a...) },
 		limit: "quota",
-		want:  `Quota too small for this request: it costs at least 9223372036854775807, more than this API key's whole daily quota \(999999999999999\); it will never be admitted as sent\. Send requests costing at most 999999999999999\.`,
+		want:  `Quota too small for this request: it costs at least 9223372036854775807, more than this API key's whole daily quota \(999999999999999\); it will never be admitted as sent\. Send requests costing at most 999999999999998 \(what is left now\)\.`,
 	}, {
 		name:  "a full set of callers",
 		block: "max_known 1\nglobal off\npreauth 10000/s burst 10000\ntenant 1/h burst 5\nquota off",

@@ -87,11 +87,11 @@ func (c *Counter) checkLocked(items []Item, now time.Time, found []foundCount) i
 		}
 		for j := range i { // the same key twice in one call adds up
 			if bytes.Equal(items[j].Key, it.Key) && items[j].Period == it.Period {
-				used += items[j].N
+				used += items[j].N // an item fails before this can wrap
 			}
 		}
 		it.Used = used
-		if used+it.N > it.Limit && (failed < 0 || resetsLater(it.Period, items[failed].Period, now)) {
+		if exceeds(used, it.N, it.Limit) && (failed < 0 || resetsLater(it.Period, items[failed].Period, now)) {
 			failed = i
 		}
 	}
@@ -101,6 +101,16 @@ func (c *Counter) checkLocked(items []Item, now time.Time, found []foundCount) i
 		}
 	}
 	return failed
+}
+
+// exceeds reports whether used+n > limit, for n >= 0, without the sum:
+// a batch's cost saturates at math.MaxInt64, and the sum would wrap to a
+// negative count that fits every limit.
+func exceeds(used, n, limit int64) bool {
+	if used <= 0 {
+		return used+n > limit
+	}
+	return n > limit-used
 }
 
 // resetsLater reports whether a count of kind p resets after one of kind
@@ -120,12 +130,18 @@ func (c *Counter) Refund(items []Item, now time.Time) {
 
 // Add counts items whatever their limits: work already done that the
 // quotas must see, such as a call admitted before its identity had a
-// count.
+// count. An N above MaxAdd, more than any limit, counts as MaxAdd, so that
+// no count comes near overflowing.
 func (c *Counter) Add(items []Item, now time.Time) {
 	c.count(items, now, 1)
 }
 
-// count adds sign times each item's N to its key's count.
+// MaxAdd is the most Add counts for one item: 2^50, above every limit a
+// configuration may set (at most 15 digits).
+const MaxAdd = 1 << 50
+
+// count adds sign times each item's N, at most MaxAdd, to its key's
+// count.
 func (c *Counter) count(items []Item, now time.Time, sign int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,7 +150,7 @@ func (c *Counter) count(items []Item, now time.Time, sign int64) {
 		if !it.Period.Valid() || it.N <= 0 || !validKey(it.Key) {
 			continue
 		}
-		c.bucketLocked(it.Period, now, true).countHere(nil, it.Key, sign*it.N)
+		c.bucketLocked(it.Period, now, true).countHere(nil, it.Key, sign*min(it.N, MaxAdd))
 	}
 }
 

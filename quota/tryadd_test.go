@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 )
@@ -32,6 +33,24 @@ func TestTryAdd(t *testing.T) {
 			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5, N: 3}},
 			wantFailed: -1, wantOK: true,
 			wantUsed: map[usage]int64{{"k", Day}: 5},
+		},
+		{
+			// A batch's cost saturates at math.MaxInt64: used + N would
+			// wrap to a negative count that fits.
+			rule:       "a cost that overflows the count is refused",
+			before:     []Item{{Key: []byte("k"), Period: Day, Limit: 5000, N: 1}},
+			items:      []Item{{Key: []byte("k"), Period: Day, Limit: 5000, N: math.MaxInt64}},
+			wantFailed: 0, wantOK: false,
+			wantUsed: map[usage]int64{{"k", Day}: 1},
+		},
+		{
+			rule: "the same key twice, together past the largest count",
+			items: []Item{
+				{Key: []byte("k"), Period: Day, Limit: math.MaxInt64, N: math.MaxInt64 - 1},
+				{Key: []byte("k"), Period: Day, Limit: math.MaxInt64, N: 2},
+			},
+			wantFailed: 1, wantOK: false,
+			wantUsed: map[usage]int64{{"k", Day}: 0},
 		},
 		{
 			rule:       "over the limit is refused and not counted",
@@ -209,6 +228,24 @@ func TestTryAddDropsAPendingCountItBringsToZero(t *testing.T) {
 	}
 	if st := c.State(); st.Pending != 1 {
 		t.Fatalf("State().Pending = %d, want 1", st.Pending)
+	}
+}
+
+// Add counts work already done whatever its size, but at most MaxAdd
+// per item: a saturated batch cost added to a count would wrap it to a
+// negative one, which every later call fits.
+func TestAddCountsAtMostMaxAdd(t *testing.T) {
+	c := New(Config{Clock: newFakeClock(t0).Now})
+	if !add(c, "k", Day, 1, t0) {
+		t.Fatal("add refused")
+	}
+	c.Add([]Item{{Key: []byte("k"), Period: Day, Limit: 5000, N: math.MaxInt64}}, t0)
+	c.Add([]Item{{Key: []byte("k"), Period: Day, Limit: 5000, N: math.MaxInt64}}, t0)
+	if got := c.Used([]byte("k"), Day, t0); got != 1+2*MaxAdd {
+		t.Fatalf("Used = %d, want %d", got, 1+2*MaxAdd)
+	}
+	if _, ok := c.TryAdd([]Item{{Key: []byte("k"), Period: Day, Limit: 5000, N: 1}}, t0); ok {
+		t.Fatal("a call fits a count past its limit")
 	}
 }
 
