@@ -12,7 +12,7 @@ import (
 // identity is held by the zone-wide cap first, so the per-identity cap
 // never binds. It is a warning, not an error: a tier may lower the
 // zone-wide cap for its calls below a per-identity cap set above it. Each
-// set of caps is warned about where it is set: a tier or an override
+// set of caps is warned about where it is set, once: a tier or an override
 // that inherits its caps unchanged is not warned about again.
 func warnPerIdentityAboveMax(pol *policy, logger *zap.Logger) {
 	check := func(c Concurrency, fields ...zap.Field) {
@@ -35,8 +35,10 @@ func warnPerIdentityAboveMax(pol *policy, logger *zap.Logger) {
 		if !o.concurrency {
 			continue
 		}
+		var warned []Concurrency // each set of caps once, under whichever tier
 		for _, name := range slices.Sorted(maps.Keys(o.limits)) {
-			if c := o.limits[name].concurrency; c != under[name] {
+			if c := o.limits[name].concurrency; c != under[name] && !slices.Contains(warned, c) {
+				warned = append(warned, c)
 				check(c, zap.String("override", fingerprintHex(key)), zap.String("tier", name))
 			}
 		}

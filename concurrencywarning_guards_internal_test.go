@@ -52,6 +52,14 @@ func TestPerIdentityConcurrencyAboveTheZoneCapIsWarned(t *testing.T) {
 			Concurrency: &Concurrency{Max: 5, PerIdentity: 10},
 			Overrides:   map[string]*Limits{fp: {Concurrency: &Concurrency{PerIdentity: 10}}},
 		}, []map[string]any{{"max": int64(5), "per_identity": int64(10)}}},
+		{"an override over two tiers that keep the zone cap, warned once", &Handler{
+			Concurrency: &Concurrency{Max: 20, PerIdentity: 10},
+			Tiers: []Tier{
+				{Name: "a", Match: TierMatch{Placeholder: "{http.auth.user.plan}", Values: []string{"a"}}, Limits: Limits{Tenant: &RateLimit{Rate: "9/s"}}},
+				{Name: "b", Match: TierMatch{Placeholder: "{http.auth.user.plan}", Values: []string{"b"}}, Limits: Limits{Tenant: &RateLimit{Rate: "8/s"}}},
+			},
+			Overrides: map[string]*Limits{fp: {Concurrency: &Concurrency{Max: 30, PerIdentity: 25}}},
+		}, []map[string]any{{"override": fp, "tier": "", "max": int64(20), "per_identity": int64(25)}}},
 		{"an override raising the identity's above the zone cap", &Handler{
 			Concurrency: &Concurrency{Max: 8, PerIdentity: 2},
 			Overrides:   map[string]*Limits{fp: {Concurrency: &Concurrency{PerIdentity: 20}}},
