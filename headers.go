@@ -241,13 +241,14 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 // whose 2xx has just proven the caller's identity (or charged it as a
 // forgotten one, see learn) to what its next calls spend: after the
 // pre-auth bucket that charged this request come the identity's tenant
-// bucket and its quotas, which count this call (see countProvingCall).
+// bucket and its quotas, which count this call (see countProvingCall):
+// a metered call, or an initialize, which pre-auth charges too.
 // Fields that described them already (a forgotten identity's), that the
 // next handler changed, or with store redis, whose counts this instance
 // does not hold, are left as they are.
 func (d *decision) describeCharged(hdr http.Header) {
-	if d.describedOwn || d.cost <= 0 || d.inRedis || d.redisHolds() {
-		return
+	if d.describedOwn || d.cost <= 0 && d.policySet == nil || d.inRedis || d.redisHolds() {
+		return // an unmetered request with no fields (preauth off) gets none
 	}
 	tenant := !d.lim.tenantOff && d.lim.tenant.rate > 0
 	var arr, parr [160]byte

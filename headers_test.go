@@ -336,8 +336,23 @@ func TestRateLimitHeadersOfAProvingResponseDescribeWhatComesNext(t *testing.T) {
 			}
 		})
 	}
+	t.Run("initialize", func(t *testing.T) {
+		// Unmetered, but charged at pre-auth: its proving 2xx says what
+		// the key's calls will spend, its quotas untouched.
+		e := start(t, "zone provehdr_init\n"+block)
+		r := e.post(harness.Initialize(1), "Authorization", "Bearer valid-provehdr")
+		if got := r.Header.Get("RateLimit-Policy"); r.Status != http.StatusOK || got != policy {
+			t.Fatalf("initialize: %d, RateLimit-Policy %q, want %q", r.Status, got, policy)
+		}
+		if got := rateLimit(t, r); got["tenant"] != [2]int64{4, 0} || got["quota-day"][0] != 5 || got["quota-month"][0] != 50 {
+			t.Fatalf("initialize: RateLimit %q, want tenant r=4;t=0, quota-day r=5, quota-month r=50", r.Header.Get("RateLimit"))
+		}
+	})
 	t.Run("preauth off", func(t *testing.T) {
 		e := start(t, "zone provehdr_nopreauth\n"+strings.Replace(block, "preauth 1/m burst 3", "preauth off", 1))
+		if r := e.post(harness.Initialize(1), "Authorization", "Bearer valid-provehdr-init"); len(r.Header["Ratelimit-Policy"]) != 0 {
+			t.Fatalf("preauth off: an unmetered initialize got RateLimit-Policy %q", r.Header.Get("RateLimit-Policy"))
+		}
 		r := e.call(1, "Authorization", "Bearer valid-provehdr")
 		if got, want := r.Header.Get("RateLimit-Policy"), strings.TrimPrefix(policy, `"preauth";q=3;w=180, `); got != want {
 			t.Fatalf("preauth off: RateLimit-Policy %q, want %q", got, want)
