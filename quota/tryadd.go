@@ -45,10 +45,11 @@ func (c *Counter) TryAdd(items []Item, now time.Time) (failed int, ok bool) {
 		if it.N == 0 {
 			continue
 		}
+		n := min(it.N, MaxAdd) // an item without a limit fits any N
 		if i < len(found) {
-			found[i].b.countHere(found[i].p, it.Key, it.N)
+			found[i].b.countHere(found[i].p, it.Key, n)
 		} else {
-			c.bucketLocked(it.Period, now, true).countHere(nil, it.Key, it.N)
+			c.bucketLocked(it.Period, now, true).countHere(nil, it.Key, n)
 		}
 	}
 	return -1, true
@@ -136,7 +137,8 @@ func (c *Counter) Add(items []Item, now time.Time) {
 	c.count(items, now, 1)
 }
 
-// MaxAdd is the most Add counts for one item: 2^50, above every limit a
+// MaxAdd is the most Add, or TryAdd for an item without a limit
+// (math.MaxInt64), counts for one item: 2^50, above every limit a
 // configuration may set (at most 15 digits).
 const MaxAdd = 1 << 50
 

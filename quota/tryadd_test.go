@@ -234,7 +234,7 @@ func TestTryAddDropsAPendingCountItBringsToZero(t *testing.T) {
 // Add counts work already done whatever its size, but at most MaxAdd
 // per item: a saturated batch cost added to a count would wrap it to a
 // negative one, which every later call fits.
-func TestAddCountsAtMostMaxAdd(t *testing.T) {
+func TestCountsGrowByAtMostMaxAddAtOnce(t *testing.T) {
 	c := New(Config{Clock: newFakeClock(t0).Now})
 	if !add(c, "k", Day, 1, t0) {
 		t.Fatal("add refused")
@@ -246,6 +246,16 @@ func TestAddCountsAtMostMaxAdd(t *testing.T) {
 	}
 	if _, ok := c.TryAdd([]Item{{Key: []byte("k"), Period: Day, Limit: 5000, N: 1}}, t0); ok {
 		t.Fatal("a call fits a count past its limit")
+	}
+	// A count without a limit (one kept for a tier that may limit it)
+	// fits any N, and grows by MaxAdd at most too.
+	for range 2 {
+		if _, ok := c.TryAdd([]Item{{Key: []byte("u"), Period: Month, Limit: math.MaxInt64, N: math.MaxInt64 / 2}}, t0); !ok {
+			t.Fatal("an item without a limit refused")
+		}
+	}
+	if got := c.Used([]byte("u"), Month, t0); got != 2*MaxAdd {
+		t.Fatalf("Used = %d, want %d", got, 2*MaxAdd)
 	}
 }
 
