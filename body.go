@@ -179,13 +179,15 @@ func wideRefusal() refusal {
 // wait is one that no wait lets pass, as far as its headers show: its
 // content coding or charset, or a declared length over max_body. When it
 // is, that refusal is in d.ref, to be given instead of the wait: after
-// it, the same call would meet only that refusal. Nothing is read.
+// it, the same call would meet only that refusal. Only a refusal for the
+// headers reads anything: a small body, for its ids, as inspect's does.
 func (d *decision) refusedAsSent(w http.ResponseWriter, r *http.Request) bool {
 	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
 	if !hasBody && (!d.post || r.Body == nil) {
 		return false
 	}
 	if !d.headersAllowBody(r) {
+		d.peekIDs(w, r)
 		return true
 	}
 	if r.ContentLength > d.pol.maxBody {

@@ -581,6 +581,14 @@ func TestEncodedOrForeignBodyRefusalEchoesItsIds(t *testing.T) {
 		t.Fatalf("gzip body: id %s, want null: %s", got.ID, r.Body)
 	}
 	unchanged(t, e, before, "refused bodies")
+	// So is one whose pre-auth budget is spent: no wait lets it pass, so
+	// it is told of its coding, with its id.
+	e = start(t, "zone echo415_spent\nquota off\npreauth 1/h burst 1")
+	e.call(1)
+	r = e.post(harness.ToolCall(6, "echo", map[string]any{"text": "plain"}), "Content-Encoding", "gzip")
+	if got := refusal(t, r, http.StatusUnsupportedMediaType, ""); fmt.Sprint(got.ID) != "6" {
+		t.Fatalf("unencoded body under gzip, pre-auth spent: id %v, want 6: %s", got.ID, r.Body)
+	}
 }
 
 // The body rules' refusals carry the zone's error_code as every other
