@@ -195,11 +195,6 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 	}
 	var arr, parr [160]byte
 	b, pb := arr[:0], parr[:0]
-	sep := func() {
-		if len(b) > 0 {
-			b, pb = append(b, ", "...), append(pb, ", "...)
-		}
-	}
 	if d.preauthPolicy != nil {
 		tokens, ok := d.preauthLeft, d.preauthHeld
 		if !ok {
@@ -213,6 +208,21 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 		pb = append(pb, d.preauthPolicy[0]...)
 	}
 	d.describedOwn = true
+	b, pb = d.appendOwnItems(b, pb, ref, tenant, quotas)
+	d.setRateLimit(w, []string{string(pb)}, b)
+}
+
+// appendOwnItems appends to b and pb, after what they hold, the RateLimit
+// and RateLimit-Policy items of the identity's tenant bucket (if tenant)
+// and of its quotas (if quotas), as the layers reported them or as the
+// local state holds them; with store redis, a quota Redis did not report
+// is left out. ref is the request's refusal, if any.
+func (d *decision) appendOwnItems(b, pb []byte, ref *refusal, tenant, quotas bool) ([]byte, []byte) {
+	sep := func() {
+		if len(b) > 0 {
+			b, pb = append(b, ", "...), append(pb, ", "...)
+		}
+	}
 	if tenant {
 		sep()
 		tokens, ok := d.tenantLeft, d.tenantHeld
@@ -234,7 +244,7 @@ func (h *Handler) writePreauthHeaders(w http.ResponseWriter, d *decision, ref *r
 			pb = appendQuotaPolicy(pb, p, lim)
 		}
 	}
-	d.setRateLimit(w, []string{string(pb)}, b)
+	return b, pb
 }
 
 // describeCharged extends the pre-auth RateLimit fields of the response
@@ -250,25 +260,8 @@ func (d *decision) describeCharged(hdr http.Header) {
 	if d.describedOwn || d.cost <= 0 && d.policySet == nil || d.inRedis || d.redisHolds() {
 		return // an unmetered request with no fields (preauth off) gets none
 	}
-	tenant := !d.lim.tenantOff && d.lim.tenant.rate > 0
 	var arr, parr [160]byte
-	b, pb := arr[:0], parr[:0]
-	if tenant {
-		tokens, ok := d.z.tenants.Tokens(d.fp, d.now)
-		b = d.appendKeyLeft(b, "tenant", layerTenant, d.lim.tenant, tokens, ok, 0)
-		pb = appendBucketPolicy(pb, "tenant", d.lim.tenant)
-	}
-	for _, p := range quotaPeriods {
-		lim := d.lim.quota.of(p)
-		if lim <= 0 {
-			continue
-		}
-		if len(b) > 0 {
-			b, pb = append(b, ", "...), append(pb, ", "...)
-		}
-		b = appendQuotaLeft(b, p, lim, d.z.quota.Used(d.identityQuotaKey(), p, d.now), d.now)
-		pb = appendQuotaPolicy(pb, p, lim)
-	}
+	b, pb := d.appendOwnItems(arr[:0], parr[:0], nil, !d.lim.tenantOff && d.lim.tenant.rate > 0, true)
 	if len(pb) == 0 {
 		return
 	}
