@@ -348,6 +348,13 @@ func TestRateLimitHeadersOfAProvingResponseDescribeWhatComesNext(t *testing.T) {
 			t.Fatalf("initialize: RateLimit %q, want tenant r=4;t=0, quota-day r=5, quota-month r=50", r.Header.Get("RateLimit"))
 		}
 	})
+	t.Run("tenant off", func(t *testing.T) {
+		e := start(t, "zone provehdr_notenant\n"+strings.Replace(block, "tenant 1/m burst 4", "tenant off", 1))
+		r := e.call(1, "Authorization", "Bearer valid-provehdr")
+		if got, want := r.Header.Get("RateLimit-Policy"), strings.Replace(policy, `"tenant";q=4;w=240, `, "", 1); got != want {
+			t.Fatalf("tenant off: RateLimit-Policy %q, want %q", got, want)
+		}
+	})
 	t.Run("preauth off", func(t *testing.T) {
 		e := start(t, "zone provehdr_nopreauth\n"+strings.Replace(block, "preauth 1/m burst 3", "preauth off", 1))
 		if r := e.post(harness.Initialize(1), "Authorization", "Bearer valid-provehdr-init"); len(r.Header["Ratelimit-Policy"]) != 0 {
