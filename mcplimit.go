@@ -418,6 +418,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request, next caddyht
 	err := next.ServeHTTP(&d.rec, d.detach(r))
 	d.unheard()
 	d.rec.learnError(err)
+	if err != nil {
+		d.holdThroughErrorRoutes(r)
+	}
 	return err
 }
 
