@@ -533,6 +533,8 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) erro
 		args = nil
 	case len(args) > 1 && args[0] == "off":
 		return d.Errf("concurrency off: takes no other arguments")
+	case len(args) > 0 && args[len(args)-1] == "per_identity":
+		return d.Errf("concurrency: per_identity takes a positive integer, at most %d; none given", maxFigure)
 	case len(args) == 1 || len(args) == 3:
 		n, err := parseCount[int](args[0])
 		if err != nil || n <= 0 || n > maxFigure {

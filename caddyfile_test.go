@@ -394,6 +394,8 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"concurrency per_identity zero", "concurrency 4 per_identity 0", "concurrency", "per_identity"},
 		{"concurrency keyword misspelt", "concurrency 4 per_id 2", "concurrency", "per_identity"},
 		{"concurrency off with a cap", "concurrency off per_identity 2", "concurrency", "off: takes no other arguments"},
+		{"concurrency per_identity without its value", "concurrency 2 per_identity", "concurrency", "per_identity takes a positive integer, at most 999999999999999; none given"},
+		{"concurrency per_identity alone without its value", "concurrency per_identity", "concurrency", "per_identity takes a positive integer, at most 999999999999999; none given"},
 		{"meter star with names", "meter * tools/call", "meter", "combined"},
 		{"meter no args", "meter", "meter", "argument"},
 		{"trust_identity with an argument", "trust_identity yes", "trust_identity", "argument"},
