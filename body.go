@@ -29,13 +29,11 @@ func (h *Handler) inspect(d *decision, w http.ResponseWriter, r *http.Request) b
 	// Their refusals echo the ids of a small body that reads as JSON
 	// whatever its headers say (one sent unencoded under a coding, say).
 	if ce, encoded := bodyEncoding(r.Header["Content-Encoding"]); encoded {
-		d.peekIDs(w, r)
-		d.startLinger(w, r)
+		d.peekLingering(w, r)
 		return d.refused(encodingRefusal(ce))
 	}
 	if cs, foreign := foreignCharset(r.Header["Content-Type"]); foreign {
-		d.peekIDs(w, r)
-		d.startLinger(w, r)
+		d.peekLingering(w, r)
 		return d.refused(charsetRefusal(cs))
 	}
 	// The body is held in memory until it is all here, before any layer
@@ -265,6 +263,27 @@ const peekWait = 500 * time.Millisecond
 // not arrive within peekWait, or one whose wait cannot be bounded is
 // answered with id null rather than read.
 func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
+	d.peekIDsWithin(w, r, peekWait)
+}
+
+// peekLingering is peekIDs for a body refused for its headers once
+// pre-auth has let it in, whose rest is then read after the refusal (see
+// startLinger). Over HTTP/1 it waits for the body as long as the linger
+// would read it, not peekWait: Caddy's body reader fails every read after
+// one that timed out, so a peek cut short would leave the linger nothing
+// to read, and a client still writing its body before it reads the
+// answer would meet the connection's reset instead of its 415.
+func (d *decision) peekLingering(w http.ResponseWriter, r *http.Request) {
+	wait := peekWait
+	if r.ProtoMajor == 1 {
+		wait = lingerWait
+	}
+	d.peekIDsWithin(w, r, wait)
+	d.startLinger(w, r)
+}
+
+// peekIDsWithin is peekIDs waiting at most wait for the body.
+func (d *decision) peekIDsWithin(w http.ResponseWriter, r *http.Request, wait time.Duration) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return
 	}
@@ -275,7 +294,7 @@ func (d *decision) peekIDs(w http.ResponseWriter, r *http.Request) {
 		setReadDeadline(w, time.Now())
 		return
 	}
-	if !setReadDeadline(w, time.Now().Add(peekWait)) {
+	if !setReadDeadline(w, time.Now().Add(wait)) {
 		return
 	}
 	buf, tooLarge, err := jsonrpc.ReadBody(r.Body, peekLimit)

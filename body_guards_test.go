@@ -102,6 +102,49 @@ func TestRefusedBodyIsReadToItsEndSoTheClientReadsItsAnswer(t *testing.T) {
 	}
 }
 
+// A small body refused for its content coding or charset, sent over
+// about a second by a client that writes its whole body before it reads
+// the answer (Python's requests and http.client do), gets its 415 with its
+// id: the 415's peek at the body waits, over HTTP/1, as long as the linger
+// that reads the rest would. With half a second's peek, the read that timed
+// out left Caddy's body reader failing every read after it, the connection
+// closed with the body still arriving, and the client met a reset instead
+// of its answer.
+func TestSlowSmallBodyRefusedForItsHeadersGetsItsAnswer(t *testing.T) {
+	e := start(t, "zone slow415\npreauth 100/s burst 100")
+	call := harness.ToolCall(7, "echo", map[string]any{"text": strings.Repeat("x", 30000)})
+	for _, c := range []struct{ name, header string }{
+		{"gzip", "Content-Type: application/json\r\nContent-Encoding: gzip\r\n"},
+		{"UTF-16", "Content-Type: application/json; charset=utf-16\r\n"},
+	} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(e.caddy.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(time.Minute)) // only so a failure cannot hang
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer valid-slow415\r\n"+
+			"Accept: application/json, text/event-stream\r\n%sContent-Length: %d\r\n\r\n", conn.RemoteAddr(), c.header, len(call))
+		// Ten pieces, 80ms apart: past the half second, well within 2s.
+		piece := len(call)/10 + 1
+		for i := 0; i < len(call); i += piece {
+			if _, err := io.WriteString(conn, call[i:min(i+piece, len(call))]); err != nil {
+				t.Fatalf("%s: writing the body at byte %d: %v", c.name, i, err)
+			}
+			time.Sleep(80 * time.Millisecond)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%s: reading the answer after the whole body: %v", c.name, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		conn.Close()
+		if resp.StatusCode != http.StatusUnsupportedMediaType || !strings.Contains(string(body), `"id":7`) {
+			t.Fatalf("%s: %d %s, want 415 answering id 7", c.name, resp.StatusCode, body)
+		}
+	}
+}
+
 // The rest of a refused body is read for a bounded time: a client that
 // stalls after its refusal is let go (after 2s), not waited for as long
 // as it keeps the connection open.
