@@ -1461,6 +1461,26 @@ func TestRespelledCredentialsAreOneIdentity(t *testing.T) {
 	unchanged(t, e, before, "respelled credentials")
 }
 
+// Java's equalsIgnoreCase and .NET's OrdinalIgnoreCase read the dotless ı
+// (Java the dotted İ too) as i: a backend on them accepts `Basıc` as
+// Basic, so those spellings of a scheme are the one identity as well, and
+// one password does not get a budget (and a quota) per spelling.
+func TestSchemeSpelledWithATurkishIIsOneIdentity(t *testing.T) {
+	// The backend is given no credential, so it runs the calls: this one
+	// accepts none but Bearer.
+	e := startSite(t, "mcp_ratelimit {\ntenant 10/s burst 100\nquota 2/day\n}\nreverse_proxy $BACKEND {\nheader_up -Authorization\n}")
+	for i := range 2 {
+		if r := e.call(i, "Authorization", "Basic ZGVtbzpwdw=="); r.Status != http.StatusOK {
+			t.Fatalf("call %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	before := e.backend.ToolCalls()
+	for _, v := range []string{"Bas\u0131c ZGVtbzpwdw==", "BAS\u0130C ZGVtbzpwdw==", "bas\u0131c\tZGVtbzpwdw=="} {
+		refusal(t, e.call(3, "Authorization", v), http.StatusTooManyRequests, "quota")
+	}
+	unchanged(t, e, before, "the scheme spelled with ı or İ")
+}
+
 // Proxy-Authorization holds credentials as Authorization does (RFC 9110):
 // its spellings are one identity too, and Bearer credentials of more than
 // one token are refused.

@@ -449,7 +449,7 @@ func canonicalCredentials(v string) (canonical string, extra bool) {
 	}
 	fields := credentialFields(v)
 	switch {
-	case len(fields) == 1 && tokenScheme(fields[0]):
+	case len(fields) == 1 && tokenScheme(asciiFolded(fields[0])):
 		return "", false
 	case len(fields) > 1:
 		fields[0] = capitalized(asciiFolded(fields[0]))
@@ -485,11 +485,17 @@ func tokenScheme(scheme string) bool {
 // asciiFolded returns the scheme s with each rune that folds to an ASCII
 // letter (ſ to s, the Kelvin sign to k) replaced by it: Go's EqualFold
 // matches `Baſic` to Basic, so a backend that reads the scheme so accepts
-// it, and each spelling must not be an identity of its own.
+// it, and each spelling must not be an identity of its own. The dotless ı
+// and the dotted İ are i: Java's equalsIgnoreCase and .NET's
+// OrdinalIgnoreCase (ı), and JavaScript's toUpperCase (ı), match `Basıc`
+// to Basic, though no simple fold of Unicode joins them.
 func asciiFolded(s string) string {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return strings.Map(func(r rune) rune {
+				if r == 'ı' || r == 'İ' {
+					return 'i'
+				}
 				for f := unicode.SimpleFold(r); r >= utf8.RuneSelf && f != r; f = unicode.SimpleFold(f) {
 					if f < utf8.RuneSelf {
 						return f

@@ -53,6 +53,16 @@ func TestCanonicalCredentials(t *testing.T) {
 		{"BA\u017fIC dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false},
 		{"Ba\u017fic", "", false},
 		{"Tø\u212aen abc", "Tøken abc", false},
+		// Java's equalsIgnoreCase and .NET's OrdinalIgnoreCase read the
+		// dotless ı (and Java the dotted İ) as i.
+		{"Bas\u0131c dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false},
+		{"BAS\u0131C dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false},
+		{"Bas\u0130c dXNlcjpwYXNz", "Basic dXNlcjpwYXNz", false},
+		{"Ap\u0131Key abc", "Apikey abc", false},
+		{"D\u0130gest a=1", "Digest a=1", false},
+		{"Bas\u0131c", "", false},
+		{"Bas\u0131c dXNlcjpwYXNz x", "Basic dXNlcjpwYXNz x", true},
+		{"s\u0131d", "s\u0131d", false}, // a lone token is the credential itself: not folded
 	}
 	for _, tt := range tests {
 		if got, extra := canonicalCredentials(tt.in); got != tt.want || extra != tt.extra {
