@@ -96,7 +96,7 @@ func (h *Handler) admit(d *decision, w http.ResponseWriter, r *http.Request) boo
 		d.rollback()
 	}
 	d.z.metrics.admit()
-	if d.cost > 0 {
+	if d.cost > 0 && !d.slotsHeld {
 		d.countInflight()
 	}
 	return false
@@ -484,7 +484,7 @@ func (d *decision) admitAnonymous() bool {
 // a slot is never charged in Redis. A body of JSON-RPC notifications and
 // responses only puts no call in flight (see callsNothing).
 func (d *decision) admitConcurrency() bool {
-	if d.tookLocal {
+	if d.tookLocal || d.slotsHeld {
 		return true
 	}
 	c := d.lim.concurrency

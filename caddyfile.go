@@ -535,6 +535,8 @@ func parseConcurrency(d *caddyfile.Dispenser, dst **Concurrency, plan bool) erro
 		return d.Errf("concurrency off: takes no other arguments")
 	case len(args) > 0 && args[len(args)-1] == "per_identity":
 		return d.Errf("concurrency: per_identity takes a positive integer, at most %d; none given", maxFigure)
+	case len(args) == 2 && args[0] != "per_identity":
+		return d.Errf("concurrency %s: after the cap, want per_identity <positive integer, at most %d>, got %q", args[0], maxFigure, args[1])
 	case len(args) == 1 || len(args) == 3:
 		n, err := parseCount[int](args[0])
 		if err != nil || n <= 0 || n > maxFigure {

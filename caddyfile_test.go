@@ -395,6 +395,8 @@ func TestCaddyfileInvalidInputFailsAdaptNamingTheLine(t *testing.T) {
 		{"concurrency keyword misspelt", "concurrency 4 per_id 2", "concurrency", "per_identity"},
 		{"concurrency off with a cap", "concurrency off per_identity 2", "concurrency", "off: takes no other arguments"},
 		{"concurrency per_identity without its value", "concurrency 2 per_identity", "concurrency", "per_identity takes a positive integer, at most 999999999999999; none given"},
+		{"concurrency cap and a stray word", "concurrency 2 foo", "concurrency", `concurrency 2: after the cap, want per_identity <positive integer, at most 999999999999999>, got "foo"`},
+		{"concurrency cap and a number", "concurrency 2 2", "concurrency", `concurrency 2: after the cap, want per_identity`},
 		{"concurrency per_identity alone without its value", "concurrency per_identity", "concurrency", "per_identity takes a positive integer, at most 999999999999999; none given"},
 		{"meter star with names", "meter * tools/call", "meter", "combined"},
 		{"meter no args", "meter", "meter", "argument"},

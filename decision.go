@@ -133,6 +133,10 @@ type decision struct {
 	// tookLocal says the anonymous and concurrency layers took before
 	// Redis was asked (see admitLayers): their steps then pass.
 	tookLocal bool
+	// slotsHeld says the request holds its slots through the error
+	// routes that run it now (see heldByErrorRoute): the concurrency
+	// layer and the in-flight gauge pass it.
+	slotsHeld bool
 	concN     int
 	// listens says the body holds only listen requests, whose answer is a
 	// stream held open: its slots go when the answer starts.
@@ -192,6 +196,7 @@ func (h *Handler) newDecision(r *http.Request, now time.Time) *decision {
 		d.forgotten = d.hasID && d.z.forgotten.Contains(d.fp, now)
 	}
 	d.lim = d.pol.limitsFor(r, d)
+	d.slotsHeld = d.heldByErrorRoute(r)
 	return d
 }
 

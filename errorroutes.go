@@ -15,7 +15,9 @@ import (
 // flight. Freed at the handler's return, they would let any number of
 // calls run there at once. The request's context ends once the server
 // has written its answer, or with the client's leaving, which also ends
-// what the error routes forward.
+// what the error routes forward. A handler of the zone in the error
+// routes finds the request marked (see heldByErrorRoute): the call holds
+// its slots already.
 func (d *decision) holdThroughErrorRoutes(r *http.Request) {
 	if !d.concAll && !d.concID && d.inflight == 0 {
 		return
@@ -24,9 +26,23 @@ func (d *decision) holdThroughErrorRoutes(r *http.Request) {
 	if srv == nil || srv.Errors == nil || len(srv.Errors.Routes) == 0 {
 		return
 	}
-	held := heldSlots{z: d.z, fp: d.fp, n: d.concN, all: d.concAll, id: d.concID, inflight: d.inflight}
+	held := &heldSlots{z: d.z, fp: d.fp, n: d.concN, all: d.concAll, id: d.concID, inflight: d.inflight}
 	d.concAll, d.concID, d.inflight = false, false, 0
+	d.z.errorHolds.Add(1)
+	caddyhttp.SetVar(r.Context(), d.z.heldVar, held)
 	context.AfterFunc(r.Context(), held.free)
+}
+
+// heldByErrorRoute reports whether r is a request of d's zone whose
+// slots are held through the error routes now running it: a handler of
+// the zone there takes none again (the call would be refused for the
+// slots it holds itself), and counts no calls in flight again.
+func (d *decision) heldByErrorRoute(r *http.Request) bool {
+	if d.z.errorHolds.Load() == 0 {
+		return false
+	}
+	_, held := caddyhttp.GetVar(r.Context(), d.z.heldVar).(*heldSlots)
+	return held
 }
 
 // heldSlots are the slots and in-flight calls of a request that the
@@ -41,7 +57,8 @@ type heldSlots struct {
 
 // free gives the slots back and takes the calls out of the gauge, as
 // decision.finish does.
-func (s heldSlots) free() {
+func (s *heldSlots) free() {
+	s.z.errorHolds.Add(-1)
 	if s.all {
 		s.z.all.Release(globalKey, s.n)
 	}

@@ -20,21 +20,24 @@ func TestCallsHandledByErrorRoutesHoldTheirSlots(t *testing.T) {
 	for _, c := range []struct {
 		name, zone, cap string
 		hdr             []string
+		again           bool // the error routes run the zone's handler again
 	}{
-		{"the zone's cap", "errroutes", "concurrency 1", nil},
-		{"the identity's cap", "errroutes-id", "concurrency 5 per_identity 1", []string{"Authorization", "Bearer valid-errroutes"}},
+		{"the zone's cap", "errroutes", "concurrency 1", nil, false},
+		{"the identity's cap", "errroutes-id", "concurrency 5 per_identity 1", []string{"Authorization", "Bearer valid-errroutes"}, false},
+		// The call holds its slot already: the zone's handler in the
+		// error routes must not refuse it for that slot, nor count it in
+		// flight twice.
+		{"the zone's handler in the error routes too", "errroutes-again", "concurrency 1", nil, true},
+		{"the identity's cap, the zone's handler in the error routes too", "errroutes-id-again", "concurrency 5 per_identity 1", []string{"Authorization", "Bearer valid-errroutes-again"}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			dead := harness.FreePort(t) // nothing listens there: the primary backend fails
-			e := startSite(t, fmt.Sprintf(`mcp_ratelimit {
-zone %s
-preauth 100/s burst 100
-%s
-}
-reverse_proxy 127.0.0.1:%d
-handle_errors {
-reverse_proxy $BACKEND
-}`, c.zone, c.cap, dead))
+			limiter := fmt.Sprintf("mcp_ratelimit {\nzone %s\npreauth 100/s burst 100\n%s\n}", c.zone, c.cap)
+			again := ""
+			if c.again {
+				again = limiter
+			}
+			e := startSite(t, fmt.Sprintf("%s\nreverse_proxy 127.0.0.1:%d\nhandle_errors {\n%s\nreverse_proxy $BACKEND\n}", limiter, dead, again))
 			inflight := func() float64 {
 				v, _ := harness.Metric(t, e.caddy.Admin, `mcp_ratelimit_inflight{zone="`+c.zone+`"}`)
 				return v

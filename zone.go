@@ -128,6 +128,12 @@ type zone struct {
 	// the next loadRedisPending.
 	pendingLocks quota.Locks
 	pendingWait  time.Duration
+	// errorHolds counts the requests holding their slots through the
+	// server's error routes (see holdThroughErrorRoutes), and heldVar
+	// names the request variable that marks them: while there are none,
+	// no request looks for the mark.
+	errorHolds atomic.Int64
+	heldVar    string
 
 	// unpushed and boundUnpushed are the zone's copies on the host of
 	// the counts storage did not take (quota counts, and those bound for
@@ -263,6 +269,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	capacity := capacityOf(pol) // the sets are made with it
 	z = &zone{
 		name:        pol.zone,
+		heldVar:     "mcp_ratelimit.held_slots." + pol.zone,
 		redisHost:   newHostFiles(redisPendingKind, pol.zone, owner),
 		redisCounts: newHostFiles(redisCountsKind, pol.zone, owner),
 		inMemory: inMemory{
