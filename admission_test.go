@@ -1074,7 +1074,7 @@ func TestNeverPassingRequestIsToldSoAheadOfALongerWait(t *testing.T) {
 		tool        string // of the batch's calls; "" for echo
 	}{
 		{"more calls than the concurrency cap, tenant short of tokens",
-			"tenant 1/m burst 5\nquota off\nconcurrency 1", 3, 3, "concurrency", 1, 1, 1, "at most 1 calls", ""},
+			"tenant 1/m burst 5\nquota off\nconcurrency 1", 3, 3, "concurrency", 1, 1, 1, "Send at most 1 call per request", ""},
 		// Each call costs at least 1: no more than the 2 left fit.
 		{"more calls than the concurrency cap, quota nearly used",
 			"tenant 100/s burst 10\nquota 5/day\nconcurrency 4", 3, 5, "concurrency", 1, 1, 2, "at most 2 calls", ""},

@@ -87,11 +87,11 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 		b = strconv.AppendInt(b, int64(ref.max), 10)
 		b = append(b, ref.concurrencyScope()...)
 		b = append(b, "; it will never be admitted as sent. Send at most "...)
-		b = strconv.AppendInt(b, ref.maxPerRequest(), 10)
+		b = appendCalls(b, ref.maxPerRequest())
 		if ref.maxPerRequest() < int64(ref.max) {
-			return append(b, " calls per request (the most the other limits on this request admit)."...)
+			return append(b, " per request (the most the other limits on this request admit)."...)
 		}
-		return append(b, " calls per request."...)
+		return append(b, " per request."...)
 	default: // kindConcurrency
 		b = append(b, "Too many calls in flight"...)
 		b = append(b, ref.concurrencyScope()...)
@@ -187,9 +187,18 @@ func (ref *refusal) appendQuotaCost(b []byte) []byte {
 		return appendCost(b, ref.item.N)
 	}
 	b = append(b, "makes "...)
-	b = strconv.AppendInt(b, ref.item.N, 10)
-	b = append(b, " calls to tool "...)
+	b = appendCalls(b, ref.item.N)
+	b = append(b, " to tool "...)
 	return strconv.AppendQuote(b, ref.tool)
+}
+
+// appendCalls appends n calls: "1 call", "2 calls".
+func appendCalls(b []byte, n int64) []byte {
+	b = strconv.AppendInt(b, n, 10)
+	if n == 1 {
+		return append(b, " call"...)
+	}
+	return append(b, " calls"...)
 }
 
 // appendCost appends a request's cost n. A batch's cost is a sum that
@@ -239,13 +248,10 @@ func (ref *refusal) appendQuotaLimit(b []byte) []byte {
 // appendQuotaLimit appends the figure of layer l's quota of limit.
 func appendQuotaLimit(b []byte, l layer, limit int64) []byte {
 	b = append(b, " ("...)
-	b = strconv.AppendInt(b, limit, 10)
-	switch {
-	case l != layerToolQuota:
-	case limit == 1:
-		b = append(b, " call"...)
-	default:
-		b = append(b, " calls"...)
+	if l == layerToolQuota {
+		b = appendCalls(b, limit)
+	} else {
+		b = strconv.AppendInt(b, limit, 10)
 	}
 	return append(b, ')')
 }
@@ -255,11 +261,8 @@ func appendQuotaLimit(b []byte, l layer, limit int64) []byte {
 func (ref *refusal) appendQuotaSize(b []byte, n int64) []byte {
 	if ref.layer == layerToolQuota {
 		b = append(b, "with at most "...)
-		b = strconv.AppendInt(b, n, 10)
-		if n == 1 {
-			return append(b, " call to that tool"...)
-		}
-		return append(b, " calls to that tool"...)
+		b = appendCalls(b, n)
+		return append(b, " to that tool"...)
 	}
 	b = append(b, "costing at most "...)
 	return strconv.AppendInt(b, n, 10)
