@@ -18,9 +18,17 @@ func (ref *refusal) appendMessage(b []byte) []byte {
 	case ref.kind == kindRate && ref.n > ref.lim.burst:
 		b = append(b, "Rate limited: this request costs "...)
 		b = appendCost(b, int64(ref.n))
-		b = append(b, ", more than the "...)
+		b = append(b, ", more than "...)
+		b = appendRateOwner(b, ref.layer)
 		b = append(b, ref.lim.unitWord()...)
-		b = append(b, " limit ("...)
+		b = append(b, " limit"...)
+		switch ref.layer {
+		case layerPreauth:
+			b = append(b, " for requests without an accepted credential"...)
+		case layerAnonymous:
+			b = append(b, " for requests without credentials"...)
+		}
+		b = append(b, " ("...)
 		b = append(b, ref.lim.text...)
 		b = append(b, ", burst "...)
 		b = strconv.AppendInt(b, int64(ref.lim.burst), 10)
@@ -190,6 +198,23 @@ func (ref *refusal) appendQuotaCost(b []byte) []byte {
 	b = appendCalls(b, ref.item.N)
 	b = append(b, " to tool "...)
 	return strconv.AppendQuote(b, ref.tool)
+}
+
+// appendRateOwner appends whose rate limit layer l's is, as a
+// possessive before its unit: the API key's, the organization's, this
+// network address's, the server's.
+func appendRateOwner(b []byte, l layer) []byte {
+	switch l {
+	case layerPreauth:
+		return append(b, "this network address's "...)
+	case layerGroup:
+		return append(b, "this caller's organization's shared "...)
+	case layerGlobal:
+		return append(b, "this server's total "...)
+	case layerAnonymous:
+		return append(b, "the shared "...)
+	}
+	return append(b, "this API key's "...)
 }
 
 // appendCalls appends n calls: "1 call", "2 calls".

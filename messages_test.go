@@ -89,15 +89,47 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 		setup: func(e *env) { e.prove("valid-msg-a") },
 		send:  func(e *env) *harness.Response { return e.call(9, a...) },
 		limit: "tenant",
-		want: `Rate limited: this request costs 3, more than the per-hour limit \(1/h, burst 2\) admits at once; it will never be admitted as sent\. ` +
+		want: `Rate limited: this request costs 3, more than this API key's per-hour limit \(1/h, burst 2\) admits at once; it will never be admitted as sent\. ` +
 			`Send fewer or cheaper calls per request, costing at most 2 together\.`,
+	}, {
+		name:  "a batch above the organization's burst",
+		block: "group {http.request.header.X-Org} 1/h burst 3\nquota off",
+		setup: func(e *env) { e.prove("valid-msg-a") },
+		send:  func(e *env) *harness.Response { return e.post(batch(1, 4), orgA...) },
+		limit: "group",
+		want: `Rate limited: this request costs 4, more than this caller's organization's shared per-hour limit \(1/h, burst 3\) admits at once; it will never be admitted as sent\. ` +
+			`Send fewer or cheaper calls per request, costing at most 3 together\.`,
+	}, {
+		name:  "a batch above the server's burst",
+		block: "global 1/h burst 3\nquota off",
+		setup: func(e *env) { e.prove("valid-msg-a") },
+		send:  func(e *env) *harness.Response { return e.post(batch(1, 4), a...) },
+		limit: "global",
+		want: `Rate limited: this request costs 4, more than this server's total per-hour limit \(1/h, burst 3\) admits at once; it will never be admitted as sent\. ` +
+			`Send fewer or cheaper calls per request, costing at most 3 together\.`,
+	}, {
+		name:  "a keyless batch above the anonymous burst",
+		block: "anonymous 1/h burst 3\nquota off",
+		setup: func(*env) {},
+		send:  func(e *env) *harness.Response { return e.post(batch(1, 4)) },
+		limit: "anonymous",
+		want: `Rate limited: this request costs 4, more than the shared per-hour limit for requests without credentials \(1/h, burst 3\) admits at once; it will never be admitted as sent\. ` +
+			`Send fewer or cheaper calls per request, costing at most 3 together\.`,
+	}, {
+		name:  "an unproven batch above the pre-auth burst",
+		block: "preauth 1/h burst 3\nquota off",
+		setup: func(*env) {},
+		send:  func(e *env) *harness.Response { return e.post(batch(1, 4), "Authorization", "Bearer valid-msg-new") },
+		limit: "preauth",
+		want: `Rate limited: this request costs 4, more than this network address's per-hour limit for requests without an accepted credential \(1/h, burst 3\) admits at once; it will never be admitted as sent\. ` +
+			`Send fewer or cheaper calls per request, costing at most 3 together\.`,
 	}, {
 		name:  "a batch above the burst and a smaller quota",
 		block: "tenant 1/h burst 5\nquota 4/day",
 		setup: func(e *env) { e.prove("valid-msg-a") },
 		send:  func(e *env) *harness.Response { return e.post(batch(1, 6), a...) },
 		limit: "tenant",
-		want: `Rate limited: this request costs 6, more than the per-hour limit \(1/h, burst 5\) admits at once; it will never be admitted as sent\. ` +
+		want: `Rate limited: this request costs 6, more than this API key's per-hour limit \(1/h, burst 5\) admits at once; it will never be admitted as sent\. ` +
 			`Send fewer or cheaper calls per request, costing at most 4 together \(the most the other limits on this request admit\)\.`,
 	}, {
 		name:  "a batch whose cost is beyond counting",
@@ -105,7 +137,7 @@ func TestRefusalMessagesTellTheAgentWhatToDo(t *testing.T) {
 		setup: func(e *env) { e.prove("valid-msg-a") },
 		send:  func(e *env) *harness.Response { return e.post(batch(1, 9300), a...) },
 		limit: "tenant",
-		want: `Rate limited: this request costs at least 9223372036854775807, more than the per-hour limit \(1/h, burst 999999999999999\) admits at once; it will never be admitted as sent\. ` +
+		want: `Rate limited: this request costs at least 9223372036854775807, more than this API key's per-hour limit \(1/h, burst 999999999999999\) admits at once; it will never be admitted as sent\. ` +
 			`Send fewer or cheaper calls per request, costing at most 999999999999999 together\.`,
 	}, {
 		name:  "a batch beyond counting against a quota",
