@@ -149,11 +149,26 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		if key, unreached, err = redisFingerprintKey(h.Store.Redis, zoneName, key); err != nil {
 			return err
 		}
-		if unreached == nil {
+		switch {
+		case unreached == nil:
 			created = created && bytes.Equal(key, offered)
 			where = "its Redis store"
-		} else {
-			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it (or storage's), as Caddy starting now would\n", zoneName, unreached)
+			if !bytes.Equal(key, cached) {
+				// Kept as a starting handler keeps it: the command run
+				// during an outage then uses Redis's key, not this
+				// host's own.
+				if err := writeKeyCache(zoneName, key); err != nil {
+					fmt.Fprintf(notes, "note: could not keep zone %q's key from Redis on this host: %v\n", zoneName, err)
+				}
+			}
+		case cached == nil:
+			// This host never used the zone's key: the one in its
+			// storage may not be the one in Redis, which every instance
+			// fingerprints with, and an override under a fingerprint of
+			// another key matches nobody.
+			return fmt.Errorf("zone %q's Redis store is unreachable (%v), and this host has never used the zone's key from it: the fingerprint cannot be told; run the command again once Redis answers", zoneName, unreached)
+		default:
+			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it, as Caddy starting now would\n", zoneName, unreached)
 		}
 	}
 	switch {

@@ -204,37 +204,71 @@ func TestFingerprintCommandNamesTheDefaultIdentity(t *testing.T) {
 	}
 }
 
-// With store redis and Redis unreachable, the command uses the key a
-// handler starting then uses, and says so: the key this host last used
-// for the zone, else storage's. It does not fail, as it did, while the
-// zone it describes serves on with that key.
+// With store redis and Redis unreachable, the command uses the key this
+// host last used for the zone, as a handler starting then does, and says
+// so. On a host that never used the zone's key it prints nothing and
+// fails: its storage's key need not be Redis's, which every instance
+// fingerprints with, and an override under a fingerprint of another key
+// matches nobody.
 func TestFingerprintCommandWithRedisDownUsesTheKeyAStartingHandlerWould(t *testing.T) {
 	for _, c := range []struct {
 		rule   string
 		cached bool
 	}{
 		{"the key this host last used", true},
-		{"storage's key, on a host that never ran the zone", false},
+		{"none: a host that never used the zone's key", false},
 	} {
 		t.Run(c.rule, func(t *testing.T) {
 			t.Setenv("XDG_DATA_HOME", t.TempDir())
 			zone := "redis-down-" + rand.Text()[:8]
 			cached, stored := newFingerprintKey(), newFingerprintKey()
-			want := stored
 			if c.cached {
 				if err := writeKeyCache(zone, cached); err != nil {
 					t.Fatal(err)
 				}
-				want = cached
 			}
 			cfgPath := redisZoneWithStoredKey(t, zone, stored, fmt.Sprintf("redis://127.0.0.1:%d", freePort(t)))
+			if !c.cached {
+				var out, notes bytes.Buffer
+				err := runFingerprint(zone, cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes)
+				if err == nil || !strings.Contains(err.Error(), "cannot be told") || out.Len() != 0 {
+					t.Fatalf("printed %q, error %v, with Redis down on a host that never used the zone's key; want no fingerprint and an error saying why", out.String(), err)
+				}
+				return
+			}
 			got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
-			if got != fingerprintHex(newFingerprinter(want).sum("Bearer abc"))+"\n" {
+			if got != fingerprintHex(newFingerprinter(cached).sum("Bearer abc"))+"\n" {
 				t.Fatalf("printed %q with Redis down, want the fingerprint under %s; notes %q", got, c.rule, notes)
 			}
 			if !strings.Contains(notes, "Redis store unreachable") || strings.Contains(notes, "created") {
 				t.Fatalf("notes %q, want Redis's outage named and no key said to be created", notes)
 			}
 		})
+	}
+}
+
+// Run with Redis answering, the command keeps Redis's key on this host,
+// as a starting handler does: run again during an outage, it prints the
+// fingerprint under that key, the one every instance uses, not under the
+// key in this host's storage.
+func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
+	url, redis := localRedis(t)
+	zone := "outage-key-" + rand.Text()[:8]
+	inRedis, stored := newFingerprintKey(), newFingerprintKey()
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // another host puts its key in Redis
+	guardFingerprint(t, zone, redisZoneWithStoredKey(t, zone, inRedis, url), "caddyfile", "Bearer abc\n")
+
+	t.Setenv("XDG_DATA_HOME", t.TempDir()) // this host, its storage holding another key
+	cfgPath := redisZoneWithStoredKey(t, zone, stored, url)
+	want := fingerprintHex(newFingerprinter(inRedis).sum("Bearer abc")) + "\n"
+	if got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n"); got != want {
+		t.Fatalf("printed %q with Redis up, want %q under Redis's key; notes %q", got, want, notes)
+	}
+	_ = redis.Kill()
+	_, _ = redis.Wait()
+	got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	if got != want || !strings.Contains(notes, "Redis store unreachable") {
+		t.Fatalf("printed %q with Redis down, want %q under the key Redis gave this host (storage's gives %q); notes %q",
+			got, want, fingerprintHex(newFingerprinter(stored).sum("Bearer abc")), notes)
 	}
 }
