@@ -482,30 +482,46 @@ func tokenScheme(scheme string) bool {
 	return strings.EqualFold(scheme, "Bearer") || strings.EqualFold(scheme, "Basic")
 }
 
-// asciiFolded returns the scheme s with each rune that folds to an ASCII
-// letter (ſ to s, the Kelvin sign to k) replaced by it: Go's EqualFold
-// matches `Baſic` to Basic, so a backend that reads the scheme so accepts
-// it, and each spelling must not be an identity of its own. The dotless ı
-// and the dotted İ are i: Java's equalsIgnoreCase and .NET's
-// OrdinalIgnoreCase (ı), and JavaScript's toUpperCase (ı), match `Basıc`
-// to Basic, though no simple fold of Unicode joins them.
+// asciiFolded returns the scheme s with each rune that a backend's case
+// rules read as ASCII letters replaced by them: Go's EqualFold matches
+// `Baſic` to Basic (ſ folds to s, the Kelvin sign to k); Java's
+// equalsIgnoreCase and .NET's OrdinalIgnoreCase read the dotless ı (Java
+// the dotted İ too) as i; and the full upper-casing of JavaScript's
+// toUpperCase, Python's upper and Java's toUpperCase turns ß into SS and
+// the Latin ligatures into their letters (`Digeﬆ` is DIGEST). A backend
+// that reads the scheme so accepts each such spelling, which must not be
+// an identity of its own.
 func asciiFolded(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return strings.Map(func(r rune) rune {
-				if r == 'ı' || r == 'İ' {
-					return 'i'
-				}
-				for f := unicode.SimpleFold(r); r >= utf8.RuneSelf && f != r; f = unicode.SimpleFold(f) {
-					if f < utf8.RuneSelf {
-						return f
-					}
-				}
-				return r
-			}, s)
-		}
+	i := 0
+	for i < len(s) && s[i] < utf8.RuneSelf {
+		i++
 	}
-	return s
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.WriteString(s[:i])
+	for _, r := range s[i:] {
+		if letters, ok := asciiLetters[r]; ok {
+			b.WriteString(letters)
+			continue
+		}
+		for f := unicode.SimpleFold(r); r >= utf8.RuneSelf && f != r; f = unicode.SimpleFold(f) {
+			if f < utf8.RuneSelf {
+				r = f
+				break
+			}
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// asciiLetters are the runes no simple case fold joins to ASCII that
+// backends' case rules read as ASCII letters (see asciiFolded).
+var asciiLetters = map[rune]string{
+	'ı': "i", 'İ': "i", 'ß': "ss",
+	'ﬀ': "ff", 'ﬁ': "fi", 'ﬂ': "fl", 'ﬃ': "ffi", 'ﬄ': "ffl", 'ﬅ': "st", 'ﬆ': "st",
 }
 
 // capitalized returns the ASCII word s with its first letter upper case

@@ -63,6 +63,18 @@ func TestCanonicalCredentials(t *testing.T) {
 		{"Bas\u0131c", "", false},
 		{"Bas\u0131c dXNlcjpwYXNz x", "Basic dXNlcjpwYXNz x", true},
 		{"s\u0131d", "s\u0131d", false}, // a lone token is the credential itself: not folded
+		// JavaScript's toUpperCase, Python's upper and Java's toUpperCase
+		// turn ß and the Latin ligatures into ASCII letters.
+		{"Dige\ufb06 u=2", "Digest u=2", false},
+		{"Dige\ufb05 u=2", "Digest u=2", false},
+		{"\ufb01x abc", "Fix abc", false},
+		{"\ufb02ow abc", "Flow abc", false},
+		{"O\ufb00 abc", "Off abc", false},
+		{"O\ufb03ce abc", "Office abc", false},
+		{"Ba\ufb04e abc", "Baffle abc", false},
+		{"Ba\u00dfic abc", "Bassic abc", false},
+		{"Digest\u00df u=2", "Digestss u=2", false},
+		{"\u00dfx", "\u00dfx", false}, // a lone token: not folded
 	}
 	for _, tt := range tests {
 		if got, extra := canonicalCredentials(tt.in); got != tt.want || extra != tt.extra {
