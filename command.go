@@ -121,6 +121,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	// this host last used goes there, else a new one.
 	cached := readKeyCache(zoneName)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offeredKey(cached))
+	stored := key // storage's key, nil when unreadable
 	if err != nil {
 		if cached == nil {
 			return err
@@ -153,6 +154,14 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		case unreached == nil:
 			created = created && bytes.Equal(key, offered)
 			where = "its Redis store"
+			if !bytes.Equal(key, stored) {
+				// As an instance does on reaching Redis: storage's key is
+				// Redis's, so that a host starting without Redis, or with
+				// the store removed, fingerprints as every instance does.
+				if err := replaceFingerprintKey(context.Background(), stor, zoneName, key); err != nil {
+					fmt.Fprintf(notes, "note: could not put zone %q's key from Redis in storage: %v\n", zoneName, err)
+				}
+			}
 			if !bytes.Equal(key, cached) {
 				// Kept as a starting handler keeps it: the command run
 				// during an outage then uses Redis's key, not this
@@ -168,7 +177,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 			// another key matches nobody.
 			return fmt.Errorf("zone %q's Redis store is unreachable (%v), and this host has never used the zone's key from it: the fingerprint cannot be told; run the command again once Redis answers", zoneName, unreached)
 		default:
-			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it, as Caddy starting now would\n", zoneName, unreached)
+			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it, as Caddy starting now would: it is the key in Redis, which every instance uses, only if this host last used the zone with its Redis store answering; print the fingerprint again once Redis answers before an override relies on it\n", zoneName, unreached)
 		}
 	}
 	switch {

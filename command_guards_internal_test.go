@@ -258,9 +258,21 @@ func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", t.TempDir()) // another host puts its key in Redis
 	guardFingerprint(t, zone, redisZoneWithStoredKey(t, zone, inRedis, url), "caddyfile", "Bearer abc\n")
 
+	want := fingerprintHex(newFingerprinter(inRedis).sum("Bearer abc")) + "\n"
+	// A host whose storage holds no key: it gets Redis's there, as an
+	// instance reaching Redis puts it, not one of its own.
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	empty := t.TempDir()
+	site := fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url)
+	if got, notes := guardFingerprint(t, zone, writeCommandConfig(t, "Caddyfile", empty, site), "caddyfile", "Bearer abc\n"); got != want {
+		t.Fatalf("printed %q with Redis up on empty storage, want %q; notes %q", got, want, notes)
+	}
+	if inStorage, err := os.ReadFile(filepath.Join(empty, "mcp_ratelimit", zone, "fingerprint.key")); err != nil || !bytes.Equal(inStorage, inRedis) {
+		t.Fatalf("storage holds key %x (%v), want Redis's %x", inStorage, err, inRedis)
+	}
+
 	t.Setenv("XDG_DATA_HOME", t.TempDir()) // this host, its storage holding another key
 	cfgPath := redisZoneWithStoredKey(t, zone, stored, url)
-	want := fingerprintHex(newFingerprinter(inRedis).sum("Bearer abc")) + "\n"
 	if got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n"); got != want {
 		t.Fatalf("printed %q with Redis up, want %q under Redis's key; notes %q", got, want, notes)
 	}
