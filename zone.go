@@ -243,7 +243,7 @@ func dropZone(z *zone) error {
 func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, error) {
 	stor := &swapStorage{}
 	stor.set(st)
-	stored, keyErr := startKey(stor, pol.zone, logger)
+	stored, keyErr := startKey(stor, pol.zone, logger, orphanable(pol))
 	var z *zone // the counters' callbacks run from flushes, once z is made
 	counter := func(prefix string, onDegraded func(z *zone, degraded bool, err error), kept func(z *zone) *unpushedCopy) *quota.Counter {
 		return quota.New(quota.Config{
@@ -615,15 +615,21 @@ type keyFailure struct {
 // fingerprint with. When storage cannot be read it returns the cached key,
 // or else a provisional random one, with the storage error: the zone then
 // starts and serves, and its run loop confirms the key once storage
-// answers (see confirmKey).
-func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) {
+// answers (see confirmKey). A new random key leaves the zone's overrides
+// (as many as overrides) matching no identity: a zone renamed, or moved
+// to an empty storage, fingerprints anew; the load says so.
+func startKey(stor keyStorage, zone string, logger *zap.Logger, overrides int) ([]byte, error) {
 	cached := readKeyCache(zone)
 	fresh := offeredKey(cached)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zone, fresh)
 	if err == nil {
-		if created && cached != nil {
+		switch {
+		case created && cached != nil:
 			logger.Warn("storage held no fingerprint key: stored the key cached on this host, the one this zone last used",
 				zap.String("zone", zone), zap.String("cache", keyCachePath(zone)))
+		case created && overrides > 0:
+			logger.Warn("zone had no fingerprint key, so a new one was made: its overrides' fingerprints were computed under another key (another zone name, another storage) and match no identity; print them again with `caddy mcp-ratelimit fingerprint --zone`",
+				zap.String("zone", zone), zap.Int("overrides", overrides))
 		}
 		return key, nil
 	}
@@ -635,6 +641,16 @@ func startKey(stor keyStorage, zone string, logger *zap.Logger) ([]byte, error) 
 	logger.Error("fingerprint key unreadable in storage and not cached on this host: fingerprinting with a provisional key until storage answers",
 		zap.String("zone", zone), zap.Error(err))
 	return fresh, err
+}
+
+// orphanable is how many overrides of pol a fingerprint key made now
+// would leave matching no identity: all of them, unless the zone's key
+// comes from its Redis store.
+func orphanable(pol *policy) int {
+	if pol.redis != nil {
+		return 0
+	}
+	return len(pol.overrides)
 }
 
 // keepKey runs before each flush while the zone's fingerprint key is
