@@ -488,7 +488,9 @@ func tokenScheme(scheme string) bool {
 // equalsIgnoreCase and .NET's OrdinalIgnoreCase read the dotless ı (Java
 // the dotted İ too) as i; and the full upper-casing of JavaScript's
 // toUpperCase, Python's upper and Java's toUpperCase turns ß into SS and
-// the Latin ligatures into their letters (`Digeﬆ` is DIGEST). A backend
+// the Latin ligatures into their letters (`Digeﬆ` is DIGEST), Python's
+// casefold ẞ into ss. A lone byte 0xDF is ß to the servers that decode
+// headers as Latin-1 (Python's, Node's). A backend
 // that reads the scheme so accepts each such spelling, which must not be
 // an identity of its own.
 func asciiFolded(s string) string {
@@ -501,7 +503,12 @@ func asciiFolded(s string) string {
 	}
 	var b strings.Builder
 	b.WriteString(s[:i])
-	for _, r := range s[i:] {
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if size == 1 && s[i] == 0xDF {
+			r = 'ß' // a lone byte, which backends decoding Latin-1 read so
+		}
+		i += size
 		if letters, ok := asciiLetters[r]; ok {
 			b.WriteString(letters)
 			continue
@@ -520,7 +527,7 @@ func asciiFolded(s string) string {
 // asciiLetters are the runes no simple case fold joins to ASCII that
 // backends' case rules read as ASCII letters (see asciiFolded).
 var asciiLetters = map[rune]string{
-	'ı': "i", 'İ': "i", 'ß': "ss",
+	'ı': "i", 'İ': "i", 'ß': "ss", 'ẞ': "ss",
 	'ﬀ': "ff", 'ﬁ': "fi", 'ﬂ': "fl", 'ﬃ': "ffi", 'ﬄ': "ffl", 'ﬅ': "st", 'ﬆ': "st",
 }
 

@@ -74,7 +74,11 @@ func TestCanonicalCredentials(t *testing.T) {
 		{"Ba\ufb04e abc", "Baffle abc", false},
 		{"Ba\u00dfic abc", "Bassic abc", false},
 		{"Digest\u00df u=2", "Digestss u=2", false},
-		{"\u00dfx", "\u00dfx", false}, // a lone token: not folded
+		{"\u00dfx", "\u00dfx", false},           // a lone token: not folded
+		{"\u1e9eWS okta1", "Ssws okta1", false}, // Python's casefold: ẞ is ss
+		{"\xdfWS okta1", "Ssws okta1", false},   // the Latin-1 byte of ß
+		{"SSWS okta1", "Ssws okta1", false},
+		{"\xdf\xffWS k", "Ss\ufffdws k", false}, // another invalid byte stays invalid
 	}
 	for _, tt := range tests {
 		if got, extra := canonicalCredentials(tt.in); got != tt.want || extra != tt.extra {
