@@ -122,6 +122,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	cached := readKeyCache(zoneName)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offeredKey(cached))
 	stored := key // storage's key, nil when unreadable
+	storedNew := created && err == nil
 	if err != nil {
 		if cached == nil {
 			return err
@@ -154,13 +155,20 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		case unreached == nil:
 			created = created && bytes.Equal(key, offered)
 			where = "its Redis store"
-			if !bytes.Equal(key, stored) {
-				// As an instance does on reaching Redis: storage's key is
-				// Redis's, so that a host starting without Redis, or with
-				// the store removed, fingerprints as every instance does.
+			switch {
+			case bytes.Equal(key, stored) || stored == nil:
+			case storedNew:
+				// The key this run put in storage goes for Redis's, as an
+				// instance puts it there on reaching Redis: a host
+				// starting without the store fingerprints alike.
 				if err := replaceFingerprintKey(context.Background(), stor, zoneName, key); err != nil {
 					fmt.Fprintf(notes, "note: could not put zone %q's key from Redis in storage: %v\n", zoneName, err)
 				}
+			default:
+				// A zone serving from this storage without the store
+				// fingerprints with storage's key: replacing it would reset
+				// every identity's budgets and quotas there.
+				fmt.Fprintf(notes, "note: this storage holds another fingerprint key for zone %q than its Redis store; instances on it without store redis fingerprint with that one (Caddy with store redis replaces it with Redis's as it starts)\n", zoneName)
 			}
 			if !bytes.Equal(key, cached) {
 				// Kept as a starting handler keeps it: the command run
@@ -175,6 +183,10 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 			// storage may not be the one in Redis, which every instance
 			// fingerprints with, and an override under a fingerprint of
 			// another key matches nobody.
+			if storedNew {
+				// A run that tells no fingerprint leaves no key behind.
+				_ = stor.Delete(context.Background(), fingerprintKeyName(zoneName))
+			}
 			return fmt.Errorf("zone %q's Redis store is unreachable (%v), and this host has never used the zone's key from it: the fingerprint cannot be told; run the command again once Redis answers", zoneName, unreached)
 		default:
 			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it, as Caddy starting now would: it is the key in Redis, which every instance uses, only if this host last used the zone with its Redis store answering; print the fingerprint again once Redis answers before an override relies on it\n", zoneName, unreached)

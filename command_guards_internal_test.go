@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/rand"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -271,16 +272,44 @@ func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
 		t.Fatalf("storage holds key %x (%v), want Redis's %x", inStorage, err, inRedis)
 	}
 
-	t.Setenv("XDG_DATA_HOME", t.TempDir()) // this host, its storage holding another key
-	cfgPath := redisZoneWithStoredKey(t, zone, stored, url)
-	if got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n"); got != want {
-		t.Fatalf("printed %q with Redis up, want %q under Redis's key; notes %q", got, want, notes)
+	// This host, its storage holding another key, which a zone serving
+	// there without the store uses: the command leaves it, and says so.
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	st := t.TempDir()
+	keyFile := filepath.Join(st, "mcp_ratelimit", zone, "fingerprint.key")
+	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
+		t.Fatal(err)
 	}
+	if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := writeCommandConfig(t, "Caddyfile", st, site)
+	got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	if got != want || !strings.Contains(notes, "holds another fingerprint key") {
+		t.Fatalf("printed %q with Redis up, want %q under Redis's key and a note of storage's other key; notes %q", got, want, notes)
+	}
+	if inStorage, err := os.ReadFile(keyFile); err != nil || !bytes.Equal(inStorage, stored) {
+		t.Fatalf("storage holds key %x (%v), want its own %x left in place", inStorage, err, stored)
+	}
+
 	_ = redis.Kill()
 	_, _ = redis.Wait()
-	got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	got, notes = guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
 	if got != want || !strings.Contains(notes, "Redis store unreachable") {
 		t.Fatalf("printed %q with Redis down, want %q under the key Redis gave this host (storage's gives %q); notes %q",
 			got, want, fingerprintHex(newFingerprinter(stored).sum("Bearer abc")), notes)
+	}
+
+	// A host that never used the zone's key, on an empty storage: no
+	// fingerprint, and no key left behind.
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	empty = t.TempDir()
+	var out bytes.Buffer
+	err := runFingerprint(zone, writeCommandConfig(t, "Caddyfile", empty, site), "caddyfile", strings.NewReader("Bearer abc\n"), &out, io.Discard)
+	if err == nil || out.Len() != 0 {
+		t.Fatalf("printed %q, error %v, with Redis down on a new host; want no fingerprint and an error", out.String(), err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "mcp_ratelimit", zone, "fingerprint.key")); !os.IsNotExist(err) {
+		t.Fatalf("a key was left in storage by a run that told no fingerprint: %v", err)
 	}
 }
