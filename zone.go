@@ -243,7 +243,7 @@ func dropZone(z *zone) error {
 func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, error) {
 	stor := &swapStorage{}
 	stor.set(st)
-	stored, keyErr := startKey(stor, pol.zone, logger, orphanable(pol))
+	stored, made, keyErr := startKey(stor, pol.zone, logger)
 	var z *zone // the counters' callbacks run from flushes, once z is made
 	counter := func(prefix string, onDegraded func(z *zone, degraded bool, err error), kept func(z *zone) *unpushedCopy) *quota.Counter {
 		return quota.New(quota.Config{
@@ -264,6 +264,10 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	rz, key, err := openRedis(pol, stored, redisCounters{bound: bound, counts: counts}, logger)
 	if err != nil {
 		return nil, err
+	}
+	if n := orphanedOverrides(pol, made, rz, key, stored); n > 0 {
+		logger.Warn("zone had no fingerprint key, so a new one was made: its overrides' fingerprints were computed under another key (another zone name, another storage) and match no identity; print them again with `caddy mcp-ratelimit fingerprint --zone`",
+			zap.String("zone", pol.zone), zap.Int("overrides", n))
 	}
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
@@ -615,39 +619,40 @@ type keyFailure struct {
 // fingerprint with. When storage cannot be read it returns the cached key,
 // or else a provisional random one, with the storage error: the zone then
 // starts and serves, and its run loop confirms the key once storage
-// answers (see confirmKey). A new random key leaves the zone's overrides
-// (as many as overrides) matching no identity: a zone renamed, or moved
-// to an empty storage, fingerprints anew; the load says so.
-func startKey(stor keyStorage, zone string, logger *zap.Logger, overrides int) ([]byte, error) {
+// answers (see confirmKey). made says the key is a new random one, stored
+// now (see orphanedOverrides).
+func startKey(stor keyStorage, zone string, logger *zap.Logger) (key []byte, made bool, err error) {
 	cached := readKeyCache(zone)
 	fresh := offeredKey(cached)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zone, fresh)
 	if err == nil {
-		switch {
-		case created && cached != nil:
+		if created && cached != nil {
 			logger.Warn("storage held no fingerprint key: stored the key cached on this host, the one this zone last used",
 				zap.String("zone", zone), zap.String("cache", keyCachePath(zone)))
-		case created && overrides > 0:
-			logger.Warn("zone had no fingerprint key, so a new one was made: its overrides' fingerprints were computed under another key (another zone name, another storage) and match no identity; print them again with `caddy mcp-ratelimit fingerprint --zone`",
-				zap.String("zone", zone), zap.Int("overrides", overrides))
 		}
-		return key, nil
+		return key, created && cached == nil, nil
 	}
 	if key = cached; key != nil {
 		logger.Error("fingerprint key unreadable in storage: fingerprinting with the key cached on this host until storage answers",
 			zap.String("zone", zone), zap.String("cache", keyCachePath(zone)), zap.Error(err))
-		return key, err
+		return key, false, err
 	}
 	logger.Error("fingerprint key unreadable in storage and not cached on this host: fingerprinting with a provisional key until storage answers",
 		zap.String("zone", zone), zap.Error(err))
-	return fresh, err
+	return fresh, false, err
 }
 
-// orphanable is how many overrides of pol a fingerprint key made now
-// would leave matching no identity: all of them, unless the zone's key
-// comes from its Redis store.
-func orphanable(pol *policy) int {
-	if pol.redis != nil {
+// orphanedOverrides is how many of pol's overrides match no identity
+// because the zone starts on a key made now (a zone renamed, or moved to
+// an empty storage): no fingerprint computed before can be under it, so
+// all of them. made says startKey made storage's key, offered; with
+// store redis the key is Redis's, new only when Redis answered and took
+// the one offered (it had none).
+func orphanedOverrides(pol *policy, made bool, rz *zoneRedis, key, offered []byte) int {
+	if !made {
+		return 0
+	}
+	if pol.redis != nil && (rz == nil || !rz.keyAdopted.Load() || !bytes.Equal(key, offered)) {
 		return 0
 	}
 	return len(pol.overrides)
