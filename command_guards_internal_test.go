@@ -31,14 +31,22 @@ func guardFingerprint(t *testing.T, zone, cfgPath, adapter, stdin string) (strin
 func redisZoneWithStoredKey(t *testing.T, zone string, key []byte, url string) string {
 	t.Helper()
 	store := t.TempDir()
-	keyFile := filepath.Join(store, "mcp_ratelimit", zone, "fingerprint.key")
+	writeStoredKey(t, store, zone, key)
+	return writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
+}
+
+// writeStoredKey puts key in the file storage at dir as zone's
+// fingerprint key, and returns the file's path.
+func writeStoredKey(t *testing.T, dir, zone string, key []byte) string {
+	t.Helper()
+	keyFile := filepath.Join(dir, "mcp_ratelimit", zone, "fingerprint.key")
 	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(keyFile, key, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return writeCommandConfig(t, "Caddyfile", store, fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url))
+	return keyFile
 }
 
 // With store redis and Redis holding no key (lost, flushed), the command
@@ -276,13 +284,7 @@ func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
 	// there without the store uses: the command leaves it, and says so.
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
 	st := t.TempDir()
-	keyFile := filepath.Join(st, "mcp_ratelimit", zone, "fingerprint.key")
-	if err := os.MkdirAll(filepath.Dir(keyFile), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, stored, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	keyFile := writeStoredKey(t, st, zone, stored)
 	cfgPath := writeCommandConfig(t, "Caddyfile", st, site)
 	got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
 	if got != want || !strings.Contains(notes, "holds another fingerprint key") {
