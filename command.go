@@ -123,6 +123,13 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offeredKey(cached))
 	stored := key // storage's key, nil when unreadable
 	storedNew := created && err == nil
+	told := false
+	defer func() {
+		if storedNew && !told {
+			// A run that tells no fingerprint leaves no key behind.
+			_ = stor.Delete(context.Background(), fingerprintKeyName(zoneName))
+		}
+	}()
 	if err != nil {
 		if cached == nil {
 			return err
@@ -155,6 +162,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		case unreached == nil:
 			created = created && bytes.Equal(key, offered)
 			where = "its Redis store"
+			keep := true // this host keeps Redis's key
 			switch {
 			case bytes.Equal(key, stored) || stored == nil:
 			case storedNew:
@@ -166,11 +174,13 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 				}
 			default:
 				// A zone serving from this storage without the store
-				// fingerprints with storage's key: replacing it would reset
-				// every identity's budgets and quotas there.
+				// fingerprints with storage's key: replacing it, or the
+				// copy this host keeps of it, would reset every
+				// identity's budgets and quotas there.
+				keep = false
 				fmt.Fprintf(notes, "note: this storage holds another fingerprint key for zone %q than its Redis store; instances on it without store redis fingerprint with that one (Caddy with store redis replaces it with Redis's as it starts)\n", zoneName)
 			}
-			if !bytes.Equal(key, cached) {
+			if keep && !bytes.Equal(key, cached) {
 				// Kept as a starting handler keeps it: the command run
 				// during an outage then uses Redis's key, not this
 				// host's own.
@@ -183,10 +193,6 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 			// storage may not be the one in Redis, which every instance
 			// fingerprints with, and an override under a fingerprint of
 			// another key matches nobody.
-			if storedNew {
-				// A run that tells no fingerprint leaves no key behind.
-				_ = stor.Delete(context.Background(), fingerprintKeyName(zoneName))
-			}
 			return fmt.Errorf("zone %q's Redis store is unreachable (%v), and this host has never used the zone's key from it: the fingerprint cannot be told; run the command again once Redis answers", zoneName, unreached)
 		default:
 			fmt.Fprintf(notes, "note: zone %q's Redis store unreachable (%v); used the key this host last used for it, as Caddy starting now would: it is the key in Redis, which every instance uses, only if this host last used the zone with its Redis store answering; print the fingerprint again once Redis answers before an override relies on it\n", zoneName, unreached)
@@ -201,6 +207,7 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 		// that matches nothing: say so.
 		fmt.Fprintf(notes, "note: zone %q had no fingerprint key in %s yet; created one (Caddy will use it for this zone there)\n", zoneName, where)
 	}
+	told = true
 	fps, rules := fingerprintReadings(newFingerprinter(key), readings)
 	if len(misfits) > 0 {
 		fmt.Fprintf(notes, "note: the value does not fit the zone's handlers with identity %s (%v); no fingerprint is printed for them\n",

@@ -266,37 +266,47 @@ func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
 	inRedis, stored := newFingerprintKey(), newFingerprintKey()
 	t.Setenv("XDG_DATA_HOME", t.TempDir()) // another host puts its key in Redis
 	guardFingerprint(t, zone, redisZoneWithStoredKey(t, zone, inRedis, url), "caddyfile", "Bearer abc\n")
-
 	want := fingerprintHex(newFingerprinter(inRedis).sum("Bearer abc")) + "\n"
-	// A host whose storage holds no key: it gets Redis's there, as an
-	// instance reaching Redis puts it, not one of its own.
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	empty := t.TempDir()
 	site := fmt.Sprintf("http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone %s\n\t\tstore redis %s\n\t}\n}\n", zone, url)
-	if got, notes := guardFingerprint(t, zone, writeCommandConfig(t, "Caddyfile", empty, site), "caddyfile", "Bearer abc\n"); got != want {
+
+	// A host whose storage holds no key: it gets Redis's there, as an
+	// instance reaching Redis puts it, not one of its own, and keeps it.
+	hostE, emptied := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_DATA_HOME", hostE)
+	cfgE := writeCommandConfig(t, "Caddyfile", emptied, site)
+	if got, notes := guardFingerprint(t, zone, cfgE, "caddyfile", "Bearer abc\n"); got != want {
 		t.Fatalf("printed %q with Redis up on empty storage, want %q; notes %q", got, want, notes)
 	}
-	if inStorage, err := os.ReadFile(filepath.Join(empty, "mcp_ratelimit", zone, "fingerprint.key")); err != nil || !bytes.Equal(inStorage, inRedis) {
+	if inStorage, err := os.ReadFile(filepath.Join(emptied, "mcp_ratelimit", zone, "fingerprint.key")); err != nil || !bytes.Equal(inStorage, inRedis) {
 		t.Fatalf("storage holds key %x (%v), want Redis's %x", inStorage, err, inRedis)
 	}
 
-	// This host, its storage holding another key, which a zone serving
-	// there without the store uses: the command leaves it, and says so.
-	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	st := t.TempDir()
+	// A host whose storage holds another key, which a zone serving there
+	// without the store uses: the command leaves it, and the copy this
+	// host keeps of it (a start of that zone, its storage's key lost,
+	// puts the copy back), and says so.
+	hostS, st := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_DATA_HOME", hostS)
+	if err := writeKeyCache(zone, stored); err != nil {
+		t.Fatal(err)
+	}
 	keyFile := writeStoredKey(t, st, zone, stored)
-	cfgPath := writeCommandConfig(t, "Caddyfile", st, site)
-	got, notes := guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	cfgS := writeCommandConfig(t, "Caddyfile", st, site)
+	got, notes := guardFingerprint(t, zone, cfgS, "caddyfile", "Bearer abc\n")
 	if got != want || !strings.Contains(notes, "holds another fingerprint key") {
 		t.Fatalf("printed %q with Redis up, want %q under Redis's key and a note of storage's other key; notes %q", got, want, notes)
 	}
 	if inStorage, err := os.ReadFile(keyFile); err != nil || !bytes.Equal(inStorage, stored) {
 		t.Fatalf("storage holds key %x (%v), want its own %x left in place", inStorage, err, stored)
 	}
+	if c := readKeyCache(zone); !bytes.Equal(c, stored) {
+		t.Fatalf("this host's copy of the zone's key is %x, want storage's %x left in place", c, stored)
+	}
 
 	_ = redis.Kill()
 	_, _ = redis.Wait()
-	got, notes = guardFingerprint(t, zone, cfgPath, "caddyfile", "Bearer abc\n")
+	t.Setenv("XDG_DATA_HOME", hostE)
+	got, notes = guardFingerprint(t, zone, cfgE, "caddyfile", "Bearer abc\n")
 	if got != want || !strings.Contains(notes, "Redis store unreachable") {
 		t.Fatalf("printed %q with Redis down, want %q under the key Redis gave this host (storage's gives %q); notes %q",
 			got, want, fingerprintHex(newFingerprinter(stored).sum("Bearer abc")), notes)
@@ -305,7 +315,7 @@ func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
 	// A host that never used the zone's key, on an empty storage: no
 	// fingerprint, and no key left behind.
 	t.Setenv("XDG_DATA_HOME", t.TempDir())
-	empty = t.TempDir()
+	empty := t.TempDir()
 	var out bytes.Buffer
 	err := runFingerprint(zone, writeCommandConfig(t, "Caddyfile", empty, site), "caddyfile", strings.NewReader("Bearer abc\n"), &out, io.Discard)
 	if err == nil || out.Len() != 0 {

@@ -281,11 +281,18 @@ func TestFingerprintCommandNotesACreatedKey(t *testing.T) {
 // A store URL that its variable leaves empty is named as such, as
 // `caddy validate` names it, not as a URL without a scheme.
 func TestFingerprintCommandNamesAnEmptyStoreURL(t *testing.T) {
-	cfgPath := writeCommandConfig(t, "Caddyfile", t.TempDir(), "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone unset-url\n\t\tstore redis {env.MCPRL_TEST_UNSET_REDIS_URL}\n\t}\n}\n")
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	storage := t.TempDir()
+	cfgPath := writeCommandConfig(t, "Caddyfile", storage, "http://127.0.0.1:1 {\n\tmcp_ratelimit {\n\t\tzone unset-url\n\t\tstore redis {env.MCPRL_TEST_UNSET_REDIS_URL}\n\t}\n}\n")
 	var out, notes bytes.Buffer
 	err := runFingerprint("unset-url", cfgPath, "caddyfile", strings.NewReader("Bearer abc\n"), &out, &notes)
 	if err == nil || !strings.Contains(err.Error(), "empty once expanded") {
 		t.Fatalf("err = %v, want the URL named empty once expanded", err)
+	}
+	// A run that tells no fingerprint leaves storage as it found it: a
+	// key of its own there would be one Redis never held.
+	if _, err := os.Stat(filepath.Join(storage, "mcp_ratelimit", "unset-url", "fingerprint.key")); !os.IsNotExist(err) {
+		t.Fatalf("a failed run left a key in storage: %v", err)
 	}
 }
 
