@@ -1,7 +1,11 @@
 package mcplimit
 
 import (
+	"fmt"
+	"os/exec"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/caddyserver/certmagic"
 	"go.uber.org/zap"
@@ -79,5 +83,45 @@ func TestOverridesOfANewRedisKeyAreCountedWhenRedisHadNone(t *testing.T) {
 		if got := orphanedOverrides(pol, c.made, c.rz, c.key, offered); got != c.want {
 			t.Errorf("%s: %d overrides orphaned, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// A zone that started on a key made then, its Redis store out of reach,
+// warns once it first reaches a Redis that held no key and took that
+// one: its overrides match no identity, as at a start with Redis there.
+func TestOverridesOfAKeyRedisTakesLaterAreWarnedOf(t *testing.T) {
+	t.Setenv("XDG_DATA_HOME", t.TempDir())
+	port := freePort(t)
+	h := &Handler{Zone: "orphans-later", Overrides: map[string]*Limits{"00112233445566778899aabbccddeeff": {Tenant: &RateLimit{Rate: "9/s"}}},
+		Store: &Store{Redis: &RedisStore{URL: fmt.Sprintf("redis://127.0.0.1:%d", port)}}}
+	pol, err := compile(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	core, logs := observer.New(zap.WarnLevel)
+	z, err := newZone(&certmagic.FileStorage{Path: t.TempDir()}, pol, zap.New(core))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = z.Destruct() })
+	warned := func() int {
+		return len(logs.FilterMessageSnippet("overrides' fingerprints were computed under another key").All())
+	}
+	if n := warned(); n != 0 {
+		t.Fatalf("%d warnings with Redis out of reach, want none yet", n)
+	}
+	redis := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", t.TempDir())
+	if err := redis.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = redis.Process.Kill(); _ = redis.Wait() })
+	for deadline := time.Now().Add(30 * time.Second); warned() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning 30s after Redis came up holding no key: %v", logs.All())
+		}
+	}
+	time.Sleep(2 * time.Second) // more probes and key checks: still one warning
+	if n := warned(); n != 1 {
+		t.Fatalf("%d warnings, want one", n)
 	}
 }

@@ -376,6 +376,11 @@ func (z *zone) adoptRedisKey(ctx context.Context, r *zoneRedis) error {
 	if err != nil {
 		return err
 	}
+	if z.keyMade.Swap(false) && bytes.Equal(key, cur.key) {
+		// Redis, first reached, held no key and took the one the zone
+		// made as it started: a new key, as at a start with Redis there.
+		warnOrphanedOverrides(z.logger.Load(), z.name, len(z.pol.Load().overrides))
+	}
 	r.mu.Lock()
 	lost := r.epoch != "" && r.epoch != epoch
 	r.epoch = epoch

@@ -134,6 +134,10 @@ type zone struct {
 	// no request looks for the mark.
 	errorHolds atomic.Int64
 	heldVar    string
+	// keyMade says the zone started on a key made then while its Redis
+	// store was out of reach: a Redis first reached with no key takes it,
+	// and the zone's overrides then match no identity (adoptRedisKey).
+	keyMade atomic.Bool
 
 	// unpushed and boundUnpushed are the zone's copies on the host of
 	// the counts storage did not take (quota counts, and those bound for
@@ -265,10 +269,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 	if err != nil {
 		return nil, err
 	}
-	if n := orphanedOverrides(pol, made, rz, key, stored); n > 0 {
-		logger.Warn("zone had no fingerprint key, so a new one was made: its overrides' fingerprints were computed under another key (another zone name, another storage) and match no identity; print them again with `caddy mcp-ratelimit fingerprint --zone`",
-			zap.String("zone", pol.zone), zap.Int("overrides", n))
-	}
+	warnOrphanedOverrides(logger, pol.zone, orphanedOverrides(pol, made, rz, key, stored))
 	owner := newOwner()
 	capacity := capacityOf(pol) // the sets are made with it
 	z = &zone{
@@ -319,6 +320,7 @@ func newZone(st certmagic.Storage, pol *policy, logger *zap.Logger) (*zone, erro
 		}
 	})
 	z.fpKey.Store(newFingerprinter(key))
+	z.keyMade.Store(made && rz != nil && !rz.keyAdopted.Load())
 	// Before anything reads or sets the metrics (the quota's first load
 	// may mark them degraded; the tracked gauge reads this zone).
 	z.adoptParked(capacity)
@@ -640,6 +642,15 @@ func startKey(stor keyStorage, zone string, logger *zap.Logger) (key []byte, mad
 	logger.Error("fingerprint key unreadable in storage and not cached on this host: fingerprinting with a provisional key until storage answers",
 		zap.String("zone", zone), zap.Error(err))
 	return fresh, false, err
+}
+
+// warnOrphanedOverrides says, when n overrides of zone match no identity
+// since its key is new (see orphanedOverrides), how to mend them.
+func warnOrphanedOverrides(logger *zap.Logger, zone string, n int) {
+	if n > 0 {
+		logger.Warn("zone had no fingerprint key, so a new one was made: its overrides' fingerprints were computed under another key (another zone name, another storage) and match no identity; print them again with `caddy mcp-ratelimit fingerprint --zone`",
+			zap.String("zone", zone), zap.Int("overrides", n))
+	}
 }
 
 // orphanedOverrides is how many of pol's overrides match no identity
