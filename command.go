@@ -122,7 +122,9 @@ func runFingerprint(zoneName, configFile, adapter string, in io.Reader, out, not
 	cached := readKeyCache(zoneName)
 	key, created, err := loadFingerprintKey(context.Background(), stor, zoneName, offeredKey(cached))
 	stored := key // storage's key, nil when unreadable
-	storedNew := created && err == nil
+	// storedNew says storage held no key and this run made the one it
+	// now holds; one it put back from the host's copy is the zone's own.
+	storedNew := created && err == nil && cached == nil
 	told := false
 	defer func() {
 		if storedNew && !told {

@@ -303,6 +303,22 @@ func TestFingerprintCommandKeepsRedisKeyForAnOutage(t *testing.T) {
 		t.Fatalf("this host's copy of the zone's key is %x, want storage's %x left in place", c, stored)
 	}
 
+	// The same host, its storage's key lost: the command puts the host's
+	// copy back, the zone's own, as the zone starting would, and keeps it.
+	if err := os.Remove(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	got, notes = guardFingerprint(t, zone, cfgS, "caddyfile", "Bearer abc\n")
+	if got != want || !strings.Contains(notes, "holds another fingerprint key") {
+		t.Fatalf("printed %q with storage's key lost, want %q and a note of storage's other key; notes %q", got, want, notes)
+	}
+	if inStorage, err := os.ReadFile(keyFile); err != nil || !bytes.Equal(inStorage, stored) {
+		t.Fatalf("storage holds key %x (%v) after the command, want the host's copy %x put back", inStorage, err, stored)
+	}
+	if c := readKeyCache(zone); !bytes.Equal(c, stored) {
+		t.Fatalf("this host's copy of the zone's key is %x, want %x left in place", c, stored)
+	}
+
 	_ = redis.Kill()
 	_, _ = redis.Wait()
 	t.Setenv("XDG_DATA_HOME", hostE)
