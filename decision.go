@@ -309,17 +309,8 @@ func (d *decision) parse(body []byte) {
 // answer starts. It frees them once, and then lets a detached request
 // end with its client again.
 func (d *decision) finish() {
-	if d.concAll {
-		d.z.all.Release(globalKey, d.concN)
-	}
-	if d.inflight > 0 {
-		d.z.metrics.inflightAdd(-d.inflight)
-		d.inflight = 0
-	}
-	if d.concID {
-		d.z.perID.Release(d.fp, d.concN)
-	}
-	d.concAll, d.concID = false, false
+	d.z.releaseSlots(&d.fp, d.concN, d.concAll, d.concID, d.inflight)
+	d.concAll, d.concID, d.inflight = false, false, 0
 	if d.letGo != nil {
 		d.letGo()
 		d.letGo = nil
@@ -335,15 +326,24 @@ func (d *decision) answered(n int) {
 	if n <= 0 {
 		return
 	}
-	if d.concAll {
-		d.z.all.Release(globalKey, n)
-	}
-	if d.concID {
-		d.z.perID.Release(d.fp, n)
-	}
+	d.z.releaseSlots(&d.fp, n, d.concAll, d.concID, int64(n))
 	d.concN -= n
 	d.inflight -= int64(n)
-	d.z.metrics.inflightAdd(-int64(n))
+}
+
+// releaseSlots gives back n slots of the zone's cap (all) and of the
+// identity fp's (id), and takes inflight calls out of the in-flight
+// gauge.
+func (z *zone) releaseSlots(fp *[16]byte, n int, all, id bool, inflight int64) {
+	if all {
+		z.all.Release(globalKey, n)
+	}
+	if inflight > 0 {
+		z.metrics.inflightAdd(-inflight)
+	}
+	if id {
+		z.perID.Release(*fp, n)
+	}
 }
 
 // chargeUnproven counts an unproven identity's call that the backend may

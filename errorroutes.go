@@ -59,13 +59,5 @@ type heldSlots struct {
 // decision.finish does.
 func (s *heldSlots) free() {
 	s.z.errorHolds.Add(-1)
-	if s.all {
-		s.z.all.Release(globalKey, s.n)
-	}
-	if s.inflight > 0 {
-		s.z.metrics.inflightAdd(-s.inflight)
-	}
-	if s.id {
-		s.z.perID.Release(s.fp, s.n)
-	}
+	s.z.releaseSlots(&s.fp, s.n, s.all, s.id, s.inflight)
 }
